@@ -1,0 +1,21 @@
+//! DataJump's database schema as sea-orm migrations.
+//!
+//! One migration set serves SQLite and PostgreSQL: the same binary switches by
+//! URL, so the schema is written once in sea-query's portable terms and never
+//! as raw SQL of one dialect. Migrations name their tables with their own
+//! `DeriveIden` enums instead of borrowing the entities, so that a later change
+//! to an entity can never rewrite what an old migration did.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261129_000001_create_tables;
+
+/// Every migration, in order.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261129_000001_create_tables::Migration)]
+    }
+}

@@ -1,0 +1,433 @@
+//! DataJump's JetStream topology and the few NATS operations every role shares.
+//!
+//! [`ensure_topology`] creates each stream, consumer and bucket of DESIGN.md
+//! "Subjects and streams" that is missing and only *reports* differences in
+//! those that exist. It never updates: nats-server 2.9 ignores the
+//! create/update action field, so an "update" could silently rewrite an
+//! operator's tuning (deps.md §3). Every role calls it at start; concurrent
+//! callers race only into "already exists", which is treated as success.
+//! Everything here works on nats-server 2.9.10: no multi-filter consumers,
+//! no per-message TTL, and KV buckets are created through their backing
+//! stream because `create_key_value` fails on 2.9.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{
+    self, Context,
+    consumer::{AckPolicy, DeliverPolicy, pull},
+    kv,
+    message::PublishMessage,
+    object_store,
+    stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
+};
+use datajump_shared::subjects::{self, Band};
+use thiserror::Error;
+use tracing::warn;
+
+/// How long JetStream remembers message ids for deduplication.
+pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
+/// How long a delivered message may go unacknowledged before redelivery;
+/// runners send AckProgress well within it.
+pub const ACK_WAIT: Duration = Duration::from_secs(30);
+/// Unacknowledged messages a consumer allows in flight.
+pub const MAX_ACK_PENDING: i64 = 20_000;
+/// A runner heartbeat older than this marks the runner dead.
+pub const RUNNER_TTL: Duration = Duration::from_secs(15);
+/// Events are kept this long for audit.
+pub const EVENT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A NATS failure.
+#[derive(Debug, Error)]
+pub enum NatsError {
+    /// Could not connect.
+    #[error("cannot connect to NATS at {url}: {source}")]
+    Connect {
+        /// The URL list tried.
+        url: String,
+        /// Why.
+        source: async_nats::ConnectError,
+    },
+    /// A JetStream API call failed.
+    #[error("JetStream {what}: {source}")]
+    JetStream {
+        /// What was being done.
+        what: String,
+        /// Why.
+        source: async_nats::Error,
+    },
+}
+
+fn js_err(what: impl Into<String>) -> impl FnOnce(async_nats::Error) -> NatsError {
+    let what = what.into();
+    move |source| NatsError::JetStream { what, source }
+}
+
+/// Connects to a comma-separated list of NATS URLs, retrying until it answers.
+pub async fn connect(urls: &str, name: &str) -> Result<async_nats::Client, NatsError> {
+    let addrs: Vec<async_nats::ServerAddr> = urls
+        .split(',')
+        .map(|u| u.trim().parse())
+        .collect::<Result<_, _>>()
+        .map_err(|e: std::io::Error| NatsError::Connect {
+            url: urls.to_owned(),
+            source: async_nats::ConnectError::with_source(
+                async_nats::ConnectErrorKind::ServerParse,
+                e,
+            ),
+        })?;
+    async_nats::ConnectOptions::new()
+        .name(name)
+        .retry_on_initial_connect()
+        .connect(addrs)
+        .await
+        .map_err(|source| NatsError::Connect {
+            url: urls.to_owned(),
+            source,
+        })
+}
+
+/// Publishes `payload` with a `Nats-Msg-Id` and waits for JetStream's ack.
+/// Returns true when JetStream dropped it as a duplicate.
+pub async fn publish(
+    js: &Context,
+    subject: String,
+    msg_id: &str,
+    payload: Vec<u8>,
+) -> Result<bool, NatsError> {
+    let what = format!("publish to {subject}");
+    let ack = js
+        .send_publish(
+            subject,
+            PublishMessage::build()
+                .payload(payload.into())
+                .message_id(msg_id),
+        )
+        .await
+        .map_err(|e| js_err(what.clone())(e.into()))?
+        .await
+        .map_err(|e| js_err(what)(e.into()))?;
+    Ok(ack.duplicate)
+}
+
+/// A difference between what exists on the server and what DataJump expects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// Stream, consumer or bucket name.
+    pub object: String,
+    /// What differs.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Drift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.object, self.detail)
+    }
+}
+
+fn work_queue(name: &str, subject: &str) -> stream::Config {
+    stream::Config {
+        name: name.to_owned(),
+        subjects: vec![subject.to_owned()],
+        retention: RetentionPolicy::WorkQueue,
+        storage: StorageType::File,
+        duplicate_window: DUPLICATE_WINDOW,
+        ..Default::default()
+    }
+}
+
+/// The streams of DESIGN.md, as DataJump creates them.
+pub fn stream_configs() -> Vec<stream::Config> {
+    vec![
+        work_queue(subjects::FIRE_STREAM, subjects::FIRE_ALL),
+        stream::Config {
+            name: subjects::EVENT_STREAM.to_owned(),
+            subjects: vec![subjects::EVENT_ALL.to_owned()],
+            retention: RetentionPolicy::Limits,
+            storage: StorageType::File,
+            max_age: EVENT_MAX_AGE,
+            duplicate_window: DUPLICATE_WINDOW,
+            ..Default::default()
+        },
+        work_queue(subjects::WORK_STREAM, subjects::WORK_ALL),
+        work_queue(subjects::DONE_STREAM, subjects::DONE_ALL),
+    ]
+}
+
+fn kv_stream(bucket: &str, max_age: Duration) -> stream::Config {
+    stream::Config {
+        name: format!("KV_{bucket}"),
+        subjects: vec![format!("$KV.{bucket}.>")],
+        max_messages_per_subject: 1,
+        max_age,
+        storage: StorageType::File,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        discard: DiscardPolicy::New,
+        num_replicas: 1,
+        ..Default::default()
+    }
+}
+
+/// A durable pull consumer as DataJump creates it.
+pub fn consumer_config(name: &str, filter: &str, deliver_new: bool) -> pull::Config {
+    pull::Config {
+        durable_name: Some(name.to_owned()),
+        filter_subject: filter.to_owned(),
+        ack_policy: AckPolicy::Explicit,
+        ack_wait: ACK_WAIT,
+        max_deliver: -1,
+        max_ack_pending: MAX_ACK_PENDING,
+        deliver_policy: if deliver_new {
+            DeliverPolicy::New
+        } else {
+            DeliverPolicy::All
+        },
+        ..Default::default()
+    }
+}
+
+fn stream_drift(want: &stream::Config, have: &stream::Config) -> Vec<Drift> {
+    let mut drift = Vec::new();
+    let mut check = |field: &str, differs: bool, detail: String| {
+        if differs {
+            drift.push(Drift {
+                object: want.name.clone(),
+                detail: format!("{field} {detail}"),
+            });
+        }
+    };
+    check(
+        "subjects",
+        want.subjects != have.subjects,
+        format!("is {:?}, expected {:?}", have.subjects, want.subjects),
+    );
+    check(
+        "retention",
+        want.retention != have.retention,
+        format!("is {:?}, expected {:?}", have.retention, want.retention),
+    );
+    check(
+        "duplicate_window",
+        want.duplicate_window != Duration::ZERO && have.duplicate_window < want.duplicate_window,
+        format!(
+            "is {:?}, expected at least {:?}",
+            have.duplicate_window, want.duplicate_window
+        ),
+    );
+    check(
+        "max_age",
+        want.max_age != have.max_age,
+        format!("is {:?}, expected {:?}", have.max_age, want.max_age),
+    );
+    drift
+}
+
+fn consumer_drift(
+    stream: &str,
+    want: &pull::Config,
+    have: &jetstream::consumer::Config,
+) -> Vec<Drift> {
+    let object = format!("{stream}/{}", want.durable_name.as_deref().unwrap_or(""));
+    let mut drift = Vec::new();
+    let mut check = |differs: bool, detail: String| {
+        if differs {
+            drift.push(Drift {
+                object: object.clone(),
+                detail,
+            });
+        }
+    };
+    check(
+        want.filter_subject != have.filter_subject,
+        format!(
+            "filter_subject is {:?}, expected {:?}",
+            have.filter_subject, want.filter_subject
+        ),
+    );
+    check(
+        want.ack_policy != have.ack_policy,
+        format!(
+            "ack_policy is {:?}, expected {:?}",
+            have.ack_policy, want.ack_policy
+        ),
+    );
+    check(
+        have.max_deliver > 0,
+        format!(
+            "max_deliver is {}, expected unlimited: messages could be dropped",
+            have.max_deliver
+        ),
+    );
+    check(
+        !have.backoff.is_empty(),
+        "has a backoff list, which overrides ack_wait".to_owned(),
+    );
+    drift
+}
+
+async fn ensure_stream(js: &Context, want: stream::Config) -> Result<Vec<Drift>, NatsError> {
+    let name = want.name.clone();
+    let existing = match js.get_stream(&name).await {
+        Ok(stream) => Some(stream),
+        Err(_) => match js.create_stream(want.clone()).await {
+            Ok(_) => None,
+            // Another process created it between our lookup and our create.
+            Err(_) => Some(
+                js.get_stream(&name)
+                    .await
+                    .map_err(|e| js_err(format!("stream {name}"))(e.into()))?,
+            ),
+        },
+    };
+    Ok(existing
+        .map(|stream| stream_drift(&want, &stream.cached_info().config))
+        .unwrap_or_default())
+}
+
+async fn ensure_consumer(
+    js: &Context,
+    stream_name: &str,
+    want: pull::Config,
+) -> Result<Vec<Drift>, NatsError> {
+    let name = want.durable_name.clone().unwrap_or_default();
+    let stream = js
+        .get_stream(stream_name)
+        .await
+        .map_err(|e| js_err(format!("stream {stream_name}"))(e.into()))?;
+    if let Ok(mut consumer) = stream.get_consumer::<pull::Config>(&name).await {
+        let info = consumer
+            .info()
+            .await
+            .map_err(|e| js_err(format!("consumer {name}"))(e.into()))?;
+        return Ok(consumer_drift(stream_name, &want, &info.config));
+    }
+    stream
+        .create_consumer(want)
+        .await
+        .map_err(|e| js_err(format!("create consumer {name}"))(e.into()))?;
+    Ok(Vec::new())
+}
+
+/// Creates the work consumers (one per band) of a queue that are missing.
+pub async fn ensure_queue(js: &Context, queue: &str) -> Result<Vec<Drift>, NatsError> {
+    let mut drift = Vec::new();
+    for band in Band::ALL {
+        let config = consumer_config(
+            &subjects::runner_consumer(queue, band),
+            &subjects::work(queue, band),
+            false,
+        );
+        drift.extend(ensure_consumer(js, subjects::WORK_STREAM, config).await?);
+    }
+    Ok(drift)
+}
+
+/// Creates every stream, consumer and bucket that is missing and returns the
+/// differences found in those that exist (each also logged as a warning).
+pub async fn ensure_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
+    let mut drift = Vec::new();
+    for config in stream_configs() {
+        drift.extend(ensure_stream(js, config).await?);
+    }
+    for (stream, consumer, filter, deliver_new) in [
+        (
+            subjects::FIRE_STREAM,
+            subjects::RESOLVER_FIRE_CONSUMER,
+            subjects::FIRE_ALL,
+            false,
+        ),
+        (
+            subjects::EVENT_STREAM,
+            subjects::RESOLVER_EVENT_CONSUMER,
+            subjects::EVENT_ALL,
+            true,
+        ),
+        (
+            subjects::DONE_STREAM,
+            subjects::RESOLVER_DONE_CONSUMER,
+            subjects::DONE_ALL,
+            false,
+        ),
+    ] {
+        let config = consumer_config(consumer, filter, deliver_new);
+        drift.extend(ensure_consumer(js, stream, config).await?);
+    }
+    drift.extend(ensure_queue(js, subjects::DEFAULT_QUEUE).await?);
+    drift.extend(ensure_stream(js, kv_stream(subjects::TICKER_BUCKET, Duration::ZERO)).await?);
+    drift.extend(ensure_stream(js, kv_stream(subjects::RUNNERS_BUCKET, RUNNER_TTL)).await?);
+    if js.get_object_store(subjects::LOGS_BUCKET).await.is_err() {
+        let created = js
+            .create_object_store(object_store::Config {
+                bucket: subjects::LOGS_BUCKET.to_owned(),
+                storage: StorageType::File,
+                ..Default::default()
+            })
+            .await;
+        if let Err(e) = created
+            && js.get_object_store(subjects::LOGS_BUCKET).await.is_err()
+        {
+            return Err(js_err("create object store dj_logs")(e.into()));
+        }
+    }
+    for d in &drift {
+        warn!(object = %d.object, detail = %d.detail, "JetStream topology differs from DataJump's; left unchanged");
+    }
+    Ok(drift)
+}
+
+/// Opens a KV bucket created by [`ensure_topology`].
+pub async fn key_value(js: &Context, bucket: &str) -> Result<kv::Store, NatsError> {
+    js.get_key_value(bucket)
+        .await
+        .map_err(|e| js_err(format!("KV bucket {bucket}"))(e.into()))
+}
+
+/// Binds to a durable pull consumer created by [`ensure_topology`].
+pub async fn pull_consumer(
+    js: &Context,
+    stream: &str,
+    consumer: &str,
+) -> Result<jetstream::consumer::PullConsumer, NatsError> {
+    js.get_stream(stream)
+        .await
+        .map_err(|e| js_err(format!("stream {stream}"))(e.into()))?
+        .get_consumer(consumer)
+        .await
+        .map_err(|e| js_err(format!("consumer {consumer}"))(e.into()))
+}
+
+/// Publishes the work message of a QUEUED instance to its queue and band.
+pub async fn publish_work(
+    js: &Context,
+    row: &datajump_shared::entities::task_instance::Model,
+) -> Result<(), NatsError> {
+    use datajump_shared::messages::{Message, WorkMsg};
+    let work = WorkMsg::for_queued(row).map_err(|e| NatsError::JetStream {
+        what: format!("encode work of task instance {}", row.id),
+        source: e.into(),
+    })?;
+    let subject = subjects::work(&row.queue, Band::of_priority(row.priority));
+    let msg_id = subjects::work_msg_id(row.id, row.attempt);
+    publish(js, subject, &msg_id, work.encode()).await?;
+    Ok(())
+}
+
+/// Publishes the completion of attempt `attempt` of a terminal (or retrying) instance.
+pub async fn publish_done(
+    js: &Context,
+    row: &datajump_shared::entities::task_instance::Model,
+    attempt: i32,
+) -> Result<(), NatsError> {
+    use datajump_shared::messages::{DoneMsg, Message, VERSION};
+    let done = DoneMsg {
+        v: VERSION,
+        dag_run_id: row.dag_run_id,
+        task_instance_id: row.id,
+        attempt,
+        status: row.status,
+    };
+    let msg_id = subjects::done_msg_id(row.id, attempt);
+    publish(js, subjects::done(row.dag_run_id), &msg_id, done.encode()).await?;
+    Ok(())
+}

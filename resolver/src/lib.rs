@@ -1,0 +1,497 @@
+//! The resolver: turns fires into runs and completions into releases.
+//!
+//! Stateless; any number of replicas share the durable consumers
+//! `resolver-fire`, `resolver-done` and `resolver-event`. Every handler
+//! commits its database change first and publishes after, and is safe to run
+//! twice: a repeated fire hits the run's unique `dedup_key`, a repeated
+//! completion finds its instance already propagated. A message that cannot be
+//! decoded or names ids that cannot exist is terminated (never redelivered);
+//! a database error NAKs it so nothing is dropped.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, AckKind, Context};
+use chrono::Utc;
+use datajump_nats::{NatsError, publish_work, pull_consumer};
+use datajump_shared::entities::{dag, dag_run, schedule, task_instance};
+use datajump_shared::messages::{DoneMsg, FireMsg, Message, MessageError, VERSION};
+use datajump_shared::plan::{DepType, InstanceSpec, Plan, params_to_json};
+use datajump_shared::state::{self, Released};
+use datajump_shared::{RunStatus, TaskStatus, TriggerType, catalog, subjects};
+use futures::StreamExt;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
+    sea_query::OnConflict,
+};
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, debug, error, info, info_span, warn};
+
+/// How the resolver runs.
+#[derive(Clone)]
+pub struct Config {
+    /// The database.
+    pub db: DatabaseConnection,
+    /// The NATS connection.
+    pub nats: async_nats::Client,
+    /// Messages handled at once per consumer.
+    pub concurrency: usize,
+}
+
+/// Why the resolver stopped.
+#[derive(Debug, Error)]
+pub enum ResolverError {
+    /// NATS failed.
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+}
+
+/// What to do with a message after handling it.
+#[derive(Debug)]
+enum Verdict {
+    Ack,
+    /// Transient failure: deliver again later.
+    Retry(String),
+    /// Poison: never deliver again.
+    Poison(String),
+}
+
+impl From<DbErr> for Verdict {
+    fn from(e: DbErr) -> Self {
+        Verdict::Retry(format!("database: {e}"))
+    }
+}
+
+impl From<NatsError> for Verdict {
+    fn from(e: NatsError) -> Self {
+        Verdict::Retry(e.to_string())
+    }
+}
+
+impl From<MessageError> for Verdict {
+    fn from(e: MessageError) -> Self {
+        Verdict::Poison(e.to_string())
+    }
+}
+
+/// Runs the resolver until `shutdown` is cancelled.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), ResolverError> {
+    let js = jetstream::new(config.nats.clone());
+    datajump_nats::ensure_topology(&js).await?;
+    info!("resolver started");
+    let fires = consume(
+        &config,
+        &js,
+        subjects::FIRE_STREAM,
+        subjects::RESOLVER_FIRE_CONSUMER,
+        &shutdown,
+        Kind::Fire,
+    );
+    let dones = consume(
+        &config,
+        &js,
+        subjects::DONE_STREAM,
+        subjects::RESOLVER_DONE_CONSUMER,
+        &shutdown,
+        Kind::Done,
+    );
+    let events = consume(
+        &config,
+        &js,
+        subjects::EVENT_STREAM,
+        subjects::RESOLVER_EVENT_CONSUMER,
+        &shutdown,
+        Kind::Event,
+    );
+    let (a, b, c) = tokio::join!(fires, dones, events);
+    a.and(b).and(c)?;
+    info!("resolver stopped");
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Fire,
+    Done,
+    Event,
+}
+
+async fn consume(
+    config: &Config,
+    js: &Context,
+    stream: &str,
+    consumer: &str,
+    shutdown: &CancellationToken,
+    kind: Kind,
+) -> Result<(), ResolverError> {
+    let consumer = pull_consumer(js, stream, consumer).await?;
+    while !shutdown.is_cancelled() {
+        let messages = match consumer.messages().await {
+            Ok(messages) => messages,
+            Err(e) => {
+                warn!(error = %e, stream, "cannot pull; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        messages
+            .take_until(shutdown.cancelled())
+            .for_each_concurrent(config.concurrency, |message| async move {
+                let message = match message {
+                    Ok(message) => message,
+                    Err(e) => {
+                        debug!(error = %e, "pull stream hiccup");
+                        return;
+                    }
+                };
+                let verdict = match kind {
+                    Kind::Fire => handle_fire(config, js, &message.payload).await,
+                    Kind::Done => handle_done(config, js, &message.payload).await,
+                    Kind::Event => handle_event(config, js, &message).await,
+                };
+                settle_message(&message, verdict).await;
+            })
+            .await;
+    }
+    Ok(())
+}
+
+async fn settle_message(message: &jetstream::Message, verdict: Verdict) {
+    let (sequence, subject) = (
+        message
+            .info()
+            .map(|i| i.stream_sequence)
+            .unwrap_or_default(),
+        message.subject.as_str(),
+    );
+    let result = match verdict {
+        Verdict::Ack => message.ack().await,
+        Verdict::Retry(why) => {
+            warn!(subject, sequence, why, "will retry message");
+            message
+                .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                .await
+        }
+        Verdict::Poison(why) => {
+            error!(subject, sequence, why, "poison message terminated");
+            message.ack_with(AckKind::Term).await
+        }
+    };
+    if let Err(e) = result {
+        warn!(error = %e, subject, sequence, "could not acknowledge message");
+    }
+}
+
+/// Publishes work for what a transaction queued and logs the rest.
+async fn after_commit(js: &Context, released: Released) -> Result<(), NatsError> {
+    for row in &released.settled {
+        info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, "task settled");
+    }
+    for row in &released.queued {
+        publish_work(js, row).await?;
+        info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
+    }
+    if let Some((run_id, status)) = released.finished_run {
+        info!(dag_run_id = run_id, %status, "run finished");
+    }
+    Ok(())
+}
+
+async fn handle_fire(config: &Config, js: &Context, payload: &[u8]) -> Verdict {
+    let fire = match FireMsg::decode(payload) {
+        Ok(fire) => fire,
+        Err(e) => return e.into(),
+    };
+    let span = info_span!("fire", dag_id = fire.dag_id, dedup_key = %fire.dedup_key);
+    async {
+        let Some(dag) = dag::Entity::find_by_id(fire.dag_id).one(&config.db).await? else {
+            return Ok::<_, DbErr>(Verdict::Poison(format!("DAG {} does not exist", fire.dag_id)));
+        };
+        if let Some(skip) = skip_reason(&config.db, &fire, &dag).await? {
+            info!(dag = %dag.name, skip, "fire ignored");
+            return Ok(Verdict::Ack);
+        }
+        Ok(match create_run(&config.db, &fire, &dag).await? {
+            None => {
+                debug!("run already exists");
+                Verdict::Ack
+            }
+            Some((run_id, released)) => {
+                info!(dag = %dag.name, dag_run_id = run_id, trigger = fire.trigger_type.as_str(), biz_date = %fire.biz_date, "run created");
+                match after_commit(js, released).await {
+                    Ok(()) => Verdict::Ack,
+                    // The run is committed: the ticker's deadline scan
+                    // republishes the work of its QUEUED roots.
+                    Err(e) => {
+                        warn!(error = %e, "publishing work failed; the deadline scan will republish it");
+                        Verdict::Ack
+                    }
+                }
+            }
+        })
+    }
+    .instrument(span)
+    .await
+    .unwrap_or_else(Verdict::from)
+}
+
+/// Why a scheduled fire must not start a run now, if it must not.
+async fn skip_reason(
+    db: &DatabaseConnection,
+    fire: &FireMsg,
+    dag: &dag::Model,
+) -> Result<Option<&'static str>, DbErr> {
+    if !matches!(
+        fire.trigger_type,
+        TriggerType::Schedule | TriggerType::Event
+    ) {
+        return Ok(None);
+    }
+    if !dag.online {
+        return Ok(Some("DAG is offline"));
+    }
+    let Some(schedule_id) = fire.schedule_id else {
+        return Ok(None);
+    };
+    let schedule = schedule::Entity::find_by_id(schedule_id).one(db).await?;
+    Ok(match schedule {
+        None => Some("schedule was deleted"),
+        Some(s) if !s.active => Some("schedule is paused"),
+        Some(_) => None,
+    })
+}
+
+/// Creates the run of a fire in one transaction: the `dag_run` (unless its
+/// `dedup_key` exists: then `None`), its plan snapshot, one instance per task
+/// with its parent counters, and the release of its roots.
+async fn create_run(
+    db: &DatabaseConnection,
+    fire: &FireMsg,
+    dag: &dag::Model,
+) -> Result<Option<(i64, Released)>, DbErr> {
+    let txn = datajump_shared::db::begin_write(db).await?;
+    let plan = catalog::current_plan(&txn, dag).await?;
+    let now = Utc::now();
+    let empty = plan.tasks.is_empty();
+    let inserted = dag_run::Entity::insert(dag_run::ActiveModel {
+        dag_id: Set(dag.id),
+        dag_version: Set(plan.version),
+        schedule_id: Set(fire.schedule_id),
+        dedup_key: Set(fire.dedup_key.clone()),
+        trigger_type: Set(fire.trigger_type),
+        biz_date: Set(fire.biz_date),
+        logical_time: Set(fire.logical_time),
+        plan: Set(serde_json::to_value(&plan).unwrap_or_default()),
+        params: Set(params_to_json(&fire.params)),
+        status: Set(if empty {
+            RunStatus::Success
+        } else {
+            RunStatus::Running
+        }),
+        pending_instances: Set(i32::try_from(plan.tasks.len()).unwrap_or(i32::MAX)),
+        failed_instances: Set(0),
+        created_at: Set(now),
+        finished_at: Set(empty.then_some(now)),
+        ..Default::default()
+    })
+    .on_conflict(
+        OnConflict::column(dag_run::Column::DedupKey)
+            .do_nothing()
+            .to_owned(),
+    )
+    .exec(&txn)
+    .await;
+    let run_id = match inserted {
+        Ok(result) => result.last_insert_id,
+        Err(DbErr::RecordNotInserted) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let rows = instance_rows(&plan, fire, run_id, now);
+    for chunk in rows.chunks(200) {
+        task_instance::Entity::insert_many(chunk.to_vec())
+            .exec_without_returning(&txn)
+            .await?;
+    }
+    let roots = task_instance::Entity::find()
+        .filter(task_instance::Column::DagRunId.eq(run_id))
+        .filter(task_instance::Column::PendingParents.eq(0))
+        .all(&txn)
+        .await?;
+    let mut released = Released::default();
+    for root in &roots {
+        state::release(&txn, root, now, &mut released).await?;
+    }
+    txn.commit().await?;
+    Ok(Some((run_id, released)))
+}
+
+fn instance_rows(
+    plan: &Plan,
+    fire: &FireMsg,
+    run_id: i64,
+    now: chrono::DateTime<Utc>,
+) -> Vec<task_instance::ActiveModel> {
+    use std::collections::HashMap;
+    let id_of: HashMap<&str, i64> = plan
+        .tasks
+        .iter()
+        .map(|t| (t.name.as_str(), t.task_id))
+        .collect();
+    let mut children: HashMap<&str, Vec<(i64, DepType)>> = HashMap::new();
+    let mut parents: HashMap<&str, (i32, i32)> = HashMap::new();
+    for edge in plan.edges.iter().filter(|e| e.is_same_run()) {
+        let (Some(&child_id), true) = (
+            id_of.get(edge.child.as_str()),
+            id_of.contains_key(edge.parent.as_str()),
+        ) else {
+            continue;
+        };
+        children
+            .entry(edge.parent.as_str())
+            .or_default()
+            .push((child_id, edge.dep_type));
+        let counts = parents.entry(edge.child.as_str()).or_default();
+        counts.0 += 1;
+        counts.1 += i32::from(edge.dep_type == DepType::Strong);
+    }
+    plan.tasks
+        .iter()
+        .map(|task| {
+            let mut params = plan.params.clone();
+            params.extend(task.params.clone());
+            params.extend(fire.params.clone());
+            let spec = InstanceSpec {
+                dag_name: plan.dag_name.clone(),
+                logical_time: fire.logical_time,
+                params,
+                task: task.clone(),
+            };
+            let (pending, strong) = parents.get(task.name.as_str()).copied().unwrap_or_default();
+            task_instance::ActiveModel {
+                dag_run_id: Set(run_id),
+                dag_id: Set(plan.dag_id),
+                task_id: Set(task.task_id),
+                task_name: Set(task.name.clone()),
+                biz_date: Set(fire.biz_date),
+                trigger_type: Set(fire.trigger_type),
+                status: Set(TaskStatus::Pending),
+                attempt: Set(0),
+                retries_used: Set(0),
+                owner: Set(None),
+                queue: Set(task.queue.clone()),
+                priority: Set(task.priority),
+                deadline_at: Set(None),
+                pending_parents: Set(pending),
+                strong_parents: Set(strong),
+                strong_ok: Set(0),
+                strong_failed: Set(0),
+                propagated: Set(false),
+                children: Set(serde_json::to_value(
+                    children
+                        .get(task.name.as_str())
+                        .cloned()
+                        .unwrap_or_default(),
+                )
+                .unwrap_or_default()),
+                spec: Set(serde_json::to_value(&spec).unwrap_or_default()),
+                reason: Set(None),
+                created_at: Set(now),
+                queued_at: Set(None),
+                started_at: Set(None),
+                finished_at: Set(None),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+async fn handle_done(config: &Config, js: &Context, payload: &[u8]) -> Verdict {
+    let done = match DoneMsg::decode(payload) {
+        Ok(done) => done,
+        Err(e) => return e.into(),
+    };
+    let span = info_span!(
+        "done",
+        dag_run_id = done.dag_run_id,
+        task_instance_id = done.task_instance_id,
+        attempt = done.attempt
+    );
+    async {
+        let txn = datajump_shared::db::begin_write(&config.db).await?;
+        let Some(row) = task_instance::Entity::find_by_id(done.task_instance_id)
+            .one(&txn)
+            .await?
+        else {
+            return Ok::<_, DbErr>(Verdict::Poison(format!(
+                "task instance {} does not exist",
+                done.task_instance_id
+            )));
+        };
+        if row.dag_run_id != done.dag_run_id {
+            return Ok(Verdict::Poison(format!(
+                "task instance {} is not in run {}",
+                row.id, done.dag_run_id
+            )));
+        }
+        let released = state::propagate(&txn, row.id, Utc::now()).await?;
+        txn.commit().await?;
+        if let Err(e) = after_commit(js, released).await {
+            warn!(error = %e, "publishing work failed; the deadline scan will republish it");
+        }
+        Ok::<_, DbErr>(Verdict::Ack)
+    }
+    .instrument(span)
+    .await
+    .unwrap_or_else(Verdict::from)
+}
+
+async fn handle_event(config: &Config, js: &Context, message: &jetstream::Message) -> Verdict {
+    let Some(name) = message.subject.as_str().strip_prefix("dj.event.") else {
+        return Verdict::Poison("not an event subject".to_owned());
+    };
+    let sequence = message
+        .info()
+        .map(|i| i.stream_sequence)
+        .unwrap_or_default();
+    let params = serde_json::from_slice::<serde_json::Value>(&message.payload)
+        .map(|v| datajump_shared::plan::params_from_json(&v))
+        .unwrap_or_default();
+    let schedules = match schedule::Entity::find()
+        .filter(schedule::Column::Kind.eq("EVENT"))
+        .filter(schedule::Column::EventName.eq(name))
+        .filter(schedule::Column::Active.eq(true))
+        .all(&config.db)
+        .await
+    {
+        Ok(schedules) => schedules,
+        Err(e) => return e.into(),
+    };
+    let now = Utc::now();
+    for schedule in schedules {
+        let tz = datajump_shared::cron::parse_time_zone(&schedule.timezone)
+            .unwrap_or(chrono_tz::Asia::Shanghai);
+        let fire = FireMsg {
+            v: VERSION,
+            dag_id: schedule.dag_id,
+            schedule_id: Some(schedule.id),
+            trigger_type: TriggerType::Event,
+            logical_time: now,
+            biz_date: datajump_shared::biz_date::biz_date_for(
+                now,
+                tz,
+                schedule.biz_date_offset_days,
+            ),
+            dedup_key: datajump_shared::messages::event_run_key(schedule.id, sequence),
+            params: params.clone(),
+        };
+        let msg_id = fire.dedup_key.clone();
+        if let Err(e) =
+            datajump_nats::publish(js, subjects::fire(schedule.dag_id), &msg_id, fire.encode())
+                .await
+        {
+            return e.into();
+        }
+        info!(event = name, dag_id = schedule.dag_id, "event fired a DAG");
+    }
+    Verdict::Ack
+}

@@ -1,0 +1,519 @@
+//! The runner: claims work, executes it, records the attempt, reports it.
+//!
+//! Stateless and scaled by replica count. It fetches one message per free
+//! slot, trying its queues' high, then normal, then low band consumers with
+//! no prefetch, so a buffered low-band message can never jump ahead of a later
+//! high-band one. A core subscription to its queues' work subjects is only a
+//! doorbell that wakes the fetch loop. A task starts only through the
+//! conditional claim in `datajump_shared::state::start`; the attempt's
+//! terminal state is committed before its completion is published and its
+//! message acked, so a runner dying at any point loses nothing.
+
+pub mod executor;
+mod log;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, AckKind, Context, consumer::PullConsumer};
+use chrono::{DateTime, Utc};
+use datajump_nats::{NatsError, publish_done, pull_consumer};
+use datajump_shared::TaskStatus;
+use datajump_shared::entities::{execution, task_instance};
+use datajump_shared::messages::{Message, WorkMsg};
+use datajump_shared::plan::{RetryPolicy, RetryStrategy};
+use datajump_shared::state::{self, AttemptEnd};
+use datajump_shared::subjects::{self, Band};
+use futures::StreamExt;
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait};
+use serde::Serialize;
+use thiserror::Error;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use executor::{ExecContext, ExecOutcome, LogSink};
+
+/// How a runner runs.
+#[derive(Clone)]
+pub struct Config {
+    /// The database.
+    pub db: DatabaseConnection,
+    /// The NATS connection.
+    pub nats: async_nats::Client,
+    /// Unique id, e.g. `host-pid-random`.
+    pub id: String,
+    /// Queues (worker groups) it serves.
+    pub queues: Vec<String>,
+    /// Tasks it runs at once.
+    pub slots: usize,
+    /// How long running tasks may finish after SIGTERM.
+    pub drain_timeout: Duration,
+}
+
+/// Why the runner stopped.
+#[derive(Debug, Error)]
+pub enum RunnerError {
+    /// NATS failed.
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+    /// The doorbell subscription failed.
+    #[error("cannot subscribe to {subject}: {source}")]
+    Subscribe {
+        /// The subject.
+        subject: String,
+        /// Why.
+        source: async_nats::SubscribeError,
+    },
+}
+
+/// The heartbeat a runner keeps in `dj_runners`.
+#[derive(Debug, Serialize)]
+struct Heartbeat<'a> {
+    id: &'a str,
+    queues: &'a [String],
+    slots: usize,
+    running: usize,
+    at: DateTime<Utc>,
+}
+
+/// How often a running task sends AckProgress and heartbeats are written.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// How long a runner waits before retrying a task another live runner owns.
+const OWNED_ELSEWHERE_DELAY: Duration = Duration::from_secs(5);
+
+/// Runs the runner until `shutdown` is cancelled, then drains.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunnerError> {
+    let js = jetstream::new(config.nats.clone());
+    datajump_nats::ensure_topology(&js).await?;
+    let mut consumers: Vec<PullConsumer> = Vec::new();
+    let mut doorbell = futures::stream::SelectAll::new();
+    for queue in &config.queues {
+        datajump_nats::ensure_queue(&js, queue).await?;
+        let subject = subjects::work_queue_all(queue);
+        let subscription = config
+            .nats
+            .subscribe(subject.clone())
+            .await
+            .map_err(|source| RunnerError::Subscribe { subject, source })?;
+        doorbell.push(subscription);
+    }
+    for band in Band::ALL {
+        for queue in &config.queues {
+            let name = subjects::runner_consumer(queue, band);
+            consumers.push(pull_consumer(&js, subjects::WORK_STREAM, &name).await?);
+        }
+    }
+    let slots = Arc::new(Semaphore::new(config.slots));
+    let heartbeat = tokio::spawn(heartbeat_loop(
+        config.clone(),
+        js.clone(),
+        slots.clone(),
+        shutdown.clone(),
+    ));
+    let tasks_cancel = CancellationToken::new();
+    let mut running = tokio::task::JoinSet::new();
+    info!(runner = %config.id, queues = ?config.queues, slots = config.slots, "runner started");
+
+    'fetching: while !shutdown.is_cancelled() {
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            () = shutdown.cancelled() => break,
+        };
+        loop {
+            if let Some(message) = fetch_one(&consumers).await {
+                let config = config.clone();
+                let js = js.clone();
+                let cancel = tasks_cancel.child_token();
+                running.spawn(async move {
+                    handle_work(&config, &js, message, cancel).await;
+                    drop(permit);
+                });
+                break;
+            }
+            tokio::select! {
+                _ = doorbell.next() => {},
+                () = tokio::time::sleep(Duration::from_secs(1)) => {},
+                () = shutdown.cancelled() => break 'fetching,
+            }
+        }
+        while running.try_join_next().is_some() {}
+    }
+
+    info!(runner = %config.id, running = running.len(), "runner draining");
+    let drained = tokio::time::timeout(config.drain_timeout, async {
+        while running.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        warn!(runner = %config.id, "drain timeout: stopping running tasks");
+        tasks_cancel.cancel();
+        while running.join_next().await.is_some() {}
+    }
+    heartbeat.abort();
+    if let Ok(kv) = datajump_nats::key_value(&js, subjects::RUNNERS_BUCKET).await {
+        let _ = kv.purge(&config.id).await;
+    }
+    info!(runner = %config.id, "runner stopped");
+    Ok(())
+}
+
+async fn fetch_one(consumers: &[PullConsumer]) -> Option<jetstream::Message> {
+    for consumer in consumers {
+        match consumer.fetch().max_messages(1).messages().await {
+            Ok(mut batch) => {
+                if let Some(Ok(message)) = batch.next().await {
+                    return Some(message);
+                }
+            }
+            Err(e) => debug!(error = %e, "fetch failed"),
+        }
+    }
+    None
+}
+
+async fn heartbeat_loop(
+    config: Config,
+    js: Context,
+    slots: Arc<Semaphore>,
+    shutdown: CancellationToken,
+) {
+    let Ok(kv) = datajump_nats::key_value(&js, subjects::RUNNERS_BUCKET).await else {
+        warn!("no dj_runners bucket: this runner is invisible to others");
+        return;
+    };
+    while !shutdown.is_cancelled() {
+        let beat = Heartbeat {
+            id: &config.id,
+            queues: &config.queues,
+            slots: config.slots,
+            running: config.slots - slots.available_permits(),
+            at: Utc::now(),
+        };
+        if let Ok(body) = serde_json::to_vec(&beat)
+            && let Err(e) = kv.put(&config.id, body.into()).await
+        {
+            warn!(error = %e, "heartbeat failed");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(PROGRESS_EVERY) => {},
+            () = shutdown.cancelled() => {},
+        }
+    }
+}
+
+async fn handle_work(
+    config: &Config,
+    js: &Context,
+    message: jetstream::Message,
+    cancel: CancellationToken,
+) {
+    let work = match WorkMsg::decode(&message.payload) {
+        Ok(work) => work,
+        Err(e) => {
+            let sequence = message
+                .info()
+                .map(|i| i.stream_sequence)
+                .unwrap_or_default();
+            warn!(subject = %message.subject, sequence, error = %e, "poison work message terminated");
+            let _ = message.ack_with(AckKind::Term).await;
+            return;
+        }
+    };
+    let span = info_span!("task", dag_run_id = work.dag_run_id, task_instance_id = work.task_instance_id, attempt = work.attempt, task = %work.spec.task.name);
+    async {
+        let ack = match attempt(config, js, &message, &work, cancel).await {
+            Ok(ack) => ack,
+            Err(e) => {
+                warn!(error = %e, "database error; message will be redelivered");
+                AckKind::Nak(Some(Duration::from_secs(1)))
+            }
+        };
+        if let Err(e) = message.ack_with(ack).await {
+            warn!(error = %e, "could not acknowledge work message");
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+/// Claims and runs one attempt; returns how to acknowledge the message.
+async fn attempt(
+    config: &Config,
+    js: &Context,
+    message: &jetstream::Message,
+    work: &WorkMsg,
+    cancel: CancellationToken,
+) -> Result<AckKind, DbErr> {
+    let start = Utc::now();
+    let Some(row) = state::start(
+        &config.db,
+        work.task_instance_id,
+        work.attempt,
+        &config.id,
+        start,
+    )
+    .await?
+    else {
+        return not_claimed(config, js, work).await;
+    };
+    info!(runner = %config.id, "task started");
+    let exec_row = execution::ActiveModel {
+        task_instance_id: Set(row.id),
+        dag_run_id: Set(row.dag_run_id),
+        task_id: Set(row.task_id),
+        schedule_id: Set(None),
+        biz_date: Set(row.biz_date),
+        status: Set(TaskStatus::Running),
+        attempt: Set(work.attempt),
+        trigger_type: Set(row.trigger_type),
+        worker: Set(config.id.clone()),
+        start_time: Set(start),
+        created_at: Set(start),
+        ..Default::default()
+    }
+    .insert(&config.db)
+    .await?;
+
+    let task = &work.spec.task;
+    let mut log = LogSink::default();
+    log.header(task.task_id, &task.name, &task.task_type, start);
+    let outcome = match executor::for_type(&task.task_type) {
+        None => ExecOutcome::Failed {
+            exit_code: None,
+            message: format!("this runner cannot run {} tasks", task.task_type),
+        },
+        Some(executor) => {
+            let ctx = ExecContext {
+                content: task.content.clone(),
+                env: environment(work, &row),
+                timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),
+                cancel,
+            };
+            let run = executor.execute(&ctx, &mut log);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    outcome = &mut run => break outcome,
+                    () = tokio::time::sleep(PROGRESS_EVERY) => {
+                        let _ = message.ack_with(AckKind::Progress).await;
+                    }
+                }
+            }
+        }
+    };
+    let end = Utc::now();
+    let duration_ms = (end - start).num_milliseconds();
+    log.footer(outcome.exit_code(), duration_ms);
+    let (attempt_end, reason) = judge(&outcome, &task.retry, row.retries_used, end);
+
+    let txn = datajump_shared::db::begin_write(&config.db).await?;
+    let finished = state::finish_attempt(
+        &txn,
+        row.id,
+        work.attempt,
+        &config.id,
+        &attempt_end,
+        reason.as_deref(),
+        end,
+    )
+    .await?;
+    let exec_status = match &attempt_end {
+        AttemptEnd::Terminal(status) => *status,
+        AttemptEnd::Retry { .. } => TaskStatus::Failed,
+    };
+    execution::ActiveModel {
+        id: Set(exec_row.id),
+        status: Set(exec_status),
+        end_time: Set(Some(end)),
+        duration_ms: Set(Some(duration_ms)),
+        exit_code: Set(outcome.exit_code()),
+        log_tail: Set(Some(log.tail())),
+        error_msg: Set(reason.clone()),
+        ..Default::default()
+    }
+    .update(&txn)
+    .await?;
+    txn.commit().await?;
+
+    match finished {
+        Some(row) => {
+            info!(status = %row.status, duration_ms, "task finished");
+            if row.status.is_terminal()
+                && let Err(e) = publish_done(js, &row, work.attempt).await
+            {
+                // The state is committed; a redelivered work message finds
+                // it terminal and republishes the completion.
+                warn!(error = %e, "publishing completion failed");
+                return Ok(AckKind::Nak(Some(Duration::from_secs(1))));
+            }
+        }
+        None => {
+            info!("attempt ended after the instance was changed elsewhere (killed or taken over)")
+        }
+    }
+    Ok(AckKind::Ack)
+}
+
+/// A claim lost: decide from the instance's current state what the message means.
+async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<AckKind, DbErr> {
+    let Some(row) = task_instance::Entity::find_by_id(work.task_instance_id)
+        .one(&config.db)
+        .await?
+    else {
+        warn!("work for a task instance that does not exist; terminated");
+        return Ok(AckKind::Term);
+    };
+    if row.status.is_terminal() {
+        // A runner may have died between commit and publish.
+        debug!(status = %row.status, "work for a finished task: republishing its completion");
+        return Ok(match publish_done(js, &row, row.attempt - 1).await {
+            Ok(()) => AckKind::Ack,
+            Err(_) => AckKind::Nak(Some(Duration::from_secs(1))),
+        });
+    }
+    if row.status == TaskStatus::Running && row.owner.as_deref() != Some(config.id.as_str()) {
+        debug!(owner = ?row.owner, "task is running elsewhere");
+        return Ok(AckKind::Nak(Some(OWNED_ELSEWHERE_DELAY)));
+    }
+    debug!(status = %row.status, attempt = row.attempt, "stale work message");
+    Ok(AckKind::Ack)
+}
+
+/// Decides how an attempt ends: terminal, or a retry when the policy allows.
+fn judge(
+    outcome: &ExecOutcome,
+    retry: &RetryPolicy,
+    retries_used: i32,
+    now: DateTime<Utc>,
+) -> (AttemptEnd, Option<String>) {
+    match outcome {
+        ExecOutcome::Success => (AttemptEnd::Terminal(TaskStatus::Success), None),
+        ExecOutcome::TimedOut => (
+            AttemptEnd::Terminal(TaskStatus::Timeout),
+            Some("timed out".to_owned()),
+        ),
+        ExecOutcome::Cancelled => (
+            AttemptEnd::Terminal(TaskStatus::Killed),
+            Some("killed".to_owned()),
+        ),
+        ExecOutcome::Failed { exit_code, message } => {
+            let code_retries = retry.on_exit_codes.is_empty()
+                || exit_code.is_some_and(|c| retry.on_exit_codes.contains(&c));
+            if retries_used < retry.max && code_retries {
+                let delay = retry_delay(retry, retries_used + 1);
+                (
+                    AttemptEnd::Retry {
+                        retry_at: now + chrono::Duration::seconds(delay),
+                    },
+                    Some(message.clone()),
+                )
+            } else {
+                (
+                    AttemptEnd::Terminal(TaskStatus::Failed),
+                    Some(message.clone()),
+                )
+            }
+        }
+    }
+}
+
+/// Largest wait between retries, whatever the policy says.
+const MAX_RETRY_DELAY_SECS: i64 = 24 * 3600;
+
+/// Seconds to wait before retry number `retry` (1-based).
+fn retry_delay(policy: &RetryPolicy, retry: i32) -> i64 {
+    let base = i64::from(policy.interval_secs.max(0));
+    let delay = match policy.strategy {
+        RetryStrategy::Fixed => base,
+        RetryStrategy::Exponential => base.saturating_mul(1_i64 << (retry - 1).clamp(0, 30)),
+    };
+    delay.min(MAX_RETRY_DELAY_SECS)
+}
+
+fn environment(work: &WorkMsg, row: &task_instance::Model) -> BTreeMap<String, String> {
+    let task = &work.spec.task;
+    let mut env = BTreeMap::new();
+    for (name, value) in &work.spec.params {
+        let key: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        env.insert(format!("DJ_PARAM_{key}"), value.clone());
+    }
+    let biz_date = work.biz_date.to_string();
+    env.insert("DJ_BIZ_DATE".into(), biz_date.clone());
+    env.insert("DJ_TASK_ID".into(), task.task_id.to_string());
+    env.insert("DJ_TASK_NAME".into(), task.name.clone());
+    env.insert("DJ_TASK_INSTANCE_ID".into(), row.id.to_string());
+    env.insert("DJ_DAG_RUN_ID".into(), work.dag_run_id.to_string());
+    env.insert("DJ_DAG_NAME".into(), work.spec.dag_name.clone());
+    env.insert("DJ_ATTEMPT".into(), work.attempt.to_string());
+    env.insert(
+        "DJ_TRIGGER_TYPE".into(),
+        row.trigger_type.as_str().to_owned(),
+    );
+    // The seed's names (`003_*` §4.4).
+    env.insert("bizdate".into(), biz_date);
+    env.insert("task_id".into(), task.task_id.to_string());
+    env.insert("task_name".into(), task.name.clone());
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(strategy: RetryStrategy) -> RetryPolicy {
+        RetryPolicy {
+            max: 3,
+            interval_secs: 10,
+            strategy,
+            on_exit_codes: vec![],
+        }
+    }
+
+    #[test]
+    fn backoff() {
+        assert_eq!(retry_delay(&policy(RetryStrategy::Fixed), 3), 10);
+        assert_eq!(retry_delay(&policy(RetryStrategy::Exponential), 1), 10);
+        assert_eq!(retry_delay(&policy(RetryStrategy::Exponential), 3), 40);
+        assert_eq!(
+            retry_delay(&policy(RetryStrategy::Exponential), 40),
+            MAX_RETRY_DELAY_SECS
+        );
+    }
+
+    #[test]
+    fn retries_only_listed_exit_codes() {
+        let mut retry = policy(RetryStrategy::Fixed);
+        retry.on_exit_codes = vec![75];
+        let now = Utc::now();
+        let fail = |code| ExecOutcome::Failed {
+            exit_code: Some(code),
+            message: String::new(),
+        };
+        assert!(matches!(
+            judge(&fail(75), &retry, 0, now).0,
+            AttemptEnd::Retry { .. }
+        ));
+        assert_eq!(
+            judge(&fail(1), &retry, 0, now).0,
+            AttemptEnd::Terminal(TaskStatus::Failed)
+        );
+        assert_eq!(
+            judge(&fail(75), &retry, 3, now).0,
+            AttemptEnd::Terminal(TaskStatus::Failed)
+        );
+    }
+}

@@ -1,0 +1,522 @@
+//! Storing DAG definitions: `dag apply` and the lookups around it.
+//!
+//! [`apply`] writes a validated [`DagFile`] in one transaction, creating or
+//! updating by name, and reports what changed so the CLI can print it. Tasks
+//! and schedules keep their ids across updates (matched by name), so runs in
+//! flight and tickers' last-fire records stay attached to them.
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait,
+    IntoActiveModel, ModelTrait, QueryFilter, QueryOrder,
+};
+use thiserror::Error;
+
+use crate::dag_file::DagFile;
+use crate::entities::{dag, schedule, task, task_dependency};
+use crate::plan::{Plan, params_to_json};
+
+/// Why a DAG could not be stored.
+#[derive(Debug, Error)]
+pub enum CatalogError {
+    /// The database failed.
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+    /// No DAG has that name.
+    #[error("no DAG named '{0}'")]
+    UnknownDag(String),
+}
+
+/// What `apply` changed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// The DAG's id.
+    pub dag_id: i64,
+    /// Its version after the change.
+    pub version: i32,
+    /// True when the DAG did not exist before.
+    pub created: bool,
+    /// DAG-level fields that changed.
+    pub dag_fields: Vec<String>,
+    /// Tasks added.
+    pub tasks_added: Vec<String>,
+    /// Tasks whose definition or dependencies changed.
+    pub tasks_changed: Vec<String>,
+    /// Tasks removed.
+    pub tasks_removed: Vec<String>,
+    /// Schedules added.
+    pub schedules_added: Vec<String>,
+    /// Schedules changed.
+    pub schedules_changed: Vec<String>,
+    /// Schedules removed.
+    pub schedules_removed: Vec<String>,
+}
+
+impl ApplyReport {
+    /// True when nothing changed.
+    pub fn is_unchanged(&self) -> bool {
+        !self.created
+            && self.dag_fields.is_empty()
+            && self.tasks_added.is_empty()
+            && self.tasks_changed.is_empty()
+            && self.tasks_removed.is_empty()
+            && self.schedules_added.is_empty()
+            && self.schedules_changed.is_empty()
+            && self.schedules_removed.is_empty()
+    }
+
+    /// True when schedules changed, so tickers should reload.
+    pub fn schedules_touched(&self) -> bool {
+        self.created
+            || !self.schedules_added.is_empty()
+            || !self.schedules_changed.is_empty()
+            || !self.schedules_removed.is_empty()
+            || self.dag_fields.iter().any(|f| f == "online")
+    }
+}
+
+impl std::fmt::Display for ApplyReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_unchanged() {
+            return write!(f, "unchanged (version {})", self.version);
+        }
+        let verb = if self.created { "created" } else { "updated" };
+        write!(f, "{verb} (version {})", self.version)?;
+        let lists = [
+            ("fields changed", &self.dag_fields),
+            ("tasks added", &self.tasks_added),
+            ("tasks changed", &self.tasks_changed),
+            ("tasks removed", &self.tasks_removed),
+            ("schedules added", &self.schedules_added),
+            ("schedules changed", &self.schedules_changed),
+            ("schedules removed", &self.schedules_removed),
+        ];
+        for (label, names) in lists {
+            if !names.is_empty() {
+                write!(f, "\n  {label}: {}", names.join(", "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The comparable definition of a task row: what `apply` writes.
+#[derive(Debug, PartialEq)]
+struct TaskDefinition {
+    description: String,
+    task_type: String,
+    content: serde_json::Value,
+    params: serde_json::Value,
+    priority: i32,
+    retry_max: i32,
+    retry_interval_secs: i32,
+    retry_strategy: String,
+    retry_on_exit_codes: serde_json::Value,
+    timeout_secs: i32,
+    queue: String,
+    strategy: String,
+    enabled: bool,
+    dependencies: Vec<(Option<String>, String, String, i32)>,
+}
+
+/// The comparable definition of a schedule row.
+#[derive(Debug, PartialEq)]
+struct ScheduleDefinition {
+    kind: String,
+    cron_expr: Option<String>,
+    event_name: Option<String>,
+    timezone: String,
+    start_date: Option<chrono::NaiveDate>,
+    end_date: Option<chrono::NaiveDate>,
+    active: bool,
+    catchup: String,
+    catchup_limit: i32,
+    misfire_grace_secs: i32,
+    biz_date_offset_days: i32,
+}
+
+fn task_definition_of_file(file: &crate::dag_file::TaskFile) -> TaskDefinition {
+    let mut dependencies: Vec<_> = file
+        .depends_on
+        .iter()
+        .map(|d| {
+            let (dag, task, dep_type, offset_day) = d.parts();
+            (
+                dag.map(str::to_owned),
+                task.to_owned(),
+                dep_type.as_str().to_owned(),
+                offset_day,
+            )
+        })
+        .collect();
+    dependencies.sort();
+    TaskDefinition {
+        description: file.description.clone(),
+        task_type: file.canonical_type(),
+        content: file.content_json(),
+        params: params_to_json(&file.params),
+        priority: file.priority,
+        retry_max: file.retry.max,
+        retry_interval_secs: file.retry.interval,
+        retry_strategy: file.retry.strategy.as_str().to_owned(),
+        retry_on_exit_codes: serde_json::json!(file.retry.on_exit_codes),
+        timeout_secs: file.timeout,
+        queue: file.queue.clone(),
+        strategy: file.strategy.as_str().to_owned(),
+        enabled: file.enabled,
+        dependencies,
+    }
+}
+
+fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) -> TaskDefinition {
+    let mut dependencies: Vec<_> = deps
+        .iter()
+        .filter(|d| d.task_id == row.id)
+        .map(|d| {
+            (
+                d.parent_dag.clone(),
+                d.parent_task.clone(),
+                d.dep_type.clone(),
+                d.offset_day,
+            )
+        })
+        .collect();
+    dependencies.sort();
+    TaskDefinition {
+        description: row.description.clone(),
+        task_type: row.task_type.clone(),
+        content: row.content.clone(),
+        params: row.params.clone(),
+        priority: row.priority,
+        retry_max: row.retry_max,
+        retry_interval_secs: row.retry_interval_secs,
+        retry_strategy: row.retry_strategy.clone(),
+        retry_on_exit_codes: row.retry_on_exit_codes.clone(),
+        timeout_secs: row.timeout_secs,
+        queue: row.queue.clone(),
+        strategy: row.strategy.clone(),
+        enabled: row.enabled,
+        dependencies,
+    }
+}
+
+fn schedule_definition_of_file(
+    file: &crate::dag_file::ScheduleFile,
+    default_timezone: &str,
+) -> ScheduleDefinition {
+    ScheduleDefinition {
+        kind: if file.event.is_some() {
+            "EVENT"
+        } else {
+            "CRON"
+        }
+        .to_owned(),
+        cron_expr: file.cron.as_ref().map(|c| c.trim().to_owned()),
+        event_name: file.event.clone(),
+        timezone: file
+            .timezone
+            .clone()
+            .unwrap_or_else(|| default_timezone.to_owned()),
+        start_date: file.start_date,
+        end_date: file.end_date,
+        active: file.active,
+        catchup: file.catchup.as_str().to_owned(),
+        catchup_limit: file.catchup_limit,
+        misfire_grace_secs: file.misfire_grace,
+        biz_date_offset_days: file.biz_date_offset,
+    }
+}
+
+fn schedule_definition_of_row(row: &schedule::Model) -> ScheduleDefinition {
+    ScheduleDefinition {
+        kind: row.kind.clone(),
+        cron_expr: row.cron_expr.clone(),
+        event_name: row.event_name.clone(),
+        timezone: row.timezone.clone(),
+        start_date: row.start_date,
+        end_date: row.end_date,
+        active: row.active,
+        catchup: row.catchup.clone(),
+        catchup_limit: row.catchup_limit,
+        misfire_grace_secs: row.misfire_grace_secs,
+        biz_date_offset_days: row.biz_date_offset_days,
+    }
+}
+
+/// Creates or updates the DAG named in `file` (already validated by
+/// [`DagFile::parse`]) in one transaction. Schedules without a time zone get
+/// `default_timezone`.
+pub async fn apply(
+    db: &DatabaseConnection,
+    file: &DagFile,
+    default_timezone: &str,
+) -> Result<ApplyReport, CatalogError> {
+    let txn = crate::db::begin_write(db).await?;
+    let now = Utc::now();
+    let mut report = ApplyReport::default();
+
+    let existing = dag::Entity::find()
+        .filter(dag::Column::Name.eq(&file.name))
+        .one(&txn)
+        .await?;
+    let params = params_to_json(&file.params);
+    let dag_row = match existing {
+        None => {
+            report.created = true;
+            dag::ActiveModel {
+                name: Set(file.name.clone()),
+                description: Set(file.description.clone()),
+                project_id: Set(file.project),
+                owner: Set(file.owner.clone()),
+                online: Set(file.online),
+                version: Set(1),
+                params: Set(params),
+                max_active_runs: Set(file.max_active_runs),
+                overlap_policy: Set(file.overlap.as_str().to_owned()),
+                alert_config: Set(None),
+                created_at: Set(now),
+                updated_at: Set(now),
+                ..Default::default()
+            }
+            .insert(&txn)
+            .await?
+        }
+        Some(row) => {
+            let fields = [
+                ("description", row.description != file.description),
+                ("project", row.project_id != file.project),
+                ("owner", row.owner != file.owner),
+                ("online", row.online != file.online),
+                ("params", row.params != params),
+                (
+                    "max_active_runs",
+                    row.max_active_runs != file.max_active_runs,
+                ),
+                ("overlap", row.overlap_policy != file.overlap.as_str()),
+            ];
+            report.dag_fields = fields
+                .iter()
+                .filter(|(_, changed)| *changed)
+                .map(|(name, _)| (*name).to_owned())
+                .collect();
+            let mut active = row.into_active_model();
+            active.description = Set(file.description.clone());
+            active.project_id = Set(file.project);
+            active.owner = Set(file.owner.clone());
+            active.online = Set(file.online);
+            active.params = Set(params);
+            active.max_active_runs = Set(file.max_active_runs);
+            active.overlap_policy = Set(file.overlap.as_str().to_owned());
+            active.update(&txn).await?
+        }
+    };
+
+    apply_tasks(&txn, &dag_row, file, now, &mut report).await?;
+    apply_schedules(&txn, &dag_row, file, default_timezone, now, &mut report).await?;
+
+    let mut dag_row = dag_row;
+    if !report.created && !report.is_unchanged() {
+        let mut active = dag_row.into_active_model();
+        active.version = Set(active.version.as_ref() + 1);
+        active.updated_at = Set(now);
+        dag_row = active.update(&txn).await?;
+    }
+    report.dag_id = dag_row.id;
+    report.version = dag_row.version;
+    txn.commit().await?;
+    Ok(report)
+}
+
+async fn apply_tasks(
+    txn: &sea_orm::DatabaseTransaction,
+    dag_row: &dag::Model,
+    file: &DagFile,
+    now: chrono::DateTime<Utc>,
+    report: &mut ApplyReport,
+) -> Result<(), DbErr> {
+    let old_tasks = task::Entity::find()
+        .filter(task::Column::DagId.eq(dag_row.id))
+        .all(txn)
+        .await?;
+    let old_deps = task_dependency::Entity::find()
+        .filter(task_dependency::Column::DagId.eq(dag_row.id))
+        .all(txn)
+        .await?;
+    let mut old_by_name: BTreeMap<String, task::Model> =
+        old_tasks.into_iter().map(|t| (t.name.clone(), t)).collect();
+    let mut ids: BTreeMap<String, i64> = BTreeMap::new();
+
+    for task_file in &file.tasks {
+        let wanted = task_definition_of_file(task_file);
+        let active = task::ActiveModel {
+            dag_id: Set(dag_row.id),
+            name: Set(task_file.name.clone()),
+            description: Set(wanted.description.clone()),
+            task_type: Set(wanted.task_type.clone()),
+            content: Set(wanted.content.clone()),
+            params: Set(wanted.params.clone()),
+            priority: Set(wanted.priority),
+            retry_max: Set(wanted.retry_max),
+            retry_interval_secs: Set(wanted.retry_interval_secs),
+            retry_strategy: Set(wanted.retry_strategy.clone()),
+            retry_on_exit_codes: Set(wanted.retry_on_exit_codes.clone()),
+            timeout_secs: Set(wanted.timeout_secs),
+            queue: Set(wanted.queue.clone()),
+            strategy: Set(wanted.strategy.clone()),
+            enabled: Set(wanted.enabled),
+            updated_at: Set(now),
+            ..Default::default()
+        };
+        let id = match old_by_name.remove(&task_file.name) {
+            None => {
+                report.tasks_added.push(task_file.name.clone());
+                task::ActiveModel {
+                    created_at: Set(now),
+                    position_x: Set(None),
+                    position_y: Set(None),
+                    ..active
+                }
+                .insert(txn)
+                .await?
+                .id
+            }
+            Some(old) => {
+                if task_definition_of_row(&old, &old_deps) != wanted {
+                    report.tasks_changed.push(task_file.name.clone());
+                    task::ActiveModel {
+                        id: Set(old.id),
+                        ..active
+                    }
+                    .update(txn)
+                    .await?;
+                }
+                old.id
+            }
+        };
+        ids.insert(task_file.name.clone(), id);
+    }
+    for (name, old) in old_by_name {
+        report.tasks_removed.push(name);
+        old.delete(txn).await?;
+    }
+
+    task_dependency::Entity::delete_many()
+        .filter(task_dependency::Column::DagId.eq(dag_row.id))
+        .exec(txn)
+        .await?;
+    let mut deps = Vec::new();
+    for task_file in &file.tasks {
+        let child = ids[&task_file.name];
+        for dep in &task_file.depends_on {
+            let (parent_dag, parent, dep_type, offset_day) = dep.parts();
+            deps.push(task_dependency::ActiveModel {
+                dag_id: Set(dag_row.id),
+                task_id: Set(child),
+                parent_task_id: Set(parent_dag.is_none().then(|| ids[parent])),
+                parent_dag: Set(parent_dag.map(str::to_owned)),
+                parent_task: Set(parent.to_owned()),
+                dep_type: Set(dep_type.as_str().to_owned()),
+                offset_day: Set(offset_day),
+                created_at: Set(now),
+                ..Default::default()
+            });
+        }
+    }
+    for chunk in deps.chunks(500) {
+        task_dependency::Entity::insert_many(chunk.to_vec())
+            .exec_without_returning(txn)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn apply_schedules(
+    txn: &sea_orm::DatabaseTransaction,
+    dag_row: &dag::Model,
+    file: &DagFile,
+    default_timezone: &str,
+    now: chrono::DateTime<Utc>,
+    report: &mut ApplyReport,
+) -> Result<(), DbErr> {
+    let mut old_by_name: BTreeMap<String, schedule::Model> = schedule::Entity::find()
+        .filter(schedule::Column::DagId.eq(dag_row.id))
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(|s| (s.name.clone(), s))
+        .collect();
+    for (schedule_file, name) in file.schedules.iter().zip(file.schedule_names()) {
+        let wanted = schedule_definition_of_file(schedule_file, default_timezone);
+        let active = schedule::ActiveModel {
+            dag_id: Set(dag_row.id),
+            name: Set(name.clone()),
+            kind: Set(wanted.kind.clone()),
+            cron_expr: Set(wanted.cron_expr.clone()),
+            event_name: Set(wanted.event_name.clone()),
+            timezone: Set(wanted.timezone.clone()),
+            start_date: Set(wanted.start_date),
+            end_date: Set(wanted.end_date),
+            active: Set(wanted.active),
+            catchup: Set(wanted.catchup.clone()),
+            catchup_limit: Set(wanted.catchup_limit),
+            misfire_grace_secs: Set(wanted.misfire_grace_secs),
+            biz_date_offset_days: Set(wanted.biz_date_offset_days),
+            updated_at: Set(now),
+            ..Default::default()
+        };
+        match old_by_name.remove(&name) {
+            None => {
+                report.schedules_added.push(name);
+                schedule::ActiveModel {
+                    created_at: Set(now),
+                    ..active
+                }
+                .insert(txn)
+                .await?;
+            }
+            Some(old) if schedule_definition_of_row(&old) != wanted => {
+                report.schedules_changed.push(name);
+                schedule::ActiveModel {
+                    id: Set(old.id),
+                    ..active
+                }
+                .update(txn)
+                .await?;
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, old) in old_by_name {
+        report.schedules_removed.push(name);
+        old.delete(txn).await?;
+    }
+    Ok(())
+}
+
+/// Finds a DAG by name.
+pub async fn dag_by_name(db: &DatabaseConnection, name: &str) -> Result<dag::Model, CatalogError> {
+    dag::Entity::find()
+        .filter(dag::Column::Name.eq(name))
+        .one(db)
+        .await?
+        .ok_or_else(|| CatalogError::UnknownDag(name.to_owned()))
+}
+
+/// Loads a DAG's current plan.
+pub async fn current_plan<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    dag: &dag::Model,
+) -> Result<Plan, DbErr> {
+    let tasks = task::Entity::find()
+        .filter(task::Column::DagId.eq(dag.id))
+        .order_by_asc(task::Column::Id)
+        .all(conn)
+        .await?;
+    let deps = task_dependency::Entity::find()
+        .filter(task_dependency::Column::DagId.eq(dag.id))
+        .all(conn)
+        .await?;
+    Ok(Plan::from_rows(dag, &tasks, &deps))
+}

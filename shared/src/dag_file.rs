@@ -1,0 +1,653 @@
+//! The DAG file format (YAML) and its validation.
+//!
+//! A file is parsed into [`DagFile`] and fully validated by [`DagFile::parse`]
+//! before anything is stored: unknown fields, duplicate task names, unknown
+//! dependencies, cycles (named), invalid cron expressions, time zones, queue
+//! and event names, and unknown task types are all reported together, each
+//! naming where it is. The format is documented in `docs/DAG_FORMAT.md`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::NaiveDate;
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::cron::{CronExpr, parse_time_zone};
+use crate::naming::{validate_event, validate_queue};
+use crate::plan::{DepType, Params, RetryStrategy, Strategy};
+use crate::subjects::DEFAULT_QUEUE;
+
+/// Task types this build can run.
+pub const TASK_TYPES: [&str; 4] = ["SHELL", "PYTHON", "SQL", "HTTP"];
+
+/// A DAG file that cannot be applied.
+#[derive(Debug, Error)]
+pub enum DagFileError {
+    /// Not YAML of the expected shape.
+    #[error("{0}")]
+    Syntax(#[from] serde_yaml_ng::Error),
+    /// Parsed, but breaks rules; every problem is listed.
+    #[error("DAG '{dag}' is invalid:\n{}", .problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid {
+        /// The DAG's name as written.
+        dag: String,
+        /// What is wrong, one line each.
+        problems: Vec<String>,
+    },
+}
+
+/// What a fire does when the DAG already has `max_active_runs` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OverlapPolicy {
+    /// Drop the fire.
+    Skip,
+    /// Keep the run waiting until a slot frees.
+    #[default]
+    Wait,
+    /// Run anyway.
+    Parallel,
+}
+
+impl OverlapPolicy {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverlapPolicy::Skip => "skip",
+            OverlapPolicy::Wait => "wait",
+            OverlapPolicy::Parallel => "parallel",
+        }
+    }
+}
+
+/// Which fires missed while no ticker ran are replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Catchup {
+    /// None of them.
+    None,
+    /// Only the most recent one.
+    #[default]
+    Latest,
+    /// All of them, up to `catchup_limit`.
+    All,
+}
+
+impl Catchup {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Catchup::None => "none",
+            Catchup::Latest => "latest",
+            Catchup::All => "all",
+        }
+    }
+}
+
+/// A DAG as written in a file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DagFile {
+    /// Unique name.
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// Project id (`003_*` default 1).
+    #[serde(default = "default_project")]
+    pub project: i64,
+    /// Responsible person or team.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Offline DAGs are not fired by schedules.
+    #[serde(default = "default_true")]
+    pub online: bool,
+    /// DAG-level parameters.
+    #[serde(default)]
+    pub params: Params,
+    /// At most this many runs at once.
+    #[serde(default = "default_max_active_runs")]
+    pub max_active_runs: i32,
+    /// What a fire does beyond `max_active_runs`.
+    #[serde(default)]
+    pub overlap: OverlapPolicy,
+    /// When it runs.
+    #[serde(default)]
+    pub schedules: Vec<ScheduleFile>,
+    /// What it runs.
+    pub tasks: Vec<TaskFile>,
+}
+
+/// A schedule as written: `cron:` or `event:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleFile {
+    /// Unique within the DAG; defaults to `default`, then `schedule-<n>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Cron expression.
+    #[serde(default)]
+    pub cron: Option<String>,
+    /// Event name (fires on `dj.event.<name>`).
+    #[serde(default)]
+    pub event: Option<String>,
+    /// IANA zone; default `DATAJUMP_TIMEZONE` or Asia/Shanghai.
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// First day it may fire.
+    #[serde(default)]
+    pub start_date: Option<NaiveDate>,
+    /// Last day it may fire.
+    #[serde(default)]
+    pub end_date: Option<NaiveDate>,
+    /// Paused when false.
+    #[serde(default = "default_true")]
+    pub active: bool,
+    /// Missed-fire policy.
+    #[serde(default)]
+    pub catchup: Catchup,
+    /// Bound for `catchup: all`.
+    #[serde(default = "default_catchup_limit")]
+    pub catchup_limit: i32,
+    /// Seconds after which a fire counts as missed.
+    #[serde(default = "default_misfire_grace")]
+    pub misfire_grace: i32,
+    /// Business date = local fire date + this many days.
+    #[serde(default = "default_biz_date_offset")]
+    pub biz_date_offset: i32,
+}
+
+/// A retry policy as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryFile {
+    /// Retries after the first attempt.
+    #[serde(default = "default_retry_max")]
+    pub max: i32,
+    /// Seconds.
+    #[serde(default = "default_retry_interval")]
+    pub interval: i32,
+    /// FIXED or EXPONENTIAL.
+    #[serde(default)]
+    pub strategy: RetryStrategy,
+    /// Only these exit codes retry.
+    #[serde(default)]
+    pub on_exit_codes: Vec<i32>,
+}
+
+impl Default for RetryFile {
+    fn default() -> Self {
+        RetryFile {
+            max: default_retry_max(),
+            interval: default_retry_interval(),
+            strategy: RetryStrategy::Fixed,
+            on_exit_codes: Vec::new(),
+        }
+    }
+}
+
+/// A dependency as written: a bare task name, or the long form.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum DependencyFile {
+    /// `- extract` (STRONG, same run) or `- other_dag/task`.
+    Name(String),
+    /// `- { task: extract, type: WEAK, offset_day: -1 }`.
+    Full {
+        /// `task` or `other_dag/task`.
+        task: String,
+        /// STRONG (default) or WEAK.
+        #[serde(default = "default_dep_type", rename = "type")]
+        dep_type: DepType,
+        /// Business-date offset of the awaited run.
+        #[serde(default)]
+        offset_day: i32,
+    },
+}
+
+impl DependencyFile {
+    /// `(dag, task, type, offset_day)`; `dag` is `None` for the same DAG.
+    pub fn parts(&self) -> (Option<&str>, &str, DepType, i32) {
+        let (reference, dep_type, offset_day) = match self {
+            DependencyFile::Name(name) => (name.as_str(), DepType::Strong, 0),
+            DependencyFile::Full {
+                task,
+                dep_type,
+                offset_day,
+            } => (task.as_str(), *dep_type, *offset_day),
+        };
+        match reference.split_once('/') {
+            Some((dag, task)) => (Some(dag), task, dep_type, offset_day),
+            None => (None, reference, dep_type, offset_day),
+        }
+    }
+}
+
+/// A task as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskFile {
+    /// Unique within the DAG.
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+    #[serde(rename = "type", default = "default_task_type")]
+    pub task_type: String,
+    /// Shell command line(s) (SHELL).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Script body (SHELL, PYTHON).
+    #[serde(default)]
+    pub script: Option<String>,
+    /// SQL text (SQL).
+    #[serde(default)]
+    pub sql: Option<String>,
+    /// Datasource name (SQL).
+    #[serde(default)]
+    pub datasource: Option<String>,
+    /// Any other type-specific configuration.
+    #[serde(default)]
+    pub content: serde_json::Map<String, serde_json::Value>,
+    /// Task-level parameters.
+    #[serde(default)]
+    pub params: Params,
+    /// 1–10, higher first.
+    #[serde(default = "default_priority")]
+    pub priority: i32,
+    /// Retry policy.
+    #[serde(default)]
+    pub retry: RetryFile,
+    /// Seconds; 0 = none.
+    #[serde(default = "default_timeout")]
+    pub timeout: i32,
+    /// Worker group.
+    #[serde(default = "default_queue")]
+    pub queue: String,
+    /// Dependency strategy.
+    #[serde(default)]
+    pub strategy: Strategy,
+    /// Disabled tasks end SKIPPED.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Parents.
+    #[serde(default)]
+    pub depends_on: Vec<DependencyFile>,
+}
+
+impl TaskFile {
+    /// The task's type in canonical upper case.
+    pub fn canonical_type(&self) -> String {
+        self.task_type.to_ascii_uppercase()
+    }
+
+    /// The stored `content` JSON: the shorthand fields folded into `content`.
+    pub fn content_json(&self) -> serde_json::Value {
+        let mut content = self.content.clone();
+        for (key, value) in [
+            ("command", &self.command),
+            ("script", &self.script),
+            ("sql", &self.sql),
+            ("datasource", &self.datasource),
+        ] {
+            if let Some(value) = value {
+                content.insert(key.to_owned(), serde_json::Value::String(value.clone()));
+            }
+        }
+        serde_json::Value::Object(content)
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_project() -> i64 {
+    1
+}
+fn default_max_active_runs() -> i32 {
+    1
+}
+fn default_catchup_limit() -> i32 {
+    100
+}
+fn default_misfire_grace() -> i32 {
+    60
+}
+fn default_biz_date_offset() -> i32 {
+    crate::biz_date::DEFAULT_OFFSET_DAYS
+}
+fn default_retry_max() -> i32 {
+    3
+}
+fn default_retry_interval() -> i32 {
+    60
+}
+fn default_dep_type() -> DepType {
+    DepType::Strong
+}
+fn default_task_type() -> String {
+    "SHELL".to_owned()
+}
+fn default_priority() -> i32 {
+    5
+}
+fn default_timeout() -> i32 {
+    3600
+}
+fn default_queue() -> String {
+    DEFAULT_QUEUE.to_owned()
+}
+
+impl DagFile {
+    /// Parses and validates a DAG file's text.
+    pub fn parse(text: &str) -> Result<DagFile, DagFileError> {
+        let dag: DagFile = serde_yaml_ng::from_str(text)?;
+        let problems = dag.problems();
+        if problems.is_empty() {
+            Ok(dag)
+        } else {
+            Err(DagFileError::Invalid {
+                dag: dag.name,
+                problems,
+            })
+        }
+    }
+
+    /// Schedule names, with defaults filled in, in file order.
+    pub fn schedule_names(&self) -> Vec<String> {
+        self.schedules
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match (&s.name, i) {
+                (Some(name), _) => name.clone(),
+                (None, 0) => "default".to_owned(),
+                (None, i) => format!("schedule-{}", i + 1),
+            })
+            .collect()
+    }
+
+    /// Task names in an order where every parent comes before its children,
+    /// or the tasks of one cycle, in cycle order.
+    pub fn topological_order(&self) -> Result<Vec<String>, Vec<String>> {
+        let names: Vec<&str> = self.tasks.iter().map(|t| t.name.as_str()).collect();
+        let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); names.len()];
+        let mut in_degree = vec![0usize; names.len()];
+        for (child, task) in self.tasks.iter().enumerate() {
+            for dep in &task.depends_on {
+                if let (None, parent, _, 0) = dep.parts()
+                    && let Some(&parent) = index.get(parent)
+                {
+                    children[parent].push(child);
+                    in_degree[child] += 1;
+                }
+            }
+        }
+        let mut ready: Vec<usize> = (0..names.len()).filter(|&i| in_degree[i] == 0).collect();
+        let mut order = Vec::with_capacity(names.len());
+        while let Some(node) = ready.pop() {
+            order.push(names[node].to_owned());
+            for &child in &children[node] {
+                in_degree[child] -= 1;
+                if in_degree[child] == 0 {
+                    ready.push(child);
+                }
+            }
+        }
+        if order.len() == names.len() {
+            return Ok(order);
+        }
+        // Walk forward from a node left with parents, staying among such
+        // nodes; the walk must revisit a node, and the loop it closes is a cycle.
+        let stuck = |i: usize| in_degree[i] > 0;
+        let mut seen_at: HashMap<usize, usize> = HashMap::new();
+        let mut path = Vec::new();
+        let mut node = (0..names.len()).find(|&i| stuck(i)).unwrap_or(0);
+        loop {
+            if let Some(&start) = seen_at.get(&node) {
+                let mut cycle: Vec<String> = path[start..]
+                    .iter()
+                    .map(|&i: &usize| names[i].to_owned())
+                    .collect();
+                cycle.push(names[node].to_owned());
+                return Err(cycle);
+            }
+            seen_at.insert(node, path.len());
+            path.push(node);
+            match children[node].iter().copied().find(|&c| stuck(c)) {
+                Some(next) => node = next,
+                None => return Err(vec![names[node].to_owned()]),
+            }
+        }
+    }
+
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.name.is_empty() || self.name.len() > 128 || self.name.contains('/') {
+            problems.push(format!(
+                "name '{}': must be 1-128 characters without '/'",
+                self.name
+            ));
+        }
+        if self.max_active_runs < 1 {
+            problems.push(format!(
+                "max_active_runs: must be at least 1, got {}",
+                self.max_active_runs
+            ));
+        }
+        self.schedule_problems(&mut problems);
+        self.task_problems(&mut problems);
+        problems
+    }
+
+    fn schedule_problems(&self, problems: &mut Vec<String>) {
+        let mut seen = BTreeSet::new();
+        for (schedule, name) in self.schedules.iter().zip(self.schedule_names()) {
+            let at = format!("schedule '{name}'");
+            if !seen.insert(name.clone()) {
+                problems.push(format!("{at}: duplicate schedule name"));
+            }
+            match (&schedule.cron, &schedule.event) {
+                (Some(cron), None) => {
+                    if let Err(e) = CronExpr::parse(cron) {
+                        problems.push(format!("{at}: {e}"));
+                    }
+                }
+                (None, Some(event)) => {
+                    if let Err(e) = validate_event(event) {
+                        problems.push(format!("{at}: {e}"));
+                    }
+                }
+                _ => problems.push(format!("{at}: give exactly one of 'cron' or 'event'")),
+            }
+            if let Some(zone) = &schedule.timezone
+                && let Err(e) = parse_time_zone(zone)
+            {
+                problems.push(format!("{at}: {e}"));
+            }
+            if let (Some(start), Some(end)) = (schedule.start_date, schedule.end_date)
+                && end < start
+            {
+                problems.push(format!("{at}: end_date {end} is before start_date {start}"));
+            }
+            if schedule.catchup_limit < 0 || schedule.misfire_grace < 0 {
+                problems.push(format!(
+                    "{at}: catchup_limit and misfire_grace must not be negative"
+                ));
+            }
+        }
+    }
+
+    fn task_problems(&self, problems: &mut Vec<String>) {
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for task in &self.tasks {
+            *seen.entry(task.name.as_str()).or_default() += 1;
+        }
+        for (name, count) in &seen {
+            if *count > 1 {
+                problems.push(format!("task '{name}': defined {count} times"));
+            }
+        }
+        for task in &self.tasks {
+            let at = format!("task '{}'", task.name);
+            if task.name.is_empty() || task.name.len() > 128 || task.name.contains('/') {
+                problems.push(format!("{at}: name must be 1-128 characters without '/'"));
+            }
+            let task_type = task.canonical_type();
+            if !TASK_TYPES.contains(&task_type.as_str()) {
+                problems.push(format!(
+                    "{at}: unknown type '{}' (known: {})",
+                    task.task_type,
+                    TASK_TYPES.join(", ")
+                ));
+            }
+            let missing = match task_type.as_str() {
+                "SHELL" if task.command.is_none() && task.script.is_none() => {
+                    Some("a SHELL task needs 'command' or 'script'")
+                }
+                "PYTHON" if task.script.is_none() => Some("a PYTHON task needs 'script'"),
+                "SQL" if task.sql.is_none() || task.datasource.is_none() => {
+                    Some("a SQL task needs 'sql' and 'datasource'")
+                }
+                "HTTP" if !task.content.contains_key("url") => {
+                    Some("an HTTP task needs 'content.url'")
+                }
+                _ => None,
+            };
+            if let Some(missing) = missing {
+                problems.push(format!("{at}: {missing}"));
+            }
+            if !(1..=10).contains(&task.priority) {
+                problems.push(format!(
+                    "{at}: priority must be 1-10, got {}",
+                    task.priority
+                ));
+            }
+            if task.retry.max < 0 || task.retry.interval < 0 {
+                problems.push(format!("{at}: retry max and interval must not be negative"));
+            }
+            if task.timeout < 0 {
+                problems.push(format!("{at}: timeout must not be negative (0 = none)"));
+            }
+            if let Err(e) = validate_queue(&task.queue) {
+                problems.push(format!("{at}: {e}"));
+            }
+            for dep in &task.depends_on {
+                let (dag, parent, _, offset_day) = dep.parts();
+                match dag {
+                    Some(dag) if dag.is_empty() || parent.is_empty() => problems.push(format!(
+                        "{at}: dependency '{dag}/{parent}' must be 'other_dag/task'"
+                    )),
+                    Some(_) => {}
+                    None if !seen.contains_key(parent) => {
+                        problems.push(format!("{at}: depends on unknown task '{parent}'"))
+                    }
+                    None if parent == task.name && offset_day == 0 => {
+                        problems.push(format!("{at}: depends on itself"))
+                    }
+                    None => {}
+                }
+            }
+        }
+        let names_ok = seen.values().all(|&c| c == 1);
+        if names_ok
+            && !problems.iter().any(|p| p.contains("depends on itself"))
+            && let Err(cycle) = self.topological_order()
+        {
+            problems.push(format!("cycle: {}", cycle.join(" -> ")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIAMOND: &str = r#"
+name: diamond
+schedules:
+  - cron: "0 * * * * ?"
+tasks:
+  - { name: a, command: "true" }
+  - { name: b, command: "true", depends_on: [a] }
+  - { name: c, command: "true", depends_on: [a] }
+  - { name: d, command: "true", depends_on: [b, c] }
+"#;
+
+    #[test]
+    fn diamond_parses_in_topological_order() {
+        let dag = DagFile::parse(DIAMOND).unwrap();
+        let order = dag.topological_order().unwrap();
+        assert_eq!(order.first().map(String::as_str), Some("a"));
+        assert_eq!(order.last().map(String::as_str), Some("d"));
+        assert_eq!(dag.schedule_names(), vec!["default"]);
+    }
+
+    #[test]
+    fn cycle_is_named() {
+        let text = r#"
+name: cyc
+tasks:
+  - { name: a, command: "true" }
+  - { name: b, command: "true", depends_on: [a, d] }
+  - { name: c, command: "true", depends_on: [b] }
+  - { name: d, command: "true", depends_on: [c] }
+"#;
+        let err = DagFile::parse(text).unwrap_err().to_string();
+        assert!(err.contains("cycle: "), "{err}");
+        for name in ["b", "c", "d"] {
+            assert!(err.contains(name), "{err}");
+        }
+        assert!(!err.contains("-> a"), "{err}");
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let text = r#"
+name: bad
+schedules:
+  - cron: "0 60 * * * ?"
+  - event: "Bad Event"
+    name: ev
+tasks:
+  - { name: a, type: SHELL, command: "true", queue: "no.dots" }
+  - { name: a, type: COBOL }
+  - { name: b, command: "true", depends_on: [ghost] }
+"#;
+        let err = DagFile::parse(text).unwrap_err().to_string();
+        for needle in [
+            "schedule 'default'",
+            "schedule 'ev'",
+            "invalid queue name 'no.dots'",
+            "task 'a': defined 2 times",
+            "unknown type 'COBOL'",
+            "unknown task 'ghost'",
+        ] {
+            assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let err = DagFile::parse("name: x\ntasks: []\nschedule: oops\n").unwrap_err();
+        assert!(
+            err.to_string().contains("unknown field `schedule`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn cross_dag_and_offset_dependencies_are_not_cycles() {
+        let text = r#"
+name: daily
+tasks:
+  - name: report
+    command: "true"
+    depends_on:
+      - { task: report, offset_day: -1 }
+      - other/load
+"#;
+        DagFile::parse(text).unwrap();
+    }
+}

@@ -1,0 +1,43 @@
+//! `dag`: a named DAG definition.
+
+use sea_orm::entity::prelude::*;
+
+/// A DAG. `version` is bumped on each change; runs keep their own snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "dag")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// Unique name; the handle users apply, trigger and list by.
+    #[sea_orm(unique)]
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// Project it belongs to (`003_*`: default 1).
+    pub project_id: i64,
+    /// Responsible person or team.
+    pub owner: Option<String>,
+    /// Offline DAGs are not fired by schedules.
+    pub online: bool,
+    /// Bumped on each change.
+    pub version: i32,
+    /// DAG-level parameters (object of strings).
+    pub params: Json,
+    /// At most this many runs active at once.
+    pub max_active_runs: i32,
+    /// `skip | wait | parallel`: what a fire does when `max_active_runs` is reached.
+    pub overlap_policy: String,
+    /// Alert targets and conditions.
+    pub alert_config: Option<Json>,
+    /// Row creation.
+    pub created_at: DateTimeUtc,
+    /// Last change.
+    pub updated_at: DateTimeUtc,
+}
+
+/// No declared relations: joins are written where they are needed.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

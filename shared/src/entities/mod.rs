@@ -1,0 +1,13 @@
+//! SeaORM entities: one module per table of DESIGN.md "Tables".
+//!
+//! These are the only row types; [`crate::plan`] maps them to the domain
+//! types that travel in messages.
+
+pub mod dag;
+pub mod dag_run;
+pub mod datasource;
+pub mod execution;
+pub mod schedule;
+pub mod task;
+pub mod task_dependency;
+pub mod task_instance;

@@ -1,0 +1,48 @@
+//! `schedule`: when a DAG runs. A DAG may have several.
+
+use sea_orm::entity::prelude::*;
+
+/// A cron or event schedule of a DAG. `(dag_id, name)` is unique.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "schedule")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// The DAG it fires.
+    pub dag_id: i64,
+    /// Unique within the DAG.
+    pub name: String,
+    /// `CRON` or `EVENT`.
+    pub kind: String,
+    /// Cron expression (for `CRON`).
+    pub cron_expr: Option<String>,
+    /// Event name (for `EVENT`).
+    pub event_name: Option<String>,
+    /// IANA time zone the cron is read in.
+    pub timezone: String,
+    /// First day it may fire (in its zone).
+    pub start_date: Option<Date>,
+    /// Last day it may fire (in its zone).
+    pub end_date: Option<Date>,
+    /// Paused schedules do not fire.
+    pub active: bool,
+    /// `none | latest | all` for fires missed while no ticker ran.
+    pub catchup: String,
+    /// At most this many missed fires are replayed under `all`.
+    pub catchup_limit: i32,
+    /// A fire later than this many seconds counts as missed.
+    pub misfire_grace_secs: i32,
+    /// Days added to the fire's local date to get the business date.
+    pub biz_date_offset_days: i32,
+    /// Row creation.
+    pub created_at: DateTimeUtc,
+    /// Last change.
+    pub updated_at: DateTimeUtc,
+}
+
+/// No declared relations.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,56 @@
+//! `task`: a task of a DAG, as defined now (runs use their snapshot).
+
+use sea_orm::entity::prelude::*;
+
+/// A task definition. `(dag_id, name)` is unique.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "task")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// Owning DAG.
+    pub dag_id: i64,
+    /// Unique within the DAG.
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// `SHELL`, `PYTHON`, `SQL`, `HTTP`, …
+    pub task_type: String,
+    /// Type-specific configuration (command, script, sql, url …).
+    pub content: Json,
+    /// Task-level parameters (object of strings).
+    pub params: Json,
+    /// 1–10, higher runs first.
+    pub priority: i32,
+    /// Retries after the first attempt.
+    pub retry_max: i32,
+    /// Base retry interval in seconds.
+    pub retry_interval_secs: i32,
+    /// `FIXED` or `EXPONENTIAL`.
+    pub retry_strategy: String,
+    /// Exit codes that may retry (empty: any failure).
+    pub retry_on_exit_codes: Json,
+    /// Seconds; 0 means none.
+    pub timeout_secs: i32,
+    /// Worker group.
+    pub queue: String,
+    /// `ALL_SUCCESS`, `ONE_SUCCESS` or `NONE`.
+    pub strategy: String,
+    /// Disabled tasks end SKIPPED.
+    pub enabled: bool,
+    /// Canvas position for a UI.
+    pub position_x: Option<i32>,
+    /// Canvas position for a UI.
+    pub position_y: Option<i32>,
+    /// Row creation.
+    pub created_at: DateTimeUtc,
+    /// Last change.
+    pub updated_at: DateTimeUtc,
+}
+
+/// No declared relations.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,80 @@
+//! `task_instance`: one task in one run.
+
+use sea_orm::entity::prelude::*;
+
+use crate::{TaskStatus, TriggerType};
+
+/// A task in a run; `(dag_run_id, task_id)` is unique.
+///
+/// Invariants kept by [`crate::state`]:
+/// - `attempt` counts attempts started; the next (or current) attempt's
+///   0-based number is `attempt` before the claim and `attempt - 1` after it.
+///   Only the conditional claim increments it.
+/// - `pending_parents` counts same-run parents not yet propagated;
+///   `strong_ok` / `strong_failed` count propagated STRONG parents that
+///   succeeded / did not. The propagation that decides the strategy moves the
+///   instance out of PENDING, exactly once.
+/// - `propagated` flips false → true once per terminal state.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "task_instance")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// The run.
+    pub dag_run_id: i64,
+    /// The DAG.
+    pub dag_id: i64,
+    /// The task definition it was planned from.
+    pub task_id: i64,
+    /// Task name (from the plan).
+    pub task_name: String,
+    /// Business date of the run.
+    pub biz_date: Date,
+    /// What started the run.
+    pub trigger_type: TriggerType,
+    /// Status.
+    pub status: TaskStatus,
+    /// Attempts started (see the type's invariants).
+    pub attempt: i32,
+    /// Retries used of the task's budget (runner-lost retries are not counted).
+    pub retries_used: i32,
+    /// Runner that owns the current attempt.
+    pub owner: Option<String>,
+    /// Queue of its work messages.
+    pub queue: String,
+    /// 1–10.
+    pub priority: i32,
+    /// When the ticker must look at it again (retry time, wait or queue timeout).
+    pub deadline_at: Option<DateTimeUtc>,
+    /// Same-run parents not yet propagated.
+    pub pending_parents: i32,
+    /// Same-run STRONG parents in the plan.
+    pub strong_parents: i32,
+    /// Propagated STRONG parents that ended SUCCESS or SKIPPED.
+    pub strong_ok: i32,
+    /// Propagated STRONG parents that did not.
+    pub strong_failed: i32,
+    /// Its terminal state has been propagated to children and run.
+    pub propagated: bool,
+    /// Children in this run: `[[task_instance_id, "STRONG"|"WEAK"], …]`.
+    pub children: Json,
+    /// Everything a runner needs: the resolved task spec from the plan.
+    pub spec: Json,
+    /// Why it failed or was skipped, for people.
+    pub reason: Option<String>,
+    /// Row creation.
+    pub created_at: DateTimeUtc,
+    /// When it was queued last.
+    pub queued_at: Option<DateTimeUtc>,
+    /// When its current attempt started.
+    pub started_at: Option<DateTimeUtc>,
+    /// When it reached its terminal state.
+    pub finished_at: Option<DateTimeUtc>,
+}
+
+/// No declared relations.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,179 @@
+//! The messages on DataJump's subjects: JSON with a version field.
+//!
+//! Decoding is strict about the version and the shape, so a malformed message
+//! is recognised as poison (terminated, never redelivered forever) rather
+//! than half-understood.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use thiserror::Error;
+
+use crate::entities::task_instance;
+use crate::plan::{InstanceSpec, Params};
+use crate::{TaskStatus, TriggerType};
+
+/// The message format version this build writes and reads.
+pub const VERSION: u32 = 1;
+
+/// A message that cannot be understood.
+#[derive(Debug, Error)]
+pub enum MessageError {
+    /// Not JSON of the expected shape.
+    #[error("malformed message: {0}")]
+    Malformed(#[from] serde_json::Error),
+    /// Written by an incompatible version.
+    #[error("unsupported message version {0} (this build reads {VERSION})")]
+    Version(u32),
+}
+
+/// Something published on a DataJump subject.
+pub trait Message: Serialize + DeserializeOwned {
+    /// The message's version field.
+    fn version(&self) -> u32;
+
+    /// Serialises to JSON.
+    fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Parses JSON, rejecting other versions.
+    fn decode(bytes: &[u8]) -> Result<Self, MessageError> {
+        let message: Self = serde_json::from_slice(bytes)?;
+        match message.version() {
+            VERSION => Ok(message),
+            other => Err(MessageError::Version(other)),
+        }
+    }
+}
+
+/// Run key of a scheduled (or backfilled) fire: backfill reuses it, so a
+/// business date that already ran on schedule is not run again.
+pub fn scheduled_run_key(schedule_id: i64, fire_unix: i64) -> String {
+    format!("sched:{schedule_id}:{fire_unix}")
+}
+
+/// Run key of an event fire.
+pub fn event_run_key(schedule_id: i64, stream_sequence: u64) -> String {
+    format!("event:{schedule_id}:{stream_sequence}")
+}
+
+/// Run key of a manual trigger; the triggering side makes the id, so it
+/// knows its run before the resolver creates it.
+pub fn manual_run_key(id: uuid::Uuid) -> String {
+    format!("manual:{id}")
+}
+
+/// "Start a run of this DAG": on `dj.fire.<dag_id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FireMsg {
+    /// Format version.
+    pub v: u32,
+    /// The DAG.
+    pub dag_id: i64,
+    /// The schedule that fired, for scheduled and event runs.
+    pub schedule_id: Option<i64>,
+    /// What fired.
+    pub trigger_type: TriggerType,
+    /// Scheduled instant (or trigger instant).
+    pub logical_time: DateTime<Utc>,
+    /// Business date of the run.
+    pub biz_date: NaiveDate,
+    /// The run's unique key; a second fire with the same key creates nothing.
+    pub dedup_key: String,
+    /// Trigger parameters.
+    pub params: Params,
+}
+
+impl Message for FireMsg {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
+/// "Run this attempt": on `dj.work.<queue>.<band>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkMsg {
+    /// Format version.
+    pub v: u32,
+    /// The instance.
+    pub task_instance_id: i64,
+    /// Its run.
+    pub dag_run_id: i64,
+    /// 0-based number of the attempt to start.
+    pub attempt: i32,
+    /// Business date.
+    pub biz_date: NaiveDate,
+    /// What started the run.
+    pub trigger_type: TriggerType,
+    /// Everything needed to run it (no secrets).
+    pub spec: InstanceSpec,
+}
+
+impl WorkMsg {
+    /// The work message of a QUEUED instance: its next attempt, from its spec.
+    pub fn for_queued(row: &task_instance::Model) -> Result<WorkMsg, serde_json::Error> {
+        Ok(WorkMsg {
+            v: VERSION,
+            task_instance_id: row.id,
+            dag_run_id: row.dag_run_id,
+            attempt: row.attempt,
+            biz_date: row.biz_date,
+            trigger_type: row.trigger_type,
+            spec: serde_json::from_value(row.spec.clone())?,
+        })
+    }
+}
+
+impl Message for WorkMsg {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
+/// "This attempt ended": on `dj.done.<dag_run_id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoneMsg {
+    /// Format version.
+    pub v: u32,
+    /// The run.
+    pub dag_run_id: i64,
+    /// The instance.
+    pub task_instance_id: i64,
+    /// The attempt that ended (stale attempts are ignored).
+    pub attempt: i32,
+    /// How it ended.
+    pub status: TaskStatus,
+}
+
+impl Message for DoneMsg {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_reject_other_versions() {
+        let done = DoneMsg {
+            v: VERSION,
+            dag_run_id: 1,
+            task_instance_id: 2,
+            attempt: 0,
+            status: TaskStatus::Success,
+        };
+        assert_eq!(DoneMsg::decode(&done.encode()).unwrap(), done);
+        let future = DoneMsg { v: 9, ..done };
+        assert!(matches!(
+            DoneMsg::decode(&future.encode()),
+            Err(MessageError::Version(9))
+        ));
+        assert!(DoneMsg::decode(b"not json").is_err());
+        assert!(DoneMsg::decode(br#"{"v":1}"#).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! Domain types of a DAG's plan, and the one mapping from table rows to them.
+//!
+//! A run snapshots its plan when it is created, so a DAG changed while it runs
+//! does not change what the run does. Each instance keeps its own resolved
+//! [`InstanceSpec`], which is exactly what travels in its work message:
+//! runners never read task definitions.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::entities::{dag, task, task_dependency};
+
+/// Parameters: names to values.
+pub type Params = BTreeMap<String, String>;
+
+/// How a child's start depends on a parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DepType {
+    /// The parent's result matters.
+    Strong,
+    /// Only that the parent is terminal.
+    Weak,
+}
+
+impl DepType {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DepType::Strong => "STRONG",
+            DepType::Weak => "WEAK",
+        }
+    }
+
+    /// Reads a stored name; anything unknown is STRONG, the safe reading.
+    pub fn from_stored(s: &str) -> DepType {
+        if s.eq_ignore_ascii_case("WEAK") {
+            DepType::Weak
+        } else {
+            DepType::Strong
+        }
+    }
+}
+
+/// When a task with parents may start (`003_*` §4.2, per task).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Strategy {
+    /// All parents terminal and every STRONG parent SUCCESS or SKIPPED.
+    #[default]
+    AllSuccess,
+    /// As soon as one STRONG parent succeeds.
+    OneSuccess,
+    /// All parents terminal, whatever their results.
+    None,
+}
+
+impl Strategy {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::AllSuccess => "ALL_SUCCESS",
+            Strategy::OneSuccess => "ONE_SUCCESS",
+            Strategy::None => "NONE",
+        }
+    }
+
+    /// Reads a stored name; anything unknown is ALL_SUCCESS, the default.
+    pub fn from_stored(s: &str) -> Strategy {
+        match s {
+            "ONE_SUCCESS" => Strategy::OneSuccess,
+            "NONE" => Strategy::None,
+            _ => Strategy::AllSuccess,
+        }
+    }
+}
+
+/// How the wait between retries grows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RetryStrategy {
+    /// The same interval every time.
+    #[default]
+    Fixed,
+    /// interval × 2^(attempt−1).
+    Exponential,
+}
+
+impl RetryStrategy {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryStrategy::Fixed => "FIXED",
+            RetryStrategy::Exponential => "EXPONENTIAL",
+        }
+    }
+}
+
+/// A task's retry policy (`003_*` §4.6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max: i32,
+    /// Base interval in seconds.
+    pub interval_secs: i32,
+    /// FIXED or EXPONENTIAL.
+    pub strategy: RetryStrategy,
+    /// Only these exit codes retry; empty means any failure.
+    pub on_exit_codes: Vec<i32>,
+}
+
+/// A task as a run sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    /// `task.id`.
+    pub task_id: i64,
+    /// Task name.
+    pub name: String,
+    /// `SHELL`, `PYTHON`, `SQL`, `HTTP`, …
+    pub task_type: String,
+    /// Type-specific configuration.
+    pub content: serde_json::Value,
+    /// Task-level parameters.
+    pub params: Params,
+    /// 1–10.
+    pub priority: i32,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// Seconds; 0 = none.
+    pub timeout_secs: i32,
+    /// Worker group.
+    pub queue: String,
+    /// Dependency strategy.
+    pub strategy: Strategy,
+    /// Disabled tasks end SKIPPED.
+    pub enabled: bool,
+}
+
+/// An edge of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanEdge {
+    /// Parent task name.
+    pub parent: String,
+    /// DAG of the parent when it is another DAG.
+    pub parent_dag: Option<String>,
+    /// Child task name.
+    pub child: String,
+    /// STRONG or WEAK.
+    pub dep_type: DepType,
+    /// Business-date offset of the awaited run.
+    pub offset_day: i32,
+}
+
+impl PlanEdge {
+    /// True when the parent is in the same run (same DAG, same business date).
+    pub fn is_same_run(&self) -> bool {
+        self.parent_dag.is_none() && self.offset_day == 0
+    }
+}
+
+/// A DAG's tasks and edges as of one version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// `dag.id`.
+    pub dag_id: i64,
+    /// DAG name.
+    pub dag_name: String,
+    /// DAG version.
+    pub version: i32,
+    /// DAG-level parameters.
+    pub params: Params,
+    /// Tasks.
+    pub tasks: Vec<TaskSpec>,
+    /// Edges.
+    pub edges: Vec<PlanEdge>,
+}
+
+/// What one instance needs to run, resolved when its run is created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceSpec {
+    /// DAG name.
+    pub dag_name: String,
+    /// The run's logical time.
+    pub logical_time: DateTime<Utc>,
+    /// DAG, task and trigger parameters merged, later ones winning.
+    pub params: Params,
+    /// The task.
+    pub task: TaskSpec,
+}
+
+/// Reads a JSON object of strings; non-string values are rendered as JSON.
+pub fn params_from_json(value: &serde_json::Value) -> Params {
+    value
+        .as_object()
+        .map(|object| {
+            object
+                .iter()
+                .map(|(k, v)| {
+                    let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                    (k.clone(), text)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Writes parameters as a JSON object.
+pub fn params_to_json(params: &Params) -> serde_json::Value {
+    serde_json::Value::Object(
+        params
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+impl TaskSpec {
+    /// Maps a `task` row.
+    pub fn from_row(row: &task::Model) -> TaskSpec {
+        TaskSpec {
+            task_id: row.id,
+            name: row.name.clone(),
+            task_type: row.task_type.clone(),
+            content: row.content.clone(),
+            params: params_from_json(&row.params),
+            priority: row.priority,
+            retry: RetryPolicy {
+                max: row.retry_max,
+                interval_secs: row.retry_interval_secs,
+                strategy: if row.retry_strategy == "EXPONENTIAL" {
+                    RetryStrategy::Exponential
+                } else {
+                    RetryStrategy::Fixed
+                },
+                on_exit_codes: serde_json::from_value(row.retry_on_exit_codes.clone())
+                    .unwrap_or_default(),
+            },
+            timeout_secs: row.timeout_secs,
+            queue: row.queue.clone(),
+            strategy: Strategy::from_stored(&row.strategy),
+            enabled: row.enabled,
+        }
+    }
+}
+
+impl Plan {
+    /// Maps a DAG's rows; tasks are ordered by id, edges follow the rows.
+    pub fn from_rows(
+        dag: &dag::Model,
+        tasks: &[task::Model],
+        deps: &[task_dependency::Model],
+    ) -> Plan {
+        let name_of: BTreeMap<i64, &str> = tasks.iter().map(|t| (t.id, t.name.as_str())).collect();
+        let mut task_specs: Vec<TaskSpec> = tasks.iter().map(TaskSpec::from_row).collect();
+        task_specs.sort_by_key(|t| t.task_id);
+        let edges = deps
+            .iter()
+            .filter_map(|d| {
+                let child = name_of.get(&d.task_id)?;
+                Some(PlanEdge {
+                    parent: d.parent_task.clone(),
+                    parent_dag: d.parent_dag.clone(),
+                    child: (*child).to_owned(),
+                    dep_type: DepType::from_stored(&d.dep_type),
+                    offset_day: d.offset_day,
+                })
+            })
+            .collect();
+        Plan {
+            dag_id: dag.id,
+            dag_name: dag.name.clone(),
+            version: dag.version,
+            params: params_from_json(&dag.params),
+            tasks: task_specs,
+            edges,
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! The state-transition functions: the only code that changes a status.
+//!
+//! Each transition is one conditional `UPDATE … WHERE id = ? AND status IN
+//! (…) RETURNING *`; an empty result means another process won or the
+//! transition no longer applies, and the caller treats it as "nothing to do".
+//! Propagation (DESIGN.md "Propagation") moves a terminal instance's result
+//! into its children's counters and its run's counter in the same way, so a
+//! join is released by exactly one transaction however its parents race, and
+//! a completion costs work proportional to its out-degree, not to the DAG.
+
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+
+use crate::entities::{dag_run, task_instance};
+use crate::plan::{DepType, Strategy};
+use crate::{RunStatus, TaskStatus};
+
+/// How long a QUEUED instance may wait before the ticker republishes its
+/// work message, in case the first publish was lost. A republish within the
+/// stream's duplicate window is dropped by JetStream; a later one is harmless
+/// because only one claim can win.
+pub const REPUBLISH_AFTER: Duration = Duration::seconds(60);
+
+type Ti = task_instance::Entity;
+type TiCol = task_instance::Column;
+
+async fn update_instance<C: ConnectionTrait>(
+    conn: &C,
+    update: sea_orm::UpdateMany<Ti>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    Ok(update.exec_with_returning(conn).await?.into_iter().next())
+}
+
+/// PENDING or UP_FOR_RETRY → QUEUED. The caller publishes the work message
+/// of the returned row after committing.
+pub async fn queue<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
+            .col_expr(TiCol::QueuedAt, Expr::value(now))
+            .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.is_in([TaskStatus::Pending, TaskStatus::UpForRetry])),
+    )
+    .await
+}
+
+/// Pushes a QUEUED instance's republish deadline forward; returns the row if
+/// it is still QUEUED (the ticker then republishes its work).
+pub async fn touch_queued<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.eq(TaskStatus::Queued)),
+    )
+    .await
+}
+
+/// QUEUED → RUNNING for attempt `attempt` (0-based), owned by `owner`. This
+/// is the claim: of any number of runners holding a copy of the work
+/// message, exactly one gets the row back.
+pub async fn start<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    attempt: i32,
+    owner: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Running.as_str()))
+            .col_expr(TiCol::Attempt, Expr::col(TiCol::Attempt).add(1))
+            .col_expr(TiCol::Owner, Expr::value(owner))
+            .col_expr(TiCol::StartedAt, Expr::value(now))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.eq(TaskStatus::Queued))
+            .filter(TiCol::Attempt.eq(attempt)),
+    )
+    .await
+}
+
+/// How an attempt ended, as the runner saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptEnd {
+    /// Terminal: SUCCESS, FAILED, TIMEOUT or KILLED.
+    Terminal(TaskStatus),
+    /// Failed with retries left: UP_FOR_RETRY until `retry_at`.
+    Retry {
+        /// When the ticker requeues it.
+        retry_at: DateTime<Utc>,
+    },
+}
+
+/// RUNNING → the attempt's end, only for the owner of attempt `attempt`.
+pub async fn finish_attempt<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    attempt: i32,
+    owner: &str,
+    end: &AttemptEnd,
+    reason: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    let mut update = Ti::update_many()
+        .col_expr(TiCol::Reason, Expr::value(reason.map(str::to_owned)))
+        .filter(TiCol::Id.eq(id))
+        .filter(TiCol::Status.eq(TaskStatus::Running))
+        .filter(TiCol::Attempt.eq(attempt + 1))
+        .filter(TiCol::Owner.eq(owner));
+    update = match end {
+        AttemptEnd::Terminal(status) => update
+            .col_expr(TiCol::Status, Expr::value(status.as_str()))
+            .col_expr(TiCol::FinishedAt, Expr::value(now)),
+        AttemptEnd::Retry { retry_at } => update
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::UpForRetry.as_str()))
+            .col_expr(TiCol::DeadlineAt, Expr::value(*retry_at))
+            .col_expr(TiCol::RetriesUsed, Expr::col(TiCol::RetriesUsed).add(1)),
+    };
+    update_instance(conn, update).await
+}
+
+/// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running.
+async fn settle<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    to: TaskStatus,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(to.as_str()))
+            .col_expr(TiCol::Reason, Expr::value(reason))
+            .col_expr(TiCol::FinishedAt, Expr::value(now))
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.eq(TaskStatus::Pending)),
+    )
+    .await
+}
+
+/// RUNNING → the run's final status.
+async fn finish_run<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+    status: RunStatus,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let result = dag_run::Entity::update_many()
+        .col_expr(dag_run::Column::Status, Expr::value(status.as_str()))
+        .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
+        .filter(dag_run::Column::Id.eq(run_id))
+        .filter(dag_run::Column::Status.eq(RunStatus::Running))
+        .exec(conn)
+        .await?;
+    Ok(result.rows_affected == 1)
+}
+
+/// What a strategy says about a PENDING instance given its counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    Wait,
+    Run,
+    UpstreamFailed,
+}
+
+fn decide(row: &task_instance::Model, strategy: Strategy) -> Decision {
+    let all_terminal = row.pending_parents <= 0;
+    match strategy {
+        Strategy::AllSuccess if all_terminal && row.strong_failed > 0 => Decision::UpstreamFailed,
+        Strategy::AllSuccess | Strategy::None if all_terminal => Decision::Run,
+        Strategy::OneSuccess if row.strong_ok > 0 => Decision::Run,
+        Strategy::OneSuccess if all_terminal && row.strong_parents > 0 => Decision::UpstreamFailed,
+        Strategy::OneSuccess if all_terminal => Decision::Run,
+        _ => Decision::Wait,
+    }
+}
+
+fn spec_strategy(row: &task_instance::Model) -> Strategy {
+    row.spec["task"]["strategy"]
+        .as_str()
+        .map_or(Strategy::AllSuccess, Strategy::from_stored)
+}
+
+fn spec_enabled(row: &task_instance::Model) -> bool {
+    row.spec["task"]["enabled"].as_bool().unwrap_or(true)
+}
+
+/// Children of an instance in its run: `(task_id, edge type)`.
+pub fn children(row: &task_instance::Model) -> Vec<(i64, DepType)> {
+    serde_json::from_value(row.children.clone()).unwrap_or_default()
+}
+
+/// What a release or propagation decided, to act on after commit.
+#[derive(Debug, Default)]
+pub struct Released {
+    /// Instances now QUEUED: publish their work messages.
+    pub queued: Vec<task_instance::Model>,
+    /// Instances that became terminal without running (SKIPPED, UPSTREAM_FAILED).
+    pub settled: Vec<task_instance::Model>,
+    /// The run, if this finished it, with its final status.
+    pub finished_run: Option<(i64, RunStatus)>,
+}
+
+/// Applies a strategy's decision to a PENDING instance: QUEUED if it may
+/// run and is enabled, SKIPPED if disabled, UPSTREAM_FAILED if its
+/// parents failed it. Terminal outcomes are propagated in turn.
+pub async fn release<C: ConnectionTrait>(
+    conn: &C,
+    row: &task_instance::Model,
+    now: DateTime<Utc>,
+    out: &mut Released,
+) -> Result<(), DbErr> {
+    let mut settled = Vec::new();
+    evaluate(conn, row, now, out, &mut settled).await?;
+    propagate_all(conn, settled, now, out).await
+}
+
+async fn evaluate<C: ConnectionTrait>(
+    conn: &C,
+    row: &task_instance::Model,
+    now: DateTime<Utc>,
+    out: &mut Released,
+    settled: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    if row.status != TaskStatus::Pending {
+        return Ok(());
+    }
+    let terminal = match decide(row, spec_strategy(row)) {
+        Decision::Wait => return Ok(()),
+        Decision::Run if spec_enabled(row) => {
+            if let Some(queued) = queue(conn, row.id, now).await? {
+                out.queued.push(queued);
+            }
+            return Ok(());
+        }
+        Decision::Run => settle(conn, row.id, TaskStatus::Skipped, "task is disabled", now).await?,
+        Decision::UpstreamFailed => {
+            settle(
+                conn,
+                row.id,
+                TaskStatus::UpstreamFailed,
+                "an upstream task did not succeed",
+                now,
+            )
+            .await?
+        }
+    };
+    if let Some(terminal) = terminal {
+        settled.push(terminal.id);
+        out.settled.push(terminal);
+    }
+    Ok(())
+}
+
+/// Propagates a terminal instance (DESIGN.md "Propagation"): marks it
+/// propagated (a second call is a no-op), updates its children's counters
+/// and releases those whose strategy is decided, counts it off its run and
+/// finishes the run at zero. Call inside a write transaction.
+pub async fn propagate<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Released, DbErr> {
+    let mut out = Released::default();
+    propagate_all(conn, vec![id], now, &mut out).await?;
+    Ok(out)
+}
+
+async fn propagate_all<C: ConnectionTrait>(
+    conn: &C,
+    mut work: Vec<i64>,
+    now: DateTime<Utc>,
+    out: &mut Released,
+) -> Result<(), DbErr> {
+    while let Some(id) = work.pop() {
+        let Some(parent) = update_instance(
+            conn,
+            Ti::update_many()
+                .col_expr(TiCol::Propagated, Expr::value(true))
+                .filter(TiCol::Id.eq(id))
+                .filter(TiCol::Propagated.eq(false))
+                .filter(TiCol::Status.is_in(TaskStatus::TERMINAL)),
+        )
+        .await?
+        else {
+            continue;
+        };
+        let ok = parent.status.counts_as_success();
+        for (child_task_id, dep_type) in children(&parent) {
+            let strong = dep_type == DepType::Strong;
+            let child = update_instance(
+                conn,
+                Ti::update_many()
+                    .col_expr(
+                        TiCol::PendingParents,
+                        Expr::col(TiCol::PendingParents).sub(1),
+                    )
+                    .col_expr(
+                        TiCol::StrongOk,
+                        Expr::col(TiCol::StrongOk).add(i32::from(strong && ok)),
+                    )
+                    .col_expr(
+                        TiCol::StrongFailed,
+                        Expr::col(TiCol::StrongFailed).add(i32::from(strong && !ok)),
+                    )
+                    .filter(TiCol::DagRunId.eq(parent.dag_run_id))
+                    .filter(TiCol::TaskId.eq(child_task_id)),
+            )
+            .await?;
+            if let Some(child) = child {
+                evaluate(conn, &child, now, out, &mut work).await?;
+            }
+        }
+        let run = dag_run::Entity::update_many()
+            .col_expr(
+                dag_run::Column::PendingInstances,
+                Expr::col(dag_run::Column::PendingInstances).sub(1),
+            )
+            .col_expr(
+                dag_run::Column::FailedInstances,
+                Expr::col(dag_run::Column::FailedInstances).add(i32::from(!ok)),
+            )
+            .filter(dag_run::Column::Id.eq(parent.dag_run_id))
+            .exec_with_returning(conn)
+            .await?
+            .into_iter()
+            .next();
+        if let Some(run) = run
+            && run.pending_instances == 0
+        {
+            let status = if run.failed_instances == 0 {
+                RunStatus::Success
+            } else {
+                RunStatus::Failed
+            };
+            if finish_run(conn, run.id, status, now).await? {
+                out.finished_run = Some((run.id, status));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(pending: i32, strong: i32, ok: i32, failed: i32) -> task_instance::Model {
+        task_instance::Model {
+            id: 1,
+            dag_run_id: 1,
+            dag_id: 1,
+            task_id: 1,
+            task_name: "t".into(),
+            biz_date: chrono::NaiveDate::default(),
+            trigger_type: crate::TriggerType::Manual,
+            status: TaskStatus::Pending,
+            attempt: 0,
+            retries_used: 0,
+            owner: None,
+            queue: "default".into(),
+            priority: 5,
+            deadline_at: None,
+            pending_parents: pending,
+            strong_parents: strong,
+            strong_ok: ok,
+            strong_failed: failed,
+            propagated: false,
+            children: serde_json::json!([]),
+            spec: serde_json::json!({}),
+            reason: None,
+            created_at: Utc::now(),
+            queued_at: None,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn strategies() {
+        use Decision::*;
+        use Strategy as S;
+        assert_eq!(decide(&row(1, 2, 1, 0), S::AllSuccess), Wait);
+        assert_eq!(decide(&row(0, 2, 2, 0), S::AllSuccess), Run);
+        assert_eq!(decide(&row(0, 2, 1, 1), S::AllSuccess), UpstreamFailed);
+        assert_eq!(decide(&row(0, 0, 0, 0), S::AllSuccess), Run);
+        assert_eq!(decide(&row(1, 2, 1, 0), S::OneSuccess), Run);
+        assert_eq!(decide(&row(1, 2, 0, 1), S::OneSuccess), Wait);
+        assert_eq!(decide(&row(0, 2, 0, 2), S::OneSuccess), UpstreamFailed);
+        assert_eq!(decide(&row(0, 0, 0, 0), S::OneSuccess), Run);
+        assert_eq!(decide(&row(1, 2, 0, 1), S::None), Wait);
+        assert_eq!(decide(&row(0, 2, 0, 2), S::None), Run);
+    }
+}

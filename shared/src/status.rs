@@ -1,0 +1,175 @@
+//! Task instance and run statuses, and how a run was triggered.
+//!
+//! The names are the ones of `003_*` §4.3 (with KILLED where `000_*` says
+//! CANCELED) and are stored as these strings in the database and in messages.
+
+use sea_orm::entity::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Where a task instance is in its life (DESIGN.md "State machine").
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TaskStatus {
+    /// The row exists; nothing decided yet.
+    #[sea_orm(string_value = "CREATED")]
+    Created,
+    /// Waiting for its parents.
+    #[sea_orm(string_value = "PENDING")]
+    Pending,
+    /// Released: its work message is (or is about to be) on `dj.work.*`.
+    #[sea_orm(string_value = "QUEUED")]
+    Queued,
+    /// A runner owns it and is executing an attempt.
+    #[sea_orm(string_value = "RUNNING")]
+    Running,
+    /// A failed attempt with retries left; `deadline_at` holds the retry time.
+    #[sea_orm(string_value = "UP_FOR_RETRY")]
+    UpForRetry,
+    /// Finished well.
+    #[sea_orm(string_value = "SUCCESS")]
+    Success,
+    /// Finished badly, no retries left.
+    #[sea_orm(string_value = "FAILED")]
+    Failed,
+    /// Ran past its timeout and was killed.
+    #[sea_orm(string_value = "TIMEOUT")]
+    Timeout,
+    /// Killed by a user.
+    #[sea_orm(string_value = "KILLED")]
+    Killed,
+    /// Disabled task: never ran, counts as success for its children.
+    #[sea_orm(string_value = "SKIPPED")]
+    Skipped,
+    /// Never ran because its dependency strategy failed.
+    #[sea_orm(string_value = "UPSTREAM_FAILED")]
+    UpstreamFailed,
+}
+
+impl TaskStatus {
+    /// Statuses that end an instance's life in a run.
+    pub const TERMINAL: [TaskStatus; 6] = [
+        TaskStatus::Success,
+        TaskStatus::Failed,
+        TaskStatus::Timeout,
+        TaskStatus::Killed,
+        TaskStatus::Skipped,
+        TaskStatus::UpstreamFailed,
+    ];
+
+    /// True once the instance can no longer change without a rerun or mark.
+    pub fn is_terminal(self) -> bool {
+        Self::TERMINAL.contains(&self)
+    }
+
+    /// True when children may treat this parent as having succeeded.
+    pub fn counts_as_success(self) -> bool {
+        matches!(self, TaskStatus::Success | TaskStatus::Skipped)
+    }
+
+    /// The stored name, e.g. `UPSTREAM_FAILED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Created => "CREATED",
+            TaskStatus::Pending => "PENDING",
+            TaskStatus::Queued => "QUEUED",
+            TaskStatus::Running => "RUNNING",
+            TaskStatus::UpForRetry => "UP_FOR_RETRY",
+            TaskStatus::Success => "SUCCESS",
+            TaskStatus::Failed => "FAILED",
+            TaskStatus::Timeout => "TIMEOUT",
+            TaskStatus::Killed => "KILLED",
+            TaskStatus::Skipped => "SKIPPED",
+            TaskStatus::UpstreamFailed => "UPSTREAM_FAILED",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a DAG run is in its life.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RunStatus {
+    /// Its instances exist and its roots are released.
+    #[sea_orm(string_value = "RUNNING")]
+    Running,
+    /// Every instance ended SUCCESS or SKIPPED.
+    #[sea_orm(string_value = "SUCCESS")]
+    Success,
+    /// Some instance ended otherwise.
+    #[sea_orm(string_value = "FAILED")]
+    Failed,
+    /// Killed as a whole.
+    #[sea_orm(string_value = "KILLED")]
+    Killed,
+}
+
+impl RunStatus {
+    /// True once the run is over.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, RunStatus::Running)
+    }
+
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "RUNNING",
+            RunStatus::Success => "SUCCESS",
+            RunStatus::Failed => "FAILED",
+            RunStatus::Killed => "KILLED",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What started a run (and, for executions, an attempt).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TriggerType {
+    /// A cron fire of a schedule.
+    #[sea_orm(string_value = "SCHEDULE")]
+    Schedule,
+    /// `datajump trigger` or the API.
+    #[sea_orm(string_value = "MANUAL")]
+    Manual,
+    /// `datajump backfill` over a range of business dates.
+    #[sea_orm(string_value = "BACKFILL")]
+    Backfill,
+    /// An external event on `dj.event.<name>`.
+    #[sea_orm(string_value = "EVENT")]
+    Event,
+    /// An attempt started by a rerun of a finished run (executions only).
+    #[sea_orm(string_value = "RERUN")]
+    Rerun,
+}
+
+impl TriggerType {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TriggerType::Schedule => "SCHEDULE",
+            TriggerType::Manual => "MANUAL",
+            TriggerType::Backfill => "BACKFILL",
+            TriggerType::Event => "EVENT",
+            TriggerType::Rerun => "RERUN",
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Every NATS name DataJump uses: subjects, streams, consumers, buckets and
+//! message ids. These names are public interface — operators watch them with
+//! `nats stream report` — so they are spelled here once and nowhere else.
+
+/// Priority band of a work message; a runner always drains higher bands first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Band {
+    /// Priority 8–10.
+    High,
+    /// Priority 4–7.
+    Normal,
+    /// Priority 1–3.
+    Low,
+}
+
+impl Band {
+    /// Bands in the order a runner tries them.
+    pub const ALL: [Band; 3] = [Band::High, Band::Normal, Band::Low];
+
+    /// The band of a task priority (1–10; out-of-range values clamp).
+    pub fn of_priority(priority: i32) -> Band {
+        match priority {
+            i32::MIN..=3 => Band::Low,
+            4..=7 => Band::Normal,
+            _ => Band::High,
+        }
+    }
+
+    /// The subject token.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Band::High => "high",
+            Band::Normal => "normal",
+            Band::Low => "low",
+        }
+    }
+}
+
+/// Stream of cron, manual and backfill fires.
+pub const FIRE_STREAM: &str = "DJ_FIRE";
+/// Stream of external events (kept for audit).
+pub const EVENT_STREAM: &str = "DJ_EVENT";
+/// Stream of task work messages.
+pub const WORK_STREAM: &str = "DJ_WORK";
+/// Stream of task completions.
+pub const DONE_STREAM: &str = "DJ_DONE";
+
+/// Durable consumer of `DJ_FIRE`, shared by every resolver.
+pub const RESOLVER_FIRE_CONSUMER: &str = "resolver-fire";
+/// Durable consumer of `DJ_EVENT`, shared by every resolver.
+pub const RESOLVER_EVENT_CONSUMER: &str = "resolver-event";
+/// Durable consumer of `DJ_DONE`, shared by every resolver.
+pub const RESOLVER_DONE_CONSUMER: &str = "resolver-done";
+
+/// KV bucket holding the last fire time of each schedule.
+pub const TICKER_BUCKET: &str = "dj_ticker";
+/// KV bucket of runner heartbeats; its max age is the liveness window.
+pub const RUNNERS_BUCKET: &str = "dj_runners";
+/// Object store of full task logs.
+pub const LOGS_BUCKET: &str = "dj_logs";
+
+/// Queue a task lands on when it names none.
+pub const DEFAULT_QUEUE: &str = "default";
+
+/// `dj.fire.<dag_id>`
+pub fn fire(dag_id: i64) -> String {
+    format!("dj.fire.{dag_id}")
+}
+
+/// Filter of every fire subject.
+pub const FIRE_ALL: &str = "dj.fire.*";
+
+/// `dj.event.<name>`; the name must have passed [`crate::naming::validate_event`].
+pub fn event(name: &str) -> String {
+    format!("dj.event.{name}")
+}
+
+/// Filter of every event subject.
+pub const EVENT_ALL: &str = "dj.event.>";
+
+/// `dj.work.<queue>.<band>`; the queue must have passed [`crate::naming::validate_queue`].
+pub fn work(queue: &str, band: Band) -> String {
+    format!("dj.work.{queue}.{}", band.as_str())
+}
+
+/// Filter of every work subject of a queue (a runner's doorbell).
+pub fn work_queue_all(queue: &str) -> String {
+    format!("dj.work.{queue}.*")
+}
+
+/// Filter of every work subject.
+pub const WORK_ALL: &str = "dj.work.*.*";
+
+/// Durable consumer serving one queue's band.
+pub fn runner_consumer(queue: &str, band: Band) -> String {
+    format!("runner-{queue}-{}", band.as_str())
+}
+
+/// `dj.done.<dag_run_id>`
+pub fn done(dag_run_id: i64) -> String {
+    format!("dj.done.{dag_run_id}")
+}
+
+/// Filter of every completion subject.
+pub const DONE_ALL: &str = "dj.done.*";
+
+/// Core subject telling runners to kill a task instance.
+pub fn kill(task_instance_id: i64) -> String {
+    format!("dj.kill.{task_instance_id}")
+}
+
+/// Core subject carrying an execution's live log lines.
+pub fn log(execution_id: i64) -> String {
+    format!("dj.log.{execution_id}")
+}
+
+/// Core subject announcing that schedules changed, so tickers reload at once.
+pub const SCHEDULES_CHANGED: &str = "dj.ctl.schedules";
+
+/// `Nats-Msg-Id` of a cron fire: two tickers publish the same id.
+pub fn fire_msg_id(schedule_id: i64, fire_unix: i64) -> String {
+    format!("fire:{schedule_id}:{fire_unix}")
+}
+
+/// `Nats-Msg-Id` of a work message.
+pub fn work_msg_id(task_instance_id: i64, attempt: i32) -> String {
+    format!("work:{task_instance_id}:{attempt}")
+}
+
+/// `Nats-Msg-Id` of a completion.
+pub fn done_msg_id(task_instance_id: i64, attempt: i32) -> String {
+    format!("done:{task_instance_id}:{attempt}")
+}
+
+/// Key of a schedule in the `dj_ticker` bucket.
+pub fn ticker_key(schedule_id: i64) -> String {
+    format!("sched.{schedule_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bands_follow_design_table() {
+        assert_eq!(Band::of_priority(10), Band::High);
+        assert_eq!(Band::of_priority(8), Band::High);
+        assert_eq!(Band::of_priority(7), Band::Normal);
+        assert_eq!(Band::of_priority(4), Band::Normal);
+        assert_eq!(Band::of_priority(3), Band::Low);
+        assert_eq!(Band::of_priority(1), Band::Low);
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(work("etl", Band::High), "dj.work.etl.high");
+        assert_eq!(runner_consumer("etl", Band::Low), "runner-etl-low");
+        assert_eq!(fire_msg_id(7, 1700000000), "fire:7:1700000000");
+    }
+}
