@@ -23,6 +23,8 @@ enum Dag {
     UpdatedAt,
 }
 
+// Variants are column names; `task_type` is the seed's name for the column.
+#[allow(clippy::enum_variant_names)]
 #[derive(DeriveIden)]
 enum Task {
     Table,

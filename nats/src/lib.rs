@@ -394,7 +394,23 @@ pub async fn pull_consumer(
         .map_err(|e| js_err(format!("stream {stream}"))(e.into()))?
         .get_consumer(consumer)
         .await
-        .map_err(|e| js_err(format!("consumer {consumer}"))(e.into()))
+        .map_err(|e| js_err(format!("consumer {consumer}"))(e))
+}
+
+/// Publishes a fire; its `dedup_key` doubles as the `Nats-Msg-Id`, so the
+/// same fire published twice reaches the resolver once.
+pub async fn publish_fire(
+    js: &Context,
+    fire: &datajump_shared::messages::FireMsg,
+) -> Result<bool, NatsError> {
+    use datajump_shared::messages::Message;
+    let msg_id = match (fire.schedule_id, fire.trigger_type) {
+        (Some(schedule_id), datajump_shared::TriggerType::Schedule) => {
+            subjects::fire_msg_id(schedule_id, fire.logical_time.timestamp())
+        }
+        _ => fire.dedup_key.clone(),
+    };
+    publish(js, subjects::fire(fire.dag_id), &msg_id, fire.encode()).await
 }
 
 /// Publishes the work message of a QUEUED instance to its queue and band.

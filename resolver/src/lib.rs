@@ -484,11 +484,7 @@ async fn handle_event(config: &Config, js: &Context, message: &jetstream::Messag
             dedup_key: datajump_shared::messages::event_run_key(schedule.id, sequence),
             params: params.clone(),
         };
-        let msg_id = fire.dedup_key.clone();
-        if let Err(e) =
-            datajump_nats::publish(js, subjects::fire(schedule.dag_id), &msg_id, fire.encode())
-                .await
-        {
+        if let Err(e) = datajump_nats::publish_fire(js, &fire).await {
             return e.into();
         }
         info!(event = name, dag_id = schedule.dag_id, "event fired a DAG");

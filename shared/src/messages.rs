@@ -85,6 +85,27 @@ pub struct FireMsg {
     pub params: Params,
 }
 
+impl FireMsg {
+    /// A manual run of `dag_id` at `logical_time` for `biz_date`, with a fresh run key.
+    pub fn manual(
+        dag_id: i64,
+        logical_time: DateTime<Utc>,
+        biz_date: NaiveDate,
+        params: Params,
+    ) -> FireMsg {
+        FireMsg {
+            v: VERSION,
+            dag_id,
+            schedule_id: None,
+            trigger_type: TriggerType::Manual,
+            logical_time,
+            biz_date,
+            dedup_key: manual_run_key(uuid::Uuid::new_v4()),
+            params,
+        }
+    }
+}
+
 impl Message for FireMsg {
     fn version(&self) -> u32 {
         self.v

@@ -11,7 +11,7 @@ use datajump_nats::NatsError;
 use datajump_shared::biz_date::biz_date_for;
 use datajump_shared::cron::{CronExpr, parse_time_zone};
 use datajump_shared::entities::{dag, schedule};
-use datajump_shared::messages::{FireMsg, Message, VERSION, scheduled_run_key};
+use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
 use datajump_shared::plan::Params;
 use datajump_shared::{TriggerType, subjects};
 use futures::StreamExt;
@@ -277,13 +277,7 @@ async fn fire(
         dedup_key: scheduled_run_key(entry.schedule_id, unix),
         params: Params::new(),
     };
-    let duplicate = datajump_nats::publish(
-        js,
-        subjects::fire(entry.dag_id),
-        &subjects::fire_msg_id(entry.schedule_id, unix),
-        message.encode(),
-    )
-    .await?;
+    let duplicate = datajump_nats::publish_fire(js, &message).await?;
     kv.put(
         subjects::ticker_key(entry.schedule_id),
         unix.to_string().into(),

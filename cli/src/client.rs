@@ -1,0 +1,241 @@
+//! How user commands reach the system.
+//!
+//! Until the HTTP API serves these operations, user commands talk to the
+//! database and NATS directly, and only through this module, so switching
+//! them to the API changes this file and nothing else.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use chrono::{NaiveDate, Utc};
+use datajump_migrations::{Migrator, MigratorTrait};
+use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
+use datajump_shared::catalog::{self, ApplyReport};
+use datajump_shared::cron::parse_time_zone;
+use datajump_shared::dag_file::DagFile;
+use datajump_shared::entities::{dag, dag_run, task_instance};
+use datajump_shared::messages::FireMsg;
+use datajump_shared::plan::Params;
+use datajump_shared::subjects;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+
+use crate::Global;
+
+/// A connection to the system for user commands.
+pub struct Client {
+    db: DatabaseConnection,
+    global: Global,
+}
+
+/// A run with its task instances.
+#[derive(Debug, serde::Serialize)]
+pub struct RunView {
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunSummary,
+    /// Its instances, in task order.
+    pub tasks: Vec<TaskView>,
+}
+
+/// A run's headline fields.
+#[derive(Debug, serde::Serialize)]
+pub struct RunSummary {
+    /// Run id.
+    pub id: i64,
+    /// Run key.
+    pub dedup_key: String,
+    /// SCHEDULE, MANUAL, …
+    pub trigger_type: String,
+    /// Business date.
+    pub biz_date: NaiveDate,
+    /// Logical time (RFC 3339).
+    pub logical_time: String,
+    /// Status.
+    pub status: String,
+    /// Finish time (RFC 3339).
+    pub finished_at: Option<String>,
+}
+
+/// A task instance's headline fields.
+#[derive(Debug, serde::Serialize)]
+pub struct TaskView {
+    /// Instance id.
+    pub id: i64,
+    /// Task name.
+    pub name: String,
+    /// Status.
+    pub status: String,
+    /// Attempts started.
+    pub attempts: i32,
+    /// Retry time when UP_FOR_RETRY.
+    pub retry_at: Option<String>,
+    /// Why it failed or was skipped.
+    pub reason: Option<String>,
+}
+
+impl Client {
+    /// Connects to the database (and migrates it, so a fresh file works).
+    pub async fn connect(global: &Global) -> Result<Client> {
+        let db = datajump_shared::db::connect(&global.database_url)
+            .await
+            .with_context(|| format!("cannot open the database {}", global.database_url))?;
+        Migrator::up(&db, None)
+            .await
+            .context("cannot migrate the database")?;
+        Ok(Client {
+            db,
+            global: global.clone(),
+        })
+    }
+
+    /// A client over an already open (and migrated) database.
+    pub fn with_database(db: DatabaseConnection, global: &Global) -> Client {
+        Client {
+            db,
+            global: global.clone(),
+        }
+    }
+
+    async fn jetstream(&self) -> Result<async_nats::jetstream::Context> {
+        let client = tokio::time::timeout(
+            Duration::from_secs(10),
+            datajump_nats::connect(&self.global.nats_url, "datajump-cli"),
+        )
+        .await
+        .with_context(|| format!("NATS at {} does not answer", self.global.nats_url))??;
+        let js = async_nats::jetstream::new(client);
+        datajump_nats::ensure_topology(&js).await?;
+        Ok(js)
+    }
+
+    /// Validates and stores a DAG file; tells tickers when schedules changed.
+    pub async fn apply(&self, file: &DagFile) -> Result<ApplyReport> {
+        let report = catalog::apply(&self.db, file, &self.global.timezone).await?;
+        if report.schedules_touched() {
+            self.notify_schedules_changed().await;
+        }
+        Ok(report)
+    }
+
+    /// Tells running tickers to reload schedules now (they also reload on a timer).
+    pub async fn notify_schedules_changed(&self) {
+        if let Ok(Ok(client)) = tokio::time::timeout(
+            Duration::from_secs(2),
+            async_nats::connect(self.global.nats_url.split(',').next().unwrap_or_default()),
+        )
+        .await
+        {
+            let _ = client.publish(subjects::SCHEDULES_CHANGED, "".into()).await;
+            let _ = client.flush().await;
+        }
+    }
+
+    /// DAGs by name.
+    pub async fn dags(&self) -> Result<Vec<dag::Model>> {
+        Ok(dag::Entity::find()
+            .order_by_asc(dag::Column::Name)
+            .all(&self.db)
+            .await?)
+    }
+
+    /// Starts a MANUAL run; returns its run key at once.
+    pub async fn trigger(
+        &self,
+        dag_name: &str,
+        params: Params,
+        biz_date: Option<NaiveDate>,
+    ) -> Result<String> {
+        let dag = catalog::dag_by_name(&self.db, dag_name).await?;
+        let now = Utc::now();
+        let zone = parse_time_zone(&self.global.timezone)?;
+        let biz_date = biz_date.unwrap_or_else(|| biz_date_for(now, zone, DEFAULT_OFFSET_DAYS));
+        let fire = FireMsg::manual(dag.id, now, biz_date, params);
+        let js = self.jetstream().await?;
+        datajump_nats::publish_fire(&js, &fire).await?;
+        Ok(fire.dedup_key)
+    }
+
+    /// The run with this key, once the resolver has created it.
+    pub async fn run_by_key(&self, dedup_key: &str) -> Result<Option<RunView>> {
+        let run = dag_run::Entity::find()
+            .filter(dag_run::Column::DedupKey.eq(dedup_key))
+            .one(&self.db)
+            .await?;
+        match run {
+            None => Ok(None),
+            Some(run) => Ok(Some(self.view(run).await?)),
+        }
+    }
+
+    /// Waits until the run with this key is finished.
+    pub async fn wait(&self, dedup_key: &str, timeout: Duration) -> Result<RunView> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut created = false;
+        loop {
+            if let Some(view) = self.run_by_key(dedup_key).await? {
+                created = true;
+                if view.run.status != "RUNNING" {
+                    return Ok(view);
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                if created {
+                    bail!("the run did not finish within {}s", timeout.as_secs());
+                }
+                bail!(
+                    "no resolver created the run within {}s: is `datajump up` (or a resolver) running?",
+                    timeout.as_secs()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A DAG's most recent runs.
+    pub async fn runs(&self, dag_name: &str, limit: u64) -> Result<Vec<RunView>> {
+        let dag = catalog::dag_by_name(&self.db, dag_name).await?;
+        let runs = dag_run::Entity::find()
+            .filter(dag_run::Column::DagId.eq(dag.id))
+            .order_by_desc(dag_run::Column::Id)
+            .limit(limit)
+            .all(&self.db)
+            .await?;
+        let mut views = Vec::with_capacity(runs.len());
+        for run in runs {
+            views.push(self.view(run).await?);
+        }
+        Ok(views)
+    }
+
+    async fn view(&self, run: dag_run::Model) -> Result<RunView> {
+        let tasks = task_instance::Entity::find()
+            .filter(task_instance::Column::DagRunId.eq(run.id))
+            .order_by_asc(task_instance::Column::Id)
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|t| TaskView {
+                id: t.id,
+                name: t.task_name,
+                status: t.status.to_string(),
+                attempts: t.attempt,
+                retry_at: (t.status == datajump_shared::TaskStatus::UpForRetry)
+                    .then(|| t.deadline_at.map(|d| d.to_rfc3339()))
+                    .flatten(),
+                reason: t.reason,
+            })
+            .collect();
+        Ok(RunView {
+            run: RunSummary {
+                id: run.id,
+                dedup_key: run.dedup_key,
+                trigger_type: run.trigger_type.as_str().to_owned(),
+                biz_date: run.biz_date,
+                logical_time: run.logical_time.to_rfc3339(),
+                status: run.status.to_string(),
+                finished_at: run.finished_at.map(|d| d.to_rfc3339()),
+            },
+            tasks,
+        })
+    }
+}

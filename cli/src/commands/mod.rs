@@ -1,0 +1,36 @@
+//! One module per subcommand.
+
+pub mod cron;
+pub mod dag;
+pub mod roles;
+pub mod runs;
+pub mod trigger;
+pub mod up;
+
+use tokio_util::sync::CancellationToken;
+
+/// A token cancelled on the first SIGINT or SIGTERM, for graceful shutdown.
+pub fn shutdown_on_signal() -> CancellationToken {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        let mut term = match tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::terminate(),
+        ) {
+            Ok(term) => term,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops this process");
+                let _ = tokio::signal::ctrl_c().await;
+                cancel.cancel();
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {},
+            _ = term.recv() => {},
+        }
+        tracing::info!("shutting down (signal received)");
+        cancel.cancel();
+    });
+    token
+}

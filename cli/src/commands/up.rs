@@ -1,0 +1,149 @@
+//! `datajump up`: every role in one process, with embedded defaults.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use datajump_shared::dag_file::DagFile;
+use tokio::task::JoinSet;
+
+use crate::Global;
+use crate::client::Client;
+use crate::commands::dag::expand;
+use crate::commands::roles::{RunnerArgs, database, nats, runner_config, ticker_config};
+use crate::commands::shutdown_on_signal;
+
+/// Arguments of `up`.
+#[derive(Args)]
+pub struct UpArgs {
+    /// Folder of DAG files applied at start.
+    #[arg(long, env = "DATAJUMP_DAGS_DIR", default_value = "./dags")]
+    dags: PathBuf,
+    /// Folder for NATS storage and logs of a locally started nats-server.
+    #[arg(long, env = "DATAJUMP_DATA_DIR", default_value = "./.datajump")]
+    data_dir: PathBuf,
+    /// Where the API listens.
+    #[arg(long, env = "DATAJUMP_API_ADDR", default_value = "127.0.0.1:8080")]
+    api_addr: std::net::SocketAddr,
+    #[command(flatten)]
+    runner: RunnerArgs,
+}
+
+/// Runs `up`.
+pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
+    let mut nats_child = crate::nats_server::ensure(&global.nats_url, &args.data_dir).await?;
+    let db = database(global).await?;
+    let client = Client::with_database(db.clone(), global);
+    let nats_client = nats(global, "datajump-up").await?;
+    let js = async_nats::jetstream::new(nats_client.clone());
+    datajump_nats::ensure_topology(&js).await?;
+
+    let files = if args.dags.is_dir() {
+        expand(std::slice::from_ref(&args.dags))?
+    } else {
+        Vec::new()
+    };
+    for path in &files {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        match DagFile::parse(&text) {
+            Ok(dag) => {
+                let report = client.apply(&dag).await?;
+                println!("dag '{}' ({}): {report}", dag.name, path.display());
+            }
+            Err(e) => eprintln!("{}: {e}\n  (skipped)", path.display()),
+        }
+    }
+
+    println!("DataJump is up.");
+    println!("  database: {}", global.database_url);
+    println!(
+        "  NATS:     {}{}",
+        global.nats_url,
+        if nats_child.is_some() {
+            format!(
+                " (started here, data in {})",
+                args.data_dir.join("nats").display()
+            )
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "  DAGs:     {} ({} files)",
+        args.dags.display(),
+        files.len()
+    );
+    println!("  API:      http://{}/healthz", args.api_addr);
+    println!(
+        "  logs:     this terminal (one line per run and task transition); task output is kept per execution in the database"
+    );
+    println!(
+        "  try:      datajump trigger example_diamond --wait   |   datajump runs example_diamond"
+    );
+
+    let shutdown = shutdown_on_signal();
+    let mut roles = JoinSet::new();
+    let ticker = ticker_config(global, db.clone(), nats_client.clone(), None)?;
+    let resolver = datajump_resolver::Config {
+        db: db.clone(),
+        nats: nats_client.clone(),
+        concurrency: 16,
+    };
+    let runner = runner_config(db.clone(), nats_client.clone(), &args.runner)?;
+    let api = datajump_api::Config {
+        db,
+        nats: nats_client,
+        addr: args.api_addr,
+    };
+    let token = shutdown.clone();
+    roles.spawn(async move {
+        datajump_ticker::run(ticker, token)
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    let token = shutdown.clone();
+    roles.spawn(async move {
+        datajump_resolver::run(resolver, token)
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    let token = shutdown.clone();
+    roles.spawn(async move {
+        datajump_runner::run(runner, token)
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    let token = shutdown.clone();
+    roles.spawn(async move {
+        datajump_api::serve(api, token)
+            .await
+            .map_err(anyhow::Error::from)
+    });
+
+    let mut failure = None;
+    while let Some(joined) = roles.join_next().await {
+        let result = joined.map_err(anyhow::Error::from).and_then(|r| r);
+        if let Err(e) = result {
+            tracing::error!(error = %format!("{e:#}"), "a role stopped; shutting down");
+            failure.get_or_insert(e);
+            shutdown.cancel();
+        }
+    }
+    if let Some(child) = nats_child.as_mut() {
+        if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = child.wait().await;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
