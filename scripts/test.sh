@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every check and test DataJump has: formatting, clippy, the unit tests,
+# and the end-to-end suite against real nats-server and real SQLite and
+# PostgreSQL databases — once with Debian's nats-server 2.9.10 (the oldest we
+# support) and once with the current server from PyPI. Exits non-zero if
+# anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_CURRENT_NATS=1
+source scripts/setup-services.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+oldest=/usr/sbin/nats-server
+[ -x "$oldest" ] || oldest="$(command -v nats-server)"
+echo "== tests with $("$oldest" --version)"
+DATAJUMP_TEST_NATS_SERVER="$oldest" cargo nextest run --workspace --no-fail-fast
+
+echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
+DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast
+echo "== all tests passed"
