@@ -13,7 +13,7 @@ use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
 use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::cron::parse_time_zone;
 use datajump_shared::dag_file::DagFile;
-use datajump_shared::entities::{dag, dag_run, task_instance};
+use datajump_shared::entities::{dag, dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
 use datajump_shared::subjects;
@@ -149,7 +149,8 @@ impl Client {
         let now = Utc::now();
         let zone = parse_time_zone(&self.global.timezone)?;
         let biz_date = biz_date.unwrap_or_else(|| biz_date_for(now, zone, DEFAULT_OFFSET_DAYS));
-        let fire = FireMsg::manual(dag.id, now, biz_date, params);
+        let mut fire = FireMsg::manual(dag.id, now, biz_date, params);
+        fire.time_zone = zone.name().to_owned();
         let js = self.jetstream().await?;
         datajump_nats::publish_fire(&js, &fire).await?;
         Ok(fire.dedup_key)
@@ -174,7 +175,7 @@ impl Client {
         loop {
             if let Some(view) = self.run_by_key(dedup_key).await? {
                 created = true;
-                if view.run.status != "RUNNING" {
+                if !matches!(view.run.status.as_str(), "RUNNING" | "QUEUED") {
                     return Ok(view);
                 }
             }
@@ -207,6 +208,147 @@ impl Client {
         Ok(views)
     }
 
+    /// The execution of a task instance to show: attempt `attempt`, or the
+    /// latest; waits (when `wait`) until one exists.
+    pub async fn execution(
+        &self,
+        task_instance_id: i64,
+        attempt: Option<i32>,
+        wait: bool,
+    ) -> Result<execution::Model> {
+        let instance = task_instance::Entity::find_by_id(task_instance_id)
+            .one(&self.db)
+            .await?
+            .with_context(|| format!("no task instance {task_instance_id}"))?;
+        loop {
+            let mut query = execution::Entity::find()
+                .filter(execution::Column::TaskInstanceId.eq(task_instance_id));
+            if let Some(attempt) = attempt {
+                query = query.filter(execution::Column::Attempt.eq(attempt));
+            }
+            if let Some(found) = query
+                .order_by_desc(execution::Column::Attempt)
+                .one(&self.db)
+                .await?
+            {
+                return Ok(found);
+            }
+            if !wait {
+                match attempt {
+                    Some(n) => bail!(
+                        "task instance {task_instance_id} ({}) has no attempt {n}",
+                        instance.task_name
+                    ),
+                    None => bail!(
+                        "task instance {task_instance_id} ({}) has not started yet (status {})",
+                        instance.task_name,
+                        instance.status
+                    ),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// Task instance ids of a run, in task order.
+    pub async fn run_instances(&self, run_id: i64) -> Result<Vec<task_instance::Model>> {
+        let instances = task_instance::Entity::find()
+            .filter(task_instance::Column::DagRunId.eq(run_id))
+            .order_by_asc(task_instance::Column::Id)
+            .all(&self.db)
+            .await?;
+        if instances.is_empty() {
+            bail!("no run {run_id}");
+        }
+        Ok(instances)
+    }
+
+    /// An execution's whole log: the full copy from the object store, or the
+    /// database's tail when the full copy is not (yet) there.
+    pub async fn full_log(&self, exec: &execution::Model) -> Result<String> {
+        if let Some(name) = &exec.log_path
+            && let Ok(js) = self.jetstream().await
+            && let Ok(store) = js.get_object_store(subjects::LOGS_BUCKET).await
+            && let Ok(mut object) = store.get(name.as_str()).await
+        {
+            let mut bytes = Vec::new();
+            if tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
+                .await
+                .is_ok()
+            {
+                return Ok(String::from_utf8_lossy(&bytes).into_owned());
+            }
+        }
+        Ok(exec.log_tail.clone().unwrap_or_default())
+    }
+
+    /// Prints an execution's log as it is written until the attempt ends.
+    ///
+    /// Live lines carry their number, and the stored tail tells the number
+    /// of its last line, so the two are joined without gaps or repeats: a
+    /// live line that arrives ahead of a gap waits until the stored tail
+    /// (refreshed by the runner every few seconds) or, at the end, the full
+    /// log fills the gap.
+    pub async fn follow(
+        &self,
+        exec: &execution::Model,
+        out: &mut impl std::io::Write,
+    ) -> Result<()> {
+        use datajump_shared::logs::{SEQ_HEADER, dropped_lines};
+        let client = tokio::time::timeout(
+            Duration::from_secs(10),
+            datajump_nats::connect(&self.global.nats_url, "datajump-logs"),
+        )
+        .await
+        .with_context(|| format!("NATS at {} does not answer", self.global.nats_url))??;
+        // Subscribe before reading what is stored, so no line falls between.
+        let mut live = client.subscribe(subjects::log(exec.id)).await?;
+        let mut printed = 0u64;
+        let mut waiting: std::collections::BTreeMap<u64, String> = Default::default();
+        let mut check = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                message = futures::StreamExt::next(&mut live) => {
+                    let Some(message) = message else { break };
+                    let seq = message
+                        .headers
+                        .as_ref()
+                        .and_then(|h| h.get(SEQ_HEADER))
+                        .and_then(|v| v.as_str().parse::<u64>().ok());
+                    if let Some(seq) = seq.filter(|&seq| seq > printed) {
+                        waiting.insert(seq, String::from_utf8_lossy(&message.payload).into_owned());
+                    }
+                }
+                _ = check.tick() => {
+                    let stored = execution::Entity::find_by_id(exec.id)
+                        .one(&self.db)
+                        .await?
+                        .with_context(|| format!("execution {} vanished", exec.id))?;
+                    let ended = stored.end_time.is_some();
+                    let text = if ended { self.full_log(&stored).await? } else { stored.log_tail.unwrap_or_default() };
+                    let first = dropped_lines(&text) + 1;
+                    let lines = text.lines().skip(usize::from(first > 1));
+                    for (number, line) in (first..).zip(lines) {
+                        if number > printed {
+                            writeln!(out, "{line}")?;
+                            printed = number;
+                        }
+                    }
+                    if ended {
+                        break;
+                    }
+                }
+            }
+            while let Some(line) = waiting.remove(&(printed + 1)) {
+                writeln!(out, "{line}")?;
+                printed += 1;
+            }
+            waiting.retain(|&seq, _| seq > printed);
+            out.flush()?;
+        }
+        Ok(())
+    }
+
     async fn view(&self, run: dag_run::Model) -> Result<RunView> {
         let tasks = task_instance::Entity::find()
             .filter(task_instance::Column::DagRunId.eq(run.id))
@@ -237,5 +379,25 @@ impl Client {
             },
             tasks,
         })
+    }
+
+    // ----- datasources (`datajump datasource …`) -----
+
+    /// Stores a new datasource.
+    pub async fn add_datasource(
+        &self,
+        new: datajump_shared::datasources::NewDatasource,
+    ) -> Result<datajump_shared::entities::datasource::Model> {
+        Ok(datajump_shared::datasources::add(&self.db, new).await?)
+    }
+
+    /// Every datasource, by name.
+    pub async fn datasources(&self) -> Result<Vec<datajump_shared::entities::datasource::Model>> {
+        Ok(datajump_shared::datasources::list(&self.db).await?)
+    }
+
+    /// Removes a datasource.
+    pub async fn remove_datasource(&self, name: &str) -> Result<()> {
+        Ok(datajump_shared::datasources::remove(&self.db, name).await?)
     }
 }

@@ -78,6 +78,11 @@ enum Command {
     Trigger(commands::trigger::TriggerArgs),
     /// List a DAG's runs with their task states.
     Runs(commands::runs::RunsArgs),
+    /// Manage the datasources SQL tasks connect to (passwords are never printed).
+    #[command(subcommand)]
+    Datasource(commands::datasource::DatasourceCommand),
+    /// Print a task's log (the latest attempt by default), or follow it live.
+    Logs(commands::logs::LogsArgs),
     /// Check cron expressions: next fire times and descriptions.
     #[command(subcommand)]
     Cron(commands::cron::CronCommand),
@@ -110,6 +115,8 @@ async fn main() -> ExitCode {
         Command::Dag(command) => commands::dag::run(&cli.global, command).await,
         Command::Trigger(args) => commands::trigger::run(&cli.global, args).await,
         Command::Runs(args) => commands::runs::run(&cli.global, args).await,
+        Command::Logs(args) => commands::logs::run(&cli.global, args).await,
+        Command::Datasource(command) => commands::datasource::run(&cli.global, command).await,
         Command::Cron(command) => commands::cron::run(command),
     };
     match result {

@@ -13,6 +13,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, AckKind, Context};
 use chrono::Utc;
 use datajump_nats::{NatsError, publish_work, pull_consumer};
+use datajump_shared::dag_file::OverlapPolicy;
 use datajump_shared::entities::{dag, dag_run, schedule, task_instance};
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, MessageError, VERSION};
 use datajump_shared::plan::{DepType, InstanceSpec, Plan, params_to_json};
@@ -194,6 +195,9 @@ async fn after_commit(js: &Context, released: Released) -> Result<(), NatsError>
     if let Some((run_id, status)) = released.finished_run {
         info!(dag_run_id = run_id, %status, "run finished");
     }
+    if let Some(run_id) = released.started_run {
+        info!(dag_run_id = run_id, "waiting run started");
+    }
     Ok(())
 }
 
@@ -212,12 +216,16 @@ async fn handle_fire(config: &Config, js: &Context, payload: &[u8]) -> Verdict {
             return Ok(Verdict::Ack);
         }
         Ok(match create_run(&config.db, &fire, &dag).await? {
-            None => {
+            FireOutcome::Exists => {
                 debug!("run already exists");
                 Verdict::Ack
             }
-            Some((run_id, released)) => {
-                info!(dag = %dag.name, dag_run_id = run_id, trigger = fire.trigger_type.as_str(), biz_date = %fire.biz_date, "run created");
+            FireOutcome::Skipped => {
+                info!(dag = %dag.name, max_active_runs = dag.max_active_runs, "fire skipped: the DAG is at max_active_runs (overlap: skip)");
+                Verdict::Ack
+            }
+            FireOutcome::Created(run_id, status, released) => {
+                info!(dag = %dag.name, dag_run_id = run_id, %status, trigger = fire.trigger_type.as_str(), biz_date = %fire.biz_date, "run created");
                 match after_commit(js, released).await {
                     Ok(()) => Verdict::Ack,
                     // The run is committed: the ticker's deadline scan
@@ -261,18 +269,41 @@ async fn skip_reason(
     })
 }
 
+/// What a fire did.
+enum FireOutcome {
+    /// Its run already existed (a repeated fire).
+    Exists,
+    /// The DAG was at `max_active_runs` under overlap policy `skip`.
+    Skipped,
+    /// A new run, RUNNING (roots released) or QUEUED (waiting for a slot).
+    Created(i64, RunStatus, Released),
+}
+
 /// Creates the run of a fire in one transaction: the `dag_run` (unless its
-/// `dedup_key` exists: then `None`), its plan snapshot, one instance per task
-/// with its parent counters, and the release of its roots.
+/// `dedup_key` exists), its plan snapshot, one instance per task with its
+/// parent counters, and — when the DAG has a free run slot — the release of
+/// its roots. Without a free slot the overlap policy decides: `wait` creates
+/// the run QUEUED (started when a run of the DAG finishes), `skip` creates
+/// nothing, `parallel` ignores the limit.
 async fn create_run(
     db: &DatabaseConnection,
     fire: &FireMsg,
     dag: &dag::Model,
-) -> Result<Option<(i64, Released)>, DbErr> {
+) -> Result<FireOutcome, DbErr> {
     let txn = datajump_shared::db::begin_write(db).await?;
     let plan = catalog::current_plan(&txn, dag).await?;
     let now = Utc::now();
     let empty = plan.tasks.is_empty();
+    let slot_free = dag.overlap_policy == OverlapPolicy::Parallel.as_str()
+        || state::run_slot_free(&txn, dag).await?;
+    let status = match (empty, slot_free) {
+        (true, _) => RunStatus::Success,
+        (false, true) => RunStatus::Running,
+        (false, false) if dag.overlap_policy == OverlapPolicy::Skip.as_str() => {
+            return Ok(FireOutcome::Skipped);
+        }
+        (false, false) => RunStatus::Queued,
+    };
     let inserted = dag_run::Entity::insert(dag_run::ActiveModel {
         dag_id: Set(dag.id),
         dag_version: Set(plan.version),
@@ -283,11 +314,7 @@ async fn create_run(
         logical_time: Set(fire.logical_time),
         plan: Set(serde_json::to_value(&plan).unwrap_or_default()),
         params: Set(params_to_json(&fire.params)),
-        status: Set(if empty {
-            RunStatus::Success
-        } else {
-            RunStatus::Running
-        }),
+        status: Set(status),
         pending_instances: Set(i32::try_from(plan.tasks.len()).unwrap_or(i32::MAX)),
         failed_instances: Set(0),
         created_at: Set(now),
@@ -303,7 +330,7 @@ async fn create_run(
     .await;
     let run_id = match inserted {
         Ok(result) => result.last_insert_id,
-        Err(DbErr::RecordNotInserted) => return Ok(None),
+        Err(DbErr::RecordNotInserted) => return Ok(FireOutcome::Exists),
         Err(e) => return Err(e),
     };
     let rows = instance_rows(&plan, fire, run_id, now);
@@ -312,17 +339,12 @@ async fn create_run(
             .exec_without_returning(&txn)
             .await?;
     }
-    let roots = task_instance::Entity::find()
-        .filter(task_instance::Column::DagRunId.eq(run_id))
-        .filter(task_instance::Column::PendingParents.eq(0))
-        .all(&txn)
-        .await?;
     let mut released = Released::default();
-    for root in &roots {
-        state::release(&txn, root, now, &mut released).await?;
+    if status == RunStatus::Running {
+        state::release_roots(&txn, run_id, now, &mut released).await?;
     }
     txn.commit().await?;
-    Ok(Some((run_id, released)))
+    Ok(FireOutcome::Created(run_id, status, released))
 }
 
 fn instance_rows(
@@ -363,6 +385,7 @@ fn instance_rows(
             let spec = InstanceSpec {
                 dag_name: plan.dag_name.clone(),
                 logical_time: fire.logical_time,
+                time_zone: fire.time_zone.clone(),
                 params,
                 task: task.clone(),
             };
@@ -476,6 +499,7 @@ async fn handle_event(config: &Config, js: &Context, message: &jetstream::Messag
             schedule_id: Some(schedule.id),
             trigger_type: TriggerType::Event,
             logical_time: now,
+            time_zone: schedule.timezone.clone(),
             biz_date: datajump_shared::biz_date::biz_date_for(
                 now,
                 tz,

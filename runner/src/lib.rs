@@ -20,8 +20,10 @@ use async_nats::jetstream::{self, AckKind, Context, consumer::PullConsumer};
 use chrono::{DateTime, Utc};
 use datajump_nats::{NatsError, publish_done, pull_consumer};
 use datajump_shared::TaskStatus;
+use datajump_shared::cron::parse_time_zone;
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
+use datajump_shared::params::{ParamContext, env_name};
 use datajump_shared::plan::{RetryPolicy, RetryStrategy};
 use datajump_shared::state::{self, AttemptEnd};
 use datajump_shared::subjects::{self, Band};
@@ -280,27 +282,41 @@ async fn attempt(
     .await?;
 
     let task = &work.spec.task;
-    let mut log = LogSink::default();
+    let full_log = tempfile::Builder::new()
+        .prefix("datajump-log-")
+        .tempfile()
+        .ok();
+    let log = LogSink::new(
+        Some((config.nats.clone(), subjects::log(exec_row.id))),
+        full_log.as_ref(),
+    );
     log.header(task.task_id, &task.name, &task.task_type, start);
     let outcome = match executor::for_type(&task.task_type) {
-        None => ExecOutcome::Failed {
-            exit_code: None,
-            message: format!("this runner cannot run {} tasks", task.task_type),
-        },
+        None => ExecOutcome::Invalid(format!("this runner cannot run {} tasks", task.task_type)),
         Some(executor) => {
             let ctx = ExecContext {
                 content: task.content.clone(),
+                params: param_context(work),
                 env: environment(work, &row),
+                db: config.db.clone(),
                 timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),
                 cancel,
             };
-            let run = executor.execute(&ctx, &mut log);
+            let run = executor.execute(&ctx, &log);
             tokio::pin!(run);
             loop {
                 tokio::select! {
                     outcome = &mut run => break outcome,
                     () = tokio::time::sleep(PROGRESS_EVERY) => {
                         let _ = message.ack_with(AckKind::Progress).await;
+                        // So `datajump logs --follow` can start from what is written so far.
+                        let _ = execution::ActiveModel {
+                            id: Set(exec_row.id),
+                            log_tail: Set(Some(log.tail())),
+                            ..Default::default()
+                        }
+                        .update(&config.db)
+                        .await;
                     }
                 }
             }
@@ -308,7 +324,12 @@ async fn attempt(
     };
     let end = Utc::now();
     let duration_ms = (end - start).num_milliseconds();
+    if let ExecOutcome::Invalid(why) = &outcome {
+        log.line(&format!("[datajump] {why}"));
+    }
     log.footer(outcome.exit_code(), duration_ms);
+    let finished_log = log.finish(full_log);
+    let log_path = store_full_log(js, exec_row.id, finished_log.full).await;
     let (attempt_end, reason) = judge(&outcome, &task.retry, row.retries_used, end);
 
     let txn = datajump_shared::db::begin_write(&config.db).await?;
@@ -332,7 +353,8 @@ async fn attempt(
         end_time: Set(Some(end)),
         duration_ms: Set(Some(duration_ms)),
         exit_code: Set(outcome.exit_code()),
-        log_tail: Set(Some(log.tail())),
+        log_tail: Set(Some(finished_log.tail)),
+        log_path: Set(log_path),
         error_msg: Set(reason.clone()),
         ..Default::default()
     }
@@ -357,6 +379,39 @@ async fn attempt(
         }
     }
     Ok(AckKind::Ack)
+}
+
+/// Uploads the full log to the `dj_logs` object store; returns its name
+/// there, or `None` if it could not be stored (the database keeps the tail).
+async fn store_full_log(
+    js: &Context,
+    execution_id: i64,
+    file: Option<tempfile::NamedTempFile>,
+) -> Option<String> {
+    let file = file?;
+    let name = subjects::log_object(execution_id);
+    let store = js.get_object_store(subjects::LOGS_BUCKET).await.ok()?;
+    let mut reader = tokio::fs::File::open(file.path()).await.ok()?;
+    match store.put(name.as_str(), &mut reader).await {
+        Ok(_) => Some(name),
+        Err(e) => {
+            warn!(error = %e, "cannot store the full log; the database keeps its tail");
+            None
+        }
+    }
+}
+
+/// The parameter context of an attempt: built-ins from the run, user
+/// parameters from the spec.
+fn param_context(work: &WorkMsg) -> ParamContext {
+    ParamContext {
+        biz_date: work.biz_date,
+        logical_time: work.spec.logical_time,
+        time_zone: parse_time_zone(&work.spec.time_zone).unwrap_or(chrono_tz::Asia::Shanghai),
+        run_id: work.dag_run_id,
+        task_name: work.spec.task.name.clone(),
+        params: work.spec.params.clone(),
+    }
 }
 
 /// A claim lost: decide from the instance's current state what the message means.
@@ -401,6 +456,10 @@ fn judge(
             AttemptEnd::Terminal(TaskStatus::Killed),
             Some("killed".to_owned()),
         ),
+        ExecOutcome::Invalid(message) => (
+            AttemptEnd::Terminal(TaskStatus::Failed),
+            Some(message.clone()),
+        ),
         ExecOutcome::Failed { exit_code, message } => {
             let code_retries = retry.on_exit_codes.is_empty()
                 || exit_code.is_some_and(|c| retry.on_exit_codes.contains(&c));
@@ -439,17 +498,7 @@ fn environment(work: &WorkMsg, row: &task_instance::Model) -> BTreeMap<String, S
     let task = &work.spec.task;
     let mut env = BTreeMap::new();
     for (name, value) in &work.spec.params {
-        let key: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        env.insert(format!("DJ_PARAM_{key}"), value.clone());
+        env.insert(env_name(name), value.clone());
     }
     let biz_date = work.biz_date.to_string();
     env.insert("DJ_BIZ_DATE".into(), biz_date.clone());

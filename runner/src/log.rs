@@ -1,36 +1,103 @@
 //! An execution's log: the `003_*` §4.5 header and footer around the output,
-//! with only the tail kept for the database.
+//! written three ways at once. Each line goes live to `dj.log.<execution_id>`
+//! (core NATS, header `Dj-Seq` = line number, for `datajump logs --follow`),
+//! into a temporary file that becomes the full log in the `dj_logs` object
+//! store when the attempt ends, and into a capped tail the database keeps.
+//!
+//! The sink is a cheap clonable handle, so the runner can snapshot the tail
+//! into the database while an executor is still writing.
 
 use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
 
-/// Bytes of log the database keeps per execution.
-pub const TAIL_BYTES: usize = 64 * 1024;
+use datajump_shared::logs::{SEQ_HEADER, TAIL_BYTES, cut_note};
 
-/// Collects an execution's log lines, keeping the last [`TAIL_BYTES`].
-#[derive(Debug, Default)]
-pub struct LogSink {
-    lines: VecDeque<String>,
-    bytes: usize,
-    dropped_lines: usize,
+#[derive(Default)]
+struct Inner {
+    tail: VecDeque<String>,
+    tail_bytes: usize,
+    seq: u64,
+    full: Option<std::io::BufWriter<std::fs::File>>,
+    live: Option<mpsc::UnboundedSender<(u64, String)>>,
+}
+
+/// Collects an execution's log lines.
+#[derive(Clone, Default)]
+pub struct LogSink(Arc<Mutex<Inner>>);
+
+/// What is left of a log once the attempt has ended.
+pub struct FinishedLog {
+    /// The capped tail, with a note when earlier lines were cut.
+    pub tail: String,
+    /// The whole log, if it could be written to disk.
+    pub full: Option<tempfile::NamedTempFile>,
 }
 
 impl LogSink {
+    /// A sink publishing live lines to `subject` and keeping the full log in `file`.
+    pub fn new(
+        nats: Option<(async_nats::Client, String)>,
+        file: Option<&tempfile::NamedTempFile>,
+    ) -> LogSink {
+        let live = nats.map(|(client, subject)| {
+            let (sender, mut receiver) = mpsc::unbounded_channel::<(u64, String)>();
+            tokio::spawn(async move {
+                while let Some((seq, line)) = receiver.recv().await {
+                    let mut headers = async_nats::HeaderMap::new();
+                    headers.insert(SEQ_HEADER, seq.to_string().as_str());
+                    if client
+                        .publish_with_headers(subject.clone(), headers, line.into())
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+            sender
+        });
+        let full = file
+            .and_then(|f| f.reopen().ok())
+            .map(std::io::BufWriter::new);
+        LogSink(Arc::new(Mutex::new(Inner {
+            full,
+            live,
+            ..Default::default()
+        })))
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// Appends one line.
-    pub fn line(&mut self, line: &str) {
-        self.bytes += line.len() + 1;
-        self.lines.push_back(line.to_owned());
-        while self.bytes > TAIL_BYTES && self.lines.len() > 1 {
-            if let Some(old) = self.lines.pop_front() {
-                self.bytes -= old.len() + 1;
-                self.dropped_lines += 1;
+    pub fn line(&self, line: &str) {
+        self.with(|inner| {
+            inner.seq += 1;
+            if let Some(full) = inner.full.as_mut()
+                && writeln!(full, "{line}").is_err()
+            {
+                inner.full = None;
             }
-        }
+            if let Some(live) = &inner.live {
+                let _ = live.send((inner.seq, line.to_owned()));
+            }
+            inner.tail_bytes += line.len() + 1;
+            inner.tail.push_back(line.to_owned());
+            while inner.tail_bytes > TAIL_BYTES && inner.tail.len() > 1 {
+                if let Some(old) = inner.tail.pop_front() {
+                    inner.tail_bytes -= old.len() + 1;
+                }
+            }
+        });
     }
 
     /// Writes the start header.
-    pub fn header(&mut self, task_id: i64, name: &str, task_type: &str, start: DateTime<Utc>) {
+    pub fn header(&self, task_id: i64, name: &str, task_type: &str, start: DateTime<Utc>) {
         self.line("========== Task Execution Start ==========");
         self.line(&format!("Task ID: {task_id}"));
         self.line(&format!("Task Name: {name}"));
@@ -44,7 +111,7 @@ impl LogSink {
     }
 
     /// Writes the end footer.
-    pub fn footer(&mut self, exit_code: Option<i32>, duration_ms: i64) {
+    pub fn footer(&self, exit_code: Option<i32>, duration_ms: i64) {
         self.line("");
         self.line("========== Task Execution End ==========");
         self.line(&format!(
@@ -55,20 +122,66 @@ impl LogSink {
         self.line("=========================================");
     }
 
-    /// The kept tail, with a note when earlier lines were cut.
+    /// The kept tail: `[N earlier lines cut …]` first when lines were dropped,
+    /// so the number of the tail's last line is always derivable.
     pub fn tail(&self) -> String {
-        let mut text = String::with_capacity(self.bytes + 64);
-        if self.dropped_lines > 0 {
-            text.push_str(&format!(
-                "[{} earlier lines cut: the database keeps the last {} KiB]\n",
-                self.dropped_lines,
-                TAIL_BYTES / 1024
-            ));
+        self.with(|inner| {
+            let dropped = inner.seq - inner.tail.len() as u64;
+            let mut text = String::with_capacity(inner.tail_bytes + 80);
+            if dropped > 0 {
+                text.push_str(&cut_note(dropped));
+                text.push('\n');
+            }
+            for line in &inner.tail {
+                text.push_str(line);
+                text.push('\n');
+            }
+            text
+        })
+    }
+
+    /// Ends the log: flushes the full copy and stops live publishing.
+    pub fn finish(&self, file: Option<tempfile::NamedTempFile>) -> FinishedLog {
+        let flushed = self.with(|inner| {
+            inner.live = None;
+            inner
+                .full
+                .take()
+                .is_some_and(|mut full| full.flush().is_ok())
+        });
+        FinishedLog {
+            tail: self.tail(),
+            full: file.filter(|_| flushed),
         }
-        for line in &self.lines {
-            text.push_str(line);
-            text.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use datajump_shared::logs::{dropped_lines, last_line_number};
+
+    #[test]
+    fn tail_is_capped_with_a_readable_note() {
+        let sink = LogSink::default();
+        let line = "x".repeat(1000);
+        for _ in 0..200 {
+            sink.line(&line);
         }
-        text
+        let tail = sink.tail();
+        assert!(tail.len() <= TAIL_BYTES + 200);
+        let dropped = dropped_lines(&tail);
+        assert!(dropped > 100, "{dropped}");
+        assert_eq!(last_line_number(&tail), 200);
+    }
+
+    #[test]
+    fn short_log_is_whole() {
+        let sink = LogSink::default();
+        sink.line("a");
+        sink.line("b");
+        assert_eq!(sink.tail(), "a\nb\n");
+        assert_eq!(dropped_lines(&sink.tail()), 0);
     }
 }

@@ -63,6 +63,10 @@ pub fn manual_run_key(id: uuid::Uuid) -> String {
     format!("manual:{id}")
 }
 
+fn default_time_zone() -> String {
+    crate::cron::DEFAULT_TIME_ZONE.to_owned()
+}
+
 /// "Start a run of this DAG": on `dj.fire.<dag_id>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,6 +83,9 @@ pub struct FireMsg {
     pub logical_time: DateTime<Utc>,
     /// Business date of the run.
     pub biz_date: NaiveDate,
+    /// IANA zone the run's dates are read in (`$[…]` date parameters).
+    #[serde(default = "default_time_zone")]
+    pub time_zone: String,
     /// The run's unique key; a second fire with the same key creates nothing.
     pub dedup_key: String,
     /// Trigger parameters.
@@ -100,6 +107,7 @@ impl FireMsg {
             trigger_type: TriggerType::Manual,
             logical_time,
             biz_date,
+            time_zone: default_time_zone(),
             dedup_key: manual_run_key(uuid::Uuid::new_v4()),
             params,
         }

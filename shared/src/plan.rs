@@ -184,6 +184,8 @@ pub struct InstanceSpec {
     pub dag_name: String,
     /// The run's logical time.
     pub logical_time: DateTime<Utc>,
+    /// IANA zone the run's dates are read in (its schedule's, or the default).
+    pub time_zone: String,
     /// DAG, task and trigger parameters merged, later ones winning.
     pub params: Params,
     /// The task.

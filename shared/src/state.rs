@@ -12,7 +12,9 @@ use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
-use crate::entities::{dag_run, task_instance};
+use sea_orm::{PaginatorTrait, QueryOrder, QuerySelect};
+
+use crate::entities::{dag, dag_run, task_instance};
 use crate::plan::{DepType, Strategy};
 use crate::{RunStatus, TaskStatus};
 
@@ -217,6 +219,8 @@ pub struct Released {
     pub settled: Vec<task_instance::Model>,
     /// The run, if this finished it, with its final status.
     pub finished_run: Option<(i64, RunStatus)>,
+    /// A waiting run of the same DAG that this started in the freed slot.
+    pub started_run: Option<i64>,
 }
 
 /// Applies a strategy's decision to a PENDING instance: QUEUED if it may
@@ -353,10 +357,90 @@ async fn propagate_all<C: ConnectionTrait>(
             };
             if finish_run(conn, run.id, status, now).await? {
                 out.finished_run = Some((run.id, status));
+                if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
+                    out.started_run = Some(started);
+                    for root in pending_roots(conn, started).await? {
+                        evaluate(conn, &root, now, out, &mut work).await?;
+                    }
+                }
             }
         }
     }
     Ok(())
+}
+
+/// Whether a DAG may start one more run now, under its `max_active_runs`.
+/// Locks the DAG's row (PostgreSQL; SQLite write transactions are already
+/// serial), so run starts of one DAG cannot race past the limit.
+pub async fn run_slot_free<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result<bool, DbErr> {
+    dag::Entity::find_by_id(dag.id)
+        .lock_exclusive()
+        .one(conn)
+        .await?;
+    let running = dag_run::Entity::find()
+        .filter(dag_run::Column::DagId.eq(dag.id))
+        .filter(dag_run::Column::Status.eq(RunStatus::Running))
+        .count(conn)
+        .await?;
+    Ok(running < u64::try_from(Ord::max(dag.max_active_runs, 1)).unwrap_or(1))
+}
+
+async fn pending_roots<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    Ti::find()
+        .filter(TiCol::DagRunId.eq(run_id))
+        .filter(TiCol::PendingParents.eq(0))
+        .filter(TiCol::Status.eq(TaskStatus::Pending))
+        .all(conn)
+        .await
+}
+
+/// Releases the roots (instances with no same-run parents) of a RUNNING run.
+pub async fn release_roots<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+    now: DateTime<Utc>,
+    out: &mut Released,
+) -> Result<(), DbErr> {
+    for root in &pending_roots(conn, run_id).await? {
+        release(conn, root, now, out).await?;
+    }
+    Ok(())
+}
+
+/// QUEUED → RUNNING for the oldest waiting run of a DAG, when a slot is
+/// free; the caller releases its roots.
+async fn start_waiting_run<C: ConnectionTrait>(
+    conn: &C,
+    dag_id: i64,
+) -> Result<Option<i64>, DbErr> {
+    let Some(dag) = dag::Entity::find_by_id(dag_id).one(conn).await? else {
+        return Ok(None);
+    };
+    if !run_slot_free(conn, &dag).await? {
+        return Ok(None);
+    }
+    let Some(waiting) = dag_run::Entity::find()
+        .filter(dag_run::Column::DagId.eq(dag_id))
+        .filter(dag_run::Column::Status.eq(RunStatus::Queued))
+        .order_by_asc(dag_run::Column::Id)
+        .one(conn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let started = dag_run::Entity::update_many()
+        .col_expr(
+            dag_run::Column::Status,
+            Expr::value(RunStatus::Running.as_str()),
+        )
+        .filter(dag_run::Column::Id.eq(waiting.id))
+        .filter(dag_run::Column::Status.eq(RunStatus::Queued))
+        .exec(conn)
+        .await?;
+    Ok((started.rows_affected == 1).then_some(waiting.id))
 }
 
 #[cfg(test)]

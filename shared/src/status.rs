@@ -100,6 +100,10 @@ impl std::fmt::Display for TaskStatus {
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RunStatus {
+    /// Created, waiting for a free slot under the DAG's `max_active_runs`
+    /// (overlap policy `wait`); its roots are not released yet.
+    #[sea_orm(string_value = "QUEUED")]
+    Queued,
     /// Its instances exist and its roots are released.
     #[sea_orm(string_value = "RUNNING")]
     Running,
@@ -117,12 +121,13 @@ pub enum RunStatus {
 impl RunStatus {
     /// True once the run is over.
     pub fn is_terminal(self) -> bool {
-        !matches!(self, RunStatus::Running)
+        !matches!(self, RunStatus::Running | RunStatus::Queued)
     }
 
     /// The stored name.
     pub fn as_str(self) -> &'static str {
         match self {
+            RunStatus::Queued => "QUEUED",
             RunStatus::Running => "RUNNING",
             RunStatus::Success => "SUCCESS",
             RunStatus::Failed => "FAILED",

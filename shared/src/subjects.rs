@@ -114,6 +114,11 @@ pub fn log(execution_id: i64) -> String {
     format!("dj.log.{execution_id}")
 }
 
+/// Name of an execution's full log in the `dj_logs` object store.
+pub fn log_object(execution_id: i64) -> String {
+    format!("execution-{execution_id}")
+}
+
 /// Core subject announcing that schedules changed, so tickers reload at once.
 pub const SCHEDULES_CHANGED: &str = "dj.ctl.schedules";
 

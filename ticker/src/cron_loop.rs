@@ -274,6 +274,7 @@ async fn fire(
         trigger_type: TriggerType::Schedule,
         logical_time: at,
         biz_date: biz_date_for(at, entry.tz, entry.biz_date_offset_days),
+        time_zone: entry.tz.name().to_owned(),
         dedup_key: scheduled_run_key(entry.schedule_id, unix),
         params: Params::new(),
     };

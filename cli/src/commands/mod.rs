@@ -2,6 +2,8 @@
 
 pub mod cron;
 pub mod dag;
+pub mod datasource;
+pub mod logs;
 pub mod roles;
 pub mod runs;
 pub mod trigger;

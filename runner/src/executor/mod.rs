@@ -1,29 +1,47 @@
 //! Task executors: one module per task type, registered in [`for_type`].
 //!
 //! An executor gets everything it needs in an [`ExecContext`] and writes its
-//! output through a [`LogSink`]; the runner owns claiming, state and messages.
-//! Adding a type means adding a module and one line in [`for_type`].
+//! output through a [`LogSink`]; the runner owns claiming, state and
+//! messages. Adding a type means adding a module and one line in
+//! [`for_type`], nothing else.
 
+mod http;
+mod process;
+mod python;
 mod shell;
+mod sql;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use datajump_shared::params::{Mode, ParamContext, ParamError};
+use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::log::LogSink;
 
 /// What an executor knows about the attempt it runs.
-#[derive(Debug, Clone)]
 pub struct ExecContext {
-    /// Task type-specific configuration.
+    /// Task type-specific configuration, before parameter substitution.
     pub content: serde_json::Value,
-    /// Environment variables to set for processes.
+    /// Parameters and built-ins for `${…}` and `$[…]`.
+    pub params: ParamContext,
+    /// Environment variables for processes.
     pub env: BTreeMap<String, String>,
+    /// The scheduler's database, for secrets the task needs (datasource
+    /// passwords, credential headers): they never travel in messages.
+    pub db: DatabaseConnection,
     /// Zero means none.
     pub timeout: Duration,
     /// Cancelled when the attempt must stop (kill, runner shutdown).
     pub cancel: CancellationToken,
+}
+
+impl ExecContext {
+    /// `text` with its parameters substituted (plain text rules).
+    pub fn text(&self, text: &str) -> Result<String, ParamError> {
+        self.params.substitute(text, Mode::Text)
+    }
 }
 
 /// How an execution ended.
@@ -31,13 +49,16 @@ pub struct ExecContext {
 pub enum ExecOutcome {
     /// Exit code 0 (or the type's success).
     Success,
-    /// A failure; the exit code when there was a process.
+    /// A failure that may be retried; the exit code when there was a process.
     Failed {
         /// Process exit code.
         exit_code: Option<i32>,
         /// Why, for people.
         message: String,
     },
+    /// The task cannot run as configured (unknown parameter, missing
+    /// script): failed before anything ran, and retrying cannot help.
+    Invalid(String),
     /// Ran past its timeout and was stopped.
     TimedOut,
     /// Stopped because its cancel token fired.
@@ -50,7 +71,7 @@ impl ExecOutcome {
         match self {
             ExecOutcome::Success => Some(0),
             ExecOutcome::Failed { exit_code, .. } => *exit_code,
-            ExecOutcome::TimedOut | ExecOutcome::Cancelled => None,
+            ExecOutcome::Invalid(_) | ExecOutcome::TimedOut | ExecOutcome::Cancelled => None,
         }
     }
 }
@@ -61,7 +82,7 @@ pub trait Executor: Send + Sync {
     fn execute<'a>(
         &'a self,
         ctx: &'a ExecContext,
-        log: &'a mut LogSink,
+        log: &'a LogSink,
     ) -> futures::future::BoxFuture<'a, ExecOutcome>;
 }
 
@@ -69,6 +90,9 @@ pub trait Executor: Send + Sync {
 pub fn for_type(task_type: &str) -> Option<&'static dyn Executor> {
     match task_type {
         "SHELL" => Some(&shell::Shell),
+        "PYTHON" => Some(&python::Python),
+        "SQL" => Some(&sql::Sql),
+        "HTTP" => Some(&http::Http),
         _ => None,
     }
 }

@@ -1,0 +1,179 @@
+//! `datajump datasource add|list|remove`: the named database connections
+//! SQL tasks run against.
+//!
+//! The shaping decision: **a password is never an argument.** Command lines
+//! show in `ps` and land in shell history, so `add` reads the password from
+//! an environment variable it is told the name of (`--password-env VAR`) or
+//! from standard input (`--password-stdin`), and `list` shows only whether
+//! one is set (`***`).
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use datajump_shared::datasources::{self, DatasourceKind, MASK, NewDatasource};
+
+use crate::Global;
+use crate::client::Client;
+use crate::output::table;
+
+/// Datasource subcommands.
+#[derive(Subcommand)]
+pub enum DatasourceCommand {
+    /// Add a datasource for SQL tasks (`datasource: NAME` in a DAG file).
+    ///
+    /// Examples:
+    ///   DW_PASSWORD=… datajump datasource add dw --kind postgresql --host db1 --database dw --user etl --password-env DW_PASSWORD
+    ///   datajump datasource add local --kind sqlite --host /data/app.db
+    #[command(verbatim_doc_comment)]
+    Add(AddArgs),
+    /// List datasources (a password shows as ***).
+    List,
+    /// Remove a datasource.
+    Remove {
+        /// The datasource's name.
+        name: String,
+    },
+}
+
+/// Arguments of `datasource add`.
+#[derive(Args)]
+pub struct AddArgs {
+    /// Unique name tasks refer to (letters, digits, '_', '-', '.').
+    name: String,
+    /// postgresql, mysql (also for MariaDB) or sqlite.
+    #[arg(long, value_parser = parse_kind)]
+    kind: DatasourceKind,
+    /// Host name or address; for sqlite, the database file's path (it must exist).
+    #[arg(long)]
+    host: String,
+    /// Port (default: the database's usual one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Database name.
+    #[arg(long)]
+    database: Option<String>,
+    /// User name.
+    #[arg(long)]
+    user: Option<String>,
+    /// Read the password from this environment variable.
+    #[arg(long, value_name = "VAR", conflicts_with = "password_stdin")]
+    password_env: Option<String>,
+    /// Read the password from the first line of standard input.
+    #[arg(long)]
+    password_stdin: bool,
+    /// A connection parameter added to the URL (repeatable), e.g.
+    /// `sslmode=require`; for sqlite, `mode=ro` opens the file read-only.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+}
+
+fn parse_kind(text: &str) -> Result<DatasourceKind, String> {
+    text.parse()
+        .map_err(|e: datasources::DatasourceError| e.to_string())
+}
+
+impl AddArgs {
+    fn password(&self) -> Result<Option<String>> {
+        if let Some(var) = &self.password_env {
+            let password = std::env::var(var).with_context(|| {
+                format!("--password-env: environment variable {var} is not set")
+            })?;
+            return Ok(Some(password));
+        }
+        if self.password_stdin {
+            let mut line = String::new();
+            std::io::stdin()
+                .lock()
+                .read_line(&mut line)
+                .context("--password-stdin: cannot read standard input")?;
+            let password = line.trim_end_matches(['\n', '\r']);
+            if password.is_empty() {
+                bail!("--password-stdin: standard input has no password");
+            }
+            return Ok(Some(password.to_owned()));
+        }
+        Ok(None)
+    }
+
+    fn into_new(self) -> Result<NewDatasource> {
+        let mut params = BTreeMap::new();
+        for item in &self.params {
+            match item.split_once('=') {
+                Some((name, value)) if !name.is_empty() => {
+                    params.insert(name.to_owned(), value.to_owned());
+                }
+                _ => bail!("--param '{item}': expected NAME=VALUE"),
+            }
+        }
+        Ok(NewDatasource {
+            password: self.password()?,
+            name: self.name,
+            kind: self.kind,
+            host: self.host,
+            port: self.port,
+            database: self.database,
+            username: self.user,
+            params,
+        })
+    }
+}
+
+/// Runs a datasource subcommand.
+pub async fn run(global: &Global, command: DatasourceCommand) -> Result<ExitCode> {
+    let client = Client::connect(global).await?;
+    match command {
+        DatasourceCommand::Add(args) => {
+            let row = client.add_datasource(args.into_new()?).await?;
+            let url = datasources::connection_url(&row)?;
+            println!("datasource '{}' added: {} {url}", row.name, row.kind);
+        }
+        DatasourceCommand::List => {
+            let rows: Vec<Vec<String>> = client
+                .datasources()
+                .await?
+                .into_iter()
+                .map(|d| {
+                    let params = match &d.params {
+                        serde_json::Value::Object(map) => map
+                            .iter()
+                            .map(|(k, v)| match v {
+                                serde_json::Value::String(s) => format!("{k}={s}"),
+                                other => format!("{k}={other}"),
+                            })
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        _ => String::new(),
+                    };
+                    vec![
+                        d.name,
+                        d.kind,
+                        d.host,
+                        d.port.map(|p| p.to_string()).unwrap_or_default(),
+                        d.database.unwrap_or_default(),
+                        d.username.unwrap_or_default(),
+                        if d.password.is_some_and(|p| !p.is_empty()) {
+                            MASK.to_owned()
+                        } else {
+                            String::new()
+                        },
+                        params,
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    "NAME", "KIND", "HOST", "PORT", "DATABASE", "USER", "PASSWORD", "PARAMS",
+                ],
+                &rows,
+            );
+        }
+        DatasourceCommand::Remove { name } => {
+            client.remove_datasource(&name).await?;
+            println!("datasource '{name}' removed");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,431 @@
+//! HTTP: one request; its status decides the task's result.
+//!
+//! `content` is `{ "url", "method" (GET), "headers": {…}, "body",
+//! "success_codes" (any 2xx), "request_timeout" (seconds; default the task
+//! timeout), "secret_headers": [names] }`. Parameters are substituted in the
+//! URL, header values and body. A `body` that is a JSON object or array is
+//! sent as JSON (parameters substituted in its strings), with
+//! `Content-Type: application/json` unless a header sets one.
+//!
+//! The shaping decision: **the log shows the exchange as `curl -v` would,
+//! with credentials masked.** Request line and headers (`>`), status line
+//! and headers (`<`), then the first [`MAX_BODY`] bytes of the response
+//! body, which is all that is read. Credential headers (`Authorization`,
+//! `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `X-Api-Key` and any in
+//! `secret_headers`) and a password in the URL print as `***`; the request
+//! body is not logged, only its size, since it may carry credentials too.
+//! A status outside `success_codes` fails the attempt with the status as its
+//! exit code, so retry-on-exit-codes can tell a 503 from a 400.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode, Url};
+
+use super::{ExecContext, ExecOutcome, Executor, LogSink};
+
+/// Response bytes kept in the log; the rest is not read.
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// Headers masked in the log whatever `secret_headers` says.
+const CREDENTIAL_HEADERS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+];
+
+const MASK: &str = "***";
+
+/// Sends `content.url` a request.
+pub struct Http;
+
+impl Executor for Http {
+    fn execute<'a>(&'a self, ctx: &'a ExecContext, log: &'a LogSink) -> BoxFuture<'a, ExecOutcome> {
+        Box::pin(async move {
+            let request = match Request::from_content(ctx) {
+                Ok(request) => request,
+                Err(why) => return ExecOutcome::Invalid(why),
+            };
+            let deadline =
+                (!ctx.timeout.is_zero()).then(|| tokio::time::Instant::now() + ctx.timeout);
+            let timeout = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                outcome = request.send(log) => outcome,
+                () = timeout => {
+                    log.line(&format!("[datajump] timed out after {}s", ctx.timeout.as_secs()));
+                    ExecOutcome::TimedOut
+                }
+                () = ctx.cancel.cancelled() => {
+                    log.line("[datajump] stopped");
+                    ExecOutcome::Cancelled
+                }
+            }
+        })
+    }
+}
+
+/// A request ready to send, built from a task's content.
+struct Request {
+    method: Method,
+    url: Url,
+    headers: HeaderMap,
+    body: Option<String>,
+    success: Option<BTreeSet<u16>>,
+    timeout: Option<Duration>,
+    secret: BTreeSet<String>,
+}
+
+impl Request {
+    /// Reads and substitutes `content`; the error says what is wrong.
+    fn from_content(ctx: &ExecContext) -> Result<Request, String> {
+        let content = &ctx.content;
+        let text = |value: &str| ctx.text(value).map_err(|e| e.to_string());
+        let Some(url) = content["url"].as_str() else {
+            return Err("HTTP task has no 'url'".to_owned());
+        };
+        let url_text = text(url)?;
+        let url = Url::parse(&url_text).map_err(|e| format!("invalid url: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!(
+                "invalid url: scheme '{}' (use http or https)",
+                url.scheme()
+            ));
+        }
+        let method = match &content["method"] {
+            serde_json::Value::Null => Method::GET,
+            serde_json::Value::String(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
+                .map_err(|_| format!("invalid method '{m}'"))?,
+            other => return Err(format!("'method' must be a string, not {other}")),
+        };
+        let secret: BTreeSet<String> = match &content["secret_headers"] {
+            serde_json::Value::Null => BTreeSet::new(),
+            serde_json::Value::Array(names) => names
+                .iter()
+                .map(|n| {
+                    n.as_str()
+                        .map(str::to_ascii_lowercase)
+                        .ok_or_else(|| "'secret_headers' must list header names".to_owned())
+                })
+                .collect::<Result<_, _>>()?,
+            _ => return Err("'secret_headers' must be a list of header names".to_owned()),
+        };
+        let mut headers = HeaderMap::new();
+        match &content["headers"] {
+            serde_json::Value::Null => {}
+            serde_json::Value::Object(map) => {
+                for (name, value) in map {
+                    let header = HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| format!("invalid header name '{name}'"))?;
+                    let value = match value {
+                        serde_json::Value::String(v) => text(v)?,
+                        serde_json::Value::Number(n) => n.to_string(),
+                        serde_json::Value::Bool(b) => b.to_string(),
+                        _ => return Err(format!("header '{name}' must have a text value")),
+                    };
+                    let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                        format!("header '{name}' has a value that is not valid in HTTP")
+                    })?;
+                    if is_secret(header.as_str(), &secret) {
+                        value.set_sensitive(true);
+                    }
+                    headers.append(header, value);
+                }
+            }
+            _ => return Err("'headers' must be a map of names to values".to_owned()),
+        }
+        let body = match &content["body"] {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(body) => Some(text(body)?),
+            json @ (serde_json::Value::Object(_) | serde_json::Value::Array(_)) => {
+                if !headers.contains_key(CONTENT_TYPE) {
+                    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                }
+                Some(substitute_json(json, &text)?.to_string())
+            }
+            other => Some(other.to_string()),
+        };
+        let success = match &content["success_codes"] {
+            serde_json::Value::Null => None,
+            serde_json::Value::Array(codes) => Some(
+                codes
+                    .iter()
+                    .map(|c| {
+                        c.as_u64()
+                            .and_then(|c| u16::try_from(c).ok())
+                            .filter(|c| (100..=599).contains(c))
+                            .ok_or_else(|| {
+                                format!("'success_codes': {c} is not an HTTP status (100-599)")
+                            })
+                    })
+                    .collect::<Result<BTreeSet<u16>, _>>()?,
+            ),
+            _ => return Err("'success_codes' must be a list of HTTP statuses".to_owned()),
+        };
+        let timeout = match &content["request_timeout"] {
+            serde_json::Value::Null => (!ctx.timeout.is_zero()).then_some(ctx.timeout),
+            value => match value.as_f64().filter(|s| s.is_finite() && *s >= 0.0) {
+                Some(0.0) => None,
+                Some(secs) => Some(Duration::from_secs_f64(secs)),
+                None => return Err("'request_timeout' must be a number of seconds".to_owned()),
+            },
+        };
+        Ok(Request {
+            method,
+            url,
+            headers,
+            body,
+            success,
+            timeout,
+            secret,
+        })
+    }
+
+    fn is_success(&self, status: StatusCode) -> bool {
+        match &self.success {
+            Some(codes) => codes.contains(&status.as_u16()),
+            None => status.is_success(),
+        }
+    }
+
+    /// Sends the request and logs the exchange.
+    async fn send(&self, log: &LogSink) -> ExecOutcome {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("datajump/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(30));
+        if let Some(timeout) = self.timeout {
+            builder = builder.timeout(timeout);
+        }
+        let client = match builder.build() {
+            Ok(client) => client,
+            Err(e) => {
+                return failed(format!(
+                    "cannot create the HTTP client: {}",
+                    e.without_url()
+                ));
+            }
+        };
+        log.line(&format!("> {} {}", self.method, masked_url(&self.url)));
+        for (name, value) in &self.headers {
+            log.line(&format!("> {}", header_line(name, value, &self.secret)));
+        }
+        if let Some(body) = &self.body {
+            log.line(&format!("> ({} byte body)", body.len()));
+        }
+        let mut request = client
+            .request(self.method.clone(), self.url.clone())
+            .headers(self.headers.clone());
+        if let Some(body) = &self.body {
+            request = request.body(body.clone());
+        }
+        let mut response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => return self.request_error(&e, log),
+        };
+        let status = response.status();
+        log.line(&format!(
+            "< {:?} {} {}",
+            response.version(),
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        ));
+        for (name, value) in response.headers() {
+            log.line(&format!("< {}", header_line(name, value, &self.secret)));
+        }
+        log.line("");
+        // Read before the body: afterwards reqwest reports what is left.
+        let length = response.content_length();
+        let mut body = Vec::new();
+        let mut cut = false;
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = MAX_BODY - body.len();
+                    if chunk.len() > room {
+                        body.extend_from_slice(&chunk[..room]);
+                        cut = true;
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    write_body(&body, log);
+                    return self.request_error(&e, log);
+                }
+            }
+        }
+        write_body(&body, log);
+        if cut {
+            let total = length.map(|n| format!(" of {n}")).unwrap_or_default();
+            log.line(&format!(
+                "[datajump] response body cut: first {MAX_BODY} bytes{total} shown, the rest not read"
+            ));
+        }
+        if self.is_success(status) {
+            ExecOutcome::Success
+        } else {
+            let message = format!(
+                "HTTP {} {}",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("")
+            )
+            .trim_end()
+            .to_owned();
+            log.line(&format!("[datajump] {message}: not a success status"));
+            ExecOutcome::Failed {
+                exit_code: Some(i32::from(status.as_u16())),
+                message,
+            }
+        }
+    }
+
+    fn request_error(&self, error: &reqwest::Error, log: &LogSink) -> ExecOutcome {
+        if error.is_timeout() {
+            let after = self
+                .timeout
+                .map(|t| format!(" after {}s", t.as_secs_f64()))
+                .unwrap_or_default();
+            log.line(&format!("[datajump] request timed out{after}"));
+            return ExecOutcome::TimedOut;
+        }
+        let message = format!(
+            "{} {} failed: {}",
+            self.method,
+            masked_url(&self.url),
+            error_chain(error)
+        );
+        log.line(&format!("[datajump] {message}"));
+        failed(message)
+    }
+}
+
+fn failed(message: String) -> ExecOutcome {
+    ExecOutcome::Failed {
+        exit_code: None,
+        message,
+    }
+}
+
+/// An error with its causes (`error sending request: connection refused`),
+/// without the URL, which may hold a password.
+fn error_chain(error: &reqwest::Error) -> String {
+    use std::error::Error;
+    let mut text = error.to_string();
+    if let Some(url) = error.url() {
+        text = text.replace(&format!(" for url ({url})"), "");
+    }
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn is_secret(name: &str, secret: &BTreeSet<String>) -> bool {
+    let name = name.to_ascii_lowercase();
+    CREDENTIAL_HEADERS.contains(&name.as_str()) || secret.contains(&name)
+}
+
+/// `Name: value`, or `Name: ***` for a credential.
+fn header_line(name: &HeaderName, value: &HeaderValue, secret: &BTreeSet<String>) -> String {
+    if is_secret(name.as_str(), secret) || value.is_sensitive() {
+        format!("{name}: {MASK}")
+    } else {
+        format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
+    }
+}
+
+/// The URL with any password replaced by `***`.
+fn masked_url(url: &Url) -> String {
+    let mut shown = url.clone();
+    if shown.password().is_some() {
+        let _ = shown.set_password(Some(MASK));
+    }
+    shown.to_string()
+}
+
+/// The body as text lines (invalid UTF-8 shown as U+FFFD).
+fn write_body(body: &[u8], log: &LogSink) {
+    for line in String::from_utf8_lossy(body).lines() {
+        log.line(line);
+    }
+}
+
+/// `value` with parameters substituted in every string inside it.
+fn substitute_json(
+    value: &serde_json::Value,
+    text: &impl Fn(&str) -> Result<String, String>,
+) -> Result<serde_json::Value, String> {
+    Ok(match value {
+        serde_json::Value::String(s) => serde_json::Value::String(text(s)?),
+        serde_json::Value::Array(items) => serde_json::Value::Array(
+            items
+                .iter()
+                .map(|item| substitute_json(item, text))
+                .collect::<Result<_, _>>()?,
+        ),
+        serde_json::Value::Object(map) => serde_json::Value::Object(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), substitute_json(v, text)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_headers_are_masked_in_any_case() {
+        let secret: BTreeSet<String> = ["x-my-token".to_owned()].into();
+        let value = HeaderValue::from_static("s3cret");
+        for name in [
+            "authorization",
+            "Proxy-Authorization",
+            "cookie",
+            "x-api-key",
+            "X-My-Token",
+        ] {
+            let name = HeaderName::from_bytes(name.as_bytes()).unwrap();
+            let line = header_line(&name, &value, &secret);
+            assert!(!line.contains("s3cret"), "{line}");
+            assert!(line.ends_with(": ***"), "{line}");
+        }
+        let plain = HeaderName::from_static("accept");
+        assert_eq!(header_line(&plain, &value, &secret), "accept: s3cret");
+    }
+
+    #[test]
+    fn url_passwords_are_masked() {
+        let url = Url::parse("https://user:pa55@example.com/x?y=1").unwrap();
+        assert_eq!(masked_url(&url), "https://user:***@example.com/x?y=1");
+        let url = Url::parse("http://example.com/").unwrap();
+        assert_eq!(masked_url(&url), "http://example.com/");
+    }
+
+    #[test]
+    fn json_bodies_substitute_strings_only() {
+        let body = serde_json::json!({"day": "${d}", "n": 1, "list": ["${d}", true]});
+        let out = substitute_json(&body, &|s: &str| Ok(s.replace("${d}", "2024-01-02"))).unwrap();
+        assert_eq!(
+            out,
+            serde_json::json!({"day": "2024-01-02", "n": 1, "list": ["2024-01-02", true]})
+        );
+    }
+}

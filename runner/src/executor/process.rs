@@ -1,0 +1,152 @@
+//! Running a script file with an interpreter, the way every process-based
+//! executor does: its own process group (so a timeout or kill takes
+//! background children too), killed if the runner dies (parent-death
+//! signal), stdout and stderr through one pipe so their order is kept.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use super::{ExecContext, ExecOutcome, LogSink};
+
+fn failed(message: String) -> ExecOutcome {
+    ExecOutcome::Failed {
+        exit_code: None,
+        message,
+    }
+}
+
+/// Writes `body` to a temporary file with `suffix`; it is removed on drop.
+pub fn script_file(body: &str, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let mut file = tempfile::Builder::new()
+        .prefix("datajump-")
+        .suffix(suffix)
+        .tempfile()?;
+    file.write_all(body.as_bytes())?;
+    if !body.ends_with('\n') {
+        file.write_all(b"\n")?;
+    }
+    file.flush()?;
+    Ok(file)
+}
+
+/// Runs `interpreter script` until it exits, times out or is cancelled.
+pub async fn run(
+    interpreter: &Path,
+    script: &Path,
+    extra_env: &[(&str, &str)],
+    ctx: &ExecContext,
+    log: &LogSink,
+) -> ExecOutcome {
+    let (reader, writer) = match std::io::pipe() {
+        Ok(pair) => pair,
+        Err(e) => return failed(format!("cannot create a pipe: {e}")),
+    };
+    let stderr = match writer.try_clone() {
+        Ok(w) => w,
+        Err(e) => return failed(format!("cannot create a pipe: {e}")),
+    };
+    let mut command = Command::new(interpreter);
+    command
+        .arg(script)
+        .envs(&ctx.env)
+        .envs(extra_env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(stderr))
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: the closure runs in the forked child before exec and only calls
+    // prctl, which is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        });
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => return failed(format!("cannot start {}: {e}", interpreter.display())),
+    };
+    // Our copies of the pipe's write end live in `command`; drop them so the
+    // reader sees end-of-file once the process group is gone.
+    drop(command);
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    let kill_group = || {
+        if let Some(group) = group {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+    };
+
+    let receiver = match tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()) {
+        Ok(r) => r,
+        Err(e) => {
+            kill_group();
+            return failed(format!("cannot read the process output: {e}"));
+        }
+    };
+    let mut lines = BufReader::new(receiver).lines();
+    let deadline = (!ctx.timeout.is_zero()).then(|| tokio::time::Instant::now() + ctx.timeout);
+    let timeout = async {
+        match deadline {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(timeout);
+
+    let mut status = None;
+    let mut output_open = true;
+    let outcome = loop {
+        tokio::select! {
+            line = lines.next_line(), if output_open => match line {
+                Ok(Some(line)) => log.line(&line),
+                Ok(None) | Err(_) => output_open = false,
+            },
+            exit = child.wait(), if status.is_none() => {
+                // Background children of the script die with it.
+                kill_group();
+                status = Some(exit);
+            },
+            () = &mut timeout, if status.is_none() => {
+                kill_group();
+                let _ = child.wait().await;
+                log.line(&format!("[datajump] timed out after {}s: process group killed", ctx.timeout.as_secs()));
+                break ExecOutcome::TimedOut;
+            },
+            () = ctx.cancel.cancelled(), if status.is_none() => {
+                kill_group();
+                let _ = child.wait().await;
+                log.line("[datajump] stopped: process group killed");
+                break ExecOutcome::Cancelled;
+            },
+        }
+        if !output_open && let Some(exit) = &status {
+            break match exit {
+                Ok(exit) if exit.success() => ExecOutcome::Success,
+                Ok(exit) => ExecOutcome::Failed {
+                    exit_code: exit.code(),
+                    message: match exit.code() {
+                        Some(code) => format!("exit code {code}"),
+                        None => "killed by a signal".to_owned(),
+                    },
+                },
+                Err(e) => failed(format!("cannot wait for the process: {e}")),
+            };
+        }
+    };
+    // Keep what was written before the kill.
+    while let Ok(Ok(Some(line))) =
+        tokio::time::timeout(std::time::Duration::from_millis(200), lines.next_line()).await
+    {
+        log.line(&line);
+    }
+    outcome
+}

@@ -1,0 +1,673 @@
+//! Parameter substitution: the text a task runs (shell command, Python script,
+//! SQL, URL, headers, body) with `${name}` and `$[date expression]` replaced
+//! by the run's values just before the attempt starts.
+//!
+//! - `${bizdate}`, `${biz_date}`, `${today}`, `${yesterday}`, `${run_id}`,
+//!   `${task_name}` are built in; any other `${name}` comes from the merged
+//!   DAG, task and trigger [`Params`]. A built-in always wins over a user
+//!   param of the same name, so `${bizdate}` means the same in every DAG.
+//! - `$[yyyyMMdd-1]`, `$[add_months(yyyyMMdd,-1)]`, … are DolphinScheduler's
+//!   date expressions, read relative to the logical time in the run's zone
+//!   (see the `dates` submodule and `docs/PARAMETERS.md`).
+//! - `$${` and `$$[` write a literal `${` and `$[`; a plain `$HOME` is left
+//!   alone, since only `${…}` and `$[…]` are placeholders.
+//! - In SQL ([`Mode::Sql`]) a bare `${name}` only takes values that cannot
+//!   change the statement (dates, numbers, plain names); anything else must be
+//!   quoted with `${name:literal}` or `${name:ident}`.
+//!
+//! The shaping decision: **strict**. An unknown name, a placeholder that does
+//! not parse, or a date expression we cannot evaluate fails the attempt before
+//! anything runs, because a silently unexpanded `${bizdate}` (or a shell
+//! variable that happens to be empty) would process the wrong day's data and
+//! report success. The text is read in a single pass: a substituted value is
+//! never scanned again, so a value containing `${x}` stays literal.
+
+mod dates;
+
+use chrono::{DateTime, Days, NaiveDate, Utc};
+use chrono_tz::Tz;
+
+use crate::plan::Params;
+
+/// Everything a substitution needs to know about one task attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamContext {
+    /// The run's business date: `${bizdate}` and `${biz_date}`.
+    pub biz_date: NaiveDate,
+    /// The run's logical (scheduled) time: `${today}`, `${yesterday}` and
+    /// every `$[…]` expression are read from it in [`Self::time_zone`].
+    pub logical_time: DateTime<Utc>,
+    /// The run's time zone (the schedule's zone).
+    pub time_zone: Tz,
+    /// The run's id: `${run_id}`.
+    pub run_id: i64,
+    /// The task's name: `${task_name}`.
+    pub task_name: String,
+    /// User params, DAG, task and trigger params already merged by the caller.
+    /// A name that is also a built-in is shadowed by the built-in.
+    pub params: Params,
+}
+
+/// The SQL dialect whose quoting rules `${name:literal}` and `${name:ident}`
+/// follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlDialect {
+    /// PostgreSQL: `'O''Brien'`, `"my""table"`.
+    Postgres,
+    /// MySQL and MariaDB: `'O''Brien'` with `\` doubled, `` `my``table` ``.
+    MySql,
+    /// SQLite: `'O''Brien'`, `"my""table"`.
+    Sqlite,
+}
+
+/// What kind of text is being substituted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Shell commands, scripts, URLs, headers, bodies: values go in as they are.
+    Text,
+    /// SQL for the given dialect: bare values must be plain, others quoted.
+    Sql(SqlDialect),
+}
+
+/// Why a text could not be substituted. Every variant names the placeholder
+/// or expression at fault; none carries a parameter's value, which may be a
+/// secret.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ParamError {
+    /// `${name}` is neither a built-in nor a user param.
+    #[error(
+        "unknown parameter ${{{name}}}: it is not a built-in and not among the DAG, task or \
+         trigger params (to pass ${{{name}}} through to the shell write $${{{name}}})"
+    )]
+    Unknown {
+        /// The name inside `${…}`.
+        name: String,
+    },
+    /// A `${` not followed by a valid name and `}` (for example bash's
+    /// `${VAR:-x}` or `${#a[@]}`), or a `${` that is never closed.
+    #[error(
+        "malformed placeholder `{text}`: a parameter is written ${{name}} with a name of \
+         letters, digits, `_` and `.` (to pass `{text}` through to the shell write `${text}`)"
+    )]
+    Malformed {
+        /// The placeholder as written, from `${` to its `}` (or an excerpt
+        /// when there is no `}`).
+        text: String,
+    },
+    /// `${name:modifier}` with a modifier other than `literal` or `ident`.
+    #[error(
+        "unknown modifier `:{modifier}` in ${{{name}:{modifier}}}: SQL text accepts \
+         ${{{name}:literal}} and ${{{name}:ident}} (to pass it through to the shell write \
+         $${{{name}:{modifier}}})"
+    )]
+    UnknownModifier {
+        /// The parameter's name.
+        name: String,
+        /// The text after the `:`.
+        modifier: String,
+    },
+    /// In SQL, a bare `${name}` whose value is not a plain date, number or
+    /// name.
+    #[error(
+        "parameter ${{{name}}} cannot go bare into SQL: its value is not a plain date, number \
+         or name (only letters, digits and `_ . : -`); write ${{{name}:literal}} for a quoted \
+         string literal or ${{{name}:ident}} for a quoted identifier"
+    )]
+    UnsafeSqlValue {
+        /// The parameter's name.
+        name: String,
+    },
+    /// `${name:literal}` or `${name:ident}` outside SQL text.
+    #[error(
+        "${{{name}:literal}} and ${{{name}:ident}} are only allowed in SQL text; write \
+         ${{{name}}} here"
+    )]
+    ModifierOutsideSql {
+        /// The parameter's name.
+        name: String,
+    },
+    /// A value to be quoted into SQL contains a NUL character, which no
+    /// dialect accepts inside a literal or identifier.
+    #[error("parameter ${{{name}}} contains a NUL character, which cannot be quoted into SQL")]
+    NulInSqlValue {
+        /// The parameter's name.
+        name: String,
+    },
+    /// A `$[…]` expression that does not parse or cannot be evaluated.
+    #[error("bad date expression $[{expr}]: {reason}")]
+    BadDateExpr {
+        /// The text between `$[` and `]` (an excerpt when there is no `]`).
+        expr: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The quoting a `${name:…}` modifier asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quote {
+    Literal,
+    Ident,
+}
+
+impl ParamContext {
+    /// `text` with every `${…}` and `$[…]` replaced and every `$${` / `$$[`
+    /// unescaped, in one pass: substituted values are not scanned again.
+    ///
+    /// Fails on the first placeholder that cannot be substituted (see
+    /// [`ParamError`]); nothing is partially substituted.
+    pub fn substitute(&self, text: &str, mode: Mode) -> Result<String, ParamError> {
+        let builtins = self.builtins();
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(pos) = rest.find('$') {
+            out.push_str(&rest[..pos]);
+            let tail = &rest[pos..];
+            if let Some(after) = tail.strip_prefix("$${") {
+                out.push_str("${");
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("$$[") {
+                out.push_str("$[");
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("${") {
+                let Some(end) = line(after).find('}') else {
+                    return Err(ParamError::Malformed {
+                        text: format!("${{{}", excerpt(after)),
+                    });
+                };
+                out.push_str(&self.placeholder(&after[..end], mode, &builtins)?);
+                rest = &after[end + 1..];
+            } else if let Some(after) = tail.strip_prefix("$[") {
+                let Some(end) = line(after).find(']') else {
+                    return Err(ParamError::BadDateExpr {
+                        expr: excerpt(after).to_string(),
+                        reason: "no closing `]`".to_string(),
+                    });
+                };
+                out.push_str(&dates::evaluate(
+                    &after[..end],
+                    self.logical_time,
+                    self.time_zone,
+                )?);
+                rest = &after[end + 1..];
+            } else {
+                out.push('$');
+                rest = &tail[1..];
+            }
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// The built-in parameters and their values for this run, in a fixed
+    /// order: `bizdate`, `biz_date`, `today`, `yesterday`, `run_id`,
+    /// `task_name`. They shadow user params of the same name.
+    pub fn builtins(&self) -> Vec<(&'static str, String)> {
+        let today = self
+            .logical_time
+            .with_timezone(&self.time_zone)
+            .date_naive();
+        // chrono's first representable day has no yesterday; keep it rather
+        // than fail, no schedule gets there.
+        let yesterday = today.checked_sub_days(Days::new(1)).unwrap_or(today);
+        let biz_date = iso_date(self.biz_date);
+        vec![
+            ("bizdate", biz_date.clone()),
+            ("biz_date", biz_date),
+            ("today", iso_date(today)),
+            ("yesterday", iso_date(yesterday)),
+            ("run_id", self.run_id.to_string()),
+            ("task_name", self.task_name.clone()),
+        ]
+    }
+
+    /// The replacement for one `${body}` (`body` is the text between the
+    /// braces).
+    fn placeholder(
+        &self,
+        body: &str,
+        mode: Mode,
+        builtins: &[(&'static str, String)],
+    ) -> Result<String, ParamError> {
+        let malformed = || ParamError::Malformed {
+            text: format!("${{{body}}}"),
+        };
+        let (name, modifier) = match body.split_once(':') {
+            Some((name, modifier)) => (name, Some(modifier)),
+            None => (body, None),
+        };
+        if !is_name(name) {
+            return Err(malformed());
+        }
+        let quote = match modifier {
+            None => None,
+            Some("literal") => Some(Quote::Literal),
+            Some("ident") => Some(Quote::Ident),
+            Some(other) if is_name(other) => {
+                return Err(ParamError::UnknownModifier {
+                    name: name.to_string(),
+                    modifier: other.to_string(),
+                });
+            }
+            Some(_) => return Err(malformed()),
+        };
+        if quote.is_some() && mode == Mode::Text {
+            return Err(ParamError::ModifierOutsideSql {
+                name: name.to_string(),
+            });
+        }
+        let value: &str = match builtins.iter().find(|(builtin, _)| *builtin == name) {
+            Some((_, value)) => value,
+            None => match self.params.get(name) {
+                Some(value) => value,
+                None => {
+                    return Err(ParamError::Unknown {
+                        name: name.to_string(),
+                    });
+                }
+            },
+        };
+        let Mode::Sql(dialect) = mode else {
+            return Ok(value.to_string());
+        };
+        match quote {
+            None if is_plain(value) => Ok(value.to_string()),
+            None => Err(ParamError::UnsafeSqlValue {
+                name: name.to_string(),
+            }),
+            Some(_) if value.contains('\0') => Err(ParamError::NulInSqlValue {
+                name: name.to_string(),
+            }),
+            Some(Quote::Literal) => Ok(sql_literal(dialect, value)),
+            Some(Quote::Ident) => Ok(sql_ident(dialect, value)),
+        }
+    }
+}
+
+/// The environment variable a runner exports a parameter as:
+/// `DJ_PARAM_<NAME>`, the name upper-cased and every character other than an
+/// ASCII letter or digit turned into `_` (`a.b-c` → `DJ_PARAM_A_B_C`).
+pub fn env_name(param: &str) -> String {
+    let mut name = String::with_capacity("DJ_PARAM_".len() + param.len());
+    name.push_str("DJ_PARAM_");
+    name.extend(param.chars().map(|c| {
+        if c.is_ascii_alphanumeric() {
+            c.to_ascii_uppercase()
+        } else {
+            '_'
+        }
+    }));
+    name
+}
+
+/// `YYYY-MM-DD`.
+fn iso_date(date: NaiveDate) -> String {
+    date.format("%Y-%m-%d").to_string()
+}
+
+/// A placeholder name: `[A-Za-z_][A-Za-z0-9_.]*`.
+fn is_name(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+/// A value safe to put bare into SQL: `[A-Za-z0-9_.:-]*`.
+fn is_plain(value: &str) -> bool {
+    value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
+}
+
+/// `value` as a quoted SQL string literal. Every dialect doubles `'`; MySQL
+/// also doubles `\`, which it reads as an escape character in literals.
+fn sql_literal(dialect: SqlDialect, value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('\'');
+    for c in value.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' if dialect == SqlDialect::MySql => out.push_str("\\\\"),
+            _ => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// `value` as a quoted SQL identifier: `"…"` with `"` doubled, or for MySQL
+/// `` `…` `` with `` ` `` doubled.
+fn sql_ident(dialect: SqlDialect, value: &str) -> String {
+    let quote = match dialect {
+        SqlDialect::Postgres | SqlDialect::Sqlite => '"',
+        SqlDialect::MySql => '`',
+    };
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push(quote);
+    for c in value.chars() {
+        out.push(c);
+        if c == quote {
+            out.push(c);
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// `text` up to its first line break: a placeholder never spans lines.
+fn line(text: &str) -> &str {
+    text.find('\n').map_or(text, |end| &text[..end])
+}
+
+/// The start of an unclosed placeholder, for an error message: up to the end
+/// of the line, at most 40 characters.
+fn excerpt(text: &str) -> &str {
+    let line = line(text);
+    match line.char_indices().nth(40) {
+        Some((cut, _)) => &line[..cut],
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2024-03-31T18:30:00Z is 2024-04-01 02:30 (a Monday) in Shanghai.
+    fn ctx() -> ParamContext {
+        let mut params = Params::new();
+        params.insert("region".into(), "eu-west".into());
+        params.insert("a.b".into(), "dotted".into());
+        params.insert("owner".into(), "O'Brien".into());
+        params.insert("path".into(), r"C:\tmp\it's".into());
+        params.insert("table".into(), r#"my"ta`ble"#.into());
+        params.insert("bizdate".into(), "1999-01-01".into());
+        params.insert("nested".into(), "${bizdate} $[yyyyMMdd]".into());
+        params.insert("empty".into(), String::new());
+        params.insert("nul".into(), "a\0b".into());
+        ParamContext {
+            biz_date: NaiveDate::from_ymd_opt(2024, 3, 31).unwrap(),
+            logical_time: "2024-03-31T18:30:00Z".parse().unwrap(),
+            time_zone: chrono_tz::Asia::Shanghai,
+            run_id: 42,
+            task_name: "load_orders".into(),
+            params,
+        }
+    }
+
+    fn text(input: &str) -> Result<String, ParamError> {
+        ctx().substitute(input, Mode::Text)
+    }
+
+    fn sql(dialect: SqlDialect, input: &str) -> Result<String, ParamError> {
+        ctx().substitute(input, Mode::Sql(dialect))
+    }
+
+    #[test]
+    fn every_builtin() {
+        assert_eq!(
+            text("${bizdate} ${biz_date} ${today} ${yesterday} ${run_id} ${task_name}").unwrap(),
+            "2024-03-31 2024-03-31 2024-04-01 2024-03-31 42 load_orders"
+        );
+        let names: Vec<_> = ctx().builtins().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            [
+                "bizdate",
+                "biz_date",
+                "today",
+                "yesterday",
+                "run_id",
+                "task_name"
+            ]
+        );
+    }
+
+    #[test]
+    fn today_is_read_in_the_run_zone() {
+        let mut c = ctx();
+        c.time_zone = chrono_tz::UTC;
+        assert_eq!(
+            c.substitute("${today} ${yesterday}", Mode::Text).unwrap(),
+            "2024-03-31 2024-03-30"
+        );
+    }
+
+    #[test]
+    fn builtins_win_over_user_params() {
+        // `params` holds bizdate = 1999-01-01.
+        assert_eq!(text("${bizdate}").unwrap(), "2024-03-31");
+    }
+
+    #[test]
+    fn user_params() {
+        assert_eq!(
+            text("s3://b/${region}/${a.b}/x${empty}y").unwrap(),
+            "s3://b/eu-west/dotted/xy"
+        );
+    }
+
+    #[test]
+    fn values_are_not_substituted_again() {
+        assert_eq!(text("${nested}").unwrap(), "${bizdate} $[yyyyMMdd]");
+    }
+
+    #[test]
+    fn escapes_and_plain_dollars() {
+        assert_eq!(
+            text("echo $${HOME} $$[1+2] $HOME $$ $5 cost$ $").unwrap(),
+            "echo ${HOME} $[1+2] $HOME $$ $5 cost$ $"
+        );
+        // `$$` (the shell's pid) followed by an escape.
+        assert_eq!(text("$$${x}").unwrap(), "$${x}");
+        assert_eq!(text("日本 ${today} ü$").unwrap(), "日本 2024-04-01 ü$");
+    }
+
+    #[test]
+    fn unknown_name_fails_with_a_hint() {
+        let err = text("echo ${HOME}").unwrap_err();
+        assert_eq!(
+            err,
+            ParamError::Unknown {
+                name: "HOME".into()
+            }
+        );
+        let message = err.to_string();
+        assert!(message.contains("unknown parameter ${HOME}"), "{message}");
+        assert!(
+            message.contains("to pass ${HOME} through to the shell write $${HOME}"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn shell_syntax_is_malformed() {
+        for (input, placeholder) in [
+            ("echo ${VAR:-x}", "${VAR:-x}"),
+            ("n=${#a[@]}", "${#a[@]}"),
+            ("${}", "${}"),
+            ("${1abc}", "${1abc}"),
+            ("${a b}", "${a b}"),
+            ("${VAR:2}", "${VAR:2}"),
+        ] {
+            let err = text(input).unwrap_err();
+            assert_eq!(
+                err,
+                ParamError::Malformed {
+                    text: placeholder.into()
+                },
+                "{input}"
+            );
+            let hint =
+                format!("to pass `{placeholder}` through to the shell write `${placeholder}`");
+            assert!(err.to_string().contains(&hint), "{err}");
+        }
+        assert_eq!(
+            text("x ${abc\ny}").unwrap_err(),
+            ParamError::Malformed {
+                text: "${abc".into()
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_modifier() {
+        let err = sql(SqlDialect::Postgres, "${owner:lit}").unwrap_err();
+        assert_eq!(
+            err,
+            ParamError::UnknownModifier {
+                name: "owner".into(),
+                modifier: "lit".into()
+            }
+        );
+        assert!(err.to_string().contains("${owner:literal}"), "{err}");
+    }
+
+    #[test]
+    fn modifiers_only_in_sql() {
+        for input in ["${owner:literal}", "${owner:ident}"] {
+            let err = text(input).unwrap_err();
+            assert_eq!(
+                err,
+                ParamError::ModifierOutsideSql {
+                    name: "owner".into()
+                }
+            );
+            assert!(
+                err.to_string().contains("only allowed in SQL text"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn sql_bare_values_must_be_plain() {
+        let err = sql(SqlDialect::Postgres, "WHERE owner = ${owner}").unwrap_err();
+        assert_eq!(
+            err,
+            ParamError::UnsafeSqlValue {
+                name: "owner".into()
+            }
+        );
+        let message = err.to_string();
+        assert!(message.contains("${owner:literal}"), "{message}");
+        assert!(message.contains("${owner:ident}"), "{message}");
+        assert!(
+            !message.contains("O'Brien"),
+            "the value stays out: {message}"
+        );
+        assert_eq!(
+            sql(
+                SqlDialect::MySql,
+                "SELECT * FROM t_${region} WHERE dt = '${bizdate}' AND run = ${run_id} \
+                 AND d = $[yyyyMMdd-1] AND x = '${empty}'"
+            )
+            .unwrap(),
+            "SELECT * FROM t_eu-west WHERE dt = '2024-03-31' AND run = 42 \
+             AND d = 20240331 AND x = ''"
+        );
+    }
+
+    #[test]
+    fn sql_literals_per_dialect() {
+        assert_eq!(
+            sql(SqlDialect::Postgres, "owner = ${owner:literal}").unwrap(),
+            "owner = 'O''Brien'"
+        );
+        assert_eq!(
+            sql(SqlDialect::Sqlite, "${owner:literal}").unwrap(),
+            "'O''Brien'"
+        );
+        assert_eq!(
+            sql(SqlDialect::Postgres, "${path:literal}").unwrap(),
+            r"'C:\tmp\it''s'"
+        );
+        assert_eq!(
+            sql(SqlDialect::MySql, "${path:literal}").unwrap(),
+            r"'C:\\tmp\\it''s'"
+        );
+        assert_eq!(
+            sql(SqlDialect::MySql, "${bizdate:literal}").unwrap(),
+            "'2024-03-31'"
+        );
+    }
+
+    #[test]
+    fn sql_identifiers_per_dialect() {
+        assert_eq!(
+            sql(SqlDialect::Postgres, "FROM ${table:ident}").unwrap(),
+            r#"FROM "my""ta`ble""#
+        );
+        assert_eq!(
+            sql(SqlDialect::Sqlite, "${table:ident}").unwrap(),
+            r#""my""ta`ble""#
+        );
+        assert_eq!(
+            sql(SqlDialect::MySql, "${table:ident}").unwrap(),
+            r#"`my"ta``ble`"#
+        );
+    }
+
+    #[test]
+    fn sql_example_from_the_docs() {
+        let mut c = ctx();
+        c.params.insert("target".into(), "sales 2024".into());
+        assert_eq!(
+            c.substitute(
+                "INSERT INTO ${target:ident} SELECT * FROM orders\n\
+                 WHERE dt = '${bizdate}' AND owner = ${owner:literal};",
+                Mode::Sql(SqlDialect::Postgres)
+            )
+            .unwrap(),
+            "INSERT INTO \"sales 2024\" SELECT * FROM orders\n\
+             WHERE dt = '2024-03-31' AND owner = 'O''Brien';"
+        );
+    }
+
+    #[test]
+    fn sql_rejects_nul() {
+        assert_eq!(
+            sql(SqlDialect::Postgres, "${nul:literal}").unwrap_err(),
+            ParamError::NulInSqlValue { name: "nul".into() }
+        );
+    }
+
+    #[test]
+    fn sql_unknown_name() {
+        assert_eq!(
+            sql(SqlDialect::Sqlite, "${nope:literal}").unwrap_err(),
+            ParamError::Unknown {
+                name: "nope".into()
+            }
+        );
+    }
+
+    #[test]
+    fn date_expressions_in_text() {
+        assert_eq!(
+            text("dt=$[yyyyMMdd-1] h=$[HH] at $[yyyy-MM-dd HH:mm:ss]").unwrap(),
+            "dt=20240331 h=02 at 2024-04-01 02:30:00"
+        );
+        let err = text("$[yyyyMMdd").unwrap_err();
+        assert_eq!(
+            err,
+            ParamError::BadDateExpr {
+                expr: "yyyyMMdd".into(),
+                reason: "no closing `]`".into()
+            }
+        );
+        assert!(
+            err.to_string()
+                .starts_with("bad date expression $[yyyyMMdd]")
+        );
+    }
+
+    #[test]
+    fn env_names() {
+        assert_eq!(env_name("bizdate"), "DJ_PARAM_BIZDATE");
+        assert_eq!(env_name("a.b-c"), "DJ_PARAM_A_B_C");
+        assert_eq!(env_name("héllo"), "DJ_PARAM_H_LLO");
+    }
+}
