@@ -81,6 +81,8 @@ enum Command {
     /// Manage the datasources SQL tasks connect to (passwords are never printed).
     #[command(subcommand)]
     Datasource(commands::datasource::DatasourceCommand),
+    /// Kill a running (or waiting) task instance, or a whole run.
+    Kill(commands::kill::KillArgs),
     /// Print a task's log (the latest attempt by default), or follow it live.
     Logs(commands::logs::LogsArgs),
     /// Check cron expressions: next fire times and descriptions.
@@ -115,6 +117,7 @@ async fn main() -> ExitCode {
         Command::Dag(command) => commands::dag::run(&cli.global, command).await,
         Command::Trigger(args) => commands::trigger::run(&cli.global, args).await,
         Command::Runs(args) => commands::runs::run(&cli.global, args).await,
+        Command::Kill(args) => commands::kill::run(&cli.global, args).await,
         Command::Logs(args) => commands::logs::run(&cli.global, args).await,
         Command::Datasource(command) => commands::datasource::run(&cli.global, command).await,
         Command::Cron(command) => commands::cron::run(command),

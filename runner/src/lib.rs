@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, Context, consumer::PullConsumer};
 use chrono::{DateTime, Utc};
-use datajump_nats::{NatsError, publish_done, pull_consumer};
+use datajump_nats::{NatsError, publish_done, publish_work, pull_consumer};
 use datajump_shared::TaskStatus;
 use datajump_shared::cron::parse_time_zone;
 use datajump_shared::entities::{execution, task_instance};
@@ -80,6 +80,65 @@ struct Heartbeat<'a> {
     at: DateTime<Utc>,
 }
 
+/// Kill switches of the attempts this runner is running, by task instance.
+type Running = Arc<std::sync::Mutex<std::collections::HashMap<i64, CancellationToken>>>;
+
+/// How this runner's attempts can be stopped.
+#[derive(Clone)]
+struct Stops {
+    /// Cancelled at the drain timeout: every attempt stops and is requeued.
+    drain: CancellationToken,
+    /// Per-attempt kill switches, pulled by `dj.kill.<id>` or a status recheck.
+    running: Running,
+}
+
+impl Stops {
+    fn register(&self, task_instance_id: i64) -> CancellationToken {
+        let token = self.drain.child_token();
+        if let Ok(mut running) = self.running.lock() {
+            running.insert(task_instance_id, token.clone());
+        }
+        token
+    }
+
+    fn unregister(&self, task_instance_id: i64) {
+        if let Ok(mut running) = self.running.lock() {
+            running.remove(&task_instance_id);
+        }
+    }
+
+    fn kill(&self, task_instance_id: i64) {
+        if let Ok(running) = self.running.lock()
+            && let Some(token) = running.get(&task_instance_id)
+        {
+            token.cancel();
+        }
+    }
+}
+
+/// Listens on `dj.kill.*` and pulls the kill switch of attempts running here.
+async fn kill_listener(nats: async_nats::Client, stops: Stops, shutdown: CancellationToken) {
+    let mut kills = match nats.subscribe(subjects::KILL_ALL).await {
+        Ok(kills) => kills,
+        Err(e) => {
+            warn!(error = %e, "cannot listen for kills; status rechecks still stop killed tasks");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            message = kills.next() => {
+                let Some(message) = message else { return };
+                let id = message.subject.as_str().rsplit('.').next().and_then(|id| id.parse::<i64>().ok());
+                if let Some(id) = id {
+                    stops.kill(id);
+                }
+            }
+            () = shutdown.cancelled() => return,
+        }
+    }
+}
+
 /// How often a running task sends AckProgress and heartbeats are written.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// How long a runner waits before retrying a task another live runner owns.
@@ -114,7 +173,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         slots.clone(),
         shutdown.clone(),
     ));
-    let tasks_cancel = CancellationToken::new();
+    let stops = Stops {
+        drain: CancellationToken::new(),
+        running: Running::default(),
+    };
+    let killer = tokio::spawn(kill_listener(
+        config.nats.clone(),
+        stops.clone(),
+        stops.drain.clone(),
+    ));
     let mut running = tokio::task::JoinSet::new();
     info!(runner = %config.id, queues = ?config.queues, slots = config.slots, "runner started");
 
@@ -130,9 +197,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             if let Some(message) = fetch_one(&consumers).await {
                 let config = config.clone();
                 let js = js.clone();
-                let cancel = tasks_cancel.child_token();
+                let stops = stops.clone();
                 running.spawn(async move {
-                    handle_work(&config, &js, message, cancel).await;
+                    handle_work(&config, &js, message, &stops).await;
                     drop(permit);
                 });
                 break;
@@ -152,10 +219,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     })
     .await;
     if drained.is_err() {
-        warn!(runner = %config.id, "drain timeout: stopping running tasks");
-        tasks_cancel.cancel();
+        warn!(runner = %config.id, "drain timeout: stopping running tasks and returning them to the queue");
+        stops.drain.cancel();
         while running.join_next().await.is_some() {}
     }
+    stops.drain.cancel();
+    let _ = killer.await;
     heartbeat.abort();
     if let Ok(kv) = datajump_nats::key_value(&js, subjects::RUNNERS_BUCKET).await {
         let _ = kv.purge(&config.id).await;
@@ -208,12 +277,7 @@ async fn heartbeat_loop(
     }
 }
 
-async fn handle_work(
-    config: &Config,
-    js: &Context,
-    message: jetstream::Message,
-    cancel: CancellationToken,
-) {
+async fn handle_work(config: &Config, js: &Context, message: jetstream::Message, stops: &Stops) {
     let work = match WorkMsg::decode(&message.payload) {
         Ok(work) => work,
         Err(e) => {
@@ -228,7 +292,7 @@ async fn handle_work(
     };
     let span = info_span!("task", dag_run_id = work.dag_run_id, task_instance_id = work.task_instance_id, attempt = work.attempt, task = %work.spec.task.name);
     async {
-        let ack = match attempt(config, js, &message, &work, cancel).await {
+        let ack = match attempt(config, js, &message, &work, stops).await {
             Ok(ack) => ack,
             Err(e) => {
                 warn!(error = %e, "database error; message will be redelivered");
@@ -249,7 +313,7 @@ async fn attempt(
     js: &Context,
     message: &jetstream::Message,
     work: &WorkMsg,
-    cancel: CancellationToken,
+    stops: &Stops,
 ) -> Result<AckKind, DbErr> {
     let start = Utc::now();
     let Some(row) = state::start(
@@ -264,6 +328,23 @@ async fn attempt(
         return not_claimed(config, js, work).await;
     };
     info!(runner = %config.id, "task started");
+    let kill = stops.register(row.id);
+    let ack = run_claimed(config, js, message, work, &row, &kill, &stops.drain).await;
+    stops.unregister(row.id);
+    ack
+}
+
+/// Runs a claimed attempt to its end and records it.
+async fn run_claimed(
+    config: &Config,
+    js: &Context,
+    message: &jetstream::Message,
+    work: &WorkMsg,
+    row: &task_instance::Model,
+    kill: &CancellationToken,
+    drain: &CancellationToken,
+) -> Result<AckKind, DbErr> {
+    let start = row.started_at.unwrap_or_else(Utc::now);
     let exec_row = execution::ActiveModel {
         task_instance_id: Set(row.id),
         dag_run_id: Set(row.dag_run_id),
@@ -297,10 +378,10 @@ async fn attempt(
             let ctx = ExecContext {
                 content: task.content.clone(),
                 params: param_context(work),
-                env: environment(work, &row),
+                env: environment(work, row),
                 db: config.db.clone(),
                 timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),
-                cancel,
+                cancel: kill.clone(),
             };
             let run = executor.execute(&ctx, &log);
             tokio::pin!(run);
@@ -309,6 +390,12 @@ async fn attempt(
                     outcome = &mut run => break outcome,
                     () = tokio::time::sleep(PROGRESS_EVERY) => {
                         let _ = message.ack_with(AckKind::Progress).await;
+                        // A kill message can be lost; the database cannot.
+                        if let Ok(Some(now)) = task_instance::Entity::find_by_id(row.id).one(&config.db).await
+                            && (now.status != TaskStatus::Running || now.owner.as_deref() != Some(config.id.as_str()))
+                        {
+                            kill.cancel();
+                        }
                         // So `datajump logs --follow` can start from what is written so far.
                         let _ = execution::ActiveModel {
                             id: Set(exec_row.id),
@@ -330,22 +417,31 @@ async fn attempt(
     log.footer(outcome.exit_code(), duration_ms);
     let finished_log = log.finish(full_log);
     let log_path = store_full_log(js, exec_row.id, finished_log.full).await;
-    let (attempt_end, reason) = judge(&outcome, &task.retry, row.retries_used, end);
+    let abandoned = outcome == ExecOutcome::Cancelled && drain.is_cancelled();
 
     let txn = datajump_shared::db::begin_write(&config.db).await?;
-    let finished = state::finish_attempt(
-        &txn,
-        row.id,
-        work.attempt,
-        &config.id,
-        &attempt_end,
-        reason.as_deref(),
-        end,
-    )
-    .await?;
-    let exec_status = match &attempt_end {
-        AttemptEnd::Terminal(status) => *status,
-        AttemptEnd::Retry { .. } => TaskStatus::Failed,
+    let (finished, requeued, exec_status, reason) = if abandoned {
+        let requeued =
+            state::requeue_abandoned(&txn, row.id, work.attempt, &config.id, end).await?;
+        let reason = "the runner shut down; the task went back to the queue".to_owned();
+        (None, requeued, TaskStatus::Failed, Some(reason))
+    } else {
+        let (attempt_end, reason) = judge(&outcome, &task.retry, row.retries_used, end);
+        let finished = state::finish_attempt(
+            &txn,
+            row.id,
+            work.attempt,
+            &config.id,
+            &attempt_end,
+            reason.as_deref(),
+            end,
+        )
+        .await?;
+        let exec_status = match &attempt_end {
+            AttemptEnd::Terminal(status) => *status,
+            AttemptEnd::Retry { .. } => TaskStatus::Failed,
+        };
+        (finished, None, exec_status, reason)
     };
     execution::ActiveModel {
         id: Set(exec_row.id),
@@ -362,6 +458,13 @@ async fn attempt(
     .await?;
     txn.commit().await?;
 
+    if let Some(requeued) = requeued {
+        info!("task returned to the queue (runner shutting down)");
+        if let Err(e) = publish_work(js, &requeued).await {
+            warn!(error = %e, "republishing work failed; the deadline scan will");
+        }
+        return Ok(AckKind::Ack);
+    }
     match finished {
         Some(row) => {
             info!(status = %row.status, duration_ms, "task finished");

@@ -138,6 +138,117 @@ pub async fn finish_attempt<C: ConnectionTrait>(
     update_instance(conn, update).await
 }
 
+/// Statuses a kill applies to: everything not yet terminal.
+const KILLABLE: [TaskStatus; 5] = [
+    TaskStatus::Created,
+    TaskStatus::Pending,
+    TaskStatus::Queued,
+    TaskStatus::Running,
+    TaskStatus::UpForRetry,
+];
+
+/// Any live status → KILLED (DESIGN.md "Kill": the database first, then the
+/// message). `owner` is kept, so the caller can tell an instance that was
+/// running (it has an owner) and send the kill message to its runner.
+pub async fn kill<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
+            .col_expr(TiCol::Reason, Expr::value("killed by a user"))
+            .col_expr(TiCol::FinishedAt, Expr::value(now))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.is_in(KILLABLE)),
+    )
+    .await
+}
+
+/// What killing a run did, to act on after commit.
+#[derive(Debug, Default)]
+pub struct KilledRun {
+    /// Instances now KILLED: publish their completions (and a kill message
+    /// for those that were running).
+    pub killed: Vec<task_instance::Model>,
+    /// Work released in a waiting run of the same DAG that took the slot.
+    pub released: Released,
+}
+
+/// RUNNING or QUEUED run → KILLED, with every live instance KILLED; a
+/// waiting run of the DAG takes the freed slot. `None` if the run had
+/// already ended.
+pub async fn kill_run<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<KilledRun>, DbErr> {
+    let Some(run) = dag_run::Entity::update_many()
+        .col_expr(
+            dag_run::Column::Status,
+            Expr::value(RunStatus::Killed.as_str()),
+        )
+        .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
+        .filter(dag_run::Column::Id.eq(run_id))
+        .filter(dag_run::Column::Status.is_in([RunStatus::Running, RunStatus::Queued]))
+        .exec_with_returning(conn)
+        .await?
+        .into_iter()
+        .next()
+    else {
+        return Ok(None);
+    };
+    let killed = Ti::update_many()
+        .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
+        .col_expr(TiCol::Reason, Expr::value("the run was killed"))
+        .col_expr(TiCol::FinishedAt, Expr::value(now))
+        .col_expr(
+            TiCol::DeadlineAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(TiCol::DagRunId.eq(run_id))
+        .filter(TiCol::Status.is_in(KILLABLE))
+        .exec_with_returning(conn)
+        .await?;
+    let mut released = Released::default();
+    if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
+        released.started_run = Some(started);
+        release_roots(conn, started, now, &mut released).await?;
+    }
+    Ok(Some(KilledRun { killed, released }))
+}
+
+/// RUNNING → QUEUED for an attempt its runner gave up without a verdict
+/// (drain timeout at shutdown): the attempt does not count against the
+/// retry budget, and the ticker republishes the work at once.
+pub async fn requeue_abandoned<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    attempt: i32,
+    owner: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
+            .col_expr(TiCol::QueuedAt, Expr::value(now))
+            .col_expr(TiCol::DeadlineAt, Expr::value(now))
+            .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.eq(TaskStatus::Running))
+            .filter(TiCol::Attempt.eq(attempt + 1))
+            .filter(TiCol::Owner.eq(owner)),
+    )
+    .await
+}
+
 /// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running.
 async fn settle<C: ConnectionTrait>(
     conn: &C,

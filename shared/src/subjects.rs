@@ -109,6 +109,9 @@ pub fn kill(task_instance_id: i64) -> String {
     format!("dj.kill.{task_instance_id}")
 }
 
+/// Filter of every kill subject.
+pub const KILL_ALL: &str = "dj.kill.*";
+
 /// Core subject carrying an execution's live log lines.
 pub fn log(execution_id: i64) -> String {
     format!("dj.log.{execution_id}")

@@ -3,6 +3,7 @@
 pub mod cron;
 pub mod dag;
 pub mod datasource;
+pub mod kill;
 pub mod logs;
 pub mod roles;
 pub mod runs;

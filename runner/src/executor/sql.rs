@@ -22,6 +22,8 @@
 //! and MySQL), so an abandoned statement does not keep running and holding
 //! locks while a retry starts.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use datajump_shared::datasources::{self, ConnectionUrl, DatasourceKind};
@@ -42,6 +44,8 @@ pub const MAX_ROWS: usize = 100;
 const STATEMENT_EXCERPT: usize = 200;
 /// A cell is shown up to this many characters.
 const MAX_CELL: usize = 80;
+/// SQLite virtual machine steps between checks for an interrupt.
+const SQLITE_PROGRESS_OPS: i32 = 1000;
 /// A routine keyword (`CREATE OR REPLACE DEFINER=… PROCEDURE`) must come
 /// within this many leading words.
 const ROUTINE_WORDS: usize = 12;
@@ -97,7 +101,7 @@ async fn run(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
     }
     log.line(&format!("[datajump] datasource '{name}' ({kind}): {url}"));
 
-    let session = std::sync::OnceLock::new();
+    let session = Session::default();
     let work = run_statements(&source, kind, &url, &statements, &session, log);
     tokio::pin!(work);
     let deadline = (!ctx.timeout.is_zero()).then(|| tokio::time::Instant::now() + ctx.timeout);
@@ -111,12 +115,12 @@ async fn run(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
         outcome = &mut work => outcome,
         () = timeout => {
             log.line(&format!("[datajump] timed out after {}s", ctx.timeout.as_secs()));
-            stop_session(&source, kind, &url, session.get().copied(), log).await;
+            stop(&source, kind, &url, &session, log).await;
             ExecOutcome::TimedOut
         }
         () = ctx.cancel.cancelled() => {
             log.line("[datajump] stopped");
-            stop_session(&source, kind, &url, session.get().copied(), log).await;
+            stop(&source, kind, &url, &session, log).await;
             ExecOutcome::Cancelled
         }
     }
@@ -134,12 +138,51 @@ async fn connect(url: &ConnectionUrl) -> Result<DatabaseConnection, sea_orm::DbE
     Database::connect(options).await
 }
 
-/// The query giving the server's id of the current session.
-fn session_query(kind: DatasourceKind) -> Option<&'static str> {
-    match kind {
-        DatasourceKind::Postgresql => Some("SELECT pg_backend_pid()::bigint AS id"),
-        DatasourceKind::Mysql => Some("SELECT CAST(CONNECTION_ID() AS SIGNED) AS id"),
-        DatasourceKind::Sqlite => None,
+/// How the task's running statement can be stopped from outside its future.
+#[derive(Default)]
+struct Session {
+    /// Known once connected.
+    stop: OnceLock<Stop>,
+    /// Set to make SQLite's progress handler interrupt the statement.
+    interrupt: Arc<AtomicBool>,
+}
+
+/// A way to stop a running statement.
+enum Stop {
+    /// Terminate this server session (PostgreSQL backend pid, MySQL
+    /// connection id) from a second connection.
+    Server(i64),
+    /// Raise [`Session::interrupt`] (SQLite).
+    Interrupt,
+}
+
+/// Learns how the session of `db` can be stopped: the server's id of it, or
+/// (SQLite, an in-process library) a progress handler that aborts the
+/// running statement once [`Session::interrupt`] is raised.
+async fn prepare_stop(db: &DatabaseConnection, kind: DatasourceKind, session: &Session) {
+    let query = match kind {
+        DatasourceKind::Postgresql => "SELECT pg_backend_pid()::bigint AS id",
+        DatasourceKind::Mysql => "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id",
+        DatasourceKind::Sqlite => {
+            // The pool's one connection: acquired here, released at once.
+            if let Ok(mut connection) = db.get_sqlite_connection_pool().acquire().await
+                && let Ok(mut handle) = connection.lock_handle().await
+            {
+                let interrupt = session.interrupt.clone();
+                handle.set_progress_handler(SQLITE_PROGRESS_OPS, move || {
+                    !interrupt.load(Ordering::Relaxed)
+                });
+                let _ = session.stop.set(Stop::Interrupt);
+            }
+            return;
+        }
+    };
+    if let Ok(Some(row)) = db
+        .query_one_raw(Statement::from_string(db.get_database_backend(), query))
+        .await
+        && let Ok(id) = row.try_get::<i64>("", "id")
+    {
+        let _ = session.stop.set(Stop::Server(id));
     }
 }
 
@@ -148,7 +191,7 @@ async fn run_statements(
     kind: DatasourceKind,
     url: &ConnectionUrl,
     statements: &[SqlStatement<'_>],
-    session: &std::sync::OnceLock<i64>,
+    session: &Session,
     log: &LogSink,
 ) -> ExecOutcome {
     let db = match connect(url).await {
@@ -161,14 +204,7 @@ async fn run_statements(
             ));
         }
     };
-    if let Some(query) = session_query(kind)
-        && let Ok(Some(row)) = db
-            .query_one_raw(Statement::from_string(db.get_database_backend(), query))
-            .await
-        && let Ok(id) = row.try_get::<i64>("", "id")
-    {
-        let _ = session.set(id);
-    }
+    prepare_stop(&db, kind, session).await;
     let total = statements.len();
     let mut outcome = ExecOutcome::Success;
     for (index, statement) in statements.iter().enumerate() {
@@ -418,20 +454,24 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// Ends the task's server-side session (PostgreSQL, MySQL) from a second
-/// connection, so a statement abandoned by a timeout or kill stops too.
-async fn stop_session(
+/// Stops the statement a timeout or kill abandons, so it does not go on
+/// running (and holding locks) on its own: terminates the server session
+/// (PostgreSQL, MySQL) from a second connection, or interrupts SQLite.
+async fn stop(
     source: &datasource::Model,
     kind: DatasourceKind,
     url: &ConnectionUrl,
-    session: Option<i64>,
+    session: &Session,
     log: &LogSink,
 ) {
-    let Some(id) = session else {
-        if kind == DatasourceKind::Sqlite {
-            log.line("[datajump] a running SQLite statement finishes on its own; its connection is then closed");
+    let id = match session.stop.get() {
+        None => return,
+        Some(Stop::Interrupt) => {
+            session.interrupt.store(false, Ordering::Relaxed);
+            log.line("[datajump] SQLite statement interrupted");
+            return;
         }
-        return;
+        Some(Stop::Server(id)) => *id,
     };
     let sql = match kind {
         DatasourceKind::Postgresql => format!("SELECT pg_terminate_backend({id})"),
