@@ -535,11 +535,38 @@ async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<Ac
         });
     }
     if row.status == TaskStatus::Running && row.owner.as_deref() != Some(config.id.as_str()) {
-        debug!(owner = ?row.owner, "task is running elsewhere");
-        return Ok(AckKind::Nak(Some(OWNED_ELSEWHERE_DELAY)));
+        if owner_alive(js, row.owner.as_deref()).await {
+            debug!(owner = ?row.owner, "task is running elsewhere");
+            return Ok(AckKind::Nak(Some(OWNED_ELSEWHERE_DELAY)));
+        }
+        let txn = datajump_shared::db::begin_write(&config.db).await?;
+        let taken = state::take_over(&txn, &row, Utc::now()).await?;
+        txn.commit().await?;
+        if let Some(taken) = taken {
+            warn!(lost_owner = ?row.owner, status = %taken.status, "runner lost: task taken over");
+            let published = if taken.status.is_terminal() {
+                publish_done(js, &taken, row.attempt - 1).await
+            } else {
+                publish_work(js, &taken).await
+            };
+            if let Err(e) = published {
+                warn!(error = %e, "publishing after the takeover failed; the deadline scan republishes");
+            }
+        }
+        return Ok(AckKind::Ack);
     }
     debug!(status = %row.status, attempt = row.attempt, "stale work message");
     Ok(AckKind::Ack)
+}
+
+/// True while `owner`'s heartbeat is in `dj_runners` (or when that cannot
+/// be read: taking over a live runner's task would run it twice).
+async fn owner_alive(js: &Context, owner: Option<&str>) -> bool {
+    let Some(owner) = owner else { return false };
+    match datajump_nats::key_value(js, subjects::RUNNERS_BUCKET).await {
+        Ok(kv) => !matches!(kv.get(owner).await, Ok(None)),
+        Err(_) => true,
+    }
 }
 
 /// Decides how an attempt ends: terminal, or a retry when the policy allows.

@@ -17,8 +17,8 @@ use crate::naming::{validate_event, validate_queue};
 use crate::plan::{DepType, Params, RetryStrategy, Strategy};
 use crate::subjects::DEFAULT_QUEUE;
 
-/// Task types this build can run.
-pub const TASK_TYPES: [&str; 4] = ["SHELL", "PYTHON", "SQL", "HTTP"];
+/// Task types this build can run (`NOOP` succeeds at once, for benchmarks).
+pub const TASK_TYPES: [&str; 5] = ["SHELL", "PYTHON", "SQL", "HTTP", "NOOP"];
 
 /// A DAG file that cannot be applied.
 #[derive(Debug, Error)]

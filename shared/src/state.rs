@@ -14,7 +14,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use sea_orm::{PaginatorTrait, QueryOrder, QuerySelect};
 
-use crate::entities::{dag, dag_run, task_instance};
+use crate::entities::{dag, dag_run, execution, task_instance};
 use crate::plan::{DepType, Strategy};
 use crate::{RunStatus, TaskStatus};
 
@@ -247,6 +247,69 @@ pub async fn requeue_abandoned<C: ConnectionTrait>(
             .filter(TiCol::Owner.eq(owner)),
     )
     .await
+}
+
+/// Error text of an attempt whose runner died.
+pub const RUNNER_LOST: &str = "runner lost";
+
+/// Times an instance may lose its runner before it fails for good; these
+/// retries do not use the task's own retry budget.
+pub const MAX_RUNNER_LOST: u64 = 3;
+
+/// Takes over an instance whose owner's heartbeat has expired: closes the
+/// lost attempt's execution as FAILED "runner lost" and moves the instance
+/// RUNNING → QUEUED (a fresh attempt), or → FAILED once it has lost its
+/// runner [`MAX_RUNNER_LOST`] times. The conditional update on (owner,
+/// attempt) lets only one runner take over. Returns the instance after.
+pub async fn take_over<C: ConnectionTrait>(
+    conn: &C,
+    row: &task_instance::Model,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    let lost_before = execution::Entity::find()
+        .filter(execution::Column::TaskInstanceId.eq(row.id))
+        .filter(execution::Column::ErrorMsg.eq(RUNNER_LOST))
+        .count(conn)
+        .await?;
+    let mut update = Ti::update_many()
+        .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
+        .filter(TiCol::Id.eq(row.id))
+        .filter(TiCol::Status.eq(TaskStatus::Running))
+        .filter(TiCol::Attempt.eq(row.attempt));
+    update = match &row.owner {
+        Some(owner) => update.filter(TiCol::Owner.eq(owner.as_str())),
+        None => update.filter(TiCol::Owner.is_null()),
+    };
+    update = if lost_before + 1 >= MAX_RUNNER_LOST {
+        update
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Failed.as_str()))
+            .col_expr(
+                TiCol::Reason,
+                Expr::value(format!("{RUNNER_LOST} {MAX_RUNNER_LOST} times")),
+            )
+            .col_expr(TiCol::FinishedAt, Expr::value(now))
+    } else {
+        update
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
+            .col_expr(TiCol::QueuedAt, Expr::value(now))
+            .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
+    };
+    let Some(after) = update_instance(conn, update).await? else {
+        return Ok(None);
+    };
+    execution::Entity::update_many()
+        .col_expr(
+            execution::Column::Status,
+            Expr::value(TaskStatus::Failed.as_str()),
+        )
+        .col_expr(execution::Column::EndTime, Expr::value(now))
+        .col_expr(execution::Column::ErrorMsg, Expr::value(RUNNER_LOST))
+        .filter(execution::Column::TaskInstanceId.eq(row.id))
+        .filter(execution::Column::Attempt.eq(row.attempt - 1))
+        .filter(execution::Column::Status.eq(TaskStatus::Running))
+        .exec(conn)
+        .await?;
+    Ok(Some(after))
 }
 
 /// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running.

@@ -155,6 +155,9 @@ impl Request {
         };
         let success = match &content["success_codes"] {
             serde_json::Value::Null => None,
+            serde_json::Value::Array(codes) if codes.is_empty() => {
+                return Err("'success_codes' is empty: list the statuses that mean success, or leave it out for any 2xx".to_owned());
+            }
             serde_json::Value::Array(codes) => Some(
                 codes
                     .iter()
@@ -231,6 +234,9 @@ impl Request {
             Err(e) => return self.request_error(&e, log),
         };
         let status = response.status();
+        if response.url() != &self.url {
+            log.line(&format!("< (redirected to {})", masked_url(response.url())));
+        }
         log.line(&format!(
             "< {:?} {} {}",
             response.version(),

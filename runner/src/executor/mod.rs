@@ -6,6 +6,7 @@
 //! [`for_type`], nothing else.
 
 mod http;
+mod noop;
 mod process;
 mod python;
 mod shell;
@@ -91,6 +92,7 @@ pub fn for_type(task_type: &str) -> Option<&'static dyn Executor> {
     match task_type {
         "SHELL" => Some(&shell::Shell),
         "PYTHON" => Some(&python::Python),
+        "NOOP" => Some(&noop::Noop),
         "SQL" => Some(&sql::Sql),
         "HTTP" => Some(&http::Http),
         _ => None,

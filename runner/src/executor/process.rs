@@ -1,7 +1,12 @@
 //! Running a script file with an interpreter, the way every process-based
 //! executor does: its own process group (so a timeout or kill takes
-//! background children too), killed if the runner dies (parent-death
-//! signal), stdout and stderr through one pipe so their order is kept.
+//! background children too), stdout and stderr through one pipe so their
+//! order is kept, and nothing left behind if the runner dies.
+//!
+//! A parent-death signal reaches only the direct child, not what the script
+//! starts in the background, so the direct child is a small bash guard: it
+//! gets SIGTERM when the runner dies (even by `kill -9`) and answers by
+//! killing its whole process group.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -19,6 +24,10 @@ fn failed(message: String) -> ExecOutcome {
         message,
     }
 }
+
+/// The guard between the runner and the script: `$0` is the interpreter,
+/// `$1` the script. On SIGTERM (the runner died) it kills its process group.
+const GUARD: &str = r#"trap 'kill -KILL 0' TERM; "$0" "$1" & wait $!; exit $?"#;
 
 /// Writes `body` to a temporary file with `suffix`; it is removed on drop.
 pub fn script_file(body: &str, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {
@@ -51,8 +60,11 @@ pub async fn run(
         Ok(w) => w,
         Err(e) => return failed(format!("cannot create a pipe: {e}")),
     };
-    let mut command = Command::new(interpreter);
+    let mut command = Command::new("bash");
     command
+        .arg("-c")
+        .arg(GUARD)
+        .arg(interpreter)
         .arg(script)
         .envs(&ctx.env)
         .envs(extra_env.iter().copied())
@@ -65,7 +77,7 @@ pub async fn run(
     // prctl, which is async-signal-safe.
     unsafe {
         command.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
         });
     }
     let mut child = match command.spawn() {

@@ -19,8 +19,8 @@
 //! Results are streamed: a `SELECT` of millions of rows is counted, not
 //! held in memory, and only the first [`MAX_ROWS`] are formatted into the log.
 //! On timeout or kill the server-side session is terminated too (PostgreSQL
-//! and MySQL), so an abandoned statement does not keep running and holding
-//! locks while a retry starts.
+//! and MySQL; SQLite's statement is interrupted), so an abandoned statement
+//! does not keep running and holding locks while a retry starts.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -128,14 +128,38 @@ async fn run(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
 
 async fn connect(url: &ConnectionUrl) -> Result<DatabaseConnection, sea_orm::DbErr> {
     let mut options = ConnectOptions::new(url.expose().to_owned());
-    // One connection: every statement runs in the same session.
+    // One connection, never recycled or silently replaced between
+    // statements (no lifetime, idle timeout or ping-and-reconnect): every
+    // statement runs in the same session, so temporary tables, `SET` and
+    // open transactions carry over, and a lost connection is an error.
     options
         .max_connections(1)
         .min_connections(0)
         .connect_timeout(CONNECT_TIMEOUT)
         .acquire_timeout(CONNECT_TIMEOUT)
+        .max_lifetime(None::<Duration>)
+        .idle_timeout(None::<Duration>)
+        .test_before_acquire(false)
         .sqlx_logging(false);
     Database::connect(options).await
+}
+
+/// Why a connection fails, from one direct attempt: the pool retries a
+/// refused connection until its timeout and then reports only that it timed
+/// out.
+async fn connect_error(kind: DatasourceKind, url: &ConnectionUrl) -> Option<String> {
+    use sea_orm::sqlx::{Connection, MySqlConnection, PgConnection, SqliteConnection};
+    let attempt = async {
+        match kind {
+            DatasourceKind::Postgresql => PgConnection::connect(url.expose()).await.map(drop),
+            DatasourceKind::Mysql => MySqlConnection::connect(url.expose()).await.map(drop),
+            DatasourceKind::Sqlite => SqliteConnection::connect(url.expose()).await.map(drop),
+        }
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+        Ok(Err(e)) => Some(e.to_string()),
+        Ok(Ok(())) | Err(_) => None,
+    }
 }
 
 /// How the task's running statement can be stopped from outside its future.
@@ -197,10 +221,14 @@ async fn run_statements(
     let db = match connect(url).await {
         Ok(db) => db,
         Err(e) => {
+            let why = match connect_error(kind, url).await {
+                Some(why) => why,
+                None => e.to_string(),
+            };
             return failed(format!(
                 "cannot connect to datasource '{}': {}",
                 source.name,
-                datasources::redact(source, &e.to_string())
+                datasources::redact(source, &why)
             ));
         }
     };
@@ -467,7 +495,7 @@ async fn stop(
     let id = match session.stop.get() {
         None => return,
         Some(Stop::Interrupt) => {
-            session.interrupt.store(false, Ordering::Relaxed);
+            session.interrupt.store(true, Ordering::Relaxed);
             log.line("[datajump] SQLite statement interrupted");
             return;
         }
