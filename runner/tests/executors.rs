@@ -1,0 +1,1078 @@
+//! The SQL and HTTP executors against real services: PostgreSQL and MariaDB
+//! on this machine (127.0.0.1:5432 user postgres, 127.0.0.1:3306 root), a
+//! SQLite file, and an HTTP server started by each test on a free port.
+//!
+//! Each PostgreSQL test works in its own database `dj_exec_test_<uuid>` and
+//! each MariaDB test in its own tables of `test` (random suffix); both are
+//! dropped when the test ends, even when it fails. The scheduler's own
+//! database (where datasources are stored) is a temporary SQLite file.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{NaiveDate, TimeZone, Utc};
+use datajump_migrations::{Migrator, MigratorTrait};
+use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, for_type};
+use datajump_shared::datasources::{self, DatasourceError, DatasourceKind, NewDatasource};
+use datajump_shared::params::ParamContext;
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const MYSQL_URL: &str = "mysql://root@127.0.0.1:3306/test";
+
+/// The scheduler's database: a migrated temporary SQLite file.
+struct Scheduler {
+    db: DatabaseConnection,
+    _dir: tempfile::TempDir,
+}
+
+async fn scheduler() -> Scheduler {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("dj.db").display());
+    let db = datajump_shared::db::connect(&url)
+        .await
+        .expect("scheduler db");
+    Migrator::up(&db, None).await.expect("migrate");
+    Scheduler { db, _dir: dir }
+}
+
+fn params(extra: &[(&str, &str)]) -> ParamContext {
+    ParamContext {
+        biz_date: NaiveDate::from_ymd_opt(2024, 1, 14).expect("date"),
+        logical_time: Utc.with_ymd_and_hms(2024, 1, 15, 2, 0, 0).unwrap(),
+        time_zone: chrono_tz::UTC,
+        run_id: 7,
+        task_name: "load".to_owned(),
+        params: extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    }
+}
+
+/// What an execution ended as, and its whole log.
+struct Ran {
+    outcome: ExecOutcome,
+    log: String,
+    took: Duration,
+}
+
+struct Run {
+    task_type: &'static str,
+    content: Value,
+    params: ParamContext,
+    timeout: Duration,
+    cancel: CancellationToken,
+}
+
+impl Run {
+    fn new(task_type: &'static str, content: Value) -> Run {
+        Run {
+            task_type,
+            content,
+            params: params(&[]),
+            timeout: Duration::from_secs(60),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn params(mut self, extra: &[(&str, &str)]) -> Run {
+        self.params = params(extra);
+        self
+    }
+
+    fn timeout(mut self, timeout: Duration) -> Run {
+        self.timeout = timeout;
+        self
+    }
+
+    async fn on(self, db: &DatabaseConnection) -> Ran {
+        let executor = for_type(self.task_type).expect("executor registered");
+        let ctx = ExecContext {
+            content: self.content,
+            params: self.params,
+            env: BTreeMap::new(),
+            db: db.clone(),
+            timeout: self.timeout,
+            cancel: self.cancel,
+        };
+        let file = tempfile::NamedTempFile::new().expect("log file");
+        let sink = LogSink::new(None, Some(&file));
+        let start = Instant::now();
+        let outcome = executor.execute(&ctx, &sink).await;
+        let took = start.elapsed();
+        let finished = sink.finish(Some(file));
+        let log = std::fs::read_to_string(finished.full.expect("full log").path()).expect("log");
+        Ran { outcome, log, took }
+    }
+}
+
+fn assert_success(ran: &Ran) {
+    assert_eq!(ran.outcome, ExecOutcome::Success, "log:\n{}", ran.log);
+}
+
+fn failed_message(ran: &Ran) -> &str {
+    match &ran.outcome {
+        ExecOutcome::Failed { message, .. } => message,
+        other => panic!("expected Failed, got {other:?}; log:\n{}", ran.log),
+    }
+}
+
+fn invalid_message(ran: &Ran) -> &str {
+    match &ran.outcome {
+        ExecOutcome::Invalid(message) => message,
+        other => panic!("expected Invalid, got {other:?}; log:\n{}", ran.log),
+    }
+}
+
+fn datasource(name: &str, kind: DatasourceKind, host: &str) -> NewDatasource {
+    NewDatasource {
+        name: name.to_owned(),
+        kind,
+        host: host.to_owned(),
+        port: None,
+        database: None,
+        username: None,
+        password: None,
+        params: BTreeMap::new(),
+    }
+}
+
+async fn scalar(db: &DatabaseConnection, sql: &str) -> Option<sea_orm::QueryResult> {
+    db.query_one_raw(Statement::from_string(db.get_database_backend(), sql))
+        .await
+        .expect(sql)
+}
+
+async fn exec(db: &DatabaseConnection, sql: &str) {
+    db.execute_unprepared(sql).await.expect(sql);
+}
+
+fn suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
+}
+
+/// Runs `sql` on a fresh runtime in a fresh thread: for cleanup in `Drop`.
+fn run_blocking(url: String, sql: String) {
+    let _ = std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            if let Ok(db) = Database::connect(url).await {
+                let _ = db.execute_unprepared(&sql).await;
+                let _ = db.close().await;
+            }
+        });
+    })
+    .join();
+}
+
+/// A PostgreSQL database of its own, dropped on drop.
+struct PgDatabase {
+    name: String,
+    /// A connection to it, for checking what the task did.
+    db: DatabaseConnection,
+}
+
+impl PgDatabase {
+    async fn create() -> PgDatabase {
+        let name = format!("dj_exec_test_{}", suffix());
+        let admin = Database::connect(PG_ADMIN_URL)
+            .await
+            .expect("PostgreSQL at 127.0.0.1:5432");
+        exec(&admin, &format!("CREATE DATABASE {name}")).await;
+        admin.close().await.expect("close");
+        let db = Database::connect(format!("postgres://postgres@127.0.0.1:5432/{name}"))
+            .await
+            .expect("connect to test database");
+        PgDatabase { name, db }
+    }
+
+    fn datasource(&self, name: &str) -> NewDatasource {
+        let mut ds = datasource(name, DatasourceKind::Postgresql, "127.0.0.1");
+        ds.port = Some(5432);
+        ds.database = Some(self.name.clone());
+        ds.username = Some("postgres".to_owned());
+        // Trust authentication ignores it; it must still never be shown.
+        ds.password = Some("pa55-W0rd:secret".to_owned());
+        ds
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        run_blocking(
+            PG_ADMIN_URL.to_owned(),
+            format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// MariaDB tables with a random suffix in `test`, dropped on drop.
+struct MyTables {
+    suffix: String,
+    db: DatabaseConnection,
+}
+
+impl MyTables {
+    async fn create() -> MyTables {
+        let db = Database::connect(MYSQL_URL)
+            .await
+            .expect("MariaDB at 127.0.0.1:3306");
+        MyTables {
+            suffix: suffix(),
+            db,
+        }
+    }
+
+    fn name(&self, base: &str) -> String {
+        format!("{base}_{}", self.suffix)
+    }
+
+    fn datasource(&self, name: &str) -> NewDatasource {
+        let mut ds = datasource(name, DatasourceKind::Mysql, "127.0.0.1");
+        ds.port = Some(3306);
+        ds.database = Some("test".to_owned());
+        ds.username = Some("root".to_owned());
+        ds
+    }
+}
+
+impl Drop for MyTables {
+    fn drop(&mut self) {
+        let s = &self.suffix;
+        run_blocking(
+            MYSQL_URL.to_owned(),
+            format!("DROP TABLE IF EXISTS people_{s}, numbers_{s}, counter_{s}"),
+        );
+        run_blocking(
+            MYSQL_URL.to_owned(),
+            format!("DROP PROCEDURE IF EXISTS bump_{s}"),
+        );
+    }
+}
+
+// ---------------------------------------------------------------- catalog
+
+#[tokio::test]
+async fn datasource_catalog_add_list_remove() {
+    let s = scheduler().await;
+    let mut pg = datasource("warehouse", DatasourceKind::Postgresql, "db.internal");
+    pg.password = Some("hunter2".to_owned());
+    let row = datasources::add(&s.db, pg.clone()).await.expect("add");
+    assert_eq!(row.kind, "POSTGRESQL");
+    assert!(!format!("{row:?}").contains("hunter2"));
+    assert!(matches!(
+        datasources::add(&s.db, pg).await,
+        Err(DatasourceError::Exists(name)) if name == "warehouse"
+    ));
+    datasources::add(
+        &s.db,
+        datasource("local", DatasourceKind::Sqlite, "/tmp/x.db"),
+    )
+    .await
+    .expect("add sqlite");
+    let names: Vec<String> = datasources::list(&s.db)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(names, ["local", "warehouse"]);
+    let url = datasources::connection_url(
+        &datasources::by_name(&s.db, "warehouse")
+            .await
+            .expect("get")
+            .expect("found"),
+    )
+    .expect("url");
+    assert_eq!(url.to_string(), "postgres://db.internal");
+    datasources::remove(&s.db, "warehouse")
+        .await
+        .expect("remove");
+    assert!(matches!(
+        datasources::remove(&s.db, "warehouse").await,
+        Err(DatasourceError::NotFound(_))
+    ));
+    assert!(
+        datasources::by_name(&s.db, "warehouse")
+            .await
+            .expect("get")
+            .is_none()
+    );
+}
+
+// ------------------------------------------------------------- PostgreSQL
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_script_with_literals_dollar_quotes_params_and_a_cut_result() {
+    let s = scheduler().await;
+    let pg = PgDatabase::create().await;
+    datasources::add(&s.db, pg.datasource("pg"))
+        .await
+        .expect("add");
+    let sql = r#"
+        -- people; with a semicolon in this comment
+        CREATE TABLE people (id int PRIMARY KEY, name text, note text, amount numeric(10,2));
+        INSERT INTO people VALUES (1, 'a;b', 'it''s; fine', 1.50), (2, ${who:literal}, NULL, 2.25);
+        CREATE FUNCTION shout(t text) RETURNS text AS $fn$
+        BEGIN
+            RETURN upper(t) || '; done';  -- a ; inside the body
+        END
+        $fn$ LANGUAGE plpgsql;
+        UPDATE people SET note = shout('x') WHERE id <= 2;
+        SELECT id, name, note, amount FROM people ORDER BY id;
+        SELECT g AS n, g * 2 AS twice FROM generate_series(1, 150) AS g;
+        SELECT p.id, q.id FROM people p JOIN people q ON q.id = 3 - p.id ORDER BY p.id;
+        SELECT 1 AS nothing WHERE false;
+        SELECT sum(amount) AS total, '${bizdate}' AS day FROM people;
+    "#;
+    let who = "O'Brien\"; DROP TABLE people; --";
+    let ran = Run::new("SQL", json!({ "sql": sql, "datasource": "pg" }))
+        .params(&[("who", who)])
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+    let log = &ran.log;
+    assert!(!log.contains("pa55"), "password in the log:\n{log}");
+    assert!(
+        log.contains("postgres://postgres:***@127.0.0.1:5432/"),
+        "{log}"
+    );
+    assert!(
+        log.contains("[datajump] statement 1/9: CREATE TABLE people"),
+        "{log}"
+    );
+    assert!(log.contains("2 rows affected"), "{log}");
+    // The first table, with NULL gone after the UPDATE and the quoted name whole.
+    assert!(log.contains("O'Brien\"; DROP TABLE people; --"), "{log}");
+    assert!(log.contains("X; done"), "{log}");
+    assert!(log.contains("(100 of 150 rows shown)"), "{log}");
+    assert!(log.contains("100 | 200"), "{log}");
+    assert!(!log.contains("101 | 202"), "{log}");
+    // Repeated column names are read by position.
+    let joined: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("1  | 2") || l.starts_with("2  | 1"))
+        .collect();
+    assert_eq!(joined.len(), 2, "{log}");
+    assert!(log.contains("(0 rows)"), "{log}");
+    assert!(log.contains("3.75"), "numeric sum shown:\n{log}");
+    assert!(log.contains("2024-01-14"), "{log}");
+
+    let row = scalar(&pg.db, "SELECT name FROM people WHERE id = 2")
+        .await
+        .expect("row");
+    assert_eq!(row.try_get::<String>("", "name").expect("name"), who);
+}
+
+#[tokio::test]
+async fn postgres_first_failing_statement_fails_the_task_and_stops() {
+    let s = scheduler().await;
+    let pg = PgDatabase::create().await;
+    datasources::add(&s.db, pg.datasource("pg"))
+        .await
+        .expect("add");
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "pg", "sql": "CREATE TABLE a (x int); INSERT INTO missing VALUES (1); INSERT INTO a VALUES (1)" }),
+    )
+    .on(&s.db)
+    .await;
+    let message = failed_message(&ran);
+    assert!(message.contains("statement 2 of 3"), "{message}");
+    assert!(
+        message.contains("relation \"missing\" does not exist"),
+        "{message}"
+    );
+    assert_eq!(ran.outcome.exit_code(), None);
+    assert!(!ran.log.contains("statement 3/3"), "{}", ran.log);
+    let row = scalar(&pg.db, "SELECT count(*)::bigint AS n FROM a")
+        .await
+        .expect("row");
+    assert_eq!(row.try_get::<i64>("", "n").expect("n"), 0);
+}
+
+/// True once `count` gives 0, within 5 s: a terminated session takes a moment to go.
+async fn eventually<F, Fut>(count: F) -> bool
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = i64>,
+{
+    for _ in 0..50 {
+        if count().await == 0 {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+async fn pg_sleepers(db: &DatabaseConnection, database: &str) -> i64 {
+    let sql = format!(
+        "SELECT count(*)::bigint AS n FROM pg_stat_activity WHERE datname = '{database}' AND query LIKE 'SELECT pg_sleep(60)%'"
+    );
+    scalar(db, &sql)
+        .await
+        .expect("row")
+        .try_get::<i64>("", "n")
+        .expect("n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_timeout_and_kill_stop_the_statement_on_the_server() {
+    let s = scheduler().await;
+    let pg = PgDatabase::create().await;
+    datasources::add(&s.db, pg.datasource("pg"))
+        .await
+        .expect("add");
+    let content = json!({ "datasource": "pg", "sql": "SELECT 1; SELECT pg_sleep(60)" });
+
+    let ran = Run::new("SQL", content.clone())
+        .timeout(Duration::from_secs(2))
+        .on(&s.db)
+        .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    assert!(ran.took < Duration::from_secs(10), "{:?}", ran.took);
+    assert!(ran.log.contains("terminated"), "{}", ran.log);
+    assert!(
+        eventually(|| pg_sleepers(&pg.db, &pg.name)).await,
+        "pg_sleep still running"
+    );
+
+    let run = Run::new("SQL", content);
+    let cancel = run.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        cancel.cancel();
+    });
+    let ran = run.on(&s.db).await;
+    assert_eq!(ran.outcome, ExecOutcome::Cancelled, "{}", ran.log);
+    assert!(ran.took < Duration::from_secs(10), "{:?}", ran.took);
+    assert!(
+        eventually(|| pg_sleepers(&pg.db, &pg.name)).await,
+        "pg_sleep still running"
+    );
+}
+
+#[tokio::test]
+async fn unreachable_datasource_fails_retryably_without_the_password() {
+    let s = scheduler().await;
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let mut ds = datasource("gone", DatasourceKind::Postgresql, "127.0.0.1");
+    ds.port = Some(port);
+    ds.username = Some("u".to_owned());
+    ds.password = Some("s3cr3t-pw".to_owned());
+    datasources::add(&s.db, ds).await.expect("add");
+    let ran = Run::new("SQL", json!({ "datasource": "gone", "sql": "SELECT 1" }))
+        .on(&s.db)
+        .await;
+    let message = failed_message(&ran);
+    assert!(message.contains("Connection refused"), "{message}");
+    assert!(
+        message.contains("cannot connect to datasource 'gone'"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("s3cr3t") && !ran.log.contains("s3cr3t"),
+        "{message}\n{}",
+        ran.log
+    );
+}
+
+#[tokio::test]
+async fn sql_parameters_and_datasources_fail_fast() {
+    let s = scheduler().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("data.db");
+    datasources::add(
+        &s.db,
+        datasource("lite", DatasourceKind::Sqlite, &file.display().to_string()),
+    )
+    .await
+    .expect("add");
+
+    // A quote-containing value cannot go bare into SQL.
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "lite", "sql": "SELECT ${who}" }),
+    )
+    .params(&[("who", "x' OR '1'='1")])
+    .on(&s.db)
+    .await;
+    assert!(
+        invalid_message(&ran).contains("${who}"),
+        "{:?}",
+        ran.outcome
+    );
+
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "lite", "sql": "SELECT ${nope}" }),
+    )
+    .on(&s.db)
+    .await;
+    assert!(
+        invalid_message(&ran).contains("${nope}"),
+        "{:?}",
+        ran.outcome
+    );
+
+    let ran = Run::new("SQL", json!({ "datasource": "nowhere", "sql": "SELECT 1" }))
+        .on(&s.db)
+        .await;
+    assert!(
+        invalid_message(&ran).contains("'nowhere'"),
+        "{:?}",
+        ran.outcome
+    );
+
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "lite", "sql": "-- only a comment" }),
+    )
+    .on(&s.db)
+    .await;
+    invalid_message(&ran);
+    // Nothing ran: the file was not even created.
+    assert!(!file.exists());
+}
+
+// ---------------------------------------------------------------- MariaDB
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_script_with_escapes_procedure_show_and_a_cut_result() {
+    let s = scheduler().await;
+    let my = MyTables::create().await;
+    datasources::add(&s.db, my.datasource("maria"))
+        .await
+        .expect("add");
+    let (people, numbers, counter, bump) = (
+        my.name("people"),
+        my.name("numbers"),
+        my.name("counter"),
+        my.name("bump"),
+    );
+    let sql = format!(
+        r#"
+        CREATE TABLE {people} (id INT PRIMARY KEY, name VARCHAR(100), note TEXT, amount DECIMAL(10,2));
+        # a MySQL comment; with a semicolon
+        INSERT INTO {people} VALUES (1, 'a;b', 'it\'s; \\fine', 1.50), (2, ${{who:literal}}, NULL, 2.25);
+        CREATE TABLE {numbers} (n INT);
+        INSERT INTO {numbers} WITH RECURSIVE seq AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM seq WHERE n < 150) SELECT n FROM seq;
+        CREATE TABLE {counter} (n INT);
+        INSERT INTO {counter} VALUES (0);
+        CREATE PROCEDURE {bump}(times INT)
+        BEGIN
+            DECLARE i INT DEFAULT 0;
+            WHILE i < times DO
+                UPDATE {counter} SET n = n + 1;
+                SET i = i + 1;
+            END WHILE;
+            IF times > 100 THEN SELECT 'many;'; END IF;
+        END;
+        CALL {bump}(3);
+        SELECT id, name, note, amount FROM {people} ORDER BY id;
+        SELECT n, n * 2 AS twice FROM {numbers} ORDER BY n;
+        SHOW TABLES LIKE '{people}';
+        DESCRIBE {people};
+        SELECT n FROM {counter};
+        "#
+    );
+    let who = r#"O'Brien\"; DROP TABLE x; --"#;
+    let ran = Run::new("SQL", json!({ "sql": sql, "datasource": "maria" }))
+        .params(&[("who", who)])
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+    let log = &ran.log;
+    assert!(log.contains("mysql://root@127.0.0.1:3306/test"), "{log}");
+    assert!(log.contains("2 rows affected"), "{log}");
+    assert!(log.contains("150 rows affected"), "{log}");
+    assert!(
+        log.contains(r"it's; \\fine"),
+        "backslash shown escaped in the table:\n{log}"
+    );
+    assert!(log.contains("(100 of 150 rows shown)"), "{log}");
+    assert!(log.contains("100 | 200"), "{log}");
+    assert!(log.contains("NULL"), "{log}");
+    assert!(log.contains("2.25"), "{log}");
+    assert!(
+        log.contains(&format!("Tables_in_test ({people})")),
+        "SHOW shown:\n{log}"
+    );
+    assert!(log.contains("decimal(10,2)"), "DESCRIBE shown:\n{log}");
+
+    let row = scalar(&my.db, &format!("SELECT name FROM {people} WHERE id = 2"))
+        .await
+        .expect("row");
+    assert_eq!(row.try_get::<String>("", "name").expect("name"), who);
+    let row = scalar(&my.db, &format!("SELECT n FROM {counter}"))
+        .await
+        .expect("row");
+    assert_eq!(row.try_get::<i32>("", "n").expect("n"), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_failure_and_timeout() {
+    let s = scheduler().await;
+    let my = MyTables::create().await;
+    datasources::add(&s.db, my.datasource("maria"))
+        .await
+        .expect("add");
+    let people = my.name("people");
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "maria", "sql": format!("CREATE TABLE {people} (id INT); SELEC 1; INSERT INTO {people} VALUES (1)") }),
+    )
+    .on(&s.db)
+    .await;
+    let message = failed_message(&ran);
+    assert!(message.contains("statement 2 of 3"), "{message}");
+    assert!(message.contains("SQL syntax"), "{message}");
+
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "maria", "sql": "SELECT SLEEP(60)" }),
+    )
+    .timeout(Duration::from_secs(2))
+    .on(&s.db)
+    .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    assert!(ran.took < Duration::from_secs(10), "{:?}", ran.took);
+    assert!(ran.log.contains("terminated"), "{}", ran.log);
+    let sleepers = || async {
+        scalar(
+            &my.db,
+            "SELECT CAST(COUNT(*) AS SIGNED) AS n FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(60)'",
+        )
+        .await
+        .expect("row")
+        .try_get::<i64>("", "n")
+        .expect("n")
+    };
+    assert!(eventually(sleepers).await, "SLEEP still running");
+}
+
+// ----------------------------------------------------------------- SQLite
+
+#[tokio::test]
+async fn sqlite_script_with_a_trigger_body() {
+    let s = scheduler().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("data.db");
+    // The datasource opens an existing file; it never creates one.
+    std::fs::File::create(&file).expect("create file");
+    datasources::add(
+        &s.db,
+        datasource("lite", DatasourceKind::Sqlite, &file.display().to_string()),
+    )
+    .await
+    .expect("add");
+    let sql = r#"
+        CREATE TABLE [order items] (id INTEGER PRIMARY KEY, label TEXT, qty INTEGER);
+        CREATE TABLE audit (n INTEGER);
+        INSERT INTO audit VALUES (0);
+        CREATE TRIGGER count_items AFTER INSERT ON [order items]
+        BEGIN
+            UPDATE audit SET n = n + 1;
+            UPDATE audit SET n = n + CASE WHEN NEW.qty > 1 THEN 10 ELSE 0 END;
+        END;
+        INSERT INTO [order items] (label, qty) VALUES ('semi;colon', 1), (${label:literal}, 2), (NULL, NULL);
+        SELECT id, label, qty FROM [order items] ORDER BY id;
+        SELECT n FROM audit;
+        PRAGMA table_info(audit);
+        DELETE FROM [order items] WHERE qty IS NULL RETURNING id;
+    "#;
+    let ran = Run::new("SQL", json!({ "sql": sql, "datasource": "lite" }))
+        .params(&[("label", "it's")])
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+    let log = &ran.log;
+    assert!(log.contains("3 rows affected"), "{log}");
+    assert!(log.contains("semi;colon"), "{log}");
+    assert!(log.contains("it's"), "{log}");
+    assert!(log.contains("3  | NULL       | NULL"), "{log}");
+    assert!(
+        log.contains("\n13\n"),
+        "trigger ran three times, +10 once:\n{log}"
+    );
+    assert!(log.contains("(3 rows)"), "{log}");
+    assert!(log.contains("(1 row)"), "{log}");
+
+    // A path that does not exist fails (retryably) instead of creating a database.
+    datasources::add(
+        &s.db,
+        datasource(
+            "typo",
+            DatasourceKind::Sqlite,
+            &dir.path().join("nope.db").display().to_string(),
+        ),
+    )
+    .await
+    .expect("add");
+    let ran = Run::new("SQL", json!({ "sql": "SELECT 1", "datasource": "typo" }))
+        .on(&s.db)
+        .await;
+    failed_message(&ran);
+    assert!(!dir.path().join("nope.db").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_timeout_interrupts_the_statement() {
+    let s = scheduler().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("data.db");
+    std::fs::File::create(&file).expect("create file");
+    datasources::add(
+        &s.db,
+        datasource("lite", DatasourceKind::Sqlite, &file.display().to_string()),
+    )
+    .await
+    .expect("add");
+    // A write that takes minutes: it holds SQLite's write lock while it counts.
+    let sql = "CREATE TABLE t (n INTEGER); INSERT INTO t SELECT count(*) FROM \
+               (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT x FROM c)";
+    let ran = Run::new("SQL", json!({ "sql": sql, "datasource": "lite" }))
+        .timeout(Duration::from_secs(1))
+        .on(&s.db)
+        .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    assert!(ran.log.contains("interrupted"), "{}", ran.log);
+
+    // Another writer gets the lock at once: the statement is gone.
+    let mut options = sea_orm::ConnectOptions::new(format!("sqlite://{}?mode=rw", file.display()));
+    options.map_sqlx_sqlite_opts(|o| o.busy_timeout(Duration::from_secs(3)));
+    let other = Database::connect(options).await.expect("connect");
+    let start = Instant::now();
+    other
+        .execute_unprepared("INSERT INTO t VALUES (1)")
+        .await
+        .expect("the interrupted statement released the write lock");
+    assert!(start.elapsed() < Duration::from_secs(3));
+}
+
+// ------------------------------------------------------------------- HTTP
+
+/// What the test server saw.
+#[derive(Default, Clone)]
+struct Seen(Arc<Mutex<Vec<(String, axum::http::HeaderMap, String)>>>);
+
+impl Seen {
+    fn last(&self) -> (String, axum::http::HeaderMap, String) {
+        self.0.lock().unwrap().last().cloned().expect("a request")
+    }
+}
+
+async fn http_server() -> (SocketAddr, Seen) {
+    use axum::Router;
+    use axum::extract::{Path, State};
+    use axum::http::{HeaderMap, StatusCode, Uri};
+    use axum::routing::any;
+
+    async fn handler(
+        State(seen): State<Seen>,
+        Path(code): Path<u16>,
+        uri: Uri,
+        headers: HeaderMap,
+        body: String,
+    ) -> (StatusCode, HeaderMap, String) {
+        seen.0
+            .lock()
+            .unwrap()
+            .push((uri.to_string(), headers, body));
+        let mut reply = HeaderMap::new();
+        reply.insert("set-cookie", "session=abc123".parse().unwrap());
+        reply.insert("x-reply", "plain".parse().unwrap());
+        let status = StatusCode::from_u16(code).unwrap();
+        let body = if status == StatusCode::NO_CONTENT {
+            String::new()
+        } else {
+            format!("status {code}\nline two")
+        };
+        (status, reply, body)
+    }
+    async fn slow() -> &'static str {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        "late"
+    }
+    async fn big() -> String {
+        "0123456789abcdef\n".repeat(12_000)
+    }
+
+    let seen = Seen::default();
+    let app = Router::new()
+        .route("/status/{code}", any(handler))
+        .route("/slow", any(slow))
+        .route("/big", any(big))
+        .route(
+            "/redirect",
+            any(|| async { axum::response::Redirect::temporary("/status/200") }),
+        )
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_success_failure_and_status_codes() {
+    let s = scheduler().await;
+    let (addr, _) = http_server().await;
+
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/status/200") }),
+    )
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    assert!(
+        ran.log.contains(&format!("> GET http://{addr}/status/200")),
+        "{}",
+        ran.log
+    );
+    assert!(ran.log.contains("< HTTP/1.1 200 OK"), "{}", ran.log);
+    assert!(ran.log.contains("< x-reply: plain"), "{}", ran.log);
+    assert!(ran.log.contains("< set-cookie: ***"), "{}", ran.log);
+    assert!(!ran.log.contains("abc123"), "{}", ran.log);
+    assert!(ran.log.contains("status 200\nline two"), "{}", ran.log);
+
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/status/500") }),
+    )
+    .on(&s.db)
+    .await;
+    assert_eq!(
+        ran.outcome,
+        ExecOutcome::Failed {
+            exit_code: Some(500),
+            message: "HTTP 500 Internal Server Error".to_owned()
+        },
+        "{}",
+        ran.log
+    );
+    assert!(
+        ran.log.contains("< HTTP/1.1 500 Internal Server Error"),
+        "{}",
+        ran.log
+    );
+
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/status/204"), "method": "delete" }),
+    )
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    assert!(ran.log.contains("> DELETE "), "{}", ran.log);
+
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/status/404"), "success_codes": [200, 404] }),
+    )
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/status/200"), "success_codes": [201] }),
+    )
+    .on(&s.db)
+    .await;
+    assert_eq!(ran.outcome.exit_code(), Some(200));
+
+    let ran = Run::new("HTTP", json!({ "url": format!("http://{addr}/redirect") }))
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+    assert!(
+        ran.log
+            .contains(&format!("< (redirected to http://{addr}/status/200)")),
+        "{}",
+        ran.log
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_params_headers_body_and_masked_credentials() {
+    let s = scheduler().await;
+    let (addr, seen) = http_server().await;
+    let content = json!({
+        "url": format!("http://{addr}/status/201?day=${{bizdate}}&run=${{run_id}}"),
+        "method": "POST",
+        "headers": {
+            "Authorization": "Bearer ${token}",
+            "X-Api-Key": "key-123",
+            "Cookie": "sid=cookie-456",
+            "X-Custom-Secret": "custom-789",
+            "X-Day": "${bizdate}"
+        },
+        "secret_headers": ["x-custom-secret"],
+        "body": { "day": "${bizdate}", "task": "${task_name}", "n": 3 },
+    });
+    let ran = Run::new("HTTP", content)
+        .params(&[("token", "tok-abc")])
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+    for secret in ["tok-abc", "key-123", "cookie-456", "custom-789"] {
+        assert!(
+            !ran.log.contains(secret),
+            "{secret} in the log:\n{}",
+            ran.log
+        );
+    }
+    assert!(ran.log.contains("> authorization: ***"), "{}", ran.log);
+    assert!(ran.log.contains("> x-custom-secret: ***"), "{}", ran.log);
+    assert!(ran.log.contains("> x-day: 2024-01-14"), "{}", ran.log);
+    assert!(ran.log.contains("< HTTP/1.1 201 Created"), "{}", ran.log);
+
+    let (uri, headers, body) = seen.last();
+    assert_eq!(uri, "/status/201?day=2024-01-14&run=7");
+    assert_eq!(headers["authorization"], "Bearer tok-abc");
+    assert_eq!(headers["x-api-key"], "key-123");
+    assert_eq!(headers["content-type"], "application/json");
+    let body: Value = serde_json::from_str(&body).expect("json body");
+    assert_eq!(body, json!({ "day": "2024-01-14", "task": "load", "n": 3 }));
+
+    // A text body goes as is.
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/status/200"), "method": "PUT", "body": "day=${bizdate}" }),
+    )
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    assert_eq!(seen.last().2, "day=2024-01-14");
+
+    // A password in the URL is used (basic authentication) but never shown.
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://user:urlpass@{addr}/status/200") }),
+    )
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    assert!(!ran.log.contains("urlpass"), "{}", ran.log);
+    assert!(ran.log.contains("user:***@"), "{}", ran.log);
+    assert!(seen.last().1.contains_key("authorization"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_timeouts_cancel_refused_and_big_bodies() {
+    let s = scheduler().await;
+    let (addr, _) = http_server().await;
+
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/slow"), "request_timeout": 1 }),
+    )
+    .on(&s.db)
+    .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    assert!(ran.took < Duration::from_secs(10));
+
+    let ran = Run::new("HTTP", json!({ "url": format!("http://{addr}/slow") }))
+        .timeout(Duration::from_secs(1))
+        .on(&s.db)
+        .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    assert!(ran.took < Duration::from_secs(10));
+
+    let run = Run::new("HTTP", json!({ "url": format!("http://{addr}/slow") }));
+    let cancel = run.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel();
+    });
+    let ran = run.on(&s.db).await;
+    assert_eq!(ran.outcome, ExecOutcome::Cancelled, "{}", ran.log);
+
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://127.0.0.1:{port}/") }),
+    )
+    .on(&s.db)
+    .await;
+    let message = failed_message(&ran);
+    assert_eq!(ran.outcome.exit_code(), None);
+    assert!(message.to_lowercase().contains("connect"), "{message}");
+
+    let ran = Run::new("HTTP", json!({ "url": format!("http://{addr}/big") }))
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+    let body_lines = ran
+        .log
+        .lines()
+        .filter(|l| l.starts_with("0123456789"))
+        .count();
+    assert_eq!(body_lines, 64 * 1024 / 17, "{}", &ran.log[..400]);
+    assert!(
+        ran.log
+            .contains("response body cut: first 65536 bytes of 204000 shown"),
+        "{}",
+        ran.log
+    );
+}
+
+#[tokio::test]
+async fn http_bad_configuration_is_invalid() {
+    let s = scheduler().await;
+    for (content, expected) in [
+        (json!({ "url": "http://127.0.0.1:1/${nope}" }), "${nope}"),
+        (json!({ "url": "not a url" }), "invalid url"),
+        (json!({ "url": "ftp://example.com/" }), "scheme"),
+        (
+            json!({ "url": "http://127.0.0.1:1/", "method": "GE T" }),
+            "method",
+        ),
+        (
+            json!({ "url": "http://127.0.0.1:1/", "success_codes": [999] }),
+            "success_codes",
+        ),
+        (
+            json!({ "url": "http://127.0.0.1:1/", "success_codes": [] }),
+            "success_codes",
+        ),
+        (
+            json!({ "url": "http://127.0.0.1:1/", "headers": { "Bad Name": "x" } }),
+            "header name",
+        ),
+        (
+            json!({ "url": "http://127.0.0.1:1/", "headers": { "X-A": "${nope}" } }),
+            "${nope}",
+        ),
+        (
+            json!({ "url": "http://127.0.0.1:1/", "body": "${nope}" }),
+            "${nope}",
+        ),
+    ] {
+        let ran = Run::new("HTTP", content.clone()).on(&s.db).await;
+        let message = invalid_message(&ran);
+        assert!(message.contains(expected), "{content}: {message}");
+    }
+}
