@@ -316,35 +316,16 @@ async fn attempt(
     stops: &Stops,
 ) -> Result<AckKind, DbErr> {
     let start = Utc::now();
-    let Some(row) = state::start(
-        &config.db,
-        work.task_instance_id,
-        work.attempt,
-        &config.id,
-        start,
-    )
-    .await?
+    // The claim and the attempt's execution row commit together, so a
+    // claimed attempt always has its row and a failed insert leaves the
+    // instance QUEUED for the redelivery.
+    let txn = datajump_shared::db::begin_write(&config.db).await?;
+    let Some(row) =
+        state::start(&txn, work.task_instance_id, work.attempt, &config.id, start).await?
     else {
+        txn.rollback().await?;
         return not_claimed(config, js, work).await;
     };
-    info!(runner = %config.id, "task started");
-    let kill = stops.register(row.id);
-    let ack = run_claimed(config, js, message, work, &row, &kill, &stops.drain).await;
-    stops.unregister(row.id);
-    ack
-}
-
-/// Runs a claimed attempt to its end and records it.
-async fn run_claimed(
-    config: &Config,
-    js: &Context,
-    message: &jetstream::Message,
-    work: &WorkMsg,
-    row: &task_instance::Model,
-    kill: &CancellationToken,
-    drain: &CancellationToken,
-) -> Result<AckKind, DbErr> {
-    let start = row.started_at.unwrap_or_else(Utc::now);
     let exec_row = execution::ActiveModel {
         task_instance_id: Set(row.id),
         dag_run_id: Set(row.dag_run_id),
@@ -359,9 +340,51 @@ async fn run_claimed(
         created_at: Set(start),
         ..Default::default()
     }
-    .insert(&config.db)
+    .insert(&txn)
     .await?;
+    txn.commit().await?;
+    info!(runner = %config.id, "task started");
+    let kill = stops.register(row.id);
+    let claimed = Claimed {
+        message,
+        work,
+        row: &row,
+        exec_row: &exec_row,
+        kill: &kill,
+        drain: &stops.drain,
+    };
+    let ack = run_claimed(config, js, &claimed).await;
+    stops.unregister(row.id);
+    ack
+}
 
+/// An attempt this runner has claimed.
+struct Claimed<'a> {
+    message: &'a jetstream::Message,
+    work: &'a WorkMsg,
+    row: &'a task_instance::Model,
+    exec_row: &'a execution::Model,
+    /// Pulled by a kill.
+    kill: &'a CancellationToken,
+    /// Pulled at the drain timeout.
+    drain: &'a CancellationToken,
+}
+
+/// Runs a claimed attempt to its end and records it.
+async fn run_claimed(
+    config: &Config,
+    js: &Context,
+    claimed: &Claimed<'_>,
+) -> Result<AckKind, DbErr> {
+    let Claimed {
+        message,
+        work,
+        row,
+        exec_row,
+        kill,
+        drain,
+    } = *claimed;
+    let start = exec_row.start_time;
     let task = &work.spec.task;
     let full_log = tempfile::Builder::new()
         .prefix("datajump-log-")

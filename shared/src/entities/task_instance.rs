@@ -57,7 +57,8 @@ pub struct Model {
     pub strong_failed: i32,
     /// Its terminal state has been propagated to children and run.
     pub propagated: bool,
-    /// Children in this run: `[[task_instance_id, "STRONG"|"WEAK"], …]`.
+    /// Children in this run: `[[task_id, "STRONG"|"WEAK"], …]`; task ids,
+    /// as a child instance is found by `(dag_run_id, task_id)`.
     pub children: Json,
     /// Everything a runner needs: the resolved task spec from the plan.
     pub spec: Json,

@@ -1,0 +1,648 @@
+//! The end-to-end harness: a private `nats-server`, a private database on
+//! SQLite or PostgreSQL, and the roles (ticker, resolver, runners) running
+//! in-process as tokio tasks, each with its own NATS connection and database
+//! pool, exactly as separate processes would have.
+//!
+//! Everything a test starts is stopped when its handle drops, including when
+//! the test panics: the server is killed, the PostgreSQL database dropped
+//! (`WITH (FORCE)`, from a thread with its own runtime) and role tokens
+//! cancelled.
+
+use std::collections::BTreeMap;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer};
+use chrono::Utc;
+use datajump_migrations::{Migrator, MigratorTrait};
+use datajump_shared::catalog::{self, ApplyReport};
+use datajump_shared::dag_file::DagFile;
+use datajump_shared::entities::{dag_run, execution, task_instance};
+use datajump_shared::messages::FireMsg;
+use datajump_shared::plan::Params;
+use datajump_shared::subjects;
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, Database, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder,
+};
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// The default time zone of schedules applied by tests.
+pub const TIMEZONE: &str = "Asia/Shanghai";
+/// Admin URL of the shared PostgreSQL server (overridden by `DATAJUMP_TEST_PG_URL`).
+const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A temporary SQLite file.
+    Sqlite,
+    /// A fresh database on the local PostgreSQL server.
+    Postgres,
+}
+
+fn init_tracing() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(
+                "warn,datajump_resolver=info,datajump_runner=info,datajump_ticker=info",
+            )
+        });
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_test_writer()
+            .try_init();
+    });
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free TCP port on 127.0.0.1")
+}
+
+/// A private `nats-server` with JetStream, killed on drop.
+pub struct NatsServer {
+    child: Child,
+    port: u16,
+    /// Keeps the store directory alive as long as the server.
+    _store: TempDir,
+}
+
+impl NatsServer {
+    /// Starts `$DATAJUMP_TEST_NATS_SERVER` (default `nats-server`) on a free
+    /// port and waits until it accepts connections.
+    pub fn start() -> NatsServer {
+        let binary =
+            std::env::var("DATAJUMP_TEST_NATS_SERVER").unwrap_or_else(|_| "nats-server".to_owned());
+        let mut last_error = String::new();
+        // A port found free may be taken before the server binds it: try again.
+        for _ in 0..5 {
+            let store = tempfile::tempdir().expect("temporary directory");
+            let port = free_port();
+            let log = std::fs::File::create(store.path().join("nats.log")).expect("log file");
+            let mut child = Command::new(&binary)
+                .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+                .arg(store.path().join("js"))
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let log =
+                        std::fs::read_to_string(store.path().join("nats.log")).unwrap_or_default();
+                    last_error = format!("{binary} exited with {status}:\n{log}");
+                    break;
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return NatsServer {
+                        child,
+                        port,
+                        _store: store,
+                    };
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    last_error = format!("{binary} did not listen on {port} within 20 s");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("cannot start nats-server: {last_error}");
+    }
+
+    /// `nats://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The URL of database `name` on the server of the admin URL `admin`.
+fn database_url(admin: &str, name: &str) -> String {
+    let (base, query) = match admin.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (admin, None),
+    };
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let server = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{server}/{name}?{query}"),
+        None => format!("{server}/{name}"),
+    }
+}
+
+/// A PostgreSQL database made for one test, dropped on drop.
+struct PgDatabase {
+    admin_url: String,
+    name: String,
+}
+
+impl PgDatabase {
+    async fn create() -> (PgDatabase, String) {
+        let admin_url =
+            std::env::var("DATAJUMP_TEST_PG_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
+        let name = format!("dj_test_{}", uuid::Uuid::new_v4().simple());
+        let admin = Database::connect(&admin_url)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at {admin_url}: {e}"));
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+        let _ = admin.close().await;
+        let url = database_url(&admin_url, &name);
+        (PgDatabase { admin_url, name }, url)
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let name = self.name.clone();
+        // Drop may run inside the test's runtime (or while it unwinds): use
+        // a thread with a runtime of its own.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(async {
+                let admin = Database::connect(&admin_url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                admin
+                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let _ = admin.close().await;
+                Ok::<_, String>(())
+            })
+        })
+        .join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("could not drop test database {}: {e}", self.name),
+            Err(_) => eprintln!(
+                "could not drop test database {}: thread panicked",
+                self.name
+            ),
+        }
+    }
+}
+
+/// A role running as a tokio task; cancelled when dropped.
+pub struct Role {
+    name: String,
+    token: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Role {
+    /// Cancels the role and waits (up to 30 s) until it has stopped.
+    pub async fn stop(mut self) {
+        self.token.cancel();
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(30), task)
+                .await
+                .unwrap_or_else(|_| panic!("{} did not stop within 30 s", self.name))
+                .unwrap_or_else(|e| panic!("{} panicked: {e}", self.name));
+        }
+    }
+}
+
+impl Drop for Role {
+    fn drop(&mut self) {
+        self.token.cancel();
+    }
+}
+
+/// One test's world: NATS, database, and helpers to run roles and DAGs.
+pub struct TestEnv {
+    /// The database URL roles connect to.
+    pub db_url: String,
+    /// The test's own pool.
+    pub db: DatabaseConnection,
+    /// The test's own NATS connection.
+    pub nats: async_nats::Client,
+    /// JetStream on `nats`.
+    pub js: jetstream::Context,
+    /// A scratch directory for files tasks touch.
+    pub dir: PathBuf,
+    /// Errors of roles that stopped on their own.
+    role_errors: Arc<Mutex<Vec<String>>>,
+    /// Roles started so far, to number them.
+    spawned: AtomicUsize,
+    // Dropped in this order: the server, then the database, then the files.
+    server: NatsServer,
+    _pg: Option<PgDatabase>,
+    _tmp: TempDir,
+}
+
+impl TestEnv {
+    /// Starts a NATS server and creates and migrates a database.
+    pub async fn new(backend: Backend) -> TestEnv {
+        init_tracing();
+        let tmp = tempfile::tempdir().expect("temporary directory");
+        let server = NatsServer::start();
+        let (pg, db_url) = match backend {
+            Backend::Sqlite => (
+                None,
+                format!("sqlite://{}?mode=rwc", tmp.path().join("dj.db").display()),
+            ),
+            Backend::Postgres => {
+                let (pg, url) = PgDatabase::create().await;
+                (Some(pg), url)
+            }
+        };
+        let db = datajump_shared::db::connect(&db_url)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to {db_url}: {e}"));
+        Migrator::up(&db, None).await.expect("migrations");
+        let nats = datajump_nats::connect(&server.url(), "e2e-test")
+            .await
+            .expect("connect to NATS");
+        let js = jetstream::new(nats.clone());
+        datajump_nats::ensure_topology(&js)
+            .await
+            .expect("JetStream topology");
+        let dir = tmp.path().join("scratch");
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        TestEnv {
+            db_url,
+            db,
+            nats,
+            js,
+            dir,
+            role_errors: Arc::new(Mutex::new(Vec::new())),
+            spawned: AtomicUsize::new(0),
+            server,
+            _pg: pg,
+            _tmp: tmp,
+        }
+    }
+
+    /// The NATS URL roles connect to.
+    pub fn nats_url(&self) -> String {
+        self.server.url()
+    }
+
+    /// A scratch path (not created).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    async fn role_connections(&self, name: &str) -> (DatabaseConnection, async_nats::Client) {
+        let db = datajump_shared::db::connect(&self.db_url)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: cannot connect to the database: {e}"));
+        let nats = datajump_nats::connect(&self.nats_url(), name)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        (db, nats)
+    }
+
+    fn spawn_role<F, E>(&self, name: String, run: impl FnOnce(CancellationToken) -> F) -> Role
+    where
+        F: std::future::Future<Output = Result<(), E>> + Send + 'static,
+        E: std::fmt::Display,
+    {
+        let token = CancellationToken::new();
+        let future = run(token.clone());
+        let errors = self.role_errors.clone();
+        let label = name.clone();
+        // At ERROR level so the default `warn` directive keeps it: every log
+        // line of the role then says which role it came from.
+        let span = tracing::error_span!("role", name = %name);
+        let task = tokio::spawn(async move {
+            if let Err(e) = future.instrument(span).await {
+                let message = format!("{label} stopped with an error: {e}");
+                eprintln!("{message}");
+                errors
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(message);
+            }
+        });
+        Role {
+            name,
+            token,
+            task: Some(task),
+        }
+    }
+
+    fn next_name(&self, role: &str) -> String {
+        format!(
+            "{role}-{}",
+            self.spawned.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+
+    /// Starts a ticker.
+    pub async fn spawn_ticker(&self) -> Role {
+        let name = self.next_name("ticker");
+        let (db, nats) = self.role_connections(&name).await;
+        let config = datajump_ticker::Config {
+            db,
+            nats,
+            shard: None,
+            default_timezone: chrono_tz::Asia::Shanghai,
+        };
+        self.spawn_role(name, |token| datajump_ticker::run(config, token))
+    }
+
+    /// Starts a resolver.
+    pub async fn spawn_resolver(&self) -> Role {
+        let name = self.next_name("resolver");
+        let (db, nats) = self.role_connections(&name).await;
+        let config = datajump_resolver::Config {
+            db,
+            nats,
+            concurrency: 8,
+        };
+        self.spawn_role(name, |token| datajump_resolver::run(config, token))
+    }
+
+    /// Starts runner `id` serving `queues` with `slots` slots, and waits
+    /// until its heartbeat is visible (it is then fetching work).
+    pub async fn spawn_runner(&self, id: &str, queues: &[&str], slots: usize) -> Role {
+        self.spawn_runner_with_drain(id, queues, slots, Duration::from_secs(5))
+            .await
+    }
+
+    /// [`TestEnv::spawn_runner`] whose running tasks get `drain_timeout` to
+    /// finish when it is stopped.
+    pub async fn spawn_runner_with_drain(
+        &self,
+        id: &str,
+        queues: &[&str],
+        slots: usize,
+        drain_timeout: Duration,
+    ) -> Role {
+        let (db, nats) = self.role_connections(id).await;
+        let config = datajump_runner::Config {
+            db,
+            nats,
+            id: id.to_owned(),
+            queues: queues.iter().map(|q| (*q).to_owned()).collect(),
+            slots,
+            drain_timeout,
+        };
+        let role = self.spawn_role(id.to_owned(), |token| datajump_runner::run(config, token));
+        let kv = datajump_nats::key_value(&self.js, subjects::RUNNERS_BUCKET)
+            .await
+            .expect("dj_runners bucket");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !matches!(kv.get(id).await, Ok(Some(_))) {
+            self.check_roles();
+            assert!(
+                Instant::now() < deadline,
+                "runner {id} wrote no heartbeat within 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        role
+    }
+
+    /// Panics if a role stopped with an error.
+    pub fn check_roles(&self) {
+        let errors = self.role_errors.lock().unwrap_or_else(|p| p.into_inner());
+        assert!(errors.is_empty(), "roles failed:\n{}", errors.join("\n"));
+    }
+
+    /// Parses and stores a DAG file, announcing schedule changes as `dag apply` does.
+    pub async fn try_apply(&self, yaml: &str) -> Result<ApplyReport, String> {
+        let file = DagFile::parse(yaml).map_err(|e| e.to_string())?;
+        let report = catalog::apply(&self.db, &file, TIMEZONE)
+            .await
+            .map_err(|e| e.to_string())?;
+        if report.schedules_touched() {
+            self.nats
+                .publish(subjects::SCHEDULES_CHANGED, "".into())
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(report)
+    }
+
+    /// [`TestEnv::try_apply`] that must succeed.
+    pub async fn apply(&self, yaml: &str) -> ApplyReport {
+        self.try_apply(yaml)
+            .await
+            .unwrap_or_else(|e| panic!("apply failed: {e}\n---\n{yaml}"))
+    }
+
+    /// The id of the DAG named `name`.
+    pub async fn dag_id(&self, name: &str) -> i64 {
+        catalog::dag_by_name(&self.db, name)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .id
+    }
+
+    /// A manual fire of DAG `name`, not yet published.
+    pub async fn manual_fire(&self, name: &str) -> FireMsg {
+        let now = Utc::now();
+        let biz_date = datajump_shared::biz_date::biz_date_for(
+            now,
+            chrono_tz::Asia::Shanghai,
+            datajump_shared::biz_date::DEFAULT_OFFSET_DAYS,
+        );
+        FireMsg::manual(self.dag_id(name).await, now, biz_date, Params::new())
+    }
+
+    /// Triggers DAG `name` manually; returns the run's dedup key.
+    pub async fn trigger(&self, name: &str) -> String {
+        let fire = self.manual_fire(name).await;
+        datajump_nats::publish_fire(&self.js, &fire)
+            .await
+            .expect("publish fire");
+        fire.dedup_key
+    }
+
+    /// The run with `dedup_key`, if it exists.
+    pub async fn run_by_key(&self, dedup_key: &str) -> Option<dag_run::Model> {
+        dag_run::Entity::find()
+            .filter(dag_run::Column::DedupKey.eq(dedup_key))
+            .one(&self.db)
+            .await
+            .expect("query dag_run")
+    }
+
+    /// Waits until the run with `dedup_key` is terminal and returns it.
+    pub async fn wait_run(&self, dedup_key: &str, timeout: Duration) -> dag_run::Model {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_roles();
+            let run = self.run_by_key(dedup_key).await;
+            if let Some(run) = &run
+                && run.status.is_terminal()
+            {
+                return run.clone();
+            }
+            if Instant::now() > deadline {
+                let detail = match &run {
+                    None => "the run was never created".to_owned(),
+                    Some(run) => self.describe_run(run).await,
+                };
+                panic!("run {dedup_key} not finished after {timeout:?}: {detail}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A run and the count of its instances by status, for failure messages.
+    pub async fn describe_run(&self, run: &dag_run::Model) -> String {
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for row in self.instances(run.id).await {
+            *counts.entry(row.status.to_string()).or_default() += 1;
+        }
+        format!(
+            "run {} status {} pending_instances {} failed_instances {}; instances {counts:?}",
+            run.id, run.status, run.pending_instances, run.failed_instances
+        )
+    }
+
+    /// Every run of DAG `dag_id`, by logical time.
+    pub async fn runs_of(&self, dag_id: i64) -> Vec<dag_run::Model> {
+        dag_run::Entity::find()
+            .filter(dag_run::Column::DagId.eq(dag_id))
+            .order_by_asc(dag_run::Column::LogicalTime)
+            .order_by_asc(dag_run::Column::Id)
+            .all(&self.db)
+            .await
+            .expect("query dag_run")
+    }
+
+    /// The task instances of a run, by id.
+    pub async fn instances(&self, run_id: i64) -> Vec<task_instance::Model> {
+        task_instance::Entity::find()
+            .filter(task_instance::Column::DagRunId.eq(run_id))
+            .order_by_asc(task_instance::Column::Id)
+            .all(&self.db)
+            .await
+            .expect("query task_instance")
+    }
+
+    /// The task instances of a run by task name.
+    pub async fn instances_by_name(&self, run_id: i64) -> BTreeMap<String, task_instance::Model> {
+        self.instances(run_id)
+            .await
+            .into_iter()
+            .map(|row| (row.task_name.clone(), row))
+            .collect()
+    }
+
+    /// The executions of a run, by id.
+    pub async fn executions(&self, run_id: i64) -> Vec<execution::Model> {
+        execution::Entity::find()
+            .filter(execution::Column::DagRunId.eq(run_id))
+            .order_by_asc(execution::Column::Id)
+            .all(&self.db)
+            .await
+            .expect("query execution")
+    }
+
+    /// The executions of a run grouped by task name.
+    pub async fn executions_by_name(&self, run_id: i64) -> BTreeMap<String, Vec<execution::Model>> {
+        let names: BTreeMap<i64, String> = self
+            .instances(run_id)
+            .await
+            .into_iter()
+            .map(|row| (row.id, row.task_name))
+            .collect();
+        let mut by_name: BTreeMap<String, Vec<execution::Model>> = BTreeMap::new();
+        for execution in self.executions(run_id).await {
+            let name = names
+                .get(&execution.task_instance_id)
+                .cloned()
+                .unwrap_or_default();
+            by_name.entry(name).or_default().push(execution);
+        }
+        for executions in by_name.values_mut() {
+            executions.sort_by_key(|e| e.attempt);
+        }
+        by_name
+    }
+
+    /// A durable consumer's current state.
+    pub async fn consumer_info(&self, stream: &str, name: &str) -> consumer::Info {
+        let mut consumer: consumer::PullConsumer = self
+            .js
+            .get_stream(stream)
+            .await
+            .expect("stream")
+            .get_consumer(name)
+            .await
+            .expect("consumer");
+        consumer.info().await.expect("consumer info").clone()
+    }
+
+    /// Waits until a consumer has nothing pending and nothing unacknowledged.
+    pub async fn wait_consumer_idle(&self, stream: &str, name: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_roles();
+            let info = self.consumer_info(stream, name).await;
+            if info.num_pending == 0 && info.num_ack_pending == 0 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{stream}/{name} still busy after {timeout:?}: pending {}, unacknowledged {}",
+                info.num_pending,
+                info.num_ack_pending
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// A file path as a shell word (paths from `tempfile` have no quotes).
+pub fn shell_path(path: &Path) -> String {
+    format!("'{}'", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::database_url;
+
+    #[test]
+    fn database_url_replaces_the_database() {
+        assert_eq!(
+            database_url("postgres://postgres@127.0.0.1:5432/postgres", "x"),
+            "postgres://postgres@127.0.0.1:5432/x"
+        );
+        assert_eq!(
+            database_url("postgres://u:p@h/db?sslmode=disable", "x"),
+            "postgres://u:p@h/x?sslmode=disable"
+        );
+        assert_eq!(
+            database_url("postgres://h:5432", "x"),
+            "postgres://h:5432/x"
+        );
+    }
+}
