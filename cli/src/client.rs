@@ -130,57 +130,24 @@ impl Client {
         }
     }
 
-    /// Kills a task instance (database first, then the message to its
-    /// runner); returns it, or `None` if it had already ended. Its completion
-    /// is published so its children and run move on.
+    /// Kills a task instance; `None` if it had already ended.
     pub async fn kill_instance(&self, id: i64) -> Result<Option<task_instance::Model>> {
-        let txn = datajump_shared::db::begin_write(&self.db).await?;
-        let killed = datajump_shared::state::kill(&txn, id, Utc::now()).await?;
-        txn.commit().await?;
-        let Some(row) = killed else {
-            task_instance::Entity::find_by_id(id)
-                .one(&self.db)
-                .await?
-                .with_context(|| format!("no task instance {id}"))?;
-            return Ok(None);
-        };
+        task_instance::Entity::find_by_id(id)
+            .one(&self.db)
+            .await?
+            .with_context(|| format!("no task instance {id}"))?;
         let js = self.jetstream().await?;
-        self.announce_kills(&js, std::slice::from_ref(&row)).await?;
-        Ok(Some(row))
+        Ok(datajump_nats::control::kill_instance(&self.db, &js, id).await?)
     }
 
     /// Kills a run and every live task in it; `None` if it had already ended.
     pub async fn kill_run(&self, run_id: i64) -> Result<Option<datajump_shared::state::KilledRun>> {
-        let txn = datajump_shared::db::begin_write(&self.db).await?;
-        let killed = datajump_shared::state::kill_run(&txn, run_id, Utc::now()).await?;
-        txn.commit().await?;
-        let Some(killed) = killed else {
-            dag_run::Entity::find_by_id(run_id)
-                .one(&self.db)
-                .await?
-                .with_context(|| format!("no run {run_id}"))?;
-            return Ok(None);
-        };
+        dag_run::Entity::find_by_id(run_id)
+            .one(&self.db)
+            .await?
+            .with_context(|| format!("no run {run_id}"))?;
         let js = self.jetstream().await?;
-        self.announce_kills(&js, &killed.killed).await?;
-        for row in &killed.released.queued {
-            datajump_nats::publish_work(&js, row).await?;
-        }
-        Ok(Some(killed))
-    }
-
-    async fn announce_kills(
-        &self,
-        js: &async_nats::jetstream::Context,
-        rows: &[task_instance::Model],
-    ) -> Result<()> {
-        for row in rows {
-            if row.owner.is_some() {
-                js.publish(subjects::kill(row.id), "".into()).await?;
-            }
-            datajump_nats::publish_done(js, row, row.attempt - 1).await?;
-        }
-        Ok(())
+        Ok(datajump_nats::control::kill_run(&self.db, &js, run_id).await?)
     }
 
     /// DAGs by name.

@@ -12,6 +12,8 @@
 
 use std::time::Duration;
 
+pub mod control;
+
 use async_nats::jetstream::{
     self, Context,
     consumer::{AckPolicy, DeliverPolicy, pull},

@@ -36,8 +36,10 @@ macro_rules! both_dbs {
 }
 
 mod catalog;
+mod control;
 mod engine;
 mod harness;
 mod idempotence;
 mod joins;
 mod schedule;
+mod topology;
