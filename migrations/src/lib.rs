@@ -9,6 +9,7 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261129_000001_create_tables;
+mod m20261129_000002_dependency_wait;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -16,6 +17,9 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261129_000001_create_tables::Migration)]
+        vec![
+            Box::new(m20261129_000001_create_tables::Migration),
+            Box::new(m20261129_000002_dependency_wait::Migration),
+        ]
     }
 }

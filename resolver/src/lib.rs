@@ -339,12 +339,77 @@ async fn create_run(
             .exec_without_returning(&txn)
             .await?;
     }
+    link_external_parents(&txn, &plan, dag, run_id, fire.biz_date, now).await?;
     let mut released = Released::default();
     if status == RunStatus::Running {
         state::release_roots(&txn, run_id, now, &mut released).await?;
     }
     txn.commit().await?;
     Ok(FireOutcome::Created(run_id, status, released))
+}
+
+/// Resolves each `offset_day` / `other_dag/task` edge of a new run to the
+/// awaited task and business date and links it (see
+/// `state::link_external_parent`).
+async fn link_external_parents(
+    txn: &sea_orm::DatabaseTransaction,
+    plan: &Plan,
+    dag: &dag::Model,
+    run_id: i64,
+    biz_date: chrono::NaiveDate,
+    now: chrono::DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let external: Vec<_> = plan.edges.iter().filter(|e| !e.is_same_run()).collect();
+    if external.is_empty() {
+        return Ok(());
+    }
+    let instances: std::collections::HashMap<String, task_instance::Model> =
+        task_instance::Entity::find()
+            .filter(task_instance::Column::DagRunId.eq(run_id))
+            .all(txn)
+            .await?
+            .into_iter()
+            .map(|i| (i.task_name.clone(), i))
+            .collect();
+    for edge in external {
+        let Some(waiter) = instances.get(&edge.child) else {
+            continue;
+        };
+        let target_dag = match &edge.parent_dag {
+            None => Some(dag.clone()),
+            Some(name) => {
+                dag::Entity::find()
+                    .filter(dag::Column::Name.eq(name.as_str()))
+                    .one(txn)
+                    .await?
+            }
+        };
+        let target = match target_dag {
+            None => None,
+            Some(target_dag) => datajump_shared::entities::task::Entity::find()
+                .filter(datajump_shared::entities::task::Column::DagId.eq(target_dag.id))
+                .filter(datajump_shared::entities::task::Column::Name.eq(edge.parent.as_str()))
+                .one(txn)
+                .await?
+                .map(|task| (target_dag.id, task.id)),
+        };
+        let awaited_date = datajump_shared::biz_date::shift(biz_date, edge.offset_day);
+        let parent = state::ExternalParent {
+            target,
+            biz_date: awaited_date,
+            dep_type: edge.dep_type,
+            description: format!(
+                "{}/{} for {awaited_date}",
+                edge.parent_dag.as_deref().unwrap_or(&dag.name),
+                edge.parent
+            ),
+        };
+        if target.is_none() {
+            warn!(dag_run_id = run_id, awaited = %parent.description, "awaited task does not exist: counted as not succeeded");
+        }
+        state::link_external_parent(txn, waiter, &parent, now).await?;
+    }
+    Ok(())
 }
 
 fn instance_rows(
@@ -361,17 +426,21 @@ fn instance_rows(
         .collect();
     let mut children: HashMap<&str, Vec<(i64, DepType)>> = HashMap::new();
     let mut parents: HashMap<&str, (i32, i32)> = HashMap::new();
-    for edge in plan.edges.iter().filter(|e| e.is_same_run()) {
-        let (Some(&child_id), true) = (
-            id_of.get(edge.child.as_str()),
-            id_of.contains_key(edge.parent.as_str()),
-        ) else {
+    for edge in &plan.edges {
+        let Some(&child_id) = id_of.get(edge.child.as_str()) else {
             continue;
         };
-        children
-            .entry(edge.parent.as_str())
-            .or_default()
-            .push((child_id, edge.dep_type));
+        // A parent in another run is counted here and linked by
+        // `link_external_parents`; a same-run parent lists the child.
+        if edge.is_same_run() {
+            if !id_of.contains_key(edge.parent.as_str()) {
+                continue;
+            }
+            children
+                .entry(edge.parent.as_str())
+                .or_default()
+                .push((child_id, edge.dep_type));
+        }
         let counts = parents.entry(edge.child.as_str()).or_default();
         counts.0 += 1;
         counts.1 += i32::from(edge.dep_type == DepType::Strong);

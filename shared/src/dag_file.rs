@@ -262,6 +262,10 @@ pub struct TaskFile {
     /// Seconds; 0 = none.
     #[serde(default = "default_timeout")]
     pub timeout: i32,
+    /// Seconds an `offset_day` or `other_dag/task` dependency may be waited
+    /// for before the task fails (default one day).
+    #[serde(default = "default_wait_timeout")]
+    pub wait_timeout: i32,
     /// Worker group.
     #[serde(default = "default_queue")]
     pub queue: String,
@@ -334,6 +338,12 @@ fn default_priority() -> i32 {
 }
 fn default_timeout() -> i32 {
     3600
+}
+/// Default wait for a cross-run dependency: one day.
+pub const DEFAULT_WAIT_TIMEOUT_SECS: i32 = 86_400;
+
+fn default_wait_timeout() -> i32 {
+    DEFAULT_WAIT_TIMEOUT_SECS
 }
 fn default_queue() -> String {
     DEFAULT_QUEUE.to_owned()
@@ -526,6 +536,9 @@ impl DagFile {
             }
             if task.retry.max < 0 || task.retry.interval < 0 {
                 problems.push(format!("{at}: retry max and interval must not be negative"));
+            }
+            if task.wait_timeout < 1 {
+                problems.push(format!("{at}: wait_timeout must be at least 1 second"));
             }
             if task.timeout < 0 {
                 problems.push(format!("{at}: timeout must not be negative (0 = none)"));

@@ -130,12 +130,19 @@ pub struct TaskSpec {
     pub retry: RetryPolicy,
     /// Seconds; 0 = none.
     pub timeout_secs: i32,
+    /// Seconds a cross-run dependency may be waited for.
+    #[serde(default = "default_wait_timeout")]
+    pub wait_timeout_secs: i32,
     /// Worker group.
     pub queue: String,
     /// Dependency strategy.
     pub strategy: Strategy,
     /// Disabled tasks end SKIPPED.
     pub enabled: bool,
+}
+
+fn default_wait_timeout() -> i32 {
+    crate::dag_file::DEFAULT_WAIT_TIMEOUT_SECS
 }
 
 /// An edge of a plan.
@@ -240,6 +247,7 @@ impl TaskSpec {
                     .unwrap_or_default(),
             },
             timeout_secs: row.timeout_secs,
+            wait_timeout_secs: row.wait_timeout_secs,
             queue: row.queue.clone(),
             strategy: Strategy::from_stored(&row.strategy),
             enabled: row.enabled,

@@ -10,11 +10,11 @@
 
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use sea_orm::{PaginatorTrait, QueryOrder, QuerySelect};
 
-use crate::entities::{dag, dag_run, execution, task_instance};
+use crate::entities::{dag, dag_run, dependency_wait, execution, task_instance};
 use crate::plan::{DepType, Strategy};
 use crate::{RunStatus, TaskStatus};
 
@@ -483,30 +483,20 @@ async fn propagate_all<C: ConnectionTrait>(
         };
         let ok = parent.status.counts_as_success();
         for (child_task_id, dep_type) in children(&parent) {
-            let strong = dep_type == DepType::Strong;
-            let child = update_instance(
+            let child = count_parent(
                 conn,
                 Ti::update_many()
-                    .col_expr(
-                        TiCol::PendingParents,
-                        Expr::col(TiCol::PendingParents).sub(1),
-                    )
-                    .col_expr(
-                        TiCol::StrongOk,
-                        Expr::col(TiCol::StrongOk).add(i32::from(strong && ok)),
-                    )
-                    .col_expr(
-                        TiCol::StrongFailed,
-                        Expr::col(TiCol::StrongFailed).add(i32::from(strong && !ok)),
-                    )
                     .filter(TiCol::DagRunId.eq(parent.dag_run_id))
                     .filter(TiCol::TaskId.eq(child_task_id)),
+                dep_type,
+                ok,
             )
             .await?;
             if let Some(child) = child {
                 evaluate(conn, &child, now, out, &mut work).await?;
             }
         }
+        release_waiters(conn, &parent, now, out, &mut work).await?;
         let run = dag_run::Entity::update_many()
             .col_expr(
                 dag_run::Column::PendingInstances,
@@ -541,6 +531,224 @@ async fn propagate_all<C: ConnectionTrait>(
         }
     }
     Ok(())
+}
+
+/// Counts one parent's result into the instance `update` selects.
+async fn count_parent<C: ConnectionTrait>(
+    conn: &C,
+    update: sea_orm::UpdateMany<Ti>,
+    dep_type: DepType,
+    ok: bool,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    let strong = dep_type == DepType::Strong;
+    update_instance(
+        conn,
+        update
+            .col_expr(
+                TiCol::PendingParents,
+                Expr::col(TiCol::PendingParents).sub(1),
+            )
+            .col_expr(
+                TiCol::StrongOk,
+                Expr::col(TiCol::StrongOk).add(i32::from(strong && ok)),
+            )
+            .col_expr(
+                TiCol::StrongFailed,
+                Expr::col(TiCol::StrongFailed).add(i32::from(strong && !ok)),
+            ),
+    )
+    .await
+}
+
+/// Satisfies the cross-run dependencies waiting for `parent`'s task and
+/// business date: each wait row is deleted by exactly one propagation (row
+/// count 1), which counts the result into the waiter and evaluates it if
+/// its run is running.
+async fn release_waiters<C: ConnectionTrait>(
+    conn: &C,
+    parent: &task_instance::Model,
+    now: DateTime<Utc>,
+    out: &mut Released,
+    work: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    let waits = dependency_wait::Entity::find()
+        .filter(dependency_wait::Column::TargetTaskId.eq(parent.task_id))
+        .filter(dependency_wait::Column::TargetBizDate.eq(parent.biz_date))
+        .all(conn)
+        .await?;
+    for wait in waits {
+        let deleted = dependency_wait::Entity::delete_many()
+            .filter(dependency_wait::Column::Id.eq(wait.id))
+            .exec(conn)
+            .await?;
+        if deleted.rows_affected != 1 {
+            continue;
+        }
+        let Some(waiter) = count_parent(
+            conn,
+            Ti::update_many().filter(TiCol::Id.eq(wait.waiter_instance_id)),
+            DepType::from_stored(&wait.dep_type),
+            parent.status.counts_as_success(),
+        )
+        .await?
+        else {
+            continue;
+        };
+        let still_waiting = dependency_wait::Entity::find()
+            .filter(dependency_wait::Column::WaiterInstanceId.eq(waiter.id))
+            .count(conn)
+            .await?
+            > 0;
+        if !still_waiting && waiter.status == TaskStatus::Pending {
+            Ti::update_many()
+                .col_expr(
+                    TiCol::DeadlineAt,
+                    Expr::value(Option::<DateTime<Utc>>::None),
+                )
+                .filter(TiCol::Id.eq(waiter.id))
+                .filter(TiCol::Status.eq(TaskStatus::Pending))
+                .exec(conn)
+                .await?;
+        }
+        let run_running = dag_run::Entity::find_by_id(waiter.dag_run_id)
+            .one(conn)
+            .await?
+            .is_some_and(|run| run.status == RunStatus::Running);
+        if run_running {
+            evaluate(conn, &waiter, now, out, work).await?;
+        }
+    }
+    Ok(())
+}
+
+/// What a cross-run dependency points at, resolved by the caller.
+#[derive(Debug, Clone)]
+pub struct ExternalParent {
+    /// `(dag_id, task_id)` of the awaited task; `None` when it does not
+    /// exist, which counts as a parent that did not succeed.
+    pub target: Option<(i64, i64)>,
+    /// The awaited run's business date.
+    pub biz_date: chrono::NaiveDate,
+    /// STRONG or WEAK.
+    pub dep_type: DepType,
+    /// `other_dag/task for 2024-01-14`, for reasons and logs.
+    pub description: String,
+}
+
+/// Links a new instance to a parent in another run (DESIGN.md "Dependency
+/// rules"): counted at once if the awaited instance has already propagated
+/// or its run can never exist (its business date is before the awaited
+/// DAG's first run), otherwise registered as a wait that the awaited
+/// instance's propagation releases; a registered wait arms the waiter's
+/// wait timeout. The awaited row is locked so its propagation cannot slip
+/// between the check and the registration.
+pub async fn link_external_parent<C: ConnectionTrait>(
+    conn: &C,
+    waiter: &task_instance::Model,
+    parent: &ExternalParent,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let by_id = || Ti::update_many().filter(TiCol::Id.eq(waiter.id));
+    let Some((target_dag, target_task)) = parent.target else {
+        count_parent(conn, by_id(), parent.dep_type, false).await?;
+        return Ok(());
+    };
+    let awaited = Ti::find()
+        .filter(TiCol::TaskId.eq(target_task))
+        .filter(TiCol::BizDate.eq(parent.biz_date))
+        .order_by_desc(TiCol::Id)
+        .lock_exclusive()
+        .one(conn)
+        .await?;
+    let settled = match &awaited {
+        Some(awaited) if awaited.propagated => Some(awaited.status.counts_as_success()),
+        Some(_) => None,
+        None => {
+            let first_run = dag_run::Entity::find()
+                .filter(dag_run::Column::DagId.eq(target_dag))
+                .order_by_asc(dag_run::Column::BizDate)
+                .one(conn)
+                .await?;
+            first_run
+                .is_some_and(|first| parent.biz_date < first.biz_date)
+                .then_some(true)
+        }
+    };
+    if let Some(ok) = settled {
+        count_parent(conn, by_id(), parent.dep_type, ok).await?;
+        return Ok(());
+    }
+    dependency_wait::Entity::insert(dependency_wait::ActiveModel {
+        waiter_instance_id: Set(waiter.id),
+        waiter_run_id: Set(waiter.dag_run_id),
+        target_task_id: Set(target_task),
+        target_biz_date: Set(parent.biz_date),
+        dep_type: Set(parent.dep_type.as_str().to_owned()),
+        description: Set(parent.description.clone()),
+        created_at: Set(now),
+        ..Default::default()
+    })
+    .exec_without_returning(conn)
+    .await?;
+    let wait_secs = waiter.spec["task"]["wait_timeout_secs"]
+        .as_i64()
+        .unwrap_or(i64::from(crate::dag_file::DEFAULT_WAIT_TIMEOUT_SECS));
+    Ti::update_many()
+        .col_expr(
+            TiCol::DeadlineAt,
+            Expr::value(now + Duration::seconds(wait_secs)),
+        )
+        .filter(TiCol::Id.eq(waiter.id))
+        .filter(TiCol::DeadlineAt.is_null())
+        .exec(conn)
+        .await?;
+    Ok(())
+}
+
+/// A PENDING instance whose cross-run wait timed out → FAILED, with a
+/// reason naming what it waited for, then propagated. Does nothing for an
+/// instance with no open waits.
+pub async fn fail_wait_timeout<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Released, DbErr> {
+    let mut out = Released::default();
+    let waits = dependency_wait::Entity::find()
+        .filter(dependency_wait::Column::WaiterInstanceId.eq(id))
+        .all(conn)
+        .await?;
+    if waits.is_empty() {
+        return Ok(out);
+    }
+    let awaited: Vec<&str> = waits.iter().map(|w| w.description.as_str()).collect();
+    let reason = format!(
+        "dependency wait timed out: still waiting for {}",
+        awaited.join(", ")
+    );
+    let failed = update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Failed.as_str()))
+            .col_expr(TiCol::Reason, Expr::value(reason))
+            .col_expr(TiCol::FinishedAt, Expr::value(now))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.eq(TaskStatus::Pending)),
+    )
+    .await?;
+    if let Some(failed) = failed {
+        dependency_wait::Entity::delete_many()
+            .filter(dependency_wait::Column::WaiterInstanceId.eq(id))
+            .exec(conn)
+            .await?;
+        out.settled.push(failed);
+        propagate_all(conn, vec![id], now, &mut out).await?;
+    }
+    Ok(out)
 }
 
 /// Whether a DAG may start one more run now, under its `max_active_runs`.

@@ -36,11 +36,37 @@ pub(crate) async fn run(
     Ok(())
 }
 
+/// Fails an instance whose cross-run dependency wait timed out, and
+/// publishes what its propagation released.
+async fn wait_timed_out(
+    config: &Config,
+    js: &Context,
+    id: i64,
+    now: chrono::DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let txn = datajump_shared::db::begin_write(&config.db).await?;
+    let released = state::fail_wait_timeout(&txn, id, now).await?;
+    txn.commit().await?;
+    for row in &released.settled {
+        warn!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, reason = row.reason.as_deref().unwrap_or(""), "task settled by the deadline scan");
+    }
+    for row in &released.queued {
+        if let Err(e) = publish_work(js, row).await {
+            warn!(task_instance_id = row.id, error = %e, "publishing work failed; next scan retries");
+        }
+    }
+    Ok(())
+}
+
 async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
     let now = Utc::now();
     let due = task_instance::Entity::find()
         .filter(task_instance::Column::DeadlineAt.lte(now))
-        .filter(task_instance::Column::Status.is_in([TaskStatus::Queued, TaskStatus::UpForRetry]))
+        .filter(task_instance::Column::Status.is_in([
+            TaskStatus::Queued,
+            TaskStatus::UpForRetry,
+            TaskStatus::Pending,
+        ]))
         .order_by_asc(task_instance::Column::DeadlineAt)
         .limit(BATCH)
         .all(&config.db)
@@ -53,6 +79,10 @@ async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
                     info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "retry due: task queued");
                 }
                 queued
+            }
+            TaskStatus::Pending => {
+                wait_timed_out(config, js, row.id, now).await?;
+                None
             }
             _ => state::touch_queued(&config.db, row.id, now).await?,
         };

@@ -6,6 +6,7 @@
 pub mod dag;
 pub mod dag_run;
 pub mod datasource;
+pub mod dependency_wait;
 pub mod execution;
 pub mod schedule;
 pub mod task;

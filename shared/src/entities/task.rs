@@ -33,6 +33,8 @@ pub struct Model {
     pub retry_on_exit_codes: Json,
     /// Seconds; 0 means none.
     pub timeout_secs: i32,
+    /// Seconds a cross-run dependency may be waited for before the task fails.
+    pub wait_timeout_secs: i32,
     /// Worker group.
     pub queue: String,
     /// `ALL_SUCCESS`, `ONE_SUCCESS` or `NONE`.

@@ -37,6 +37,7 @@ macro_rules! both_dbs {
 
 mod catalog;
 mod control;
+mod dependencies;
 mod engine;
 mod harness;
 mod idempotence;
