@@ -73,3 +73,55 @@ async fn announce_kills(js: &Context, rows: &[task_instance::Model]) -> Result<(
     }
     Ok(())
 }
+
+/// Why a rerun, clear or mark failed.
+#[derive(Debug, Error)]
+pub enum ResetFailed {
+    /// The reset was refused or the database failed (nothing changed).
+    #[error(transparent)]
+    Reset(#[from] state::ResetError),
+    /// NATS failed after the change was committed; the ticker's deadline
+    /// scan republishes the work of what was queued.
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+}
+
+impl From<DbErr> for ResetFailed {
+    fn from(e: DbErr) -> Self {
+        ResetFailed::Reset(state::ResetError::Db(e))
+    }
+}
+
+/// Reruns instances of a run in place (`rerun`, `task clear`); returns the
+/// instances released at once.
+pub async fn reset(
+    db: &DatabaseConnection,
+    js: &Context,
+    run_id: i64,
+    scope: state::ResetScope,
+) -> Result<Vec<task_instance::Model>, ResetFailed> {
+    let txn = datajump_shared::db::begin_write(db).await?;
+    let released = state::reset(&txn, run_id, scope, Utc::now()).await?;
+    txn.commit().await?;
+    for row in &released.queued {
+        publish_work(js, row).await?;
+    }
+    Ok(released.queued)
+}
+
+/// Marks a task instance SUCCESS or FAILED by hand (`task mark-success`,
+/// `task mark-failed`); its downstream follows the new result.
+pub async fn mark(
+    db: &DatabaseConnection,
+    js: &Context,
+    id: i64,
+    to: datajump_shared::TaskStatus,
+) -> Result<Vec<task_instance::Model>, ResetFailed> {
+    let txn = datajump_shared::db::begin_write(db).await?;
+    let released = state::mark(&txn, id, to, Utc::now()).await?;
+    txn.commit().await?;
+    for row in &released.queued {
+        publish_work(js, row).await?;
+    }
+    Ok(released.queued)
+}

@@ -42,5 +42,6 @@ mod engine;
 mod harness;
 mod idempotence;
 mod joins;
+mod rerun;
 mod schedule;
 mod topology;
