@@ -25,6 +25,8 @@ use crate::Global;
 pub struct Client {
     db: DatabaseConnection,
     global: Global,
+    /// Connected on first use: most commands never need NATS.
+    js: tokio::sync::OnceCell<async_nats::jetstream::Context>,
 }
 
 /// A run with its task instances.
@@ -35,6 +37,13 @@ pub struct RunView {
     pub run: RunSummary,
     /// Its instances, in task order.
     pub tasks: Vec<TaskView>,
+}
+
+/// One business date of a backfill and the fire that runs it.
+#[derive(Debug)]
+pub struct BackfillItem {
+    /// The fire (BACKFILL, with the scheduled run key of its date).
+    pub fire: FireMsg,
 }
 
 /// A run's headline fields.
@@ -82,10 +91,7 @@ impl Client {
         Migrator::up(&db, None)
             .await
             .context("cannot migrate the database")?;
-        Ok(Client {
-            db,
-            global: global.clone(),
-        })
+        Ok(Client::with_database(db, global))
     }
 
     /// A client over an already open (and migrated) database.
@@ -93,19 +99,26 @@ impl Client {
         Client {
             db,
             global: global.clone(),
+            js: tokio::sync::OnceCell::new(),
         }
     }
 
     async fn jetstream(&self) -> Result<async_nats::jetstream::Context> {
-        let client = tokio::time::timeout(
-            Duration::from_secs(10),
-            datajump_nats::connect(&self.global.nats_url, "datajump-cli"),
-        )
-        .await
-        .with_context(|| format!("NATS at {} does not answer", self.global.nats_url))??;
-        let js = async_nats::jetstream::new(client);
-        datajump_nats::ensure_topology(&js).await?;
-        Ok(js)
+        let js = self
+            .js
+            .get_or_try_init(|| async {
+                let client = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    datajump_nats::connect(&self.global.nats_url, "datajump-cli"),
+                )
+                .await
+                .with_context(|| format!("NATS at {} does not answer", self.global.nats_url))??;
+                let js = async_nats::jetstream::new(client);
+                datajump_nats::ensure_topology(&js).await?;
+                anyhow::Ok(js)
+            })
+            .await?;
+        Ok(js.clone())
     }
 
     /// Validates and stores a DAG file; tells tickers when schedules changed.
@@ -148,6 +161,115 @@ impl Client {
             .with_context(|| format!("no run {run_id}"))?;
         let js = self.jetstream().await?;
         Ok(datajump_nats::control::kill_run(&self.db, &js, run_id).await?)
+    }
+
+    /// The fires of a backfill over `from..=to`: the DAG's first active cron
+    /// schedule decides each date's logical time and run key; dates it does
+    /// not fire on are left out. A DAG without one gets `backfill:` keys.
+    pub async fn backfill_plan(
+        &self,
+        dag_name: &str,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> Result<Vec<BackfillItem>> {
+        use datajump_shared::entities::schedule;
+        let dag = catalog::dag_by_name(&self.db, dag_name).await?;
+        let schedule = schedule::Entity::find()
+            .filter(schedule::Column::DagId.eq(dag.id))
+            .filter(schedule::Column::Kind.eq("CRON"))
+            .filter(schedule::Column::Active.eq(true))
+            .order_by_asc(schedule::Column::Id)
+            .one(&self.db)
+            .await?;
+        let default_zone = parse_time_zone(&self.global.timezone)?;
+        let mut items = Vec::new();
+        for date in from.iter_days().take_while(|d| *d <= to) {
+            let mut fire = match &schedule {
+                Some(s) => {
+                    let zone = parse_time_zone(&s.timezone)?;
+                    let cron = datajump_shared::cron::CronExpr::parse(
+                        s.cron_expr.as_deref().unwrap_or_default(),
+                    )?;
+                    let Some(at) = datajump_shared::biz_date::scheduled_fire_for(
+                        date,
+                        &cron,
+                        zone,
+                        s.biz_date_offset_days,
+                    ) else {
+                        eprintln!(
+                            "{date}: schedule '{}' does not fire for this business date; skipped",
+                            s.name
+                        );
+                        continue;
+                    };
+                    let mut fire = FireMsg::manual(dag.id, at, date, Params::new());
+                    fire.schedule_id = Some(s.id);
+                    fire.dedup_key =
+                        datajump_shared::messages::scheduled_run_key(s.id, at.timestamp());
+                    fire.time_zone = zone.name().to_owned();
+                    fire
+                }
+                None => {
+                    let midnight = datajump_shared::biz_date::shift(date, 1)
+                        .and_hms_opt(0, 0, 0)
+                        .and_then(|t| {
+                            chrono::TimeZone::from_local_datetime(&default_zone, &t).earliest()
+                        })
+                        .map_or_else(Utc::now, |t| t.with_timezone(&Utc));
+                    let mut fire = FireMsg::manual(dag.id, midnight, date, Params::new());
+                    fire.dedup_key = format!("backfill:{}:{date}", dag.id);
+                    fire.time_zone = default_zone.name().to_owned();
+                    fire
+                }
+            };
+            fire.trigger_type = datajump_shared::TriggerType::Backfill;
+            items.push(BackfillItem { fire });
+        }
+        Ok(items)
+    }
+
+    /// The status of the run with this key, if it exists.
+    pub async fn run_status(&self, dedup_key: &str) -> Result<Option<String>> {
+        Ok(dag_run::Entity::find()
+            .filter(dag_run::Column::DedupKey.eq(dedup_key))
+            .one(&self.db)
+            .await?
+            .map(|r| r.status.to_string()))
+    }
+
+    /// Publishes a fire.
+    pub async fn publish_fire(&self, fire: &FireMsg) -> Result<()> {
+        let js = self.jetstream().await?;
+        datajump_nats::publish_fire(&js, fire).await?;
+        Ok(())
+    }
+
+    /// A task instance by id.
+    pub async fn instance(&self, id: i64) -> Result<task_instance::Model> {
+        task_instance::Entity::find_by_id(id)
+            .one(&self.db)
+            .await?
+            .with_context(|| format!("no task instance {id}"))
+    }
+
+    /// Puts instances of a run back to PENDING; returns those queued at once.
+    pub async fn reset(
+        &self,
+        run_id: i64,
+        scope: datajump_shared::state::ResetScope,
+    ) -> Result<Vec<task_instance::Model>> {
+        let js = self.jetstream().await?;
+        Ok(datajump_nats::control::reset(&self.db, &js, run_id, scope).await?)
+    }
+
+    /// Marks a task instance SUCCESS or FAILED by hand.
+    pub async fn mark(
+        &self,
+        id: i64,
+        to: datajump_shared::TaskStatus,
+    ) -> Result<Vec<task_instance::Model>> {
+        let js = self.jetstream().await?;
+        Ok(datajump_nats::control::mark(&self.db, &js, id, to).await?)
     }
 
     /// DAGs by name.

@@ -83,6 +83,13 @@ enum Command {
     Datasource(commands::datasource::DatasourceCommand),
     /// Kill a running (or waiting) task instance, or a whole run.
     Kill(commands::kill::KillArgs),
+    /// Run a DAG for a range of business dates (BACKFILL runs; dates that already ran are skipped).
+    Backfill(commands::backfill::BackfillArgs),
+    /// Run a finished run again, in place (all tasks, or --failed-only).
+    Rerun(commands::rerun::RerunArgs),
+    /// Clear or mark a single task instance.
+    #[command(subcommand)]
+    Task(commands::rerun::TaskCommand),
     /// Print a task's log (the latest attempt by default), or follow it live.
     Logs(commands::logs::LogsArgs),
     /// Check cron expressions: next fire times and descriptions.
@@ -118,6 +125,9 @@ async fn main() -> ExitCode {
         Command::Trigger(args) => commands::trigger::run(&cli.global, args).await,
         Command::Runs(args) => commands::runs::run(&cli.global, args).await,
         Command::Kill(args) => commands::kill::run(&cli.global, args).await,
+        Command::Backfill(args) => commands::backfill::run(&cli.global, args).await,
+        Command::Rerun(args) => commands::rerun::rerun(&cli.global, args).await,
+        Command::Task(command) => commands::rerun::task(&cli.global, command).await,
         Command::Logs(args) => commands::logs::run(&cli.global, args).await,
         Command::Datasource(command) => commands::datasource::run(&cli.global, command).await,
         Command::Cron(command) => commands::cron::run(command),

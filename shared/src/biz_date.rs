@@ -28,6 +28,25 @@ pub fn shift(date: NaiveDate, days: i32) -> NaiveDate {
     moved.unwrap_or(date)
 }
 
+/// The instant a schedule fires for business date `biz_date`: its first
+/// fire on the local day `biz_date − offset_days`, or `None` if it does not
+/// fire that day. Backfill uses it so a backfilled run gets the same run
+/// key (`sched:<schedule>:<unix>`) a scheduled fire had or would have.
+pub fn scheduled_fire_for(
+    biz_date: NaiveDate,
+    cron: &crate::cron::CronExpr,
+    tz: Tz,
+    offset_days: i32,
+) -> Option<DateTime<Utc>> {
+    use chrono::TimeZone;
+    let day = shift(biz_date, offset_days.checked_neg()?);
+    let midnight = tz
+        .from_local_datetime(&day.and_hms_opt(0, 0, 0)?)
+        .earliest()?;
+    let fire = cron.next_after(&(midnight - chrono::Duration::seconds(1)))?;
+    (fire.date_naive() == day).then(|| fire.with_timezone(&Utc))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,5 +59,19 @@ mod tests {
         assert_eq!(date, NaiveDate::from_ymd_opt(2024, 1, 14).unwrap());
         let same_day = biz_date_for(logical, chrono_tz::Asia::Shanghai, 0);
         assert_eq!(same_day, NaiveDate::from_ymd_opt(2024, 1, 15).unwrap());
+    }
+
+    #[test]
+    fn backfill_finds_the_fire_of_a_business_date() {
+        let daily = crate::cron::CronExpr::parse("0 0 2 * * ?").unwrap();
+        let tz = chrono_tz::Asia::Shanghai;
+        let biz = NaiveDate::from_ymd_opt(2024, 1, 14).unwrap();
+        let fire = scheduled_fire_for(biz, &daily, tz, DEFAULT_OFFSET_DAYS).unwrap();
+        assert_eq!(fire.to_rfc3339(), "2024-01-14T18:00:00+00:00"); // 01-15 02:00 local
+        assert_eq!(biz_date_for(fire, tz, DEFAULT_OFFSET_DAYS), biz);
+        let mondays = crate::cron::CronExpr::parse("0 0 2 ? * MON").unwrap();
+        assert!(scheduled_fire_for(biz, &mondays, tz, DEFAULT_OFFSET_DAYS).is_some()); // 01-15 is a Monday
+        let tuesday = NaiveDate::from_ymd_opt(2024, 1, 15).unwrap();
+        assert!(scheduled_fire_for(tuesday, &mondays, tz, DEFAULT_OFFSET_DAYS).is_none());
     }
 }

@@ -1,10 +1,12 @@
 //! One module per subcommand.
 
+pub mod backfill;
 pub mod cron;
 pub mod dag;
 pub mod datasource;
 pub mod kill;
 pub mod logs;
+pub mod rerun;
 pub mod roles;
 pub mod runs;
 pub mod trigger;
