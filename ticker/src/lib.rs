@@ -11,6 +11,7 @@
 //! instances whose message may have been lost and requeueing retries that
 //! are due — through the same conditional transitions as everyone else.
 
+pub mod cleanup;
 mod cron_loop;
 mod deadlines;
 
@@ -32,6 +33,8 @@ pub struct Config {
     pub shard: Option<(u64, u64)>,
     /// Zone for schedules whose stored zone cannot be read.
     pub default_timezone: Tz,
+    /// Finished runs older than this are removed; `None` keeps everything.
+    pub retention: Option<chrono::Duration>,
 }
 
 /// Why the ticker stopped.
@@ -47,9 +50,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Tick
     let js = async_nats::jetstream::new(config.nats.clone());
     datajump_nats::ensure_topology(&js).await?;
     info!(shard = ?config.shard, "ticker started");
-    let (cron, deadlines) = tokio::join!(
+    let (cron, deadlines, ()) = tokio::join!(
         cron_loop::run(&config, &js, &shutdown),
-        deadlines::run(&config, &js, &shutdown)
+        deadlines::run(&config, &js, &shutdown),
+        cleanup::run(&config, &js, &shutdown)
     );
     cron.and(deadlines)?;
     info!("ticker stopped");

@@ -21,6 +21,22 @@ pub struct TickerArgs {
     /// Serve only schedules whose id ≡ K (mod N), written `K/N`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    #[command(flatten)]
+    pub retention: RetentionArgs,
+}
+
+/// How long finished runs are kept (shared by `ticker` and `up`).
+#[derive(Args, Clone, Copy)]
+pub struct RetentionArgs {
+    /// Days finished runs, their executions and logs are kept (0 keeps them forever).
+    #[arg(long, env = "DATAJUMP_RETENTION_DAYS", default_value_t = 30)]
+    pub retention_days: u32,
+}
+
+impl RetentionArgs {
+    fn period(self) -> Option<chrono::Duration> {
+        (self.retention_days > 0).then(|| chrono::Duration::days(i64::from(self.retention_days)))
+    }
 }
 
 /// Arguments of `resolver`.
@@ -104,12 +120,14 @@ pub fn ticker_config(
     db: DatabaseConnection,
     nats: async_nats::Client,
     shard: Option<&str>,
+    retention: RetentionArgs,
 ) -> Result<datajump_ticker::Config> {
     Ok(datajump_ticker::Config {
         db,
         nats,
         shard: parse_shard(shard)?,
         default_timezone: parse_time_zone(&global.timezone)?,
+        retention: retention.period(),
     })
 }
 
@@ -152,6 +170,7 @@ pub async fn ticker(global: &Global, args: TickerArgs) -> Result<ExitCode> {
         db,
         nats(global, "datajump-ticker").await?,
         args.shard.as_deref(),
+        args.retention,
     )?;
     datajump_ticker::run(config, shutdown_on_signal()).await?;
     Ok(ExitCode::SUCCESS)

@@ -11,7 +11,9 @@ use tokio::task::JoinSet;
 use crate::Global;
 use crate::client::Client;
 use crate::commands::dag::expand;
-use crate::commands::roles::{RunnerArgs, database, nats, runner_config, ticker_config};
+use crate::commands::roles::{
+    RetentionArgs, RunnerArgs, database, nats, runner_config, ticker_config,
+};
 use crate::commands::shutdown_on_signal;
 
 /// Arguments of `up`.
@@ -28,6 +30,8 @@ pub struct UpArgs {
     api_addr: std::net::SocketAddr,
     #[command(flatten)]
     runner: RunnerArgs,
+    #[command(flatten)]
+    retention: RetentionArgs,
 }
 
 /// Runs `up`.
@@ -87,7 +91,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
 
     let shutdown = shutdown_on_signal();
     let mut roles = JoinSet::new();
-    let ticker = ticker_config(global, db.clone(), nats_client.clone(), None)?;
+    let ticker = ticker_config(global, db.clone(), nats_client.clone(), None, args.retention)?;
     let resolver = datajump_resolver::Config {
         db: db.clone(),
         nats: nats_client.clone(),

@@ -370,6 +370,7 @@ impl TestEnv {
             nats,
             shard: None,
             default_timezone: chrono_tz::Asia::Shanghai,
+            retention: None,
         };
         self.spawn_role(name, |token| datajump_ticker::run(config, token))
     }

@@ -43,5 +43,6 @@ mod harness;
 mod idempotence;
 mod joins;
 mod rerun;
+mod retention;
 mod schedule;
 mod topology;

@@ -1,0 +1,69 @@
+//! Retention: finished runs older than the retention period go, with their
+//! task instances and executions; recent runs stay.
+
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+both_dbs!(retention_removes_old_runs_only, |env| async move {
+    use datajump_shared::entities::{dag_run, execution, task_instance};
+    use sea_orm::{
+        ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter,
+    };
+    env.apply("name: kept\ntasks:\n  - { name: t, command: \"echo hi\" }\n")
+        .await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 4).await;
+    let old = env.wait_run(&env.trigger("kept").await, TIMEOUT).await;
+    let recent = env.wait_run(&env.trigger("kept").await, TIMEOUT).await;
+    dag_run::ActiveModel {
+        id: Set(old.id),
+        finished_at: Set(Some(chrono::Utc::now() - chrono::Duration::days(40))),
+        ..Default::default()
+    }
+    .update(&env.db)
+    .await
+    .expect("age the run");
+    let config = datajump_ticker::Config {
+        db: env.db.clone(),
+        nats: env.nats.clone(),
+        shard: None,
+        default_timezone: chrono_tz::UTC,
+        retention: Some(chrono::Duration::days(30)),
+    };
+    let removed =
+        datajump_ticker::cleanup::remove_old_runs(&config, &env.js, chrono::Duration::days(30))
+            .await
+            .expect("cleanup");
+    assert_eq!(removed, 1);
+    assert!(
+        dag_run::Entity::find_by_id(old.id)
+            .one(&env.db)
+            .await
+            .expect("query")
+            .is_none()
+    );
+    let count = |run: i64| {
+        let db = env.db.clone();
+        async move {
+            (
+                task_instance::Entity::find()
+                    .filter(task_instance::Column::DagRunId.eq(run))
+                    .count(&db)
+                    .await
+                    .expect("count"),
+                execution::Entity::find()
+                    .filter(execution::Column::DagRunId.eq(run))
+                    .count(&db)
+                    .await
+                    .expect("count"),
+            )
+        }
+    };
+    assert_eq!(
+        count(old.id).await,
+        (0, 0),
+        "its instances and executions went with it"
+    );
+    assert_eq!(count(recent.id).await, (1, 1), "the recent run is kept");
+});

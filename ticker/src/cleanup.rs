@@ -1,0 +1,127 @@
+//! Retention: runs finished longer ago than the retention period are removed
+//! with their task instances, executions, dependency waits and full logs,
+//! and `dj_ticker` keys of schedules that no longer exist are dropped.
+//!
+//! It runs inside the ticker because the ticker already owns everything
+//! time-driven; two tickers cleaning at once only race into deletes of rows
+//! that are already gone.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_nats::jetstream::Context;
+use chrono::Utc;
+use datajump_shared::entities::{dag_run, dependency_wait, execution, schedule, task_instance};
+use datajump_shared::subjects;
+use futures::StreamExt;
+use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::Config;
+
+/// How often the cleanup runs.
+const EVERY: Duration = Duration::from_secs(3600);
+/// Runs removed per transaction.
+const BATCH: u64 = 200;
+
+pub(crate) async fn run(config: &Config, js: &Context, shutdown: &CancellationToken) {
+    let Some(retention) = config.retention else {
+        return;
+    };
+    while !shutdown.is_cancelled() {
+        match remove_old_runs(config, js, retention).await {
+            Ok(0) => {}
+            Ok(removed) => info!(
+                removed,
+                retention_days = retention.num_days(),
+                "old runs removed"
+            ),
+            Err(e) => warn!(error = %e, "retention cleanup failed; next hour retries"),
+        }
+        if let Err(e) = drop_stale_ticker_keys(config, js).await {
+            warn!(error = %e, "cannot clean dj_ticker keys");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(EVERY) => {},
+            () = shutdown.cancelled() => {},
+        }
+    }
+}
+
+/// Removes finished runs older than `retention`; returns how many.
+pub async fn remove_old_runs(
+    config: &Config,
+    js: &Context,
+    retention: chrono::Duration,
+) -> Result<usize, DbErr> {
+    let cutoff = Utc::now() - retention;
+    let logs = js.get_object_store(subjects::LOGS_BUCKET).await.ok();
+    let mut removed = 0;
+    loop {
+        let runs: Vec<i64> = dag_run::Entity::find()
+            .select_only()
+            .column(dag_run::Column::Id)
+            .filter(dag_run::Column::FinishedAt.lt(cutoff))
+            .order_by_asc(dag_run::Column::Id)
+            .limit(BATCH)
+            .into_tuple()
+            .all(&config.db)
+            .await?;
+        if runs.is_empty() {
+            return Ok(removed);
+        }
+        let log_names: Vec<String> = execution::Entity::find()
+            .filter(execution::Column::DagRunId.is_in(runs.clone()))
+            .all(&config.db)
+            .await?
+            .into_iter()
+            .filter_map(|e| e.log_path)
+            .collect();
+        let txn = datajump_shared::db::begin_write(&config.db).await?;
+        execution::Entity::delete_many()
+            .filter(execution::Column::DagRunId.is_in(runs.clone()))
+            .exec(&txn)
+            .await?;
+        dependency_wait::Entity::delete_many()
+            .filter(dependency_wait::Column::WaiterRunId.is_in(runs.clone()))
+            .exec(&txn)
+            .await?;
+        task_instance::Entity::delete_many()
+            .filter(task_instance::Column::DagRunId.is_in(runs.clone()))
+            .exec(&txn)
+            .await?;
+        dag_run::Entity::delete_many()
+            .filter(dag_run::Column::Id.is_in(runs.clone()))
+            .exec(&txn)
+            .await?;
+        txn.commit().await?;
+        if let Some(logs) = &logs {
+            for name in log_names {
+                let _ = logs.delete(name.as_str()).await;
+            }
+        }
+        removed += runs.len();
+    }
+}
+
+async fn drop_stale_ticker_keys(
+    config: &Config,
+    js: &Context,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let kv = datajump_nats::key_value(js, subjects::TICKER_BUCKET).await?;
+    let live: HashSet<String> = schedule::Entity::find()
+        .all(&config.db)
+        .await?
+        .into_iter()
+        .map(|s| subjects::ticker_key(s.id))
+        .collect();
+    let mut keys = kv.keys().await?;
+    while let Some(key) = keys.next().await {
+        let key = key?;
+        if !live.contains(&key) {
+            kv.purge(&key).await?;
+        }
+    }
+    Ok(())
+}
