@@ -1,18 +1,34 @@
-//! The HTTP control plane (axum).
+//! The HTTP control plane (axum): the REST API of `003_*` §6 and what users
+//! need beyond it (kills, external events, the runner list), plus health and
+//! readiness probes.
 //!
-//! For now it serves health and readiness, so `datajump up` and deployments
-//! have a probe; the REST API of `003_*` §6 grows here. Readiness checks the
-//! two things every request will need — the database and NATS — so a load
-//! balancer stops sending traffic to an instance that cannot serve it.
+//! Every route lives under `/api/v1` except `/healthz` and `/readyz`. The
+//! API is a thin layer over the same domain code the CLI uses: DAGs are
+//! stored by [`datajump_shared::catalog::apply`] (so they are validated
+//! exactly like DAG files), runs are started by publishing a fire that a
+//! resolver takes, and kills go through [`datajump_nats::control`].
+//!
+//! Modules: [`routes`] (one module per resource), [`dto`] (bodies),
+//! [`definition`] (DAG definitions as JSON), [`error`] (the error shape),
+//! [`extract`] (extractors answering bad input with that shape), [`auth`]
+//! (the bearer token).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-use axum::{Json, Router, extract::State, http::StatusCode, routing::get};
+use axum::Router;
 use sea_orm::DatabaseConnection;
-use serde::Serialize;
 use thiserror::Error;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
+
+pub mod auth;
+pub mod definition;
+pub mod dto;
+pub mod error;
+pub mod extract;
+pub mod routes;
 
 /// How the API runs.
 #[derive(Clone)]
@@ -23,6 +39,13 @@ pub struct Config {
     pub nats: async_nats::Client,
     /// Where to listen.
     pub addr: SocketAddr,
+    /// The bearer token every mutating request (POST, PUT, DELETE) must
+    /// carry (`DATAJUMP_API_TOKEN`); `None` (or empty) means no token, which
+    /// is only allowed on a loopback address.
+    pub token: Option<String>,
+    /// Zone for manual runs' business dates and new schedules that name
+    /// none (`DATAJUMP_TIMEZONE`).
+    pub timezone: chrono_tz::Tz,
 }
 
 /// Why the API stopped.
@@ -36,64 +59,99 @@ pub enum ApiError {
         /// Why.
         source: std::io::Error,
     },
+    /// Asked to listen beyond this machine with no token.
+    #[error(
+        "refusing to serve the API on {addr} without a token: set DATAJUMP_API_TOKEN, or listen on a loopback address such as 127.0.0.1"
+    )]
+    InsecureAddress {
+        /// The address.
+        addr: SocketAddr,
+    },
 }
 
-#[derive(Serialize)]
-struct Health {
-    status: &'static str,
-    database: &'static str,
-    nats: &'static str,
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database.
+    pub db: DatabaseConnection,
+    /// The NATS connection (core publishes: schedule changes).
+    pub nats: async_nats::Client,
+    /// JetStream on `nats` (fires, events, KV, object store).
+    pub js: async_nats::jetstream::Context,
+    /// The required bearer token, if any.
+    pub token: Option<Arc<str>>,
+    /// Zone for manual runs' business dates and new schedules.
+    pub timezone: Arc<str>,
 }
 
-async fn healthz() -> Json<Health> {
-    Json(Health {
-        status: "ok",
-        database: "unchecked",
-        nats: "unchecked",
-    })
+impl AppState {
+    /// The state of a router over `config`.
+    pub fn new(config: &Config) -> AppState {
+        AppState {
+            db: config.db.clone(),
+            nats: config.nats.clone(),
+            js: async_nats::jetstream::new(config.nats.clone()),
+            token: effective_token(config).map(Arc::from),
+            timezone: Arc::from(config.timezone.name()),
+        }
+    }
 }
 
-async fn readyz(State(config): State<Config>) -> (StatusCode, Json<Health>) {
-    let database = if config.db.ping().await.is_ok() {
-        "ok"
-    } else {
-        "unreachable"
-    };
-    let nats = match config.nats.connection_state() {
-        async_nats::connection::State::Connected => "ok",
-        _ => "unreachable",
-    };
-    let ready = database == "ok" && nats == "ok";
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (
-        status,
-        Json(Health {
-            status: if ready { "ok" } else { "unavailable" },
-            database,
-            nats,
-        }),
-    )
+/// The configured token, treating an empty one as none.
+fn effective_token(config: &Config) -> Option<&str> {
+    config.token.as_deref().filter(|t| !t.trim().is_empty())
 }
 
 /// The router, separate from [`serve`] so tests can drive it.
 pub fn router(config: Config) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .with_state(config)
+    routes::router(AppState::new(&config))
 }
 
-/// Serves until `shutdown` is cancelled.
+/// Fails when `addr` is reachable from other machines and no token is set.
+///
+/// # Errors
+///
+/// [`ApiError::InsecureAddress`].
+pub fn check_address(config: &Config, addr: SocketAddr) -> Result<(), ApiError> {
+    if !addr.ip().is_loopback() && effective_token(config).is_none() {
+        return Err(ApiError::InsecureAddress { addr });
+    }
+    Ok(())
+}
+
+/// Listens on `config.addr` and serves until `shutdown` is cancelled.
+///
+/// # Errors
+///
+/// [`ApiError::InsecureAddress`] for a non-loopback address without a
+/// token (checked before binding); [`ApiError::Serve`] when the address
+/// cannot be bound or serving fails.
 pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<(), ApiError> {
     let addr = config.addr;
-    let listener = tokio::net::TcpListener::bind(addr)
+    check_address(&config, addr)?;
+    let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ApiError::Serve { addr, source })?;
-    info!(%addr, "API listening");
+    serve_on(listener, config, shutdown).await
+}
+
+/// Serves on an already bound `listener` (tests bind `127.0.0.1:0`) until
+/// `shutdown` is cancelled; `config.addr` is not used.
+///
+/// # Errors
+///
+/// As [`serve`].
+pub async fn serve_on(
+    listener: TcpListener,
+    config: Config,
+    shutdown: CancellationToken,
+) -> Result<(), ApiError> {
+    let addr = listener.local_addr().map_err(|source| ApiError::Serve {
+        addr: config.addr,
+        source,
+    })?;
+    check_address(&config, addr)?;
+    info!(%addr, token = effective_token(&config).is_some(), "API listening");
     axum::serve(listener, router(config))
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await

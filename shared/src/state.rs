@@ -970,7 +970,10 @@ pub async fn reset<C: ConnectionTrait>(
                 Expr::value(crate::TriggerType::Rerun.as_str()),
             )
             .col_expr(TiCol::PendingParents, Expr::value(pending))
-            .col_expr(TiCol::StrongOk, Expr::value(ok + Ord::max(external_strong, 0)))
+            .col_expr(
+                TiCol::StrongOk,
+                Expr::value(ok + Ord::max(external_strong, 0)),
+            )
             .col_expr(TiCol::StrongFailed, Expr::value(failed))
             .col_expr(TiCol::Propagated, Expr::value(false))
             .col_expr(TiCol::RetriesUsed, Expr::value(0))

@@ -201,6 +201,8 @@ pub async fn api(global: &Global, args: ApiArgs) -> Result<ExitCode> {
         db: database(global).await?,
         nats: nats(global, "datajump-api").await?,
         addr: args.addr,
+        token: std::env::var("DATAJUMP_API_TOKEN").ok(),
+        timezone: parse_time_zone(&global.timezone)?,
     };
     datajump_api::serve(config, shutdown_on_signal()).await?;
     Ok(ExitCode::SUCCESS)

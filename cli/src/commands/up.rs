@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use datajump_shared::cron::parse_time_zone;
 use datajump_shared::dag_file::DagFile;
 use tokio::task::JoinSet;
 
@@ -91,7 +92,13 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
 
     let shutdown = shutdown_on_signal();
     let mut roles = JoinSet::new();
-    let ticker = ticker_config(global, db.clone(), nats_client.clone(), None, args.retention)?;
+    let ticker = ticker_config(
+        global,
+        db.clone(),
+        nats_client.clone(),
+        None,
+        args.retention,
+    )?;
     let resolver = datajump_resolver::Config {
         db: db.clone(),
         nats: nats_client.clone(),
@@ -102,6 +109,8 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         db,
         nats: nats_client,
         addr: args.api_addr,
+        token: std::env::var("DATAJUMP_API_TOKEN").ok(),
+        timezone: parse_time_zone(&global.timezone)?,
     };
     let token = shutdown.clone();
     roles.spawn(async move {

@@ -35,6 +35,7 @@ macro_rules! both_dbs {
     };
 }
 
+mod api;
 mod catalog;
 mod control;
 mod dependencies;

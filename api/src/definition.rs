@@ -1,0 +1,477 @@
+//! DAG definitions over HTTP: the YAML file model with camelCase field names.
+//!
+//! A DAG sent to the API has the shape of a DAG file (`docs/DAG_FORMAT.md`)
+//! with camelCase names (`maxActiveRuns`, `dependsOn`, `offsetDay`, …, and
+//! `projectId` for the file's `project`). Rather than keeping a second model
+//! in step with the file's, a request is renamed key by key — structural keys
+//! only, never inside `params` or `content` — into the file's snake_case
+//! form and parsed by [`DagFile::parse`] (JSON is YAML), so the API validates
+//! exactly as `dag apply` does: unknown fields, cycles (named), unknown
+//! dependencies, invalid cron expressions, time zones, queue and event names.
+//!
+//! The way back ([`load`]) renders a stored DAG as the same file model, so
+//! an update can change a few fields and re-apply the whole definition.
+
+use chrono::NaiveDate;
+use datajump_shared::dag_file::{DagFile, DagFileError};
+use datajump_shared::entities::{dag, schedule, task, task_dependency};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, Result};
+
+/// Where in a definition an object sits: says which of its keys hold
+/// nested definition objects (renamed too) and which hold user data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Dag,
+    Schedule,
+    Task,
+    Retry,
+    Dependency,
+}
+
+impl Level {
+    /// The level of the values under `key` (snake_case), if they are
+    /// definition objects (or arrays of them).
+    fn child(self, snake_key: &str) -> Option<Level> {
+        match (self, snake_key) {
+            (Level::Dag, "schedules") => Some(Level::Schedule),
+            (Level::Dag, "tasks") => Some(Level::Task),
+            (Level::Task, "retry") => Some(Level::Retry),
+            (Level::Task, "depends_on") => Some(Level::Dependency),
+            _ => None,
+        }
+    }
+}
+
+/// `maxActiveRuns` → `max_active_runs`.
+pub fn camel_to_snake(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `max_active_runs` → `maxActiveRuns`.
+pub fn snake_to_camel(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The file's name of an API key at `level`.
+fn file_key(level: Level, api_key: &str) -> String {
+    match (level, api_key) {
+        (Level::Dag, "projectId") => "project".to_owned(),
+        _ => camel_to_snake(api_key),
+    }
+}
+
+/// The API's name of a file key at `level`.
+fn api_key(level: Level, file_key: &str) -> String {
+    match (level, file_key) {
+        (Level::Dag, "project") => "projectId".to_owned(),
+        _ => snake_to_camel(file_key),
+    }
+}
+
+fn rename_request(value: &Value, level: Level, at: &str) -> Result<Value> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| rename_request(item, level, &format!("{at}[{i}]")))
+            .collect::<Result<Vec<_>>>()
+            .map(Value::Array),
+        Value::Object(object) => {
+            let mut out = Map::new();
+            for (key, item) in object {
+                let path = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                // The API's names are camelCase: a snake_case key is unknown.
+                if key.contains('_') || (level == Level::Dag && key == "project") {
+                    return Err(Error::bad_request(format!(
+                        "unknown field `{path}` (fields are camelCase{})",
+                        if key == "project" {
+                            "; the project is `projectId`"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+                let snake = file_key(level, key);
+                let item = match level.child(&snake) {
+                    Some(child) => rename_request(item, child, &path)?,
+                    None => item.clone(),
+                };
+                out.insert(snake, item);
+            }
+            Ok(Value::Object(out))
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+fn rename_response(value: &Value, level: Level) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| rename_response(item, level))
+                .collect(),
+        ),
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .map(|(key, item)| {
+                    let item = match level.child(key) {
+                        Some(child) => rename_response(item, child),
+                        None => item.clone(),
+                    };
+                    (api_key(level, key), item)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A DAG definition from a request body (camelCase) in the file's form.
+///
+/// # Errors
+///
+/// 400 when the body is not an object or has a snake_case key.
+pub fn from_request(body: &Value) -> Result<Map<String, Value>> {
+    if !body.is_object() {
+        return Err(Error::bad_request(
+            "invalid request body: expected a JSON object",
+        ));
+    }
+    match rename_request(body, Level::Dag, "")? {
+        Value::Object(map) => Ok(map),
+        _ => Err(Error::bad_request(
+            "invalid request body: expected a JSON object",
+        )),
+    }
+}
+
+/// A definition in the file's form rendered with the API's names.
+pub fn to_response(file: &Map<String, Value>) -> Map<String, Value> {
+    match rename_response(&Value::Object(file.clone()), Level::Dag) {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// One task (file form) rendered with the API's names.
+pub fn task_to_response(task: &Value) -> Value {
+    rename_response(task, Level::Task)
+}
+
+/// One schedule (file form) rendered with the API's names.
+pub fn schedule_to_response(schedule: &Value) -> Value {
+    rename_response(schedule, Level::Schedule)
+}
+
+/// Field names of the file format that messages use bare (not in backticks).
+const FILE_FIELDS: [&str; 10] = [
+    "max_active_runs",
+    "start_date",
+    "end_date",
+    "catchup_limit",
+    "misfire_grace",
+    "biz_date_offset",
+    "depends_on",
+    "offset_day",
+    "on_exit_codes",
+    "wait_timeout",
+];
+
+/// Rewrites a validation message from the file's names to the API's: every
+/// `backticked` name, and the known bare field names outside 'quoted' user
+/// names.
+fn api_names_in(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for (i, part) in message.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            out.push_str(&if part == "project" {
+                "projectId".to_owned()
+            } else {
+                snake_to_camel(part)
+            });
+            continue;
+        }
+        for (j, piece) in part.split('\'').enumerate() {
+            if j > 0 {
+                out.push('\'');
+            }
+            if j % 2 == 1 {
+                out.push_str(piece);
+            } else {
+                let mut piece = piece.to_owned();
+                for field in FILE_FIELDS {
+                    piece = piece.replace(field, &snake_to_camel(field));
+                }
+                out.push_str(&piece);
+            }
+        }
+    }
+    out
+}
+
+/// Removes a YAML error's " at line L column C" (meaningless for JSON).
+fn strip_location(message: &str) -> &str {
+    match message.find(" at line ") {
+        Some(at) => &message[..at],
+        None => message,
+    }
+}
+
+/// Validates a definition in the file's form exactly as `dag apply` does.
+///
+/// # Errors
+///
+/// 400 naming the field (unknown or mistyped) or listing every rule broken.
+pub fn parse(file: &Map<String, Value>) -> Result<DagFile> {
+    let text = serde_json::to_string(file).map_err(|e| Error::Internal(e.to_string()))?;
+    DagFile::parse(&text).map_err(|e| match e {
+        DagFileError::Syntax(e) => Error::bad_request(format!(
+            "invalid DAG: {}",
+            api_names_in(strip_location(&e.to_string()))
+        )),
+        DagFileError::Invalid { dag, problems } => {
+            let details: Vec<String> = problems.iter().map(|p| api_names_in(p)).collect();
+            Error::BadRequest {
+                message: format!("DAG '{dag}' is invalid: {}", details.join("; ")),
+                details,
+            }
+        }
+    })
+}
+
+fn date(value: Option<NaiveDate>) -> Value {
+    value.map_or(Value::Null, |d| Value::String(d.to_string()))
+}
+
+/// A stored schedule in the file's form.
+pub fn schedule_file(row: &schedule::Model) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), json!(row.name));
+    match (row.kind.as_str(), &row.cron_expr, &row.event_name) {
+        ("EVENT", _, Some(event)) => out.insert("event".into(), json!(event)),
+        (_, cron, _) => out.insert("cron".into(), json!(cron)),
+    };
+    out.insert("timezone".into(), json!(row.timezone));
+    if row.start_date.is_some() {
+        out.insert("start_date".into(), date(row.start_date));
+    }
+    if row.end_date.is_some() {
+        out.insert("end_date".into(), date(row.end_date));
+    }
+    out.insert("active".into(), json!(row.active));
+    out.insert("catchup".into(), json!(row.catchup.to_ascii_lowercase()));
+    out.insert("catchup_limit".into(), json!(row.catchup_limit));
+    out.insert("misfire_grace".into(), json!(row.misfire_grace_secs));
+    out.insert("biz_date_offset".into(), json!(row.biz_date_offset_days));
+    Value::Object(out)
+}
+
+/// A stored task and its dependencies in the file's form.
+pub fn task_file(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), json!(row.name));
+    out.insert("description".into(), json!(row.description));
+    out.insert("type".into(), json!(row.task_type));
+    // `apply` folds the shorthand fields into `content`: unfold them.
+    let mut content = row.content.as_object().cloned().unwrap_or_default();
+    for key in ["command", "script", "sql", "datasource"] {
+        if let Some(Value::String(text)) = content.get(key) {
+            out.insert(key.into(), json!(text));
+            content.remove(key);
+        }
+    }
+    if !content.is_empty() {
+        out.insert("content".into(), Value::Object(content));
+    }
+    out.insert("params".into(), row.params.clone());
+    out.insert("priority".into(), json!(row.priority));
+    out.insert(
+        "retry".into(),
+        json!({
+            "max": row.retry_max,
+            "interval": row.retry_interval_secs,
+            "strategy": row.retry_strategy,
+            "on_exit_codes": row.retry_on_exit_codes,
+        }),
+    );
+    out.insert("timeout".into(), json!(row.timeout_secs));
+    out.insert("wait_timeout".into(), json!(row.wait_timeout_secs));
+    out.insert("queue".into(), json!(row.queue));
+    out.insert("strategy".into(), json!(row.strategy));
+    out.insert("enabled".into(), json!(row.enabled));
+    let depends_on: Vec<Value> = deps
+        .iter()
+        .filter(|d| d.task_id == row.id)
+        .map(|d| {
+            let reference = match &d.parent_dag {
+                Some(dag) => format!("{dag}/{}", d.parent_task),
+                None => d.parent_task.clone(),
+            };
+            json!({ "task": reference, "type": d.dep_type, "offset_day": d.offset_day })
+        })
+        .collect();
+    out.insert("depends_on".into(), Value::Array(depends_on));
+    Value::Object(out)
+}
+
+/// A stored DAG's schedules, in id order.
+pub async fn schedules_of<C: ConnectionTrait>(
+    conn: &C,
+    dag_id: i64,
+) -> Result<Vec<schedule::Model>> {
+    Ok(schedule::Entity::find()
+        .filter(schedule::Column::DagId.eq(dag_id))
+        .order_by_asc(schedule::Column::Id)
+        .all(conn)
+        .await?)
+}
+
+/// A stored DAG's tasks (in id order) and dependencies.
+pub async fn tasks_of<C: ConnectionTrait>(
+    conn: &C,
+    dag_id: i64,
+) -> Result<(Vec<task::Model>, Vec<task_dependency::Model>)> {
+    let tasks = task::Entity::find()
+        .filter(task::Column::DagId.eq(dag_id))
+        .order_by_asc(task::Column::Id)
+        .all(conn)
+        .await?;
+    let deps = task_dependency::Entity::find()
+        .filter(task_dependency::Column::DagId.eq(dag_id))
+        .order_by_asc(task_dependency::Column::Id)
+        .all(conn)
+        .await?;
+    Ok((tasks, deps))
+}
+
+/// A stored DAG rendered in the file's form: applying it back changes nothing.
+pub async fn load<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result<Map<String, Value>> {
+    let (tasks, deps) = tasks_of(conn, dag.id).await?;
+    let schedules = schedules_of(conn, dag.id).await?;
+    let mut out = Map::new();
+    out.insert("name".into(), json!(dag.name));
+    out.insert("description".into(), json!(dag.description));
+    out.insert("project".into(), json!(dag.project_id));
+    out.insert("owner".into(), json!(dag.owner));
+    out.insert("online".into(), json!(dag.online));
+    out.insert("params".into(), dag.params.clone());
+    out.insert("max_active_runs".into(), json!(dag.max_active_runs));
+    out.insert("overlap".into(), json!(dag.overlap_policy));
+    out.insert(
+        "schedules".into(),
+        Value::Array(schedules.iter().map(schedule_file).collect()),
+    );
+    out.insert(
+        "tasks".into(),
+        Value::Array(tasks.iter().map(|t| task_file(t, &deps)).collect()),
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_convert_both_ways() {
+        assert_eq!(camel_to_snake("maxActiveRuns"), "max_active_runs");
+        assert_eq!(snake_to_camel("max_active_runs"), "maxActiveRuns");
+        assert_eq!(camel_to_snake("name"), "name");
+    }
+
+    #[test]
+    fn requests_are_renamed_structurally() {
+        let body = json!({
+            "name": "d",
+            "projectId": 2,
+            "maxActiveRuns": 2,
+            "params": { "someKey": "v" },
+            "schedules": [{ "cron": "@daily", "bizDateOffset": 0 }],
+            "tasks": [{
+                "name": "a",
+                "command": "true",
+                "content": { "keepMe": 1 },
+                "retry": { "onExitCodes": [1] },
+                "dependsOn": ["b", { "task": "c", "offsetDay": -1 }],
+            }],
+        });
+        let file = Value::Object(from_request(&body).unwrap());
+        assert_eq!(file["project"], 2);
+        assert_eq!(file["max_active_runs"], 2);
+        assert_eq!(file["params"]["someKey"], "v");
+        assert_eq!(file["schedules"][0]["biz_date_offset"], 0);
+        let task = &file["tasks"][0];
+        assert_eq!(task["content"]["keepMe"], 1);
+        assert_eq!(task["retry"]["on_exit_codes"], json!([1]));
+        assert_eq!(task["depends_on"][1]["offset_day"], -1);
+        assert_eq!(task["depends_on"][0], "b");
+        let back = Value::Object(to_response(file.as_object().unwrap()));
+        assert_eq!(back["projectId"], 2);
+        assert_eq!(back["tasks"][0]["dependsOn"][1]["offsetDay"], -1);
+        assert_eq!(back["params"]["someKey"], "v");
+    }
+
+    #[test]
+    fn snake_case_keys_are_unknown() {
+        let err = from_request(&json!({ "name": "d", "max_active_runs": 2 })).unwrap_err();
+        assert!(err.to_string().contains("`max_active_runs`"), "{err}");
+        let err =
+            from_request(&json!({ "name": "d", "tasks": [{ "depends_on": [] }] })).unwrap_err();
+        assert!(err.to_string().contains("`tasks[0].depends_on`"), "{err}");
+    }
+
+    #[test]
+    fn validation_speaks_the_apis_names() {
+        let file = from_request(&json!({
+            "name": "d",
+            "maxActiveRuns": 0,
+            "tasks": [
+                { "name": "a", "command": "true", "dependsOn": ["b"] },
+                { "name": "b", "command": "true", "dependsOn": ["a"] },
+            ],
+        }))
+        .unwrap();
+        let err = parse(&file).unwrap_err().to_string();
+        assert!(err.contains("maxActiveRuns"), "{err}");
+        assert!(err.contains("cycle: "), "{err}");
+        let file = from_request(&json!({ "name": "d", "tasks": [{ "name": "a", "comand": "x" }] }))
+            .unwrap();
+        let err = parse(&file).unwrap_err().to_string();
+        assert!(err.contains("unknown field `comand`"), "{err}");
+        assert!(err.contains("`dependsOn`"), "{err}");
+        assert!(!err.contains("line 1"), "{err}");
+    }
+}

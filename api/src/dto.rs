@@ -1,0 +1,506 @@
+//! The request and response bodies of the API (camelCase JSON, `003_*` §6).
+//!
+//! Requests reject unknown fields. DAG definitions themselves are not here:
+//! they have the DAG file's shape and go through [`crate::definition`].
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use datajump_shared::TaskStatus;
+use datajump_shared::entities::{dag, dag_run, execution, task_instance};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One page of a list.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    /// The items of this page.
+    pub items: Vec<T>,
+    /// Items in the whole list.
+    pub total: u64,
+    /// 1-based page number.
+    pub page: u64,
+    /// Items per page.
+    pub page_size: u64,
+}
+
+/// `GET /api/v1/dags` query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DagListQuery {
+    /// Project (default 1).
+    pub project_id: Option<i64>,
+    /// 1-based page (default 1).
+    pub page: Option<u64>,
+    /// Items per page (default 20, at most 500).
+    pub page_size: Option<u64>,
+}
+
+/// `GET /api/v1/dags/{dagId}/instances` query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InstancesQuery {
+    /// Runs per page, newest first (default 20, at most 500).
+    pub limit: Option<u64>,
+    /// 1-based page (default 1).
+    pub page: Option<u64>,
+}
+
+/// `GET /api/v1/dags/task-instances/{id}/log` query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LogQuery {
+    /// 0-based attempt (default the latest).
+    pub attempt: Option<i32>,
+}
+
+/// A DAG's headline fields (list items; the detail adds its definition).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DagSummary {
+    /// DAG id.
+    pub id: i64,
+    /// Unique name.
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// Project.
+    pub project_id: i64,
+    /// Responsible person or team.
+    pub owner: Option<String>,
+    /// Offline DAGs are not fired by schedules.
+    pub online: bool,
+    /// Bumped on each change.
+    pub version: i32,
+    /// Runs at once.
+    pub max_active_runs: i32,
+    /// `skip | wait | parallel`.
+    pub overlap: String,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&dag::Model> for DagSummary {
+    fn from(row: &dag::Model) -> DagSummary {
+        DagSummary {
+            id: row.id,
+            name: row.name.clone(),
+            description: row.description.clone(),
+            project_id: row.project_id,
+            owner: row.owner.clone(),
+            online: row.online,
+            version: row.version,
+            max_active_runs: row.max_active_runs,
+            overlap: row.overlap_policy.clone(),
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+/// A canvas edge for `POST /api/v1/dags/{dagId}/validate`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Edge {
+    /// Source node (the parent).
+    pub source: String,
+    /// Target node (the child).
+    pub target: String,
+}
+
+/// `POST /api/v1/dags/{dagId}/validate` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ValidateRequest {
+    /// The canvas edges; missing or empty is valid.
+    #[serde(default)]
+    pub edges: Option<Vec<Edge>>,
+}
+
+/// `POST /api/v1/dags/{dagId}/validate` answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidateResponse {
+    /// True when the edges form no cycle.
+    pub valid: bool,
+    /// What was found, for people.
+    pub message: String,
+    /// The nodes of a cycle found, in order, the first repeated at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<Vec<String>>,
+}
+
+/// `POST /api/v1/dags/{dagId}/trigger` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TriggerRequest {
+    /// Run parameters (strings; numbers and booleans are taken as text).
+    #[serde(default)]
+    pub params: Option<Map<String, Value>>,
+    /// Business date (default: the trigger day minus one, in the API's zone).
+    #[serde(default)]
+    pub biz_date: Option<NaiveDate>,
+}
+
+/// `POST /api/v1/dags/{dagId}/trigger` answer (202).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TriggerResponse {
+    /// The run's key; its id exists once a resolver has created it.
+    pub run_key: String,
+    /// The DAG.
+    pub dag_id: i64,
+    /// Business date of the run.
+    pub biz_date: NaiveDate,
+    /// Where to follow the run by key.
+    pub status_url: String,
+}
+
+/// A DAG run (`003_*`: DAG instance).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDto {
+    /// Run id (instance id).
+    pub id: i64,
+    /// The DAG.
+    pub dag_id: i64,
+    /// DAG version its plan was taken from.
+    pub dag_version: i32,
+    /// Unique run key (`manual:<uuid>`, `sched:<schedule>:<unix>`, …).
+    pub run_key: String,
+    /// The schedule that fired it.
+    pub schedule_id: Option<i64>,
+    /// SCHEDULE, MANUAL, BACKFILL or EVENT.
+    pub trigger_type: String,
+    /// Business date.
+    pub biz_date: NaiveDate,
+    /// Scheduled (or trigger) instant.
+    pub schedule_time: DateTime<Utc>,
+    /// QUEUED, RUNNING, SUCCESS, FAILED or KILLED.
+    pub status: String,
+    /// Run parameters.
+    pub run_params: Value,
+    /// Creation time.
+    pub start_time: DateTime<Utc>,
+    /// When it finished.
+    pub end_time: Option<DateTime<Utc>>,
+}
+
+impl From<&dag_run::Model> for RunDto {
+    fn from(row: &dag_run::Model) -> RunDto {
+        RunDto {
+            id: row.id,
+            dag_id: row.dag_id,
+            dag_version: row.dag_version,
+            run_key: row.dedup_key.clone(),
+            schedule_id: row.schedule_id,
+            trigger_type: row.trigger_type.as_str().to_owned(),
+            biz_date: row.biz_date,
+            schedule_time: row.logical_time,
+            status: row.status.as_str().to_owned(),
+            run_params: row.params.clone(),
+            start_time: row.created_at,
+            end_time: row.finished_at,
+        }
+    }
+}
+
+/// A run with its task instances.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDetail {
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunDto,
+    /// Its task instances, in task order.
+    pub task_instances: Vec<TaskInstanceDto>,
+}
+
+/// `GET /api/v1/dags/instances/{id}/status` answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStatusDto {
+    /// Run id.
+    pub id: i64,
+    /// Run key.
+    pub run_key: String,
+    /// Run status.
+    pub status: String,
+    /// True once the status is final.
+    pub finished: bool,
+    /// Task instances by status.
+    pub task_counts: BTreeMap<String, u64>,
+    /// Creation time.
+    pub start_time: DateTime<Utc>,
+    /// When it finished.
+    pub end_time: Option<DateTime<Utc>>,
+}
+
+/// A task instance: one task in one run.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskInstanceDto {
+    /// Task instance id.
+    pub id: i64,
+    /// The run (`003_*`: dag instance).
+    pub dag_instance_id: i64,
+    /// The DAG.
+    pub dag_id: i64,
+    /// The task definition.
+    pub task_id: i64,
+    /// Task name.
+    pub task_name: String,
+    /// Business date.
+    pub biz_date: NaiveDate,
+    /// What started the run.
+    pub trigger_type: String,
+    /// Status.
+    pub status: String,
+    /// Attempts started.
+    pub attempts: i32,
+    /// Retries used of the task's budget.
+    pub retry_count: i32,
+    /// Runner of the current attempt.
+    pub worker_id: Option<String>,
+    /// Queue.
+    pub queue: String,
+    /// 1–10.
+    pub priority: i32,
+    /// Retry time while UP_FOR_RETRY.
+    pub retry_at: Option<DateTime<Utc>>,
+    /// Why it failed or was skipped.
+    pub error_message: Option<String>,
+    /// When it was queued last.
+    pub queued_time: Option<DateTime<Utc>>,
+    /// When its current attempt started.
+    pub start_time: Option<DateTime<Utc>>,
+    /// When it reached its final state.
+    pub end_time: Option<DateTime<Utc>>,
+}
+
+impl From<&task_instance::Model> for TaskInstanceDto {
+    fn from(row: &task_instance::Model) -> TaskInstanceDto {
+        TaskInstanceDto {
+            id: row.id,
+            dag_instance_id: row.dag_run_id,
+            dag_id: row.dag_id,
+            task_id: row.task_id,
+            task_name: row.task_name.clone(),
+            biz_date: row.biz_date,
+            trigger_type: row.trigger_type.as_str().to_owned(),
+            status: row.status.as_str().to_owned(),
+            attempts: row.attempt,
+            retry_count: row.retries_used,
+            worker_id: row.owner.clone(),
+            queue: row.queue.clone(),
+            priority: row.priority,
+            retry_at: (row.status == TaskStatus::UpForRetry)
+                .then_some(row.deadline_at)
+                .flatten(),
+            error_message: row.reason.clone(),
+            queued_time: row.queued_at,
+            start_time: row.started_at,
+            end_time: row.finished_at,
+        }
+    }
+}
+
+/// A task instance with its attempts.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskInstanceDetail {
+    /// The instance.
+    #[serde(flatten)]
+    pub instance: TaskInstanceDto,
+    /// Its executions, one per attempt, oldest first.
+    pub executions: Vec<ExecutionDto>,
+}
+
+/// One attempt of a task instance (`000_*` §4.4).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionDto {
+    /// Execution id.
+    pub id: i64,
+    /// 0-based attempt.
+    pub attempt: i32,
+    /// RUNNING, then the attempt's outcome.
+    pub status: String,
+    /// What started this attempt.
+    pub trigger_type: String,
+    /// Runner id.
+    pub worker_id: String,
+    /// Start.
+    pub start_time: DateTime<Utc>,
+    /// End.
+    pub end_time: Option<DateTime<Utc>>,
+    /// End − start.
+    pub duration_ms: Option<i64>,
+    /// Process exit code.
+    pub exit_code: Option<i32>,
+    /// Why it failed.
+    pub error_message: Option<String>,
+    /// Object-store name of the full log.
+    pub log_path: Option<String>,
+}
+
+impl From<&execution::Model> for ExecutionDto {
+    fn from(row: &execution::Model) -> ExecutionDto {
+        ExecutionDto {
+            id: row.id,
+            attempt: row.attempt,
+            status: row.status.as_str().to_owned(),
+            trigger_type: row.trigger_type.as_str().to_owned(),
+            worker_id: row.worker.clone(),
+            start_time: row.start_time,
+            end_time: row.end_time,
+            duration_ms: row.duration_ms,
+            exit_code: row.exit_code,
+            error_message: row.error_msg.clone(),
+            log_path: row.log_path.clone(),
+        }
+    }
+}
+
+/// What a kill did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KillResponse {
+    /// The task instance or run.
+    pub id: i64,
+    /// Its status now (KILLED).
+    pub status: String,
+    /// Task instances killed.
+    pub killed_task_instances: Vec<i64>,
+}
+
+/// A DAG's schedule (`003_*` §6.5).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleDto {
+    /// The DAG.
+    pub dag_id: i64,
+    /// The schedule.
+    pub schedule_id: i64,
+    /// Its name within the DAG.
+    pub name: String,
+    /// `CRON` or `EVENT`.
+    pub kind: String,
+    /// Cron expression (CRON schedules).
+    pub cron_expression: Option<String>,
+    /// The expression in words.
+    pub cron_description: Option<String>,
+    /// Event name (EVENT schedules).
+    pub event_name: Option<String>,
+    /// False when paused.
+    pub enabled: bool,
+    /// The next fire (RFC 3339 in the schedule's zone), when enabled.
+    pub next_fire_time: Option<String>,
+    /// IANA zone the cron is read in.
+    pub timezone: String,
+}
+
+/// `PUT /api/v1/dags/{dagId}/schedule` body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduleUpdate {
+    /// Cron expression.
+    pub cron_expression: String,
+    /// Paused when false (default true).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// IANA zone (default: unchanged, or the API's zone for a new schedule).
+    #[serde(default)]
+    pub timezone: Option<String>,
+}
+
+/// `POST /api/v1/dags/{dagId}/schedule/enable` body (optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduleEnable {
+    /// A new cron expression; needed when the DAG has no schedule yet.
+    #[serde(default)]
+    pub cron_expression: Option<String>,
+}
+
+/// `POST /api/v1/dags/{dagId}/schedule/disable` body (optional, empty).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduleDisable {}
+
+/// `POST /api/v1/dags/schedule/validate-cron` body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ValidateCronRequest {
+    /// The expression.
+    pub cron_expression: String,
+    /// IANA zone to compute fire times in (default the API's zone).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// Also list this many next fire times (1–100).
+    #[serde(default)]
+    pub count: Option<u32>,
+}
+
+/// `POST /api/v1/dags/schedule/validate-cron` answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidateCronResponse {
+    /// True when the expression (and zone) are valid.
+    pub valid: bool,
+    /// The expression in words.
+    pub description: Option<String>,
+    /// The next fire (RFC 3339 in `timezone`).
+    pub next_fire_time: Option<String>,
+    /// The next `count` fires, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_fire_times: Option<Vec<String>>,
+    /// The zone used.
+    pub timezone: String,
+    /// Why it is invalid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `POST /api/v1/events/{name}` answer (202).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventResponse {
+    /// The event name.
+    pub event: String,
+    /// The subject it was published to.
+    pub subject: String,
+    /// The stream that stored it.
+    pub stream: String,
+    /// Its sequence in the stream.
+    pub sequence: u64,
+}
+
+/// A runner, from its heartbeat in `dj_runners`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnerDto {
+    /// Runner id.
+    pub id: String,
+    /// Queues it serves.
+    pub queues: Vec<String>,
+    /// Tasks it can run at once.
+    pub slots: u64,
+    /// Tasks it was running at its last heartbeat.
+    pub running: u64,
+    /// Its last heartbeat.
+    pub last_seen: Option<DateTime<Utc>>,
+}
+
+/// A list that is not paginated (it is small by nature).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct List<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// How many.
+    pub total: u64,
+}

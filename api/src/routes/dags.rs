@@ -1,0 +1,473 @@
+//! DAGs (`003_*` §6.1, §6.3, §6.4 trigger): list, create, get, update,
+//! delete, tasks, online/offline, edge validation and manual triggers.
+//!
+//! Creating and updating go through [`crate::definition`] and
+//! [`super::store`], so a DAG sent over HTTP is validated and stored exactly
+//! like a DAG file: tasks and schedules keep their ids across updates, the
+//! version is bumped on each change, and tickers are told about schedule
+//! changes.
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::Json as AxumJson;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
+use datajump_shared::cron::parse_time_zone;
+use datajump_shared::entities::{
+    dag, dag_run, execution, schedule, task, task_dependency, task_instance,
+};
+use datajump_shared::messages::FireMsg;
+use datajump_shared::plan::Params;
+use datajump_shared::{RunStatus, subjects};
+use sea_orm::sea_query::Query as SqlQuery;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
+use serde_json::{Map, Value, json};
+use tracing::{info, warn};
+
+use super::{find_dag, paging, schedules_changed, store};
+use crate::AppState;
+use crate::definition;
+use crate::dto::{
+    DagListQuery, DagSummary, Edge, List, Page, TriggerRequest, TriggerResponse, ValidateRequest,
+    ValidateResponse,
+};
+use crate::error::{Error, Result};
+use crate::extract::{Json, JsonOrEmpty, Path, Query};
+
+/// A DAG's detail: its headline fields and its whole definition (tasks and
+/// schedules in the DAG file's shape, camelCase).
+pub async fn detail(state: &AppState, dag: &dag::Model) -> Result<Value> {
+    let summary =
+        serde_json::to_value(DagSummary::from(dag)).map_err(|e| Error::Internal(e.to_string()))?;
+    let mut out = summary.as_object().cloned().unwrap_or_default();
+    let file = definition::load(&state.db, dag).await?;
+    for (key, value) in definition::to_response(&file) {
+        out.entry(key).or_insert(value);
+    }
+    Ok(Value::Object(out))
+}
+
+/// `GET /api/v1/dags?projectId=&page=&pageSize=`: a project's DAGs by id.
+pub async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<DagListQuery>,
+) -> Result<AxumJson<Page<DagSummary>>> {
+    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    let paginator = dag::Entity::find()
+        .filter(dag::Column::ProjectId.eq(query.project_id.unwrap_or(1)))
+        .order_by_asc(dag::Column::Id)
+        .paginate(&state.db, page_size);
+    let total = paginator.num_items().await?;
+    let items = paginator.fetch_page(page - 1).await?;
+    Ok(AxumJson(Page {
+        items: items.iter().map(DagSummary::from).collect(),
+        total,
+        page,
+        page_size,
+    }))
+}
+
+/// `POST /api/v1/dags`: creates a DAG (201); 409 if the name is taken.
+///
+/// The body is a DAG definition: `name` (required), `description`,
+/// `projectId`, and optionally everything a DAG file has (`tasks`,
+/// `schedules`, `params`, `maxActiveRuns`, …) in camelCase.
+pub async fn create(State(state): State<AppState>, Json(body): Json<Value>) -> Result<Response> {
+    let mut file = definition::from_request(&body)?;
+    file.entry("tasks").or_insert_with(|| json!([]));
+    let parsed = definition::parse(&file)?;
+    if let Some(existing) = dag::Entity::find()
+        .filter(dag::Column::Name.eq(&parsed.name))
+        .one(&state.db)
+        .await?
+    {
+        return Err(Error::conflict(format!(
+            "a DAG named '{}' already exists (id {}); update it with PUT /api/v1/dags/{}",
+            existing.name, existing.id, existing.id
+        )));
+    }
+    let report = store(&state, &parsed).await?;
+    info!(dag = %parsed.name, id = report.dag_id, "DAG created through the API");
+    let dag = find_dag(&state, report.dag_id).await?;
+    let location = format!("/api/v1/dags/{}", dag.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        AxumJson(detail(&state, &dag).await?),
+    )
+        .into_response())
+}
+
+/// `GET /api/v1/dags/{dagId}`: the DAG with its definition.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+) -> Result<AxumJson<Value>> {
+    let dag = find_dag(&state, dag_id).await?;
+    Ok(AxumJson(detail(&state, &dag).await?))
+}
+
+/// `PUT /api/v1/dags/{dagId}`: changes the fields given, keeps the others
+/// (leaving out `tasks` keeps the tasks, and so on); the name cannot change.
+pub async fn update(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    Json(body): Json<Value>,
+) -> Result<AxumJson<Value>> {
+    let dag = find_dag(&state, dag_id).await?;
+    let changes = definition::from_request(&body)?;
+    if let Some(name) = changes.get("name")
+        && name.as_str() != Some(dag.name.as_str())
+    {
+        return Err(Error::bad_request(format!(
+            "invalid field `name`: a DAG cannot be renamed (it is '{}'); create a new DAG instead",
+            dag.name
+        )));
+    }
+    let mut file = definition::load(&state.db, &dag).await?;
+    file.extend(changes);
+    let parsed = definition::parse(&file)?;
+    store(&state, &parsed).await?;
+    let dag = find_dag(&state, dag_id).await?;
+    Ok(AxumJson(detail(&state, &dag).await?))
+}
+
+/// `DELETE /api/v1/dags/{dagId}`: removes the DAG with its tasks,
+/// schedules and run history (204); 409 while it has RUNNING or QUEUED runs.
+pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> Result<StatusCode> {
+    let dag = find_dag(&state, dag_id).await?;
+    let txn = datajump_shared::db::begin_write(&state.db).await?;
+    let live: Vec<i64> = dag_run::Entity::find()
+        .filter(dag_run::Column::DagId.eq(dag_id))
+        .filter(dag_run::Column::Status.is_in([RunStatus::Running, RunStatus::Queued]))
+        .order_by_asc(dag_run::Column::Id)
+        .all(&txn)
+        .await?
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    if !live.is_empty() {
+        return Err(Error::conflict(format!(
+            "DAG '{}' has {} running or queued run(s) ({}): kill them first (POST /api/v1/dags/instances/{{id}}/kill) or wait",
+            dag.name,
+            live.len(),
+            live.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let schedule_ids: Vec<i64> = definition::schedules_of(&txn, dag_id)
+        .await?
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    let runs_of_dag = SqlQuery::select()
+        .column(dag_run::Column::Id)
+        .from(dag_run::Entity)
+        .and_where(dag_run::Column::DagId.eq(dag_id))
+        .to_owned();
+    execution::Entity::delete_many()
+        .filter(execution::Column::DagRunId.in_subquery(runs_of_dag))
+        .exec(&txn)
+        .await?;
+    task_instance::Entity::delete_many()
+        .filter(task_instance::Column::DagId.eq(dag_id))
+        .exec(&txn)
+        .await?;
+    dag_run::Entity::delete_many()
+        .filter(dag_run::Column::DagId.eq(dag_id))
+        .exec(&txn)
+        .await?;
+    task_dependency::Entity::delete_many()
+        .filter(task_dependency::Column::DagId.eq(dag_id))
+        .exec(&txn)
+        .await?;
+    task::Entity::delete_many()
+        .filter(task::Column::DagId.eq(dag_id))
+        .exec(&txn)
+        .await?;
+    schedule::Entity::delete_many()
+        .filter(schedule::Column::DagId.eq(dag_id))
+        .exec(&txn)
+        .await?;
+    dag::Entity::delete_by_id(dag_id).exec(&txn).await?;
+    txn.commit().await?;
+    // Ids may be reused (SQLite): forget the deleted schedules' last fires.
+    if !schedule_ids.is_empty() {
+        match datajump_nats::key_value(&state.js, subjects::TICKER_BUCKET).await {
+            Ok(kv) => {
+                for id in &schedule_ids {
+                    if let Err(e) = kv.purge(subjects::ticker_key(*id)).await {
+                        warn!(schedule = id, error = %e, "could not forget a deleted schedule's last fire");
+                    }
+                }
+            }
+            Err(e) => warn!(error = %e, "could not open the ticker bucket"),
+        }
+        schedules_changed(&state).await;
+    }
+    info!(dag = %dag.name, id = dag_id, "DAG deleted through the API");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /api/v1/dags/{dagId}/tasks`: the DAG's tasks (with ids) in id order.
+pub async fn tasks(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+) -> Result<AxumJson<List<Value>>> {
+    find_dag(&state, dag_id).await?;
+    let (tasks, deps) = definition::tasks_of(&state.db, dag_id).await?;
+    let items: Vec<Value> = tasks
+        .iter()
+        .map(|row| {
+            let mut out = Map::new();
+            out.insert("id".into(), json!(row.id));
+            out.insert("dagId".into(), json!(row.dag_id));
+            if let Value::Object(fields) =
+                definition::task_to_response(&definition::task_file(row, &deps))
+            {
+                out.extend(fields);
+            }
+            out.insert("positionX".into(), json!(row.position_x));
+            out.insert("positionY".into(), json!(row.position_y));
+            out.insert("createdAt".into(), json!(row.created_at));
+            out.insert("updatedAt".into(), json!(row.updated_at));
+            Value::Object(out)
+        })
+        .collect();
+    Ok(AxumJson(List {
+        total: items.len() as u64,
+        items,
+    }))
+}
+
+async fn set_online(state: &AppState, dag_id: i64, online: bool) -> Result<AxumJson<DagSummary>> {
+    let dag = find_dag(state, dag_id).await?;
+    let mut file = definition::load(&state.db, &dag).await?;
+    file.insert("online".into(), json!(online));
+    let parsed = definition::parse(&file)?;
+    store(state, &parsed).await?;
+    let dag = find_dag(state, dag_id).await?;
+    Ok(AxumJson(DagSummary::from(&dag)))
+}
+
+/// `POST /api/v1/dags/{dagId}/online`: schedules fire it again.
+pub async fn online(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+) -> Result<AxumJson<DagSummary>> {
+    set_online(&state, dag_id, true).await
+}
+
+/// `POST /api/v1/dags/{dagId}/offline`: schedules stop firing it (manual
+/// triggers still run it).
+pub async fn offline(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+) -> Result<AxumJson<DagSummary>> {
+    set_online(&state, dag_id, false).await
+}
+
+/// A cycle in the graph of `edges` (source → target), found by depth-first
+/// search: its nodes in order, the first repeated at the end.
+pub fn find_cycle(edges: &[Edge]) -> Option<Vec<String>> {
+    let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for edge in edges {
+        children
+            .entry(edge.source.as_str())
+            .or_default()
+            .push(edge.target.as_str());
+        children.entry(edge.target.as_str()).or_default();
+    }
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    let mut marks: HashMap<&str, Mark> = children.keys().map(|&n| (n, Mark::New)).collect();
+    let nodes: Vec<&str> = children.keys().copied().collect();
+    for start in nodes {
+        if marks.get(start) != Some(&Mark::New) {
+            continue;
+        }
+        // Iterative DFS: the path and, per node on it, the next child to visit.
+        let mut path: Vec<(&str, usize)> = vec![(start, 0)];
+        marks.insert(start, Mark::OnPath);
+        while let Some((node, next)) = path.last().copied() {
+            let kids = children.get(node).map(Vec::as_slice).unwrap_or_default();
+            match kids.get(next) {
+                None => {
+                    marks.insert(node, Mark::Done);
+                    path.pop();
+                }
+                Some(&child) => {
+                    if let Some(top) = path.last_mut() {
+                        top.1 += 1;
+                    }
+                    match marks.get(child).copied().unwrap_or(Mark::New) {
+                        Mark::New => {
+                            marks.insert(child, Mark::OnPath);
+                            path.push((child, 0));
+                        }
+                        Mark::OnPath => {
+                            let from = path.iter().position(|(n, _)| *n == child).unwrap_or(0);
+                            let mut cycle: Vec<String> =
+                                path[from..].iter().map(|(n, _)| (*n).to_owned()).collect();
+                            cycle.push(child.to_owned());
+                            return Some(cycle);
+                        }
+                        Mark::Done => {}
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `POST /api/v1/dags/{dagId}/validate`: checks canvas edges for a cycle
+/// (`003_*` §6.3); missing or empty edges are valid.
+pub async fn validate(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    JsonOrEmpty(body): JsonOrEmpty<ValidateRequest>,
+) -> Result<AxumJson<ValidateResponse>> {
+    find_dag(&state, dag_id).await?;
+    let edges = body.edges.unwrap_or_default();
+    if edges.is_empty() {
+        return Ok(AxumJson(ValidateResponse {
+            valid: true,
+            message: "no edges: valid".to_owned(),
+            cycle: None,
+        }));
+    }
+    for (i, edge) in edges.iter().enumerate() {
+        for (field, value) in [("source", &edge.source), ("target", &edge.target)] {
+            if value.trim().is_empty() {
+                return Err(Error::bad_request(format!(
+                    "invalid field `edges[{i}].{field}`: must not be empty"
+                )));
+            }
+        }
+    }
+    Ok(AxumJson(match find_cycle(&edges) {
+        Some(cycle) => ValidateResponse {
+            valid: false,
+            message: format!("cycle detected: {}", cycle.join(" -> ")),
+            cycle: Some(cycle),
+        },
+        None => ValidateResponse {
+            valid: true,
+            message: format!("valid: {} edges, no cycle", edges.len()),
+            cycle: None,
+        },
+    }))
+}
+
+/// Reads trigger parameters: strings, or numbers and booleans as text.
+fn trigger_params(params: Option<Map<String, Value>>) -> Result<Params> {
+    let mut out = Params::new();
+    for (name, value) in params.unwrap_or_default() {
+        let text = match value {
+            Value::String(s) => s,
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => {
+                return Err(Error::bad_request(format!(
+                    "invalid field `params.{name}`: must be a string, number or boolean"
+                )));
+            }
+        };
+        out.insert(name, text);
+    }
+    Ok(out)
+}
+
+/// `POST /api/v1/dags/{dagId}/trigger`: starts a MANUAL run (202).
+///
+/// Answers at once with the run's key: the run itself is created by a
+/// resolver when it takes the fire, so its id is not known yet; follow it at
+/// `statusUrl` (`GET /api/v1/dags/instances/by-key/{runKey}`).
+pub async fn trigger(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    JsonOrEmpty(body): JsonOrEmpty<TriggerRequest>,
+) -> Result<Response> {
+    let dag = find_dag(&state, dag_id).await?;
+    let params = trigger_params(body.params)?;
+    let zone = parse_time_zone(&state.timezone).map_err(|e| Error::Internal(e.to_string()))?;
+    let now = Utc::now();
+    let biz_date = body
+        .biz_date
+        .unwrap_or_else(|| biz_date_for(now, zone, DEFAULT_OFFSET_DAYS));
+    let mut fire = FireMsg::manual(dag.id, now, biz_date, params);
+    fire.time_zone = zone.name().to_owned();
+    datajump_nats::publish_fire(&state.js, &fire).await?;
+    info!(dag = %dag.name, run_key = %fire.dedup_key, "DAG triggered through the API");
+    let status_url = format!("/api/v1/dags/instances/by-key/{}", fire.dedup_key);
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, status_url.clone())],
+        AxumJson(TriggerResponse {
+            run_key: fire.dedup_key,
+            dag_id: dag.id,
+            biz_date,
+            status_url,
+        }),
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edges(pairs: &[(&str, &str)]) -> Vec<Edge> {
+        pairs
+            .iter()
+            .map(|(s, t)| Edge {
+                source: (*s).to_owned(),
+                target: (*t).to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cycles_are_found_and_named() {
+        assert_eq!(
+            find_cycle(&edges(&[("a", "b"), ("b", "c"), ("a", "c")])),
+            None
+        );
+        assert_eq!(
+            find_cycle(&edges(&[("a", "b"), ("b", "c"), ("c", "b")])),
+            Some(vec!["b".to_owned(), "c".to_owned(), "b".to_owned()])
+        );
+        assert_eq!(
+            find_cycle(&edges(&[("x", "x")])),
+            Some(vec!["x".to_owned(), "x".to_owned()])
+        );
+        assert_eq!(find_cycle(&[]), None);
+    }
+
+    #[test]
+    fn params_are_scalars() {
+        let mut map = Map::new();
+        map.insert("n".into(), json!(3));
+        map.insert("s".into(), json!("x"));
+        let params = trigger_params(Some(map)).unwrap();
+        assert_eq!(params.get("n").map(String::as_str), Some("3"));
+        let mut bad = Map::new();
+        bad.insert("o".into(), json!({}));
+        assert!(
+            trigger_params(Some(bad))
+                .unwrap_err()
+                .to_string()
+                .contains("params.o")
+        );
+    }
+}

@@ -1,0 +1,52 @@
+//! External events: `POST /api/v1/events/{name}` publishes the JSON body to
+//! `dj.event.{name}` through JetStream — the same message a user can publish
+//! with the `nats` CLI — and a resolver fires every DAG whose event schedule
+//! names it, with the body's top-level fields as run parameters.
+
+use axum::Json as AxumJson;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use datajump_shared::naming::validate_event;
+use datajump_shared::subjects;
+use tracing::info;
+
+use crate::AppState;
+use crate::dto::EventResponse;
+use crate::error::{Error, Result};
+use crate::extract::{Path, parse_json};
+
+/// `POST /api/v1/events/{name}`: publishes the event (202). The name is
+/// dot-separated `[a-z0-9_-]{1,64}` tokens; the body is any JSON (an empty
+/// body is `{}`).
+pub async fn publish(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<(StatusCode, AxumJson<EventResponse>)> {
+    validate_event(&name).map_err(|e| Error::bad_request(e.to_string()))?;
+    let payload = if body.iter().all(u8::is_ascii_whitespace) {
+        Bytes::from_static(b"{}")
+    } else {
+        parse_json::<serde_json::Value>(&body)?;
+        body
+    };
+    let subject = subjects::event(&name);
+    let ack = state
+        .js
+        .publish(subject.clone(), payload)
+        .await
+        .map_err(|e| Error::Nats(format!("publish to {subject}: {e}")))?
+        .await
+        .map_err(|e| Error::Nats(format!("publish to {subject}: {e}")))?;
+    info!(event = %name, sequence = ack.sequence, "event published through the API");
+    Ok((
+        StatusCode::ACCEPTED,
+        AxumJson(EventResponse {
+            event: name,
+            subject,
+            stream: ack.stream,
+            sequence: ack.sequence,
+        }),
+    ))
+}

@@ -1,0 +1,146 @@
+//! The routes, one module per resource, and the helpers they share.
+//!
+//! | module | paths |
+//! | --- | --- |
+//! | [`dags`] | `/api/v1/dags`, `/api/v1/dags/{dagId}` and its `tasks`, `online`, `offline`, `validate`, `trigger` |
+//! | [`runs`] | `/api/v1/dags/{dagId}/instances`, `/api/v1/dags/instances/…`, `/api/v1/dags/task-instances/…`, kills |
+//! | [`schedules`] | `/api/v1/dags/{dagId}/schedule…`, `/api/v1/dags/schedule/validate-cron` |
+//! | [`events`] | `/api/v1/events/{name}` |
+//! | [`runners`] | `/api/v1/runners` |
+//! | [`health`] | `/healthz`, `/readyz` |
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::middleware;
+use axum::routing::{get, post};
+use datajump_shared::catalog::{self, ApplyReport, CatalogError};
+use datajump_shared::dag_file::DagFile;
+use datajump_shared::entities::dag;
+use datajump_shared::subjects;
+use sea_orm::EntityTrait;
+use tracing::warn;
+
+use crate::AppState;
+use crate::error::{Error, Result};
+
+pub mod dags;
+pub mod events;
+pub mod health;
+pub mod runners;
+pub mod runs;
+pub mod schedules;
+
+/// Default items per page.
+pub const DEFAULT_PAGE_SIZE: u64 = 20;
+/// Most items per page.
+pub const MAX_PAGE_SIZE: u64 = 500;
+
+/// Every route of the API.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/dags", get(dags::list).post(dags::create))
+        .route(
+            "/dags/{dagId}",
+            get(dags::get).put(dags::update).delete(dags::delete),
+        )
+        .route("/dags/{dagId}/tasks", get(dags::tasks))
+        .route("/dags/{dagId}/online", post(dags::online))
+        .route("/dags/{dagId}/offline", post(dags::offline))
+        .route("/dags/{dagId}/validate", post(dags::validate))
+        .route("/dags/{dagId}/trigger", post(dags::trigger))
+        .route("/dags/{dagId}/instances", get(runs::list))
+        .route("/dags/instances/{instanceId}", get(runs::get))
+        .route("/dags/instances/{instanceId}/status", get(runs::status))
+        .route("/dags/instances/{instanceId}/kill", post(runs::kill))
+        .route("/dags/instances/by-key/{runKey}", get(runs::by_key))
+        .route(
+            "/dags/task-instances/{taskInstanceId}",
+            get(runs::task_instance),
+        )
+        .route("/dags/task-instances/{taskInstanceId}/log", get(runs::log))
+        .route(
+            "/task-instances/{taskInstanceId}/kill",
+            post(runs::kill_task),
+        )
+        .route(
+            "/dags/{dagId}/schedule",
+            get(schedules::get).put(schedules::put),
+        )
+        .route("/dags/{dagId}/schedule/enable", post(schedules::enable))
+        .route("/dags/{dagId}/schedule/disable", post(schedules::disable))
+        .route(
+            "/dags/schedule/validate-cron",
+            post(schedules::validate_cron),
+        )
+        .route("/events/{name}", post(events::publish))
+        .route("/runners", get(runners::list));
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .nest("/api/v1", api)
+        .fallback(crate::error::no_route)
+        .method_not_allowed_fallback(crate::error::method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::require_token,
+        ))
+        .with_state(state)
+}
+
+/// The DAG with this id, or 404.
+pub async fn find_dag(state: &AppState, dag_id: i64) -> Result<dag::Model> {
+    dag::Entity::find_by_id(dag_id)
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no DAG with id {dag_id}")))
+}
+
+/// `(page, page_size)` checked: page ≥ 1, 1 ≤ page size ≤ [`MAX_PAGE_SIZE`].
+pub fn paging(page: Option<u64>, page_size: Option<u64>, size_field: &str) -> Result<(u64, u64)> {
+    let page = page.unwrap_or(1);
+    if page == 0 {
+        return Err(Error::bad_request("invalid field `page`: pages start at 1"));
+    }
+    let size = page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+    if !(1..=MAX_PAGE_SIZE).contains(&size) {
+        return Err(Error::bad_request(format!(
+            "invalid field `{size_field}`: must be 1-{MAX_PAGE_SIZE}, got {size}"
+        )));
+    }
+    Ok((page, size))
+}
+
+/// Stores a validated definition as `dag apply` does, then tells tickers
+/// to reload when schedules changed.
+pub async fn store(state: &AppState, file: &DagFile) -> Result<ApplyReport> {
+    let report = catalog::apply(&state.db, file, &state.timezone)
+        .await
+        .map_err(|e| match e {
+            CatalogError::Db(e) => Error::Db(e),
+            CatalogError::UnknownDag(name) => Error::not_found(format!("no DAG named '{name}'")),
+        })?;
+    if report.schedules_touched() {
+        schedules_changed(state).await;
+    }
+    Ok(report)
+}
+
+/// Tells running tickers to reload schedules now. Best effort: they also
+/// reload on a timer, so a failure is logged, not returned.
+pub async fn schedules_changed(state: &AppState) {
+    if let Err(e) = state
+        .nats
+        .publish(subjects::SCHEDULES_CHANGED, "".into())
+        .await
+    {
+        warn!(error = %e, "could not announce a schedule change; tickers reload on their timer");
+        return;
+    }
+    if tokio::time::timeout(Duration::from_secs(2), state.nats.flush())
+        .await
+        .map_or(true, |r| r.is_err())
+    {
+        warn!("could not flush a schedule change announcement");
+    }
+}

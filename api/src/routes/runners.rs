@@ -1,0 +1,66 @@
+//! Runners: `GET /api/v1/runners` lists the live runners from their
+//! heartbeats in the `dj_runners` KV bucket (a runner whose heartbeat has
+//! expired is gone from the bucket, and from the list).
+
+use axum::Json as AxumJson;
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use datajump_shared::subjects;
+use futures::StreamExt;
+use serde::Deserialize;
+use tracing::warn;
+
+use crate::AppState;
+use crate::dto::{List, RunnerDto};
+use crate::error::{Error, Result};
+
+/// A heartbeat as the runner writes it.
+#[derive(Debug, Deserialize)]
+struct Heartbeat {
+    id: String,
+    #[serde(default)]
+    queues: Vec<String>,
+    #[serde(default)]
+    slots: u64,
+    #[serde(default)]
+    running: u64,
+    #[serde(default)]
+    at: Option<DateTime<Utc>>,
+}
+
+/// `GET /api/v1/runners`: id, queues, slots, running tasks and last
+/// heartbeat of each live runner, by id.
+pub async fn list(State(state): State<AppState>) -> Result<AxumJson<List<RunnerDto>>> {
+    let kv = datajump_nats::key_value(&state.js, subjects::RUNNERS_BUCKET).await?;
+    let mut keys = kv
+        .keys()
+        .await
+        .map_err(|e| Error::Nats(format!("list {}: {e}", subjects::RUNNERS_BUCKET)))?;
+    let mut items = Vec::new();
+    while let Some(key) = keys.next().await {
+        let key =
+            key.map_err(|e| Error::Nats(format!("list {}: {e}", subjects::RUNNERS_BUCKET)))?;
+        let Some(value) = kv
+            .get(&key)
+            .await
+            .map_err(|e| Error::Nats(format!("read {}/{key}: {e}", subjects::RUNNERS_BUCKET)))?
+        else {
+            continue;
+        };
+        match serde_json::from_slice::<Heartbeat>(&value) {
+            Ok(beat) => items.push(RunnerDto {
+                id: beat.id,
+                queues: beat.queues,
+                slots: beat.slots,
+                running: beat.running,
+                last_seen: beat.at,
+            }),
+            Err(e) => warn!(runner = %key, error = %e, "unreadable heartbeat skipped"),
+        }
+    }
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(AxumJson(List {
+        total: items.len() as u64,
+        items,
+    }))
+}

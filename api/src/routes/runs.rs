@@ -1,0 +1,272 @@
+//! Runs and task instances (`003_*` §6.4): a DAG's run history, a run with
+//! its task instances and its status, a run by key (where a trigger points),
+//! a task instance with its attempts and its log — and kills of either.
+//!
+//! `003_*` calls a run a "DAG instance"; the paths keep its names.
+
+use std::collections::BTreeMap;
+
+use axum::Json as AxumJson;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use datajump_shared::entities::{dag_run, execution, task_instance};
+use datajump_shared::subjects;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
+use tokio::io::AsyncReadExt;
+use tracing::{debug, info};
+
+use super::{find_dag, paging};
+use crate::AppState;
+use crate::dto::{
+    ExecutionDto, InstancesQuery, KillResponse, LogQuery, Page, RunDetail, RunDto, RunStatusDto,
+    TaskInstanceDetail, TaskInstanceDto,
+};
+use crate::error::{Error, Result};
+use crate::extract::{Path, Query};
+
+async fn find_run(state: &AppState, id: i64) -> Result<dag_run::Model> {
+    dag_run::Entity::find_by_id(id)
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no DAG instance (run) with id {id}")))
+}
+
+async fn find_task_instance(state: &AppState, id: i64) -> Result<task_instance::Model> {
+    task_instance::Entity::find_by_id(id)
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no task instance with id {id}")))
+}
+
+async fn instances_of(state: &AppState, run_id: i64) -> Result<Vec<task_instance::Model>> {
+    Ok(task_instance::Entity::find()
+        .filter(task_instance::Column::DagRunId.eq(run_id))
+        .order_by_asc(task_instance::Column::Id)
+        .all(&state.db)
+        .await?)
+}
+
+async fn run_detail(state: &AppState, run: &dag_run::Model) -> Result<RunDetail> {
+    let instances = instances_of(state, run.id).await?;
+    Ok(RunDetail {
+        run: RunDto::from(run),
+        task_instances: instances.iter().map(TaskInstanceDto::from).collect(),
+    })
+}
+
+/// `GET /api/v1/dags/{dagId}/instances?limit=20&page=1`: the DAG's runs,
+/// newest first.
+pub async fn list(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    Query(query): Query<InstancesQuery>,
+) -> Result<AxumJson<Page<RunDto>>> {
+    find_dag(&state, dag_id).await?;
+    let (page, page_size) = paging(query.page, query.limit, "limit")?;
+    let paginator = dag_run::Entity::find()
+        .filter(dag_run::Column::DagId.eq(dag_id))
+        .order_by_desc(dag_run::Column::Id)
+        .paginate(&state.db, page_size);
+    let total = paginator.num_items().await?;
+    let runs = paginator.fetch_page(page - 1).await?;
+    Ok(AxumJson(Page {
+        items: runs.iter().map(RunDto::from).collect(),
+        total,
+        page,
+        page_size,
+    }))
+}
+
+/// `GET /api/v1/dags/instances/{instanceId}`: a run and its task instances.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<AxumJson<RunDetail>> {
+    let run = find_run(&state, id).await?;
+    Ok(AxumJson(run_detail(&state, &run).await?))
+}
+
+/// `GET /api/v1/dags/instances/by-key/{runKey}`: the run a trigger started;
+/// 404 until a resolver has created it.
+pub async fn by_key(
+    State(state): State<AppState>,
+    Path(run_key): Path<String>,
+) -> Result<AxumJson<RunDetail>> {
+    let run = dag_run::Entity::find()
+        .filter(dag_run::Column::DedupKey.eq(&run_key))
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| {
+            Error::not_found(format!(
+                "no run with key '{run_key}' (yet: a resolver creates it when it takes the fire)"
+            ))
+        })?;
+    Ok(AxumJson(run_detail(&state, &run).await?))
+}
+
+/// `GET /api/v1/dags/instances/{instanceId}/status`: a run's status and its
+/// task instances counted by status.
+pub async fn status(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<AxumJson<RunStatusDto>> {
+    let run = find_run(&state, id).await?;
+    let mut task_counts: BTreeMap<String, u64> = BTreeMap::new();
+    for row in instances_of(&state, id).await? {
+        *task_counts
+            .entry(row.status.as_str().to_owned())
+            .or_default() += 1;
+    }
+    Ok(AxumJson(RunStatusDto {
+        id: run.id,
+        run_key: run.dedup_key,
+        status: run.status.as_str().to_owned(),
+        finished: run.status.is_terminal(),
+        task_counts,
+        start_time: run.created_at,
+        end_time: run.finished_at,
+    }))
+}
+
+/// `GET /api/v1/dags/task-instances/{taskInstanceId}`: a task instance and
+/// its executions (one per attempt).
+pub async fn task_instance(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<AxumJson<TaskInstanceDetail>> {
+    let instance = find_task_instance(&state, id).await?;
+    let executions = execution::Entity::find()
+        .filter(execution::Column::TaskInstanceId.eq(id))
+        .order_by_asc(execution::Column::Attempt)
+        .all(&state.db)
+        .await?;
+    Ok(AxumJson(TaskInstanceDetail {
+        instance: TaskInstanceDto::from(&instance),
+        executions: executions.iter().map(ExecutionDto::from).collect(),
+    }))
+}
+
+/// The full log of an execution from the object store, if it is there.
+async fn stored_log(state: &AppState, name: &str) -> Option<String> {
+    let store = state
+        .js
+        .get_object_store(subjects::LOGS_BUCKET)
+        .await
+        .map_err(|e| debug!(error = %e, "no log object store"))
+        .ok()?;
+    let mut object = store
+        .get(name)
+        .await
+        .map_err(|e| debug!(error = %e, object = name, "log object not found"))
+        .ok()?;
+    let mut bytes = Vec::new();
+    object.read_to_end(&mut bytes).await.ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `GET /api/v1/dags/task-instances/{taskInstanceId}/log?attempt=N`: the
+/// log of the latest attempt, or of attempt `N` (0-based), as text/plain —
+/// the full copy from the object store, or the database's tail while the
+/// attempt runs. Headers `X-DataJump-Attempt` and `X-DataJump-Log-Source`
+/// (`full` or `tail`) say which.
+pub async fn log(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    Query(query): Query<LogQuery>,
+) -> Result<Response> {
+    let instance = find_task_instance(&state, id).await?;
+    let mut select = execution::Entity::find().filter(execution::Column::TaskInstanceId.eq(id));
+    if let Some(attempt) = query.attempt {
+        select = select.filter(execution::Column::Attempt.eq(attempt));
+    }
+    let exec = select
+        .order_by_desc(execution::Column::Attempt)
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| match query.attempt {
+            Some(n) => Error::not_found(format!(
+                "task instance {id} ({}) has no attempt {n}",
+                instance.task_name
+            )),
+            None => Error::not_found(format!(
+                "task instance {id} ({}) has not started yet (status {})",
+                instance.task_name, instance.status
+            )),
+        })?;
+    let full = match (&exec.log_path, exec.end_time) {
+        (Some(name), Some(_)) => stored_log(&state, name).await,
+        _ => None,
+    };
+    let (source, text) = match full {
+        Some(text) => ("full", text),
+        None => ("tail", exec.log_tail.clone().unwrap_or_default()),
+    };
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_owned()),
+            (
+                header::HeaderName::from_static("x-datajump-attempt"),
+                exec.attempt.to_string(),
+            ),
+            (
+                header::HeaderName::from_static("x-datajump-log-source"),
+                source.to_owned(),
+            ),
+        ],
+        text,
+    )
+        .into_response())
+}
+
+/// `POST /api/v1/task-instances/{id}/kill`: kills a task instance (its
+/// process if it runs); 409 if it had already ended.
+pub async fn kill_task(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<AxumJson<KillResponse>> {
+    let instance = find_task_instance(&state, id).await?;
+    match datajump_nats::control::kill_instance(&state.db, &state.js, id).await? {
+        Some(row) => {
+            info!(task_instance = id, "task instance killed through the API");
+            Ok(AxumJson(KillResponse {
+                id,
+                status: row.status.as_str().to_owned(),
+                killed_task_instances: vec![row.id],
+            }))
+        }
+        None => {
+            let now = find_task_instance(&state, id).await.unwrap_or(instance);
+            Err(Error::conflict(format!(
+                "task instance {id} ({}) has already ended: {}",
+                now.task_name, now.status
+            )))
+        }
+    }
+}
+
+/// `POST /api/v1/dags/instances/{instanceId}/kill`: kills a run and every
+/// live task instance in it; 409 if it had already ended.
+pub async fn kill(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<AxumJson<KillResponse>> {
+    find_run(&state, id).await?;
+    match datajump_nats::control::kill_run(&state.db, &state.js, id).await? {
+        Some(killed) => {
+            info!(run = id, "run killed through the API");
+            Ok(AxumJson(KillResponse {
+                id,
+                status: datajump_shared::RunStatus::Killed.as_str().to_owned(),
+                killed_task_instances: killed.killed.iter().map(|r| r.id).collect(),
+            }))
+        }
+        None => {
+            let run = find_run(&state, id).await?;
+            Err(Error::conflict(format!(
+                "run {id} has already ended: {}",
+                run.status
+            )))
+        }
+    }
+}
