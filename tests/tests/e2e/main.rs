@@ -43,6 +43,7 @@ mod engine;
 mod harness;
 mod idempotence;
 mod joins;
+mod logs;
 mod rerun;
 mod retention;
 mod schedule;

@@ -1,0 +1,162 @@
+//! Task logs: the full log in the `dj_logs` object store with a capped tail
+//! in the database, live lines while the task runs, and an unknown
+//! placeholder failing the attempt before anything runs.
+
+use std::time::Duration;
+
+use datajump_shared::{RunStatus, TaskStatus, logs, subjects};
+use futures::StreamExt;
+use tokio::io::AsyncReadExt;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+both_dbs!(a_one_mebibyte_log_is_stored_whole, |env| async move {
+    // 20,000 numbered lines of 60 bytes: about 1.2 MiB.
+    env.apply(
+        r#"
+name: chatty
+tasks:
+  - name: talk
+    type: PYTHON
+    script: |
+      for i in range(20000):
+          print(f"line {i:06d} " + "x" * 48)
+"#,
+    )
+    .await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 4).await;
+    let run = env.wait_run(&env.trigger("chatty").await, TIMEOUT).await;
+    assert_eq!(
+        run.status,
+        RunStatus::Success,
+        "{}",
+        env.describe_run(&run).await
+    );
+    let exec = env.executions_by_name(run.id).await["talk"][0].clone();
+
+    let tail = exec.log_tail.clone().expect("a tail");
+    assert!(
+        tail.len() <= logs::TAIL_BYTES + 512,
+        "the row keeps only the tail: {} bytes",
+        tail.len()
+    );
+    assert!(
+        logs::dropped_lines(&tail) > 0,
+        "the tail says it was cut: {}",
+        &tail[..120]
+    );
+    assert!(
+        tail.contains("line 019999"),
+        "the tail ends with the last lines"
+    );
+
+    let name = exec.log_path.clone().expect("stored in the object store");
+    assert_eq!(name, subjects::log_object(exec.id));
+    let store = env
+        .js
+        .get_object_store(subjects::LOGS_BUCKET)
+        .await
+        .expect("dj_logs");
+    let mut object = store.get(name.as_str()).await.expect("log object");
+    let mut full = String::new();
+    object
+        .read_to_string(&mut full)
+        .await
+        .expect("read the log");
+    assert!(
+        full.len() > 1024 * 1024,
+        "the whole log: {} bytes",
+        full.len()
+    );
+    for i in [0, 1, 9_999, 19_999] {
+        assert!(
+            full.contains(&format!("line {i:06} ")),
+            "line {i} is in the full log"
+        );
+    }
+    assert!(full.starts_with("========== Task Execution Start =========="));
+    assert!(full.contains("Exit Code: 0"));
+    assert_eq!(
+        logs::last_line_number(&tail),
+        full.lines().count() as u64,
+        "tail and full log agree on line numbers"
+    );
+});
+
+both_dbs!(lines_go_out_live_while_the_task_runs, |env| async move {
+    env.apply(
+        r#"
+name: ticking
+tasks:
+  - name: tick
+    command: for i in 1 2 3 4 5 6; do echo "tick $i"; sleep 0.3; done
+"#,
+    )
+    .await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 4).await;
+    let mut live = env.nats.subscribe("dj.log.*").await.expect("subscribe");
+    let key = env.trigger("ticking").await;
+    let mut ticks = Vec::new();
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while ticks.len() < 6 {
+        let message = tokio::time::timeout_at(deadline, live.next())
+            .await
+            .expect("live lines arrive")
+            .expect("subscription open");
+        let line = String::from_utf8_lossy(&message.payload).into_owned();
+        if line.starts_with("tick ") {
+            let seq: u64 = message
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(logs::SEQ_HEADER))
+                .and_then(|v| v.as_str().parse().ok())
+                .expect("each live line carries its number");
+            let run = env.run_by_key(&key).await.expect("run");
+            let still_running =
+                env.instances_by_name(run.id).await["tick"].status == TaskStatus::Running;
+            ticks.push((line, seq, still_running));
+        }
+    }
+    assert!(
+        ticks.iter().take(3).all(|(_, _, running)| *running),
+        "the first lines arrive while the task runs: {ticks:?}"
+    );
+    let seqs: Vec<u64> = ticks.iter().map(|(_, seq, _)| *seq).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "consecutive numbers: {seqs:?}"
+    );
+    env.wait_run(&key, TIMEOUT).await;
+});
+
+both_dbs!(
+    an_unknown_placeholder_fails_fast_without_retries,
+    |env| async move {
+        env.apply(
+            r#"
+name: typo
+tasks:
+  - name: load
+    command: echo "loading ${bizdate_typo}"
+    retry: { max: 3, interval: 1 }
+"#,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let run = env.wait_run(&env.trigger("typo").await, TIMEOUT).await;
+        assert_eq!(run.status, RunStatus::Failed);
+        let load = env.instances_by_name(run.id).await["load"].clone();
+        assert_eq!(load.status, TaskStatus::Failed);
+        let reason = load.reason.unwrap_or_default();
+        assert!(
+            reason.contains("${bizdate_typo}"),
+            "the reason names it: {reason}"
+        );
+        let executions = &env.executions_by_name(run.id).await["load"];
+        assert_eq!(executions.len(), 1, "not retried");
+        assert_eq!(executions[0].exit_code, None, "nothing ran");
+    }
+);
