@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use chrono::{NaiveDate, Utc};
-use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
 use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::cron::parse_time_zone;
@@ -85,12 +84,7 @@ pub struct TaskView {
 impl Client {
     /// Connects to the database (and migrates it, so a fresh file works).
     pub async fn connect(global: &Global) -> Result<Client> {
-        let db = datajump_shared::db::connect(&global.database_url)
-            .await
-            .with_context(|| format!("cannot open the database {}", global.database_url))?;
-        Migrator::up(&db, None)
-            .await
-            .context("cannot migrate the database")?;
+        let db = crate::commands::roles::database(global).await?;
         Ok(Client::with_database(db, global))
     }
 
