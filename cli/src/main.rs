@@ -95,6 +95,8 @@ enum Command {
     /// Check cron expressions: next fire times and descriptions.
     #[command(subcommand)]
     Cron(commands::cron::CronCommand),
+    /// Measure latency, throughput, cron accuracy and scale on fresh systems.
+    Bench(commands::bench::BenchArgs),
 }
 
 fn init_tracing() {
@@ -131,6 +133,7 @@ async fn main() -> ExitCode {
         Command::Logs(args) => commands::logs::run(&cli.global, args).await,
         Command::Datasource(command) => commands::datasource::run(&cli.global, command).await,
         Command::Cron(command) => commands::cron::run(command),
+        Command::Bench(args) => commands::bench::run(args).await,
     };
     match result {
         Ok(code) => code,

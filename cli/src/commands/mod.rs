@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod backfill;
+pub mod bench;
 pub mod cron;
 pub mod dag;
 pub mod datasource;

@@ -1,0 +1,339 @@
+//! `datajump bench`: measures dispatch latency, throughput, cron accuracy and
+//! scale of a whole DataJump system, and compares the figures with the
+//! targets and competitor anchors of issue 6.
+//!
+//! The decision that shapes it: every repetition starts its own system from
+//! nothing (a child nats-server on a free port, a fresh SQLite file or
+//! PostgreSQL database, migrations, ticker, resolver and runners) and every
+//! figure is read back from the timestamps the roles themselves write into
+//! the database (`execution.start_time`/`end_time`, `dag_run.created_at`/
+//! `finished_at`/`logical_time`), never from the bench's clock around a wait
+//! loop. Repetitions are independent, nothing carries over from one workload
+//! to the next, and how often the bench polls cannot bias a figure.
+//!
+//! The roles log every task at `info`; the bench re-runs itself with
+//! `DATAJUMP_LOG=warn` unless `DATAJUMP_LOG` is set, so tens of thousands of
+//! log lines neither flood the output nor cost time during the measurement.
+
+mod report;
+mod stats;
+mod system;
+mod workloads;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+use clap::{Args, ValueEnum};
+
+use report::{Environment, Row};
+use system::{Backend, DbKind, RunnerSetup};
+use workloads::{Bench, TaskKind, Workload};
+
+/// Which task types to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TaskChoice {
+    /// In-process `NOOP` tasks: the engine alone.
+    Noop,
+    /// `SHELL` tasks running `true`: one bash process per task.
+    Shell,
+    /// Both, one after the other.
+    Both,
+}
+
+/// Default size of `wide10k` and `scale` (see `--wide-tasks`).
+const DEFAULT_WIDE_TASKS: u64 = 2_000;
+
+/// Arguments of `bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Workloads to run, in order (default: chain10 fanout50 wide200
+    /// chain1000 wide10k scale cron).
+    #[arg(value_enum)]
+    workloads: Vec<Workload>,
+    /// Database of the systems the bench starts.
+    #[arg(long, value_enum, default_value_t = DbKind::Sqlite)]
+    db: DbKind,
+    /// PostgreSQL server for `--db postgres`: a database of it the user may
+    /// create databases from. Each repetition creates `dj_bench_<uuid>`
+    /// there and drops it afterwards.
+    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    postgres_url: String,
+    /// Runners of every workload but `scale` (which uses 1, 2 and 4).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    runners: u32,
+    /// Slots (tasks at once) of each runner.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    slots: u32,
+    /// Run the runners of every workload as `datajump runner` child
+    /// processes (`scale` always does) instead of inside the bench process.
+    #[arg(long)]
+    processes: bool,
+    /// Repetitions of every measurement, each on a fresh system.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..))]
+    repeat: u32,
+    /// Task types to measure (`cron` always uses NOOP, as the issue specifies).
+    #[arg(long, value_enum, default_value_t = TaskChoice::Both)]
+    task: TaskChoice,
+    /// Length of the `cron` measuring window, in seconds.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=3600))]
+    cron_seconds: u64,
+    /// Schedules (each on its own one-task DAG) of the `cron` workload.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    cron_schedules: u64,
+    /// Tasks of the `wide10k` and `scale` DAGs. The issue's size is 10,000;
+    /// the default is smaller because on the current engine a completion's
+    /// cost grows with the DAG's size and one 10,000-task repetition takes
+    /// about 11 minutes on a 2-core machine.
+    #[arg(long, default_value_t = DEFAULT_WIDE_TASKS, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    wide_tasks: u64,
+    /// Also write the report into this Markdown file (its section for this
+    /// database is replaced; the rest of the file is kept).
+    #[arg(long, value_name = "PATH")]
+    write: Option<PathBuf>,
+}
+
+/// Runs `bench`.
+pub async fn run(args: BenchArgs) -> Result<ExitCode> {
+    if std::env::var_os("DATAJUMP_LOG").is_none() {
+        return rerun_quietly().await;
+    }
+    let started = Instant::now();
+    let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
+    let backend = Backend::new(args.db, &args.postgres_url).await?;
+    let runners = RunnerSetup {
+        count: args.runners as usize,
+        slots: args.slots as usize,
+        processes: args.processes,
+    };
+    let bench = Bench {
+        backend: &backend,
+        repeat: args.repeat,
+        runners,
+        cron_seconds: args.cron_seconds,
+        cron_schedules: usize::try_from(args.cron_schedules).unwrap_or(1000),
+        wide_tasks: usize::try_from(args.wide_tasks).unwrap_or(10_000),
+    };
+    let workloads = if args.workloads.is_empty() {
+        Workload::ALL.to_vec()
+    } else {
+        args.workloads.clone()
+    };
+    let kinds: &[TaskKind] = match args.task {
+        TaskChoice::Noop => &[TaskKind::Noop],
+        TaskChoice::Shell => &[TaskKind::Shell],
+        TaskChoice::Both => &[TaskKind::Noop, TaskKind::Shell],
+    };
+
+    let shutdown = super::shutdown_on_signal();
+    let measured = tokio::select! {
+        measured = measure_all(&bench, &workloads, kinds) => Some(measured),
+        () = shutdown.cancelled() => None,
+    };
+    let Some((rows, mut notes)) = measured else {
+        // The abandoned system's children were killed and its folder
+        // removed as it was dropped; a PostgreSQL database needs a word.
+        backend.drop_leftovers().await;
+        eprintln!("bench interrupted; nothing written");
+        return Ok(ExitCode::FAILURE);
+    };
+    if args.wide_tasks != 10_000
+        && workloads
+            .iter()
+            .any(|w| matches!(w, Workload::Wide10k | Workload::Scale))
+    {
+        notes.push(format!(
+            "wide10k and scale ran {} tasks, not the issue's 10,000{}: on this engine every \
+             completion re-reads the run's whole plan, so the cost per task grows with the \
+             DAG's size (about 15 tasks/s and 11 minutes per repetition at 10,000 tasks on 2 \
+             cores). `--wide-tasks 10000` restores the issue's size.",
+            args.wide_tasks,
+            if args.wide_tasks == DEFAULT_WIDE_TASKS {
+                " (the bench's reduced default)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if workloads.contains(&Workload::Cron) && (args.cron_seconds, args.cron_schedules) != (60, 1000)
+    {
+        notes.push(format!(
+            "cron ran {} schedules for {} s (the issue asks for 1,000 for 60 s).",
+            args.cron_schedules, args.cron_seconds
+        ));
+    }
+
+    let elapsed = started.elapsed();
+    println!("\n{}", report::text_table(&rows));
+    println!(
+        "* p99 on the bad side (p1 for rates); worst = max for times, min for rates; † = the bench's own criterion."
+    );
+    for note in &notes {
+        println!("note: {note}");
+    }
+    let duration = format!("{:.1} min", elapsed.as_secs_f64() / 60.0);
+    println!("bench took {duration}");
+
+    if let Some(path) = &args.write {
+        let env = Environment {
+            date,
+            commit: git_commit().await,
+            machine: machine(),
+            database: backend.version().await,
+            nats: system::nats_server_version().await,
+            setup: format!(
+                "{} runner{} × {} slots ({}), `scale` 1/2/4 runner processes; {} repetitions; \
+                 cron {} schedules × {} s; `DATAJUMP_LOG={}`",
+                runners.count,
+                if runners.count == 1 { "" } else { "s" },
+                runners.slots,
+                if runners.processes {
+                    "child processes"
+                } else {
+                    "in the bench process, each with its own NATS connection and pool"
+                },
+                args.repeat,
+                args.cron_schedules,
+                args.cron_seconds,
+                std::env::var("DATAJUMP_LOG").unwrap_or_default()
+            ),
+            duration,
+            notes: notes.clone(),
+        };
+        let section = report::markdown_section(&env, &rows);
+        report::write_section(path, backend.kind.key(), &section)?;
+        println!("wrote {} ({})", path.display(), backend.kind.label());
+    }
+    Ok(if notes.iter().any(|n| n.contains("failed")) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Runs every (workload, task type); a failure becomes a note and the rest
+/// still runs, so one broken workload does not lose an hour of figures.
+async fn measure_all(
+    bench: &Bench<'_>,
+    workloads: &[Workload],
+    kinds: &[TaskKind],
+) -> (Vec<Row>, Vec<String>) {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut notes = Vec::new();
+    eprintln!(
+        "datajump bench on {}: {} × {} repetitions",
+        bench.backend.kind.label(),
+        workloads
+            .iter()
+            .map(|w| w.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        bench.repeat
+    );
+    for workload in workloads {
+        let kinds: &[TaskKind] = if *workload == Workload::Cron {
+            &[TaskKind::Noop]
+        } else {
+            kinds
+        };
+        for kind in kinds {
+            let began = Instant::now();
+            eprintln!("{} {} …", workload.name(), kind.label());
+            match workloads::run(bench, *workload, *kind).await {
+                Ok(new) => {
+                    eprintln!(
+                        "{} {} done in {:.1} s",
+                        workload.name(),
+                        kind.label(),
+                        began.elapsed().as_secs_f64()
+                    );
+                    rows.extend(new);
+                }
+                Err(e) => {
+                    let note = format!("{} {} failed: {e:#}", workload.name(), kind.label());
+                    eprintln!("error: {note}");
+                    notes.push(note);
+                }
+            }
+        }
+    }
+    (rows, notes)
+}
+
+/// Runs this same command again with `DATAJUMP_LOG=warn`: the subscriber of
+/// this process was set up before any command ran and cannot be changed.
+async fn rerun_quietly() -> Result<ExitCode> {
+    let exe = std::env::current_exe().context("cannot find the datajump binary")?;
+    let mut child = tokio::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env("DATAJUMP_LOG", "warn")
+        .spawn()
+        .context("cannot run the bench")?;
+    let shutdown = super::shutdown_on_signal();
+    let status = tokio::select! {
+        status = child.wait() => status?,
+        () = shutdown.cancelled() => {
+            // Pass the signal on, so the bench can stop its systems.
+            if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+            child.wait().await?
+        }
+    };
+    Ok(match status.code().and_then(|c| u8::try_from(c).ok()) {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(code),
+        None => ExitCode::FAILURE,
+    })
+}
+
+/// `git rev-parse --short HEAD`, marked when the working tree differs.
+async fn git_commit() -> String {
+    let output = |args: &'static [&'static str]| async move {
+        tokio::process::Command::new("git")
+            .args(args)
+            .output()
+            .await
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let Some(commit) = output(&["rev-parse", "--short", "HEAD"]).await else {
+        return "unknown (not a git checkout)".to_owned();
+    };
+    match output(&["status", "--porcelain", "--untracked-files=no"]).await {
+        Some(changes) if !changes.is_empty() => {
+            format!("{commit} (with uncommitted changes in the working tree)")
+        }
+        _ => commit,
+    }
+}
+
+/// Cores, memory and CPU model of this machine.
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or_else(
+            || "memory unknown".to_owned(),
+            |kb| format!("{:.1} GiB", kb / 1024.0 / 1024.0),
+        );
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_owned())
+        .unwrap_or_else(|| "CPU model unknown".to_owned());
+    format!(
+        "{cores} core{} ({model}), {memory}, {}",
+        if cores == 1 { "" } else { "s" },
+        std::env::consts::ARCH
+    )
+}

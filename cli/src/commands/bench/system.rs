@@ -1,0 +1,533 @@
+//! One throw-away DataJump system per repetition: a child nats-server on a
+//! free port with a temporary store, a fresh database (a SQLite file in the
+//! same temporary folder, or a new PostgreSQL database `dj_bench_<uuid>`
+//! dropped afterwards), migrations, and the roles — ticker and resolver as
+//! in `datajump up`, plus N runners either in this process (each with its
+//! own NATS connection and database pool, as a runner process would have)
+//! or as `datajump runner` child processes.
+//!
+//! Starting from nothing each time costs a second or two per repetition and
+//! buys independence: no stream backlog, no table growth, no warm pool
+//! carried from one measurement to the next.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use async_nats::jetstream::{self, Context};
+use clap::ValueEnum;
+use datajump_migrations::{Migrator, MigratorTrait};
+use datajump_shared::subjects;
+use futures::StreamExt;
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
+use tokio::process::{Child, Command};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::commands::roles::{RunnerArgs, runner_config};
+
+/// The database a bench runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DbKind {
+    /// A SQLite file (WAL) in the repetition's temporary folder.
+    Sqlite,
+    /// A fresh database on a PostgreSQL server (`--postgres-url`).
+    Postgres,
+}
+
+impl DbKind {
+    /// Its name in the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            DbKind::Sqlite => "SQLite",
+            DbKind::Postgres => "PostgreSQL",
+        }
+    }
+
+    /// Its name on the command line and in file markers.
+    pub fn key(self) -> &'static str {
+        match self {
+            DbKind::Sqlite => "sqlite",
+            DbKind::Postgres => "postgres",
+        }
+    }
+}
+
+/// Where fresh databases come from: nothing for SQLite, an administrative
+/// connection for PostgreSQL.
+pub struct Backend {
+    /// The kind.
+    pub kind: DbKind,
+    admin: Option<(DatabaseConnection, String)>,
+    /// PostgreSQL databases created and not dropped yet.
+    live: std::sync::Mutex<Vec<String>>,
+}
+
+impl Backend {
+    /// Prepares `kind`; for PostgreSQL connects to `postgres_url` (a
+    /// database the user may `CREATE DATABASE` from).
+    pub async fn new(kind: DbKind, postgres_url: &str) -> Result<Backend> {
+        let admin = match kind {
+            DbKind::Sqlite => None,
+            DbKind::Postgres => {
+                let db = Database::connect(postgres_url)
+                    .await
+                    .with_context(|| format!("cannot connect to PostgreSQL at {postgres_url}"))?;
+                Some((db, postgres_url.to_owned()))
+            }
+        };
+        Ok(Backend {
+            kind,
+            admin,
+            live: std::sync::Mutex::default(),
+        })
+    }
+
+    /// The server's version, e.g. `SQLite 3.46.0` or `PostgreSQL 15.20`.
+    pub async fn version(&self) -> String {
+        let (label, sql, db) = match &self.admin {
+            Some((db, _)) => ("PostgreSQL", "SHOW server_version", Some(db.clone())),
+            None => (
+                "SQLite",
+                "SELECT sqlite_version()",
+                Database::connect("sqlite::memory:").await.ok(),
+            ),
+        };
+        let Some(db) = db else {
+            return label.to_owned();
+        };
+        let version = db
+            .query_one_raw(Statement::from_string(db.get_database_backend(), sql))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|row| row.try_get_by_index::<String>(0).ok());
+        match version {
+            Some(v) => format!("{label} {v}"),
+            None => label.to_owned(),
+        }
+    }
+
+    /// Creates an empty database for one repetition; returns its URL and,
+    /// for PostgreSQL, its name (to drop).
+    async fn create(&self, dir: &Path) -> Result<(String, Option<String>)> {
+        match &self.admin {
+            None => {
+                let file = dir.join("bench.db");
+                Ok((format!("sqlite://{}?mode=rwc", file.display()), None))
+            }
+            Some((admin, admin_url)) => {
+                let name = format!("dj_bench_{}", uuid::Uuid::new_v4().simple());
+                admin
+                    .execute_unprepared(&format!("CREATE DATABASE {name}"))
+                    .await
+                    .with_context(|| format!("cannot create the database {name}"))?;
+                if let Ok(mut live) = self.live.lock() {
+                    live.push(name.clone());
+                }
+                Ok((with_database(admin_url, &name), Some(name)))
+            }
+        }
+    }
+
+    async fn drop_database(&self, name: &str) {
+        if let Some((admin, _)) = &self.admin {
+            match admin
+                .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .await
+            {
+                Ok(_) => {
+                    if let Ok(mut live) = self.live.lock() {
+                        live.retain(|n| n != name);
+                    }
+                }
+                Err(e) => eprintln!("warning: cannot drop the bench database {name}: {e}"),
+            }
+        }
+    }
+
+    /// Drops the databases of systems that were abandoned (the bench was
+    /// interrupted mid-repetition).
+    pub async fn drop_leftovers(&self) {
+        let names = self.live.lock().map(|l| l.clone()).unwrap_or_default();
+        for name in names {
+            self.drop_database(&name).await;
+        }
+    }
+}
+
+/// `url` with its database name replaced by `name` (query string dropped).
+fn with_database(url: &str, name: &str) -> String {
+    let base = url.split('?').next().unwrap_or(url);
+    let (scheme, rest) = base.split_once("://").unwrap_or(("postgres", base));
+    let host = rest.split('/').next().unwrap_or(rest);
+    format!("{scheme}://{host}/{name}")
+}
+
+/// How the runners of a system run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunnerSetup {
+    /// How many.
+    pub count: usize,
+    /// Slots of each.
+    pub slots: usize,
+    /// As `datajump runner` child processes rather than in this process.
+    pub processes: bool,
+}
+
+/// A temporary folder removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir> {
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        let path = std::env::temp_dir().join(format!("dj-bench-{}", &suffix[..12]));
+        std::fs::create_dir_all(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running system.
+pub struct System<'b> {
+    backend: &'b Backend,
+    dir: TempDir,
+    nats_server: Child,
+    nats_url: String,
+    db_url: String,
+    pg_database: Option<String>,
+    /// The bench's own pool: DAG setup and reading results.
+    pub db: DatabaseConnection,
+    /// The bench's own NATS connection.
+    pub nats: async_nats::Client,
+    /// JetStream on [`System::nats`].
+    pub js: Context,
+    shutdown: CancellationToken,
+    roles: JoinSet<Result<()>>,
+    pools: Vec<DatabaseConnection>,
+    children: Vec<Child>,
+}
+
+/// The `nats-server` binary on PATH (or the usual places).
+pub fn nats_server_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
+        .map(|dir| dir.join("nats-server"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// `nats-server --version`, e.g. `v2.10.24`.
+pub async fn nats_server_version() -> String {
+    let Some(binary) = nats_server_binary() else {
+        return "not installed".to_owned();
+    };
+    match Command::new(binary).arg("--version").output().await {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let text = text.trim();
+            text.rsplit(' ').next().unwrap_or(text).to_owned()
+        }
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("no free TCP port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// The last lines of a log file, for error messages.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+async fn start_nats_server(dir: &Path) -> Result<(Child, String)> {
+    let Some(binary) = nats_server_binary() else {
+        bail!("nats-server is not installed (Debian: `apt-get install -y nats-server`)");
+    };
+    let port = free_port()?;
+    let log = dir.join("nats-server.log");
+    let log_file =
+        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    let child = Command::new(&binary)
+        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .arg(dir.join("nats"))
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {}", binary.display()))?;
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let started = Instant::now();
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        if started.elapsed() > Duration::from_secs(15) {
+            bail!("nats-server did not start within 15 s:\n{}", tail(&log));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok((child, format!("nats://127.0.0.1:{port}")))
+}
+
+async fn connect_nats(url: &str, name: &str) -> Result<async_nats::Client> {
+    tokio::time::timeout(Duration::from_secs(15), datajump_nats::connect(url, name))
+        .await
+        .with_context(|| format!("NATS at {url} did not answer"))?
+        .map_err(anyhow::Error::from)
+}
+
+impl<'b> System<'b> {
+    /// Starts NATS and a migrated, empty database; no roles yet, so DAGs
+    /// (and schedules) can be applied before the ticker loads them.
+    pub async fn start(backend: &'b Backend) -> Result<System<'b>> {
+        let dir = TempDir::new()?;
+        let (nats_server, nats_url) = start_nats_server(&dir.0).await?;
+        let (db_url, pg_database) = backend.create(&dir.0).await?;
+        let prepared = async {
+            let db = datajump_shared::db::connect(&db_url)
+                .await
+                .with_context(|| format!("cannot open {db_url}"))?;
+            Migrator::up(&db, None)
+                .await
+                .context("cannot migrate the bench database")?;
+            let nats = connect_nats(&nats_url, "datajump-bench").await?;
+            let js = jetstream::new(nats.clone());
+            datajump_nats::ensure_topology(&js).await?;
+            datajump_nats::ensure_queue(&js, subjects::DEFAULT_QUEUE).await?;
+            Ok::<_, anyhow::Error>((db, nats, js))
+        }
+        .await;
+        let (db, nats, js) = match prepared {
+            Ok(parts) => parts,
+            Err(e) => {
+                if let Some(name) = &pg_database {
+                    backend.drop_database(name).await;
+                }
+                return Err(e);
+            }
+        };
+        Ok(System {
+            backend,
+            dir,
+            nats_server,
+            nats_url,
+            db_url,
+            pg_database,
+            db,
+            nats,
+            js,
+            shutdown: CancellationToken::new(),
+            roles: JoinSet::new(),
+            pools: Vec::new(),
+            children: Vec::new(),
+        })
+    }
+
+    /// Starts the ticker, the resolver and the runners, and waits until
+    /// every runner has announced itself in `dj_runners`.
+    pub async fn start_roles(&mut self, runners: RunnerSetup) -> Result<()> {
+        let db = datajump_shared::db::connect(&self.db_url).await?;
+        let nats = connect_nats(&self.nats_url, "datajump-bench-roles").await?;
+        self.pools.push(db.clone());
+        let ticker = datajump_ticker::Config {
+            db: db.clone(),
+            nats: nats.clone(),
+            shard: None,
+            default_timezone: chrono_tz::UTC,
+            retention: None,
+        };
+        let resolver = datajump_resolver::Config {
+            db,
+            nats,
+            concurrency: 16,
+        };
+        let token = self.shutdown.clone();
+        self.roles.spawn(async move {
+            datajump_ticker::run(ticker, token)
+                .await
+                .map_err(anyhow::Error::from)
+        });
+        let token = self.shutdown.clone();
+        self.roles.spawn(async move {
+            datajump_resolver::run(resolver, token)
+                .await
+                .map_err(anyhow::Error::from)
+        });
+        let args = RunnerArgs {
+            queues: vec![subjects::DEFAULT_QUEUE.to_owned()],
+            slots: runners.slots,
+            drain_timeout: 5,
+        };
+        for index in 0..runners.count {
+            if runners.processes {
+                self.spawn_runner_process(index, &args)?;
+            } else {
+                let db = datajump_shared::db::connect(&self.db_url).await?;
+                self.pools.push(db.clone());
+                let nats =
+                    connect_nats(&self.nats_url, &format!("datajump-bench-runner-{index}")).await?;
+                let config = runner_config(db, nats, &args)?;
+                let token = self.shutdown.clone();
+                self.roles.spawn(async move {
+                    datajump_runner::run(config, token)
+                        .await
+                        .map_err(anyhow::Error::from)
+                });
+            }
+        }
+        self.wait_for_runners(runners.count).await
+    }
+
+    fn spawn_runner_process(&mut self, index: usize, args: &RunnerArgs) -> Result<()> {
+        let exe = std::env::current_exe().context("cannot find the datajump binary")?;
+        let log = self.dir.0.join(format!("runner-{index}.log"));
+        let log_file = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let child = Command::new(exe)
+            .args([
+                "runner",
+                "--queues",
+                &args.queues.join(","),
+                "--slots",
+                &args.slots.to_string(),
+                "--drain-timeout",
+                &args.drain_timeout.to_string(),
+            ])
+            .env("DATAJUMP_DATABASE_URL", &self.db_url)
+            .env("DATAJUMP_NATS_URL", &self.nats_url)
+            .env(
+                "DATAJUMP_LOG",
+                std::env::var("DATAJUMP_LOG").unwrap_or_else(|_| "warn".to_owned()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .kill_on_drop(true)
+            .spawn()
+            .context("cannot start a runner process")?;
+        self.children.push(child);
+        Ok(())
+    }
+
+    async fn wait_for_runners(&mut self, count: usize) -> Result<()> {
+        let kv = datajump_nats::key_value(&self.js, subjects::RUNNERS_BUCKET).await?;
+        let started = Instant::now();
+        loop {
+            let mut seen = 0;
+            if let Ok(mut keys) = kv.keys().await {
+                while let Some(key) = keys.next().await {
+                    seen += usize::from(key.is_ok());
+                }
+            }
+            if seen >= count {
+                return Ok(());
+            }
+            for (index, child) in self.children.iter_mut().enumerate() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let log = self.dir.0.join(format!("runner-{index}.log"));
+                    bail!("runner process {index} exited ({status}):\n{}", tail(&log));
+                }
+            }
+            if let Some(joined) = self.roles.try_join_next() {
+                match joined {
+                    Ok(Err(e)) => return Err(e.context("a role stopped at start")),
+                    Err(e) => bail!("a role panicked at start: {e}"),
+                    Ok(Ok(())) => bail!("a role stopped at start"),
+                }
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("only {seen} of {count} runners announced themselves within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Checks that no role has stopped; a measurement must not wait for a
+    /// run a dead role will never finish.
+    pub fn check_alive(&mut self) -> Result<()> {
+        if let Some(joined) = self.roles.try_join_next() {
+            return match joined {
+                Ok(Err(e)) => Err(e.context("a role stopped")),
+                Err(e) => Err(anyhow::anyhow!("a role panicked: {e}")),
+                Ok(Ok(())) => Err(anyhow::anyhow!("a role stopped early")),
+            };
+        }
+        for (index, child) in self.children.iter_mut().enumerate() {
+            if let Ok(Some(status)) = child.try_wait() {
+                let log = self.dir.0.join(format!("runner-{index}.log"));
+                bail!("runner process {index} exited ({status}):\n{}", tail(&log));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops everything and deletes the database and the temporary folder.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        for child in &mut self.children {
+            terminate(child).await;
+        }
+        let roles = async { while self.roles.join_next().await.is_some() {} };
+        if tokio::time::timeout(Duration::from_secs(30), roles)
+            .await
+            .is_err()
+        {
+            eprintln!("warning: roles did not stop within 30 s; aborting them");
+            self.roles.abort_all();
+        }
+        for pool in self.pools.drain(..) {
+            let _ = pool.close().await;
+        }
+        let _ = self.db.close_by_ref().await;
+        drop(self.nats);
+        terminate(&mut self.nats_server).await;
+        if let Some(name) = &self.pg_database {
+            self.backend.drop_database(name).await;
+        }
+        drop(self.dir);
+    }
+}
+
+/// SIGTERM, then SIGKILL after 10 s.
+async fn terminate(child: &mut Child) {
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    if tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.kill().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_name_is_replaced() {
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:5432/postgres", "dj_bench_x"),
+            "postgres://postgres@127.0.0.1:5432/dj_bench_x"
+        );
+        assert_eq!(
+            with_database("postgres://u:p@h/db?sslmode=disable", "b"),
+            "postgres://u:p@h/b"
+        );
+        assert_eq!(with_database("postgres://h", "b"), "postgres://h/b");
+    }
+}
