@@ -507,21 +507,31 @@ async fn propagate_all<C: ConnectionTrait>(
                 Expr::col(dag_run::Column::FailedInstances).add(i32::from(!ok)),
             )
             .filter(dag_run::Column::Id.eq(parent.dag_run_id))
-            .exec_with_returning(conn)
-            .await?
-            .into_iter()
-            .next();
-        if let Some(run) = run
-            && run.pending_instances == 0
+            .exec(conn)
+            .await?;
+        // Read back only the counters: RETURNING * would carry the run's
+        // whole plan on every completion. Our UPDATE holds the row until
+        // commit, so this read sees exactly our decrement.
+        let counters: Option<(i64, i64, i32, i32)> = dag_run::Entity::find_by_id(parent.dag_run_id)
+            .select_only()
+            .column(dag_run::Column::Id)
+            .column(dag_run::Column::DagId)
+            .column(dag_run::Column::PendingInstances)
+            .column(dag_run::Column::FailedInstances)
+            .into_tuple()
+            .one(conn)
+            .await?;
+        if run.rows_affected == 1
+            && let Some((run_id, dag_id, 0, failed_instances)) = counters
         {
-            let status = if run.failed_instances == 0 {
+            let status = if failed_instances == 0 {
                 RunStatus::Success
             } else {
                 RunStatus::Failed
             };
-            if finish_run(conn, run.id, status, now).await? {
-                out.finished_run = Some((run.id, status));
-                if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
+            if finish_run(conn, run_id, status, now).await? {
+                out.finished_run = Some((run_id, status));
+                if let Some(started) = start_waiting_run(conn, dag_id).await? {
                     out.started_run = Some(started);
                     for root in pending_roots(conn, started).await? {
                         evaluate(conn, &root, now, out, &mut work).await?;
