@@ -117,16 +117,21 @@ pub struct Bench<'a> {
     pub cron_seconds: u64,
     /// Schedules of the cron workload.
     pub cron_schedules: usize,
-    /// Tasks of the wide10k and scale DAGs.
+    /// Tasks of the wide10k DAG.
     pub wide_tasks: usize,
+    /// Tasks of the scale DAG.
+    pub scale_tasks: usize,
 }
 
 impl Bench<'_> {
     /// The report name of `workload`, with its size when it was changed.
     fn label(&self, workload: Workload) -> String {
         match workload {
-            Workload::Wide10k | Workload::Scale if self.wide_tasks != 10_000 => {
-                format!("{} (n={})", workload.name(), self.wide_tasks)
+            Workload::Wide10k if self.wide_tasks != 10_000 => {
+                format!("wide10k (n={})", self.wide_tasks)
+            }
+            Workload::Scale if self.scale_tasks != 10_000 => {
+                format!("scale (n={})", self.scale_tasks)
             }
             _ => workload.name().to_owned(),
         }
@@ -611,7 +616,7 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
                 };
                 let progress = format!("{label} ×{count}");
                 let runs =
-                    repeat_runs(bench, &progress, runners, kind, &wide(bench.wide_tasks)).await?;
+                    repeat_runs(bench, &progress, runners, kind, &wide(bench.scale_tasks)).await?;
                 let suffix = format!(
                     ", {count} runner process{}",
                     if count == 1 { "" } else { "es" }
