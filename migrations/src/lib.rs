@@ -10,6 +10,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261129_000001_create_tables;
 mod m20261129_000002_dependency_wait;
+mod m20261130_000003_secret;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -20,6 +21,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261129_000001_create_tables::Migration),
             Box::new(m20261129_000002_dependency_wait::Migration),
+            Box::new(m20261130_000003_secret::Migration),
         ]
     }
 }

@@ -23,6 +23,7 @@ pub mod messages;
 pub mod naming;
 pub mod params;
 pub mod plan;
+pub mod secrets;
 pub mod state;
 pub mod status;
 pub mod subjects;

@@ -9,6 +9,7 @@ pub mod datasource;
 pub mod dependency_wait;
 pub mod execution;
 pub mod schedule;
+pub mod secret;
 pub mod task;
 pub mod task_dependency;
 pub mod task_instance;

@@ -24,6 +24,8 @@
 
 mod dates;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use chrono_tz::Tz;
 
@@ -133,6 +135,22 @@ pub enum ParamError {
         /// The parameter's name.
         name: String,
     },
+    /// `${secret:NAME}` outside an HTTP header value.
+    #[error(
+        "${{secret:{name}}} is only allowed in an HTTP task's header values, where the runner \
+         reads the secret when the request is sent (commands, scripts and SQL could echo it \
+         into logs)"
+    )]
+    SecretOutsideHeader {
+        /// The secret's name.
+        name: String,
+    },
+    /// `${secret:NAME}` naming a secret that does not exist.
+    #[error("unknown secret '{name}' (create it with `datajump secret set {name}`)")]
+    UnknownSecret {
+        /// The secret's name.
+        name: String,
+    },
     /// A `$[…]` expression that does not parse or cannot be evaluated.
     #[error("bad date expression $[{expr}]: {reason}")]
     BadDateExpr {
@@ -157,45 +175,39 @@ impl ParamContext {
     /// Fails on the first placeholder that cannot be substituted (see
     /// [`ParamError`]); nothing is partially substituted.
     pub fn substitute(&self, text: &str, mode: Mode) -> Result<String, ParamError> {
+        self.substitute_with(text, mode, None)
+    }
+
+    /// An HTTP header value: [`Self::substitute`] in text mode, where
+    /// `${secret:NAME}` also takes the value of secret `NAME` from `secrets`
+    /// (see [`secret_names`] and [`crate::secrets`]).
+    pub fn substitute_header(
+        &self,
+        text: &str,
+        secrets: &BTreeMap<String, String>,
+    ) -> Result<String, ParamError> {
+        self.substitute_with(text, Mode::Text, Some(secrets))
+    }
+
+    fn substitute_with(
+        &self,
+        text: &str,
+        mode: Mode,
+        secrets: Option<&BTreeMap<String, String>>,
+    ) -> Result<String, ParamError> {
         let builtins = self.builtins();
         let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(pos) = rest.find('$') {
-            out.push_str(&rest[..pos]);
-            let tail = &rest[pos..];
-            if let Some(after) = tail.strip_prefix("$${") {
-                out.push_str("${");
-                rest = after;
-            } else if let Some(after) = tail.strip_prefix("$$[") {
-                out.push_str("$[");
-                rest = after;
-            } else if let Some(after) = tail.strip_prefix("${") {
-                let Some(end) = line(after).find('}') else {
-                    return Err(ParamError::Malformed {
-                        text: format!("${{{}", excerpt(after)),
-                    });
-                };
-                out.push_str(&self.placeholder(&after[..end], mode, &builtins)?);
-                rest = &after[end + 1..];
-            } else if let Some(after) = tail.strip_prefix("$[") {
-                let Some(end) = line(after).find(']') else {
-                    return Err(ParamError::BadDateExpr {
-                        expr: excerpt(after).to_string(),
-                        reason: "no closing `]`".to_string(),
-                    });
-                };
-                out.push_str(&dates::evaluate(
-                    &after[..end],
-                    self.logical_time,
-                    self.time_zone,
-                )?);
-                rest = &after[end + 1..];
-            } else {
-                out.push('$');
-                rest = &tail[1..];
+        for piece in pieces(text) {
+            match piece? {
+                Piece::Literal(literal) => out.push_str(literal),
+                Piece::Param(body) => {
+                    out.push_str(&self.placeholder(body, mode, &builtins, secrets)?);
+                }
+                Piece::DateExpr(expr) => {
+                    out.push_str(&dates::evaluate(expr, self.logical_time, self.time_zone)?);
+                }
             }
         }
-        out.push_str(rest);
         Ok(out)
     }
 
@@ -228,6 +240,7 @@ impl ParamContext {
         body: &str,
         mode: Mode,
         builtins: &[(&'static str, String)],
+        secrets: Option<&BTreeMap<String, String>>,
     ) -> Result<String, ParamError> {
         let malformed = || ParamError::Malformed {
             text: format!("${{{body}}}"),
@@ -238,6 +251,24 @@ impl ParamContext {
         };
         if !is_name(name) {
             return Err(malformed());
+        }
+        if let Some(secret) = secret_name(name, modifier, secrets.is_some()) {
+            if !is_name(secret) {
+                return Err(malformed());
+            }
+            return match secrets {
+                Some(secrets) => {
+                    secrets
+                        .get(secret)
+                        .cloned()
+                        .ok_or_else(|| ParamError::UnknownSecret {
+                            name: secret.to_owned(),
+                        })
+                }
+                None => Err(ParamError::SecretOutsideHeader {
+                    name: secret.to_owned(),
+                }),
+            };
         }
         let quote = match modifier {
             None => None,
@@ -284,6 +315,95 @@ impl ParamContext {
     }
 }
 
+/// The secret a `${name:modifier}` placeholder names, if it is one:
+/// `${secret:NAME}`. In a header every such placeholder is a secret; elsewhere
+/// `${secret:literal}` and `${secret:ident}` still quote a parameter that
+/// happens to be called `secret`.
+fn secret_name<'a>(name: &str, modifier: Option<&'a str>, in_header: bool) -> Option<&'a str> {
+    match modifier {
+        Some(secret) if name == "secret" => {
+            (in_header || !matches!(secret, "literal" | "ident")).then_some(secret)
+        }
+        _ => None,
+    }
+}
+
+/// The secrets a header value names with `${secret:NAME}`, for the runner to
+/// read before substituting it with [`ParamContext::substitute_header`].
+pub fn secret_names(text: &str) -> Result<BTreeSet<String>, ParamError> {
+    let mut names = BTreeSet::new();
+    for piece in pieces(text) {
+        if let Piece::Param(body) = piece?
+            && let Some((name, modifier)) = body.split_once(':')
+            && let Some(secret) = secret_name(name, Some(modifier), true)
+        {
+            names.insert(secret.to_owned());
+        }
+    }
+    Ok(names)
+}
+
+/// One piece of a text being substituted.
+enum Piece<'a> {
+    /// Text that stays as it is (an escaped `$${` already unescaped).
+    Literal(&'a str),
+    /// The text between `${` and `}`.
+    Param(&'a str),
+    /// The text between `$[` and `]`.
+    DateExpr(&'a str),
+}
+
+/// `text` cut into [`Piece`]s; an unclosed `${` or `$[` is an error.
+fn pieces(text: &str) -> impl Iterator<Item = Result<Piece<'_>, ParamError>> {
+    let mut rest = text;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if rest.is_empty() || failed {
+            return None;
+        }
+        let Some(pos) = rest.find('$') else {
+            return Some(Ok(Piece::Literal(std::mem::take(&mut rest))));
+        };
+        if pos > 0 {
+            let (literal, tail) = rest.split_at(pos);
+            rest = tail;
+            return Some(Ok(Piece::Literal(literal)));
+        }
+        let piece = if rest.starts_with("$${") || rest.starts_with("$$[") {
+            let (escaped, after) = rest[1..].split_at(2);
+            rest = after;
+            Ok(Piece::Literal(escaped))
+        } else if let Some(after) = rest.strip_prefix("${") {
+            match line(after).find('}') {
+                Some(end) => {
+                    rest = &after[end + 1..];
+                    Ok(Piece::Param(&after[..end]))
+                }
+                None => Err(ParamError::Malformed {
+                    text: format!("${{{}", excerpt(after)),
+                }),
+            }
+        } else if let Some(after) = rest.strip_prefix("$[") {
+            match line(after).find(']') {
+                Some(end) => {
+                    rest = &after[end + 1..];
+                    Ok(Piece::DateExpr(&after[..end]))
+                }
+                None => Err(ParamError::BadDateExpr {
+                    expr: excerpt(after).to_string(),
+                    reason: "no closing `]`".to_string(),
+                }),
+            }
+        } else {
+            let (dollar, after) = rest.split_at(1);
+            rest = after;
+            Ok(Piece::Literal(dollar))
+        };
+        failed = piece.is_err();
+        Some(piece)
+    })
+}
+
 /// The environment variable a runner exports a parameter as:
 /// `DJ_PARAM_<NAME>`, the name upper-cased and every character other than an
 /// ASCII letter or digit turned into `_` (`a.b-c` → `DJ_PARAM_A_B_C`).
@@ -306,7 +426,7 @@ fn iso_date(date: NaiveDate) -> String {
 }
 
 /// A placeholder name: `[A-Za-z_][A-Za-z0-9_.]*`.
-fn is_name(text: &str) -> bool {
+pub(crate) fn is_name(text: &str) -> bool {
     let mut chars = text.chars();
     chars
         .next()
@@ -669,5 +789,58 @@ mod tests {
         assert_eq!(env_name("bizdate"), "DJ_PARAM_BIZDATE");
         assert_eq!(env_name("a.b-c"), "DJ_PARAM_A_B_C");
         assert_eq!(env_name("héllo"), "DJ_PARAM_H_LLO");
+    }
+
+    #[test]
+    fn secrets_only_in_headers() {
+        let secrets: BTreeMap<String, String> =
+            [("api_token".to_owned(), "t0k'en".to_owned())].into();
+        assert_eq!(
+            ctx()
+                .substitute_header("Bearer ${secret:api_token} for ${region}", &secrets)
+                .unwrap(),
+            "Bearer t0k'en for eu-west"
+        );
+        assert_eq!(
+            ctx().substitute_header("${secret:nope}", &secrets),
+            Err(ParamError::UnknownSecret {
+                name: "nope".into()
+            })
+        );
+        assert_eq!(
+            text("curl -H ${secret:api_token}"),
+            Err(ParamError::SecretOutsideHeader {
+                name: "api_token".into()
+            })
+        );
+        assert_eq!(
+            sql(SqlDialect::Postgres, "SELECT ${secret:api_token}"),
+            Err(ParamError::SecretOutsideHeader {
+                name: "api_token".into()
+            })
+        );
+        assert!(matches!(
+            ctx().substitute_header("${secret:a-b}", &secrets),
+            Err(ParamError::Malformed { .. })
+        ));
+    }
+
+    #[test]
+    fn secret_names_are_found_outside_escapes() {
+        let names =
+            secret_names("${secret:a} $${secret:b} ${secret:c.d} ${region} ${secret:a}").unwrap();
+        assert_eq!(names, ["a".to_owned(), "c.d".to_owned()].into());
+        assert!(secret_names("${secret:a").is_err());
+    }
+
+    #[test]
+    fn a_param_called_secret_can_still_be_quoted_in_sql() {
+        let mut ctx = ctx();
+        ctx.params.insert("secret".into(), "x'y".into());
+        assert_eq!(
+            ctx.substitute("SELECT ${secret:literal}", Mode::Sql(SqlDialect::Postgres))
+                .unwrap(),
+            "SELECT 'x''y'"
+        );
     }
 }

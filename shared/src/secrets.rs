@@ -1,0 +1,220 @@
+//! Named secrets: the credentials HTTP tasks send in headers
+//! (`Authorization: Bearer ${secret:api_token}`), managed with
+//! `datajump secret set/list/remove`.
+//!
+//! The shaping decision: **a secret's value lives in one row and is read by
+//! the runner when the attempt starts.** A DAG names the secret, so the value
+//! is not in the DAG file, the catalog's task rows, a run's plan, the work
+//! message on `dj.work.*` or the trigger's params; the runner resolves the
+//! names it finds in header values just before sending, marks those headers
+//! sensitive and masks the values wherever the log could echo them. The same
+//! rule keeps datasource passwords out of messages ([`crate::datasources`]).
+//! Values are stored as written: the database's own access control and
+//! encryption at rest protect them, as they protect the datasource rows.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, SqlErr,
+};
+use thiserror::Error;
+
+use crate::entities::secret;
+
+/// The longest secret name.
+pub const MAX_NAME_LEN: usize = 128;
+
+/// Header names that always carry credentials: in a DAG their values must
+/// come from `${secret:…}`, and the log prints them as `***`.
+pub const CREDENTIAL_HEADERS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+];
+
+/// Why a secret could not be stored, found or used.
+#[derive(Debug, Error)]
+pub enum SecretError {
+    /// The database failed.
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+    /// No secret has that name.
+    #[error("no secret named '{0}' (create it with `datajump secret set {0}`)")]
+    NotFound(String),
+    /// A name that cannot be written inside `${secret:…}`.
+    #[error(
+        "invalid secret name '{0}': use 1-128 characters from letters, digits, '_' and '.', \
+         starting with a letter or '_'"
+    )]
+    InvalidName(String),
+    /// An empty value.
+    #[error("secret '{0}' has an empty value")]
+    EmptyValue(String),
+}
+
+/// Whether `name` can be a secret's name: what `${secret:NAME}` accepts.
+pub fn is_valid_name(name: &str) -> bool {
+    name.len() <= MAX_NAME_LEN && crate::params::is_name(name)
+}
+
+/// Whether a header (any case) carries a credential: one of
+/// [`CREDENTIAL_HEADERS`] or one the task lists in `secret_headers`.
+pub fn is_credential_header(name: &str, listed: &BTreeSet<String>) -> bool {
+    let name = name.to_ascii_lowercase();
+    CREDENTIAL_HEADERS.contains(&name.as_str()) || listed.contains(&name)
+}
+
+/// What `set` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOutcome {
+    /// A new secret.
+    Created,
+    /// The value (and description) of an existing one replaced.
+    Updated,
+}
+
+/// A secret as it may be shown: everything but the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretInfo {
+    /// Its name.
+    pub name: String,
+    /// What it is for.
+    pub description: String,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When its value last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Creates the secret `name`, or replaces its value and description.
+pub async fn set(
+    db: &DatabaseConnection,
+    name: &str,
+    value: &str,
+    description: &str,
+) -> Result<SetOutcome, SecretError> {
+    if !is_valid_name(name) {
+        return Err(SecretError::InvalidName(name.to_owned()));
+    }
+    if value.is_empty() {
+        return Err(SecretError::EmptyValue(name.to_owned()));
+    }
+    let now = Utc::now();
+    let updated = secret::Entity::update_many()
+        .col_expr(secret::Column::Value, value.into())
+        .col_expr(secret::Column::Description, description.into())
+        .col_expr(secret::Column::UpdatedAt, now.into())
+        .filter(secret::Column::Name.eq(name))
+        .exec(db)
+        .await?;
+    if updated.rows_affected > 0 {
+        return Ok(SetOutcome::Updated);
+    }
+    let inserted = secret::ActiveModel {
+        name: Set(name.to_owned()),
+        value: Set(value.to_owned()),
+        description: Set(description.to_owned()),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ..Default::default()
+    }
+    .insert(db)
+    .await;
+    match inserted {
+        Ok(_) => Ok(SetOutcome::Created),
+        // A concurrent `set` of the same name inserted first: ours replaces it.
+        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+            Box::pin(set(db, name, value, description)).await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Every secret without its value, by name.
+pub async fn list(db: &DatabaseConnection) -> Result<Vec<SecretInfo>, DbErr> {
+    let rows: Vec<(String, String, DateTime<Utc>, DateTime<Utc>)> = secret::Entity::find()
+        .select_only()
+        .columns([
+            secret::Column::Name,
+            secret::Column::Description,
+            secret::Column::CreatedAt,
+            secret::Column::UpdatedAt,
+        ])
+        .order_by_asc(secret::Column::Name)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, description, created_at, updated_at)| SecretInfo {
+            name,
+            description,
+            created_at,
+            updated_at,
+        })
+        .collect())
+}
+
+/// Removes the secret named `name`.
+pub async fn remove(db: &DatabaseConnection, name: &str) -> Result<(), SecretError> {
+    let result = secret::Entity::delete_many()
+        .filter(secret::Column::Name.eq(name))
+        .exec(db)
+        .await?;
+    if result.rows_affected == 0 {
+        return Err(SecretError::NotFound(name.to_owned()));
+    }
+    Ok(())
+}
+
+/// The values of `names`, for the runner only; the first missing name is
+/// an error.
+pub async fn values(
+    db: &DatabaseConnection,
+    names: &BTreeSet<String>,
+) -> Result<BTreeMap<String, String>, SecretError> {
+    if names.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let found: BTreeMap<String, String> = secret::Entity::find()
+        .select_only()
+        .columns([secret::Column::Name, secret::Column::Value])
+        .filter(secret::Column::Name.is_in(names.iter().cloned()))
+        .into_tuple::<(String, String)>()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+    match names.iter().find(|name| !found.contains_key(*name)) {
+        Some(missing) => Err(SecretError::NotFound(missing.clone())),
+        None => Ok(found),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for good in ["api_token", "A.b_2", "_x"] {
+            assert!(is_valid_name(good), "{good} refused");
+        }
+        for bad in ["", "2fa", "a-b", "a b", "a}", &"x".repeat(129)] {
+            assert!(!is_valid_name(bad), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn credential_headers_in_any_case() {
+        let listed: BTreeSet<String> = ["x-my-token".to_owned()].into();
+        for name in ["Authorization", "COOKIE", "x-api-key", "X-My-Token"] {
+            assert!(is_credential_header(name, &listed), "{name}");
+        }
+        assert!(!is_credential_header("accept", &listed));
+    }
+}
