@@ -194,8 +194,10 @@ pub fn schedule_to_response(schedule: &Value) -> Value {
 }
 
 /// Field names of the file format that messages use bare (not in backticks).
-const FILE_FIELDS: [&str; 10] = [
+const FILE_FIELDS: [&str; 12] = [
     "max_active_runs",
+    "max_interval",
+    "on_timeout",
     "start_date",
     "end_date",
     "catchup_limit",
@@ -325,6 +327,9 @@ pub fn task_file(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
             "interval": row.retry_interval_secs,
             "strategy": row.retry_strategy,
             "on_exit_codes": row.retry_on_exit_codes,
+            "on_timeout": row.retry_on_timeout,
+            "max_interval": row.retry_max_interval_secs,
+            "jitter": f64::from(row.retry_jitter_pct) / 100.0,
         }),
     );
     out.insert("timeout".into(), json!(row.timeout_secs));

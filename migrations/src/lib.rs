@@ -11,6 +11,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261129_000001_create_tables;
 mod m20261129_000002_dependency_wait;
 mod m20261130_000003_secret;
+mod m20261130_000004_retry_options;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -22,6 +23,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000001_create_tables::Migration),
             Box::new(m20261129_000002_dependency_wait::Migration),
             Box::new(m20261130_000003_secret::Migration),
+            Box::new(m20261130_000004_retry_options::Migration),
         ]
     }
 }

@@ -24,7 +24,7 @@ use datajump_shared::cron::parse_time_zone;
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
 use datajump_shared::params::{ParamContext, env_name};
-use datajump_shared::plan::{RetryPolicy, RetryStrategy};
+use datajump_shared::plan::RetryPolicy;
 use datajump_shared::state::{self, AttemptEnd};
 use datajump_shared::subjects::{self, Band};
 use futures::StreamExt;
@@ -449,22 +449,18 @@ async fn run_claimed(
         let reason = "the runner shut down; the task went back to the queue".to_owned();
         (None, requeued, TaskStatus::Failed, Some(reason))
     } else {
-        let (attempt_end, reason) = judge(&outcome, &task.retry, row.retries_used, end);
+        let verdict = judge(&outcome, &task.retry, row.retries_used, end);
         let finished = state::finish_attempt(
             &txn,
             row.id,
             work.attempt,
             &config.id,
-            &attempt_end,
-            reason.as_deref(),
+            &verdict.end,
+            verdict.reason.as_deref(),
             end,
         )
         .await?;
-        let exec_status = match &attempt_end {
-            AttemptEnd::Terminal(status) => *status,
-            AttemptEnd::Retry { .. } => TaskStatus::Failed,
-        };
-        (finished, None, exec_status, reason)
+        (finished, None, verdict.attempt_status, verdict.reason)
     };
     execution::ActiveModel {
         id: Set(exec_row.id),
@@ -480,6 +476,12 @@ async fn run_claimed(
     .update(&txn)
     .await?;
     txn.commit().await?;
+    if finished
+        .as_ref()
+        .is_some_and(|row| row.status.is_terminal())
+    {
+        abort_after_commit_if_asked();
+    }
 
     if let Some(requeued) = requeued {
         info!("task returned to the queue (runner shutting down)");
@@ -505,6 +507,23 @@ async fn run_claimed(
         }
     }
     Ok(AckKind::Ack)
+}
+
+/// Test-only fault injection, for the fault tests of `datajump-tests`: with
+/// `DATAJUMP_FAULT_EXIT_AFTER_COMMIT=1` in its environment the runner process
+/// aborts right after committing an attempt's terminal state, before it
+/// publishes the completion and acks the work message — the crash window that
+/// redelivery must close (DESIGN.md "Ownership, redelivery and crashes").
+/// Never set it in production. This is the only place that reads it.
+fn abort_after_commit_if_asked() {
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let asked = *ASKED.get_or_init(|| {
+        std::env::var("DATAJUMP_FAULT_EXIT_AFTER_COMMIT").is_ok_and(|value| value == "1")
+    });
+    if asked {
+        warn!("DATAJUMP_FAULT_EXIT_AFTER_COMMIT=1: aborting after the commit (test-only fault)");
+        std::process::abort();
+    }
 }
 
 /// Uploads the full log to the `dj_logs` object store; returns its name
@@ -592,59 +611,55 @@ async fn owner_alive(js: &Context, owner: Option<&str>) -> bool {
     }
 }
 
+/// How an attempt ends, as [`judge`] decides it.
+#[derive(Debug, PartialEq)]
+struct Verdict {
+    /// What becomes of the instance.
+    end: AttemptEnd,
+    /// The attempt's own status (its execution row): a retried attempt
+    /// still says how it ended.
+    attempt_status: TaskStatus,
+    /// Why, when it did not succeed.
+    reason: Option<String>,
+}
+
 /// Decides how an attempt ends: terminal, or a retry when the policy allows.
+/// A failure retries if its exit code is listed (or none are); a timeout
+/// only when the policy says `on_timeout`; both draw on the same budget.
 fn judge(
     outcome: &ExecOutcome,
     retry: &RetryPolicy,
     retries_used: i32,
     now: DateTime<Utc>,
-) -> (AttemptEnd, Option<String>) {
-    match outcome {
-        ExecOutcome::Success => (AttemptEnd::Terminal(TaskStatus::Success), None),
+) -> Verdict {
+    let (attempt_status, reason, retryable) = match outcome {
+        ExecOutcome::Success => (TaskStatus::Success, None, false),
         ExecOutcome::TimedOut => (
-            AttemptEnd::Terminal(TaskStatus::Timeout),
+            TaskStatus::Timeout,
             Some("timed out".to_owned()),
+            retry.on_timeout,
         ),
-        ExecOutcome::Cancelled => (
-            AttemptEnd::Terminal(TaskStatus::Killed),
-            Some("killed".to_owned()),
-        ),
-        ExecOutcome::Invalid(message) => (
-            AttemptEnd::Terminal(TaskStatus::Failed),
-            Some(message.clone()),
-        ),
+        ExecOutcome::Cancelled => (TaskStatus::Killed, Some("killed".to_owned()), false),
+        ExecOutcome::Invalid(message) => (TaskStatus::Failed, Some(message.clone()), false),
         ExecOutcome::Failed { exit_code, message } => {
             let code_retries = retry.on_exit_codes.is_empty()
                 || exit_code.is_some_and(|c| retry.on_exit_codes.contains(&c));
-            if retries_used < retry.max && code_retries {
-                let delay = retry_delay(retry, retries_used + 1);
-                (
-                    AttemptEnd::Retry {
-                        retry_at: now + chrono::Duration::seconds(delay),
-                    },
-                    Some(message.clone()),
-                )
-            } else {
-                (
-                    AttemptEnd::Terminal(TaskStatus::Failed),
-                    Some(message.clone()),
-                )
-            }
+            (TaskStatus::Failed, Some(message.clone()), code_retries)
         }
-    }
-}
-
-/// Largest wait between retries, whatever the policy says.
-const MAX_RETRY_DELAY_SECS: i64 = 24 * 3600;
-
-/// Seconds to wait before retry number `retry` (1-based).
-fn retry_delay(policy: &RetryPolicy, retry: i32) -> i64 {
-    let base = i64::from(policy.interval_secs.max(0));
-    let delay = match policy.strategy {
-        RetryStrategy::Fixed => base,
-        RetryStrategy::Exponential => base.saturating_mul(1_i64 << (retry - 1).clamp(0, 30)),
     };
-    delay.min(MAX_RETRY_DELAY_SECS)
+    let end = if retryable && retries_used < retry.max {
+        let delay = retry.random_delay_secs(retries_used + 1);
+        AttemptEnd::Retry {
+            retry_at: now + chrono::Duration::seconds(delay),
+        }
+    } else {
+        AttemptEnd::Terminal(attempt_status)
+    };
+    Verdict {
+        end,
+        attempt_status,
+        reason,
+    }
 }
 
 fn environment(work: &WorkMsg, row: &task_instance::Model) -> BTreeMap<String, String> {
@@ -675,47 +690,69 @@ fn environment(work: &WorkMsg, row: &task_instance::Model) -> BTreeMap<String, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datajump_shared::plan::RetryStrategy;
 
-    fn policy(strategy: RetryStrategy) -> RetryPolicy {
+    fn policy() -> RetryPolicy {
         RetryPolicy {
             max: 3,
             interval_secs: 10,
-            strategy,
+            strategy: RetryStrategy::Fixed,
             on_exit_codes: vec![],
+            on_timeout: false,
+            max_interval_secs: 3600,
+            jitter_pct: 0,
         }
     }
 
-    #[test]
-    fn backoff() {
-        assert_eq!(retry_delay(&policy(RetryStrategy::Fixed), 3), 10);
-        assert_eq!(retry_delay(&policy(RetryStrategy::Exponential), 1), 10);
-        assert_eq!(retry_delay(&policy(RetryStrategy::Exponential), 3), 40);
-        assert_eq!(
-            retry_delay(&policy(RetryStrategy::Exponential), 40),
-            MAX_RETRY_DELAY_SECS
-        );
+    fn retries(verdict: &Verdict) -> bool {
+        matches!(verdict.end, AttemptEnd::Retry { .. })
     }
 
     #[test]
     fn retries_only_listed_exit_codes() {
-        let mut retry = policy(RetryStrategy::Fixed);
+        let mut retry = policy();
         retry.on_exit_codes = vec![75];
         let now = Utc::now();
         let fail = |code| ExecOutcome::Failed {
             exit_code: Some(code),
             message: String::new(),
         };
-        assert!(matches!(
-            judge(&fail(75), &retry, 0, now).0,
-            AttemptEnd::Retry { .. }
-        ));
+        let verdict = judge(&fail(75), &retry, 0, now);
+        assert!(retries(&verdict));
+        assert_eq!(verdict.attempt_status, TaskStatus::Failed);
         assert_eq!(
-            judge(&fail(1), &retry, 0, now).0,
+            verdict.end,
+            AttemptEnd::Retry {
+                retry_at: now + chrono::Duration::seconds(10)
+            }
+        );
+        assert_eq!(
+            judge(&fail(1), &retry, 0, now).end,
             AttemptEnd::Terminal(TaskStatus::Failed)
         );
         assert_eq!(
-            judge(&fail(75), &retry, 3, now).0,
+            judge(&fail(75), &retry, 3, now).end,
             AttemptEnd::Terminal(TaskStatus::Failed)
         );
+    }
+
+    #[test]
+    fn timeouts_retry_only_when_asked() {
+        let now = Utc::now();
+        let mut retry = policy();
+        // The exit-code filter is about failures, not timeouts.
+        retry.on_exit_codes = vec![75];
+        let verdict = judge(&ExecOutcome::TimedOut, &retry, 0, now);
+        assert_eq!(verdict.end, AttemptEnd::Terminal(TaskStatus::Timeout));
+        retry.on_timeout = true;
+        let verdict = judge(&ExecOutcome::TimedOut, &retry, 0, now);
+        assert!(retries(&verdict), "{verdict:?}");
+        assert_eq!(verdict.attempt_status, TaskStatus::Timeout);
+        assert_eq!(
+            judge(&ExecOutcome::TimedOut, &retry, 3, now).end,
+            AttemptEnd::Terminal(TaskStatus::Timeout),
+            "the same budget as failures"
+        );
+        assert!(!retries(&judge(&ExecOutcome::Cancelled, &retry, 0, now)));
     }
 }

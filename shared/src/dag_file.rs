@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use crate::cron::{CronExpr, parse_time_zone};
 use crate::naming::{validate_event, validate_queue};
-use crate::plan::{DepType, Params, RetryStrategy, Strategy};
+use crate::plan::{DEFAULT_RETRY_MAX_INTERVAL_SECS, DepType, Params, RetryStrategy, Strategy};
 use crate::subjects::DEFAULT_QUEUE;
 
 /// Task types this build can run (`NOOP` succeeds at once, for benchmarks).
@@ -173,6 +173,32 @@ pub struct RetryFile {
     /// Only these exit codes retry.
     #[serde(default)]
     pub on_exit_codes: Vec<i32>,
+    /// Retry a TIMEOUT attempt too (default: a timeout is final).
+    #[serde(default)]
+    pub on_timeout: bool,
+    /// Cap of the wait in seconds; default one hour, or `interval` when
+    /// that is longer.
+    #[serde(default)]
+    pub max_interval: Option<i32>,
+    /// Share of each wait (0–1) that may be randomly cut off.
+    #[serde(default)]
+    pub jitter: f64,
+}
+
+impl RetryFile {
+    /// The cap of the wait as stored: never below `interval`, so a long
+    /// FIXED interval is not cut by the default cap.
+    pub fn max_interval_secs(&self) -> i32 {
+        self.max_interval
+            .unwrap_or(DEFAULT_RETRY_MAX_INTERVAL_SECS)
+            .max(self.interval)
+    }
+
+    /// The jitter as stored: whole percent.
+    pub fn jitter_pct(&self) -> i32 {
+        // Validated to 0..=1 before anything is stored.
+        (self.jitter.clamp(0.0, 1.0) * 100.0).round() as i32
+    }
 }
 
 impl Default for RetryFile {
@@ -182,6 +208,9 @@ impl Default for RetryFile {
             interval: default_retry_interval(),
             strategy: RetryStrategy::Fixed,
             on_exit_codes: Vec::new(),
+            on_timeout: false,
+            max_interval: None,
+            jitter: 0.0,
         }
     }
 }
@@ -537,6 +566,20 @@ impl DagFile {
             if task.retry.max < 0 || task.retry.interval < 0 {
                 problems.push(format!("{at}: retry max and interval must not be negative"));
             }
+            if let Some(cap) = task.retry.max_interval
+                && cap < task.retry.interval
+            {
+                problems.push(format!(
+                    "{at}: retry max_interval {cap} is below its interval {}",
+                    task.retry.interval
+                ));
+            }
+            if !(0.0..=1.0).contains(&task.retry.jitter) {
+                problems.push(format!(
+                    "{at}: retry jitter must be a fraction from 0 to 1, got {}",
+                    task.retry.jitter
+                ));
+            }
             if task.wait_timeout < 1 {
                 problems.push(format!("{at}: wait_timeout must be at least 1 second"));
             }
@@ -648,6 +691,43 @@ tasks:
             err.to_string().contains("unknown field `schedule`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn retry_options_are_read_and_checked() {
+        let text = r#"
+name: retries
+tasks:
+  - name: a
+    command: "true"
+    retry: { max: 2, interval: 10, strategy: EXPONENTIAL, on_timeout: true, max_interval: 60, jitter: 0.25 }
+  - { name: b, command: "true", retry: { interval: 7200 } }
+"#;
+        let dag = DagFile::parse(text).unwrap();
+        let a = &dag.tasks[0].retry;
+        assert!(a.on_timeout);
+        assert_eq!((a.max_interval_secs(), a.jitter_pct()), (60, 25));
+        let b = &dag.tasks[1].retry;
+        assert!(!b.on_timeout, "a timeout is final unless the task says so");
+        assert_eq!(
+            b.max_interval_secs(),
+            7200,
+            "the default cap never cuts the interval"
+        );
+        assert_eq!(b.jitter_pct(), 0);
+
+        let bad = r#"
+name: bad
+tasks:
+  - { name: a, command: "true", retry: { interval: 60, max_interval: 30, jitter: 1.5 } }
+"#;
+        let err = DagFile::parse(bad).unwrap_err().to_string();
+        for needle in [
+            "max_interval 30 is below its interval 60",
+            "jitter must be a fraction",
+        ] {
+            assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+        }
     }
 
     #[test]

@@ -98,7 +98,16 @@ impl RetryStrategy {
     }
 }
 
+/// Default cap of an EXPONENTIAL retry's wait, in seconds: one hour.
+pub const DEFAULT_RETRY_MAX_INTERVAL_SECS: i32 = 3600;
+
+/// Longest wait between retries whatever a policy says: one day.
+const RETRY_DELAY_CEILING_SECS: i64 = 24 * 3600;
+
 /// A task's retry policy (`003_*` §4.6).
+///
+/// Fields added after the first release have serde defaults, so specs
+/// stored in older runs and work messages still read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetryPolicy {
     /// Retries after the first attempt.
@@ -109,6 +118,48 @@ pub struct RetryPolicy {
     pub strategy: RetryStrategy,
     /// Only these exit codes retry; empty means any failure.
     pub on_exit_codes: Vec<i32>,
+    /// Whether a TIMEOUT attempt is retried like a failure (`003_*` §4.3
+    /// draws no retry arrow from TIMEOUT, so the default is no).
+    #[serde(default)]
+    pub on_timeout: bool,
+    /// Cap of the wait in seconds (never below `interval_secs`).
+    #[serde(default = "default_max_interval")]
+    pub max_interval_secs: i32,
+    /// Jitter in percent: each wait is shortened by a random part of at
+    /// most this share, so retries of many tasks that failed together
+    /// spread out instead of arriving at once.
+    #[serde(default)]
+    pub jitter_pct: i32,
+}
+
+fn default_max_interval() -> i32 {
+    DEFAULT_RETRY_MAX_INTERVAL_SECS
+}
+
+impl RetryPolicy {
+    /// Seconds to wait before retry number `retry` (1-based). The wait is
+    /// `interval` (FIXED) or `interval × 2^(retry−1)` (EXPONENTIAL), capped
+    /// at `max(max_interval, interval)`, then shortened by
+    /// `jitter × sample` of itself: with `sample` in `[0, 1)` it lies in
+    /// `(capped × (1 − jitter), capped]`.
+    pub fn delay_secs(&self, retry: i32, sample: f64) -> i64 {
+        let base = i64::from(self.interval_secs.max(0));
+        let grown = match self.strategy {
+            RetryStrategy::Fixed => base,
+            RetryStrategy::Exponential => base.saturating_mul(1_i64 << (retry - 1).clamp(0, 30)),
+        };
+        let cap = i64::from(self.max_interval_secs).max(base);
+        let capped = grown.min(cap).min(RETRY_DELAY_CEILING_SECS);
+        let jitter = f64::from(self.jitter_pct.clamp(0, 100)) / 100.0;
+        // At most `capped`, which is at most a day: the cast is exact.
+        let cut = (capped as f64 * jitter * sample.clamp(0.0, 1.0)).floor() as i64;
+        capped - cut.min(capped)
+    }
+
+    /// [`RetryPolicy::delay_secs`] with a random jitter sample.
+    pub fn random_delay_secs(&self, retry: i32) -> i64 {
+        self.delay_secs(retry, rand::random::<f64>())
+    }
 }
 
 /// A task as a run sees it.
@@ -245,6 +296,9 @@ impl TaskSpec {
                 },
                 on_exit_codes: serde_json::from_value(row.retry_on_exit_codes.clone())
                     .unwrap_or_default(),
+                on_timeout: row.retry_on_timeout,
+                max_interval_secs: row.retry_max_interval_secs,
+                jitter_pct: row.retry_jitter_pct,
             },
             timeout_secs: row.timeout_secs,
             wait_timeout_secs: row.wait_timeout_secs,
@@ -286,5 +340,76 @@ impl Plan {
             tasks: task_specs,
             edges,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(strategy: RetryStrategy) -> RetryPolicy {
+        RetryPolicy {
+            max: 3,
+            interval_secs: 10,
+            strategy,
+            on_exit_codes: vec![],
+            on_timeout: false,
+            max_interval_secs: DEFAULT_RETRY_MAX_INTERVAL_SECS,
+            jitter_pct: 0,
+        }
+    }
+
+    #[test]
+    fn fixed_and_exponential_backoff() {
+        let fixed = policy(RetryStrategy::Fixed);
+        assert_eq!(fixed.delay_secs(1, 0.0), 10);
+        assert_eq!(fixed.delay_secs(3, 0.0), 10);
+        let exponential = policy(RetryStrategy::Exponential);
+        let waits: Vec<i64> = (1..=4).map(|n| exponential.delay_secs(n, 0.0)).collect();
+        assert_eq!(waits, [10, 20, 40, 80]);
+    }
+
+    #[test]
+    fn backoff_is_capped() {
+        let mut capped = policy(RetryStrategy::Exponential);
+        capped.max_interval_secs = 25;
+        assert_eq!(capped.delay_secs(2, 0.0), 20);
+        assert_eq!(capped.delay_secs(3, 0.0), 25);
+        assert_eq!(capped.delay_secs(40, 0.0), 25, "no overflow far out");
+        // The default cap is an hour.
+        let uncapped = policy(RetryStrategy::Exponential);
+        assert_eq!(uncapped.delay_secs(40, 0.0), 3600);
+        // A cap below the interval never shortens the interval itself.
+        let mut long = policy(RetryStrategy::Fixed);
+        long.interval_secs = 7200;
+        assert_eq!(long.delay_secs(1, 0.0), 7200);
+    }
+
+    #[test]
+    fn jitter_stays_within_its_share() {
+        let mut jittered = policy(RetryStrategy::Exponential);
+        jittered.jitter_pct = 50;
+        assert_eq!(
+            jittered.delay_secs(3, 0.0),
+            40,
+            "a zero sample keeps the wait"
+        );
+        assert_eq!(jittered.delay_secs(3, 0.5), 30);
+        assert_eq!(jittered.delay_secs(3, 0.999), 21);
+        for _ in 0..1000 {
+            let wait = jittered.random_delay_secs(3);
+            assert!((20..=40).contains(&wait), "{wait} outside [20, 40]");
+        }
+        jittered.jitter_pct = 100;
+        assert!(jittered.delay_secs(1, 0.999) >= 0);
+    }
+
+    #[test]
+    fn older_specs_read_with_defaults() {
+        let old = r#"{"max":2,"interval_secs":5,"strategy":"FIXED","on_exit_codes":[]}"#;
+        let read: RetryPolicy = serde_json::from_str(old).expect("old spec");
+        assert!(!read.on_timeout);
+        assert_eq!(read.max_interval_secs, DEFAULT_RETRY_MAX_INTERVAL_SECS);
+        assert_eq!(read.jitter_pct, 0);
     }
 }

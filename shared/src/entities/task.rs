@@ -31,6 +31,12 @@ pub struct Model {
     pub retry_strategy: String,
     /// Exit codes that may retry (empty: any failure).
     pub retry_on_exit_codes: Json,
+    /// Whether a TIMEOUT attempt is retried like a failure.
+    pub retry_on_timeout: bool,
+    /// Cap of the wait between retries, in seconds.
+    pub retry_max_interval_secs: i32,
+    /// Random shortening of each wait between retries, in percent.
+    pub retry_jitter_pct: i32,
     /// Seconds; 0 means none.
     pub timeout_secs: i32,
     /// Seconds a cross-run dependency may be waited for before the task fails.
