@@ -1,3 +1,654 @@
 //! Fault tests (issue #4): the roles run as real `datajump` processes that the
 //! tests kill with SIGKILL, and nats-server and PostgreSQL are restarted under
 //! them. PostgreSQL only, one nats-server version (DESIGN.md "Testing").
+//!
+//! Each test checks what a user would: every task instance of the run ends
+//! terminal, the run ends as it should, no task instance has more than one
+//! SUCCESS execution, and each shell task's side effect (a line appended to a
+//! file) happened once. The processes are the real CLI
+//! (`datajump-under-test`, see `tests/src/bin`), killed when the test ends,
+//! with their output in files that are printed when the test fails.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use datajump_shared::entities::dag_run;
+use datajump_shared::subjects::{self, Band};
+use datajump_shared::{RunStatus, TaskStatus};
+use futures::StreamExt;
+
+use crate::harness::{Backend, TestEnv, shell_path};
+
+/// The real `datajump` CLI.
+const DATAJUMP: &str = env!("CARGO_BIN_EXE_datajump-under-test");
+/// Role log filter: the roles' info lines (one per transition), not the libraries'.
+const ROLE_LOG: &str = "info,sqlx=warn,async_nats=warn,sea_orm=warn";
+
+/// A role running as its own `datajump` process. Killed (SIGKILL) on drop;
+/// stdout and stderr go to `<name>.log` in the test's scratch directory,
+/// whose end is printed if the test is failing.
+struct Process {
+    name: String,
+    child: Child,
+    log: PathBuf,
+    exit: Option<ExitStatus>,
+}
+
+impl Process {
+    /// Starts `datajump <args>` against the test's database and NATS server,
+    /// with `extra_env` added to its environment.
+    fn start(env: &TestEnv, name: &str, args: &[&str], extra_env: &[(&str, &str)]) -> Process {
+        let log = env.path(&format!("{name}.log"));
+        let out = std::fs::File::create(&log).expect("process log file");
+        let err = out.try_clone().expect("process log file");
+        let child = Command::new(DATAJUMP)
+            .args(args)
+            .env("DATAJUMP_DATABASE_URL", &env.db_url)
+            .env("DATAJUMP_NATS_URL", env.nats_url())
+            .env("DATAJUMP_LOG", ROLE_LOG)
+            .env("NO_COLOR", "1")
+            .env_remove("DATAJUMP_FAULT_EXIT_AFTER_COMMIT")
+            .envs(extra_env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {DATAJUMP}: {e}"));
+        Process {
+            name: name.to_owned(),
+            child,
+            log,
+            exit: None,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9`, then reaps the process.
+    fn kill9(&mut self) {
+        if self.exit.is_none() {
+            let _ = self.child.kill();
+            self.exit = self.child.wait().ok();
+        }
+    }
+
+    /// The exit status, once the process has exited.
+    fn exited(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().ok().flatten();
+        }
+        self.exit
+    }
+
+    /// Waits up to `timeout` for the process to exit on its own.
+    async fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.exited() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} still running after {timeout:?}",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Panics (with the log) if the process has exited.
+    fn assert_running(&mut self) {
+        if let Some(status) = self.exited() {
+            panic!(
+                "{} exited with {status}; its log:\n{}",
+                self.name,
+                self.log_text()
+            );
+        }
+    }
+
+    /// Its output so far, without terminal colour codes.
+    fn log_text(&self) -> String {
+        strip_ansi(&std::fs::read_to_string(&self.log).unwrap_or_default())
+    }
+
+    /// Waits until a line of its output contains `needle`.
+    async fn wait_log(&mut self, needle: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.log_text().contains(needle) {
+            self.assert_running();
+            assert!(
+                Instant::now() < deadline,
+                "{} did not log {needle:?} within {timeout:?}:\n{}",
+                self.name,
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill9();
+        if std::thread::panicking() {
+            let text = self.log_text();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(300)..];
+            eprintln!(
+                "----- {} ({}, last {} lines) -----\n{}",
+                self.name,
+                self.log.display(),
+                tail.len(),
+                tail.join("\n")
+            );
+        }
+    }
+}
+
+/// Removes ANSI escape sequences (`ESC [ … letter`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Starts a resolver process and waits until it consumes.
+async fn start_resolver(env: &TestEnv, name: &str) -> Process {
+    let mut resolver = Process::start(env, name, &["resolver", "--concurrency", "8"], &[]);
+    resolver
+        .wait_log("resolver started", Duration::from_secs(60))
+        .await;
+    resolver
+}
+
+/// Starts a ticker process and waits until it has loaded the schedules.
+async fn start_ticker(env: &TestEnv, name: &str) -> Process {
+    let mut ticker = Process::start(env, name, &["ticker", "--retention-days", "0"], &[]);
+    ticker
+        .wait_log("schedules loaded", Duration::from_secs(60))
+        .await;
+    ticker
+}
+
+/// Starts a runner process with `slots` slots on the default queue and waits
+/// until its heartbeat is in `dj_runners`.
+async fn start_runner(
+    env: &TestEnv,
+    name: &str,
+    slots: usize,
+    extra_env: &[(&str, &str)],
+) -> Process {
+    let slots = slots.to_string();
+    let mut runner = Process::start(
+        env,
+        name,
+        &["runner", "--slots", &slots, "--drain-timeout", "5"],
+        extra_env,
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while runner_key(env, runner.pid()).await.is_none() {
+        runner.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "{name} wrote no heartbeat within 60 s:\n{}",
+            runner.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    runner
+}
+
+/// The `dj_runners` key (the runner id, `host-<pid>-xxxx`) of the runner
+/// process `pid`, while its heartbeat is there.
+async fn runner_key(env: &TestEnv, pid: u32) -> Option<String> {
+    let kv = datajump_nats::key_value(&env.js, subjects::RUNNERS_BUCKET)
+        .await
+        .ok()?;
+    let mut keys = kv.keys().await.ok()?;
+    let marker = format!("-{pid}-");
+    while let Some(key) = keys.next().await {
+        if let Ok(key) = key
+            && key.contains(&marker)
+        {
+            return Some(key);
+        }
+    }
+    None
+}
+
+/// True if runner id `worker` belongs to the runner process `pid`.
+fn is_worker_of(worker: &str, pid: u32) -> bool {
+    worker.contains(&format!("-{pid}-"))
+}
+
+/// Lines of the side-effect file `path`, counted.
+fn count_lines(path: &Path) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        *counts.entry(line.trim().to_owned()).or_default() += 1;
+    }
+    counts
+}
+
+/// What every fault test asserts of a finished run: it ended `expected`,
+/// every task instance is terminal, and none has more than one SUCCESS
+/// execution. Returns the SUCCESS executions per task name.
+async fn assert_run_sound(
+    env: &TestEnv,
+    run: &dag_run::Model,
+    expected: RunStatus,
+) -> BTreeMap<String, usize> {
+    let detail = env.describe_run(run).await;
+    assert_eq!(run.status, expected, "{detail}");
+    assert_eq!(run.pending_instances, 0, "{detail}");
+    let instances = env.instances(run.id).await;
+    for row in &instances {
+        assert!(
+            row.status.is_terminal(),
+            "task {} is {} in a finished run: {detail}",
+            row.task_name,
+            row.status
+        );
+    }
+    let mut successes: BTreeMap<String, usize> = instances
+        .iter()
+        .map(|row| (row.task_name.clone(), 0))
+        .collect();
+    for (name, executions) in env.executions_by_name(run.id).await {
+        let count = executions
+            .iter()
+            .filter(|e| e.status == TaskStatus::Success)
+            .count();
+        assert!(
+            count <= 1,
+            "task {name} succeeded {count} times: {executions:?}"
+        );
+        successes.insert(name, count);
+    }
+    successes
+}
+
+/// Asserts the shell tasks `names` each left their side effect exactly once.
+fn assert_side_effects_once<'a>(path: &Path, names: impl IntoIterator<Item = &'a str>) {
+    let counts = count_lines(path);
+    for name in names {
+        assert_eq!(
+            counts.get(name).copied(),
+            Some(1),
+            "side effect of {name} in {}: {counts:?}",
+            path.display()
+        );
+    }
+}
+
+/// Waits until `pid` is gone (or a zombie, which runs nothing).
+async fn wait_process_gone(pid: u32, what: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let after_name = stat.rsplit_once(')')?.1;
+                after_name.split_whitespace().next().map(str::to_owned)
+            });
+        match state.as_deref() {
+            None | Some("Z") => return,
+            Some(state) => assert!(
+                Instant::now() < deadline,
+                "{what} (pid {pid}) still alive (state {state}) after {timeout:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Pids of live (non-zombie) processes in process group `pgid`.
+fn group_members(pgid: u32) -> Vec<u32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after "(comm)": state ppid pgrp …
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// Waits until the file `path` has at least `lines` lines; returns them.
+async fn wait_file_lines(path: &Path, lines: usize, timeout: Duration) -> Vec<String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let found: Vec<String> = text.lines().map(str::to_owned).collect();
+        if found.len() >= lines {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} has {} of {lines} lines after {timeout:?}",
+            path.display(),
+            found.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+const TWO_MINUTES: Duration = Duration::from_secs(120);
+
+/// `kill -9` a runner while it runs a task: the task's process group dies
+/// with it (no orphan), and another runner takes the task over once the dead
+/// runner's heartbeat expires and the work message is redelivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn runner_killed_mid_task_is_taken_over() {
+    let env = TestEnv::new(Backend::Postgres).await;
+    let side = env.path("side");
+    let pids = env.path("pids");
+    std::fs::create_dir_all(&pids).expect("pid directory");
+    env.apply(&format!(
+        r#"
+name: long
+tasks:
+  - name: slow
+    command: |
+      echo "$$" > {pids}/$DJ_ATTEMPT
+      echo "$PPID" >> {pids}/$DJ_ATTEMPT
+      sleep 8 &
+      echo "$!" >> {pids}/$DJ_ATTEMPT
+      wait
+      echo slow >> {side}
+  - {{ name: after, command: "echo after >> {side}", depends_on: [slow] }}
+"#,
+        pids = pids.display(),
+        side = shell_path(&side),
+    ))
+    .await;
+    let _ticker = start_ticker(&env, "ticker").await;
+    let _resolver = start_resolver(&env, "resolver").await;
+    let mut first = start_runner(&env, "runner-1", 2, &[]).await;
+
+    let key = env.trigger("long").await;
+    // The script, its guard (the script's parent and process group leader)
+    // and the background sleep.
+    let started = wait_file_lines(&pids.join("0"), 3, Duration::from_secs(60)).await;
+    let [script, guard, sleep] = [0, 1, 2].map(|i| {
+        started[i]
+            .trim()
+            .parse::<u32>()
+            .expect("a pid in the pid file")
+    });
+    let run = env.run_by_key(&key).await.expect("the run");
+    let slow = env.instances_by_name(run.id).await["slow"].clone();
+    assert_eq!(slow.status, TaskStatus::Running);
+    assert!(
+        is_worker_of(slow.owner.as_deref().unwrap_or_default(), first.pid()),
+        "slow is owned by runner-1: {slow:?}"
+    );
+    assert!(
+        !group_members(guard).is_empty(),
+        "the task's group is alive"
+    );
+
+    let _second = start_runner(&env, "runner-2", 2, &[]).await;
+    let second_pid = _second.pid();
+    first.kill9();
+    for (pid, what) in [
+        (guard, "the task's guard"),
+        (script, "the task's script"),
+        (sleep, "the task's background sleep"),
+    ] {
+        wait_process_gone(pid, what, Duration::from_secs(5)).await;
+    }
+    assert_eq!(
+        group_members(guard),
+        Vec::<u32>::new(),
+        "processes left in the killed task's process group"
+    );
+
+    let run = env.wait_run(&key, TWO_MINUTES).await;
+    let successes = assert_run_sound(&env, &run, RunStatus::Success).await;
+    assert_eq!(successes["slow"], 1);
+    assert_side_effects_once(&side, ["slow", "after"]);
+    let executions = env.executions_by_name(run.id).await;
+    let slow_runs = &executions["slow"];
+    assert_eq!(
+        slow_runs.len(),
+        2,
+        "the lost attempt and the retry: {slow_runs:?}"
+    );
+    assert_eq!(slow_runs[0].status, TaskStatus::Failed);
+    assert_eq!(
+        slow_runs[0].error_msg.as_deref(),
+        Some(datajump_shared::state::RUNNER_LOST)
+    );
+    assert!(is_worker_of(&slow_runs[0].worker, first.pid()));
+    assert_eq!(slow_runs[1].status, TaskStatus::Success);
+    assert!(
+        is_worker_of(&slow_runs[1].worker, second_pid),
+        "runner-2 finished it: {slow_runs:?}"
+    );
+}
+
+/// `kill -9` a runner between committing a task's terminal state and
+/// publishing its completion (the runner's test-only switch
+/// `DATAJUMP_FAULT_EXIT_AFTER_COMMIT`): the unacknowledged work message is
+/// redelivered to another runner, which finds the task finished and
+/// republishes the completion, so the children are released — and the task
+/// does not run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn runner_dying_after_commit_still_releases_children() {
+    let env = TestEnv::new(Backend::Postgres).await;
+    let side = env.path("side");
+    let side_word = shell_path(&side);
+    env.apply(&format!(
+        r#"
+name: fork
+tasks:
+  - {{ name: a, command: "echo a >> {side_word}" }}
+  - {{ name: b, command: "echo b >> {side_word}", depends_on: [a] }}
+  - {{ name: c, command: "echo c >> {side_word}", depends_on: [a] }}
+"#
+    ))
+    .await;
+    let _ticker = start_ticker(&env, "ticker").await;
+    let _resolver = start_resolver(&env, "resolver").await;
+    let mut faulty = start_runner(
+        &env,
+        "runner-faulty",
+        2,
+        &[("DATAJUMP_FAULT_EXIT_AFTER_COMMIT", "1")],
+    )
+    .await;
+
+    let key = env.trigger("fork").await;
+    let status = faulty.wait_exit(Duration::from_secs(60)).await;
+    assert_eq!(
+        status.signal(),
+        Some(6),
+        "the runner aborted (SIGABRT) after the commit: {status}"
+    );
+    let run = env.run_by_key(&key).await.expect("the run");
+    let before = env.instances_by_name(run.id).await;
+    assert_eq!(before["a"].status, TaskStatus::Success, "a was committed");
+    assert_eq!(
+        before["b"].status,
+        TaskStatus::Pending,
+        "b not yet released"
+    );
+    assert_eq!(
+        before["c"].status,
+        TaskStatus::Pending,
+        "c not yet released"
+    );
+
+    let _healthy = start_runner(&env, "runner-healthy", 2, &[]).await;
+    let run = env.wait_run(&key, TWO_MINUTES).await;
+    let successes = assert_run_sound(&env, &run, RunStatus::Success).await;
+    assert_eq!(
+        successes,
+        BTreeMap::from([("a".into(), 1), ("b".into(), 1), ("c".into(), 1)])
+    );
+    assert_side_effects_once(&side, ["a", "b", "c"]);
+    assert_eq!(
+        env.executions_by_name(run.id).await["a"].len(),
+        1,
+        "a ran once"
+    );
+}
+
+/// Garbage bytes on `dj.fire.*`, `dj.work.*` and `dj.done.*` reach the real
+/// role processes: each message is terminated on its first delivery, the
+/// role's log names its subject and stream sequence, and the system keeps
+/// serving (a run triggered afterwards completes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn garbage_on_every_stream_is_terminated_and_logged() {
+    let env = TestEnv::new(Backend::Postgres).await;
+    let side = env.path("side");
+    let side_word = shell_path(&side);
+    env.apply(&format!(
+        r#"
+name: pair
+tasks:
+  - {{ name: a, command: "echo a >> {side_word}" }}
+  - {{ name: b, command: "echo b >> {side_word}", depends_on: [a] }}
+"#
+    ))
+    .await;
+    let mut ticker = start_ticker(&env, "ticker").await;
+    let mut resolver = start_resolver(&env, "resolver").await;
+    let mut runner = start_runner(&env, "runner", 2, &[]).await;
+
+    let mut advisories = env
+        .nats
+        .subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>")
+        .await
+        .expect("subscribe to advisories");
+    env.nats.flush().await.expect("flush");
+
+    let garbage = b"\xff\x00 not json {".to_vec();
+    let dag_id = env.dag_id("pair").await;
+    let mut expected = BTreeMap::new();
+    for (subject, stream, consumer) in [
+        (
+            subjects::fire(dag_id),
+            subjects::FIRE_STREAM,
+            subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
+        ),
+        (
+            subjects::work("default", Band::Normal),
+            subjects::WORK_STREAM,
+            subjects::runner_consumer("default", Band::Normal),
+        ),
+        (
+            subjects::done(1),
+            subjects::DONE_STREAM,
+            subjects::RESOLVER_DONE_CONSUMER.to_owned(),
+        ),
+    ] {
+        let sequence = env
+            .js
+            .publish(subject.clone(), garbage.clone().into())
+            .await
+            .expect("publish")
+            .await
+            .expect("publish ack")
+            .sequence;
+        expected.insert((stream.to_owned(), consumer, sequence), subject);
+    }
+    let mut terminated = expected.clone();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while !terminated.is_empty() {
+            let message = advisories.next().await.expect("advisory subscription");
+            let advisory: serde_json::Value =
+                serde_json::from_slice(&message.payload).expect("advisory JSON");
+            let key = (
+                advisory["stream"].as_str().unwrap_or_default().to_owned(),
+                advisory["consumer"].as_str().unwrap_or_default().to_owned(),
+                advisory["stream_seq"].as_u64().unwrap_or_default(),
+            );
+            if terminated.remove(&key).is_some() {
+                assert_eq!(
+                    advisory["deliveries"].as_u64(),
+                    Some(1),
+                    "terminated on its first delivery: {advisory}"
+                );
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("not terminated: {terminated:?}"));
+
+    // The role that got each message logged its subject and stream sequence.
+    for ((stream, _, sequence), subject) in &expected {
+        let (role, log) = if stream == subjects::WORK_STREAM {
+            ("runner", runner.log_text())
+        } else {
+            ("resolver", resolver.log_text())
+        };
+        let logged = log.lines().any(|line| {
+            line.contains("poison")
+                && line.contains(subject.as_str())
+                && line.contains(&format!("sequence={sequence}"))
+        });
+        assert!(
+            logged,
+            "the {role} logs the poison message on {subject} at sequence {sequence}:\n{log}"
+        );
+    }
+
+    let key = env.trigger("pair").await;
+    let run = env.wait_run(&key, Duration::from_secs(60)).await;
+    assert_run_sound(&env, &run, RunStatus::Success).await;
+    assert_side_effects_once(&side, ["a", "b"]);
+    // Nothing is waiting for redelivery: a NAKed poison message would be.
+    for (stream, consumer) in [
+        (
+            subjects::FIRE_STREAM,
+            subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
+        ),
+        (
+            subjects::DONE_STREAM,
+            subjects::RESOLVER_DONE_CONSUMER.to_owned(),
+        ),
+        (
+            subjects::WORK_STREAM,
+            subjects::runner_consumer("default", Band::Normal),
+        ),
+    ] {
+        env.wait_consumer_idle(stream, &consumer, Duration::from_secs(10))
+            .await;
+    }
+    for process in [&mut ticker, &mut resolver, &mut runner] {
+        process.assert_running();
+    }
+}

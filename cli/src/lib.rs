@@ -1,0 +1,150 @@
+//! `datajump`: the one binary of the DataJump scheduler, as a library whose
+//! [`main`] is the whole program. `src/main.rs` only calls it; the fault tests
+//! of `datajump-tests` build their own binary that calls it too, so they run
+//! the real CLI as separate processes (an integration test of another package
+//! has no `CARGO_BIN_EXE_datajump`).
+//!
+//! Every role (`ticker`, `resolver`, `runner`, `api`) can run as its own
+//! process, or all together with `datajump up`; the user commands (`dag
+//! apply`, `trigger`, `runs`, `cron …`) sit beside them. Every setting is a
+//! flag with an environment variable, and the defaults bring a working system
+//! up on a laptop with nothing configured.
+
+mod client;
+mod commands;
+mod nats_server;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use datajump_shared::db::DEFAULT_DATABASE_URL;
+use tracing_subscriber::EnvFilter;
+
+/// DataJump: a DAG task scheduler on NATS JetStream.
+///
+/// Quick start: `datajump up` runs every role in one process with a SQLite
+/// database and a local NATS server, and applies the DAG files in ./dags.
+/// In another terminal: `datajump trigger example_diamond --wait` and
+/// `datajump runs example_diamond`.
+#[derive(Parser)]
+#[command(
+    name = "datajump",
+    version,
+    about,
+    long_about,
+    propagate_version = true
+)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the system's database and NATS are; shared by every command.
+#[derive(Args, Clone, Debug)]
+pub struct Global {
+    /// Database URL: `sqlite://FILE?mode=rwc` or `postgres://USER@HOST/DB`.
+    #[arg(long, global = true, env = "DATAJUMP_DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
+    pub database_url: String,
+    /// NATS URL, or a comma-separated list for a cluster.
+    #[arg(
+        long,
+        global = true,
+        env = "DATAJUMP_NATS_URL",
+        default_value = "nats://127.0.0.1:4222"
+    )]
+    pub nats_url: String,
+    /// Default time zone of schedules that name none (IANA name).
+    #[arg(long, global = true, env = "DATAJUMP_TIMEZONE", default_value = datajump_shared::cron::DEFAULT_TIME_ZONE)]
+    pub timezone: String,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every role in one process with embedded defaults (starts nats-server if none answers).
+    Up(commands::up::UpArgs),
+    /// Apply the database migrations (`up` and every role do it too).
+    Migrate,
+    /// Run the ticker role: cron fires and the deadline scan.
+    Ticker(commands::roles::TickerArgs),
+    /// Run the resolver role: fires into runs, completions into releases.
+    Resolver(commands::roles::ResolverArgs),
+    /// Run a runner: executes tasks of its queues.
+    Runner(commands::roles::RunnerArgs),
+    /// Run the HTTP API.
+    Api(commands::roles::ApiArgs),
+    /// Work with DAG definitions.
+    #[command(subcommand)]
+    Dag(commands::dag::DagCommand),
+    /// Start a MANUAL run of a DAG.
+    Trigger(commands::trigger::TriggerArgs),
+    /// List a DAG's runs with their task states.
+    Runs(commands::runs::RunsArgs),
+    /// Manage the datasources SQL tasks connect to (passwords are never printed).
+    #[command(subcommand)]
+    Datasource(commands::datasource::DatasourceCommand),
+    /// Kill a running (or waiting) task instance, or a whole run.
+    Kill(commands::kill::KillArgs),
+    /// Run a DAG for a range of business dates (BACKFILL runs; dates that already ran are skipped).
+    Backfill(commands::backfill::BackfillArgs),
+    /// Run a finished run again, in place (all tasks, or --failed-only).
+    Rerun(commands::rerun::RerunArgs),
+    /// Clear or mark a single task instance.
+    #[command(subcommand)]
+    Task(commands::rerun::TaskCommand),
+    /// Print a task's log (the latest attempt by default), or follow it live.
+    Logs(commands::logs::LogsArgs),
+    /// Check cron expressions: next fire times and descriptions.
+    #[command(subcommand)]
+    Cron(commands::cron::CronCommand),
+    /// Measure latency, throughput, cron accuracy and scale on fresh systems.
+    Bench(commands::bench::BenchArgs),
+}
+
+fn init_tracing() {
+    let filter = EnvFilter::try_from_env("DATAJUMP_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,async_nats=warn,sea_orm=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .compact()
+        .init();
+}
+
+/// Parses the command line, runs the command and returns its exit code.
+#[tokio::main]
+pub async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if !matches!(cli.command, Command::Cron(_)) {
+        init_tracing();
+    }
+    let result = match cli.command {
+        Command::Up(args) => commands::up::run(&cli.global, args).await,
+        Command::Migrate => commands::roles::migrate(&cli.global).await,
+        Command::Ticker(args) => commands::roles::ticker(&cli.global, args).await,
+        Command::Resolver(args) => commands::roles::resolver(&cli.global, args).await,
+        Command::Runner(args) => commands::roles::runner(&cli.global, args).await,
+        Command::Api(args) => commands::roles::api(&cli.global, args).await,
+        Command::Dag(command) => commands::dag::run(&cli.global, command).await,
+        Command::Trigger(args) => commands::trigger::run(&cli.global, args).await,
+        Command::Runs(args) => commands::runs::run(&cli.global, args).await,
+        Command::Kill(args) => commands::kill::run(&cli.global, args).await,
+        Command::Backfill(args) => commands::backfill::run(&cli.global, args).await,
+        Command::Rerun(args) => commands::rerun::rerun(&cli.global, args).await,
+        Command::Task(command) => commands::rerun::task(&cli.global, command).await,
+        Command::Logs(args) => commands::logs::run(&cli.global, args).await,
+        Command::Datasource(command) => commands::datasource::run(&cli.global, command).await,
+        Command::Cron(command) => commands::cron::run(command),
+        Command::Bench(args) => commands::bench::run(args).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
