@@ -10,6 +10,7 @@
 //! no per-message TTL, and KV buckets are created through their backing
 //! stream because `create_key_value` fails on 2.9.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 pub mod control;
@@ -23,6 +24,7 @@ use async_nats::jetstream::{
     stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
 };
 use datajump_shared::subjects::{self, Band};
+use futures::StreamExt;
 use thiserror::Error;
 use tracing::warn;
 
@@ -383,6 +385,38 @@ pub async fn key_value(js: &Context, bucket: &str) -> Result<kv::Store, NatsErro
     js.get_key_value(bucket)
         .await
         .map_err(|e| js_err(format!("KV bucket {bucket}"))(e.into()))
+}
+
+/// The queues live runners serve, read from their heartbeats in
+/// `dj_runners` (an expired heartbeat is gone from the bucket). A heartbeat
+/// that cannot be read is skipped.
+pub async fn served_queues(js: &Context) -> Result<BTreeSet<String>, NatsError> {
+    /// The part of a runner's heartbeat this needs.
+    #[derive(serde::Deserialize)]
+    struct Beat {
+        #[serde(default)]
+        queues: Vec<String>,
+    }
+    let bucket = subjects::RUNNERS_BUCKET;
+    let kv = key_value(js, bucket).await?;
+    let mut keys = kv
+        .keys()
+        .await
+        .map_err(|e| js_err(format!("list {bucket}"))(e.into()))?;
+    let mut served = BTreeSet::new();
+    while let Some(key) = keys.next().await {
+        let key = key.map_err(|e| js_err(format!("list {bucket}"))(e.into()))?;
+        let value = kv
+            .get(&key)
+            .await
+            .map_err(|e| js_err(format!("read {bucket}/{key}"))(e.into()))?;
+        match value.map(|v| serde_json::from_slice::<Beat>(&v)) {
+            Some(Ok(beat)) => served.extend(beat.queues),
+            Some(Err(e)) => warn!(runner = %key, error = %e, "unreadable heartbeat skipped"),
+            None => {}
+        }
+    }
+    Ok(served)
 }
 
 /// Binds to a durable pull consumer created by [`ensure_topology`].

@@ -20,6 +20,7 @@ pub mod db;
 pub mod entities;
 pub mod logs;
 pub mod messages;
+pub mod metrics;
 pub mod naming;
 pub mod params;
 pub mod plan;

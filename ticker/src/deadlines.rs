@@ -1,6 +1,8 @@
-//! The deadline scan: act on instances whose `deadline_at` has passed.
+//! The deadline scan: act on instances whose `deadline_at` has passed, and
+//! say when work waits on a queue that no live runner serves.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::Context;
 use chrono::Utc;
@@ -8,6 +10,7 @@ use datajump_nats::publish_work;
 use datajump_shared::TaskStatus;
 use datajump_shared::entities::task_instance;
 use datajump_shared::state;
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -18,15 +21,33 @@ use crate::{Config, TickerError};
 const SCAN_EVERY: Duration = Duration::from_secs(1);
 /// Rows handled per scan; the rest wait a second.
 const BATCH: u64 = 500;
+/// How often queues are checked for a live runner.
+const QUEUE_CHECK_EVERY: Duration = Duration::from_secs(10);
+/// Work queued more recently is not counted as unserved: a runner that has
+/// just started may not have written its first heartbeat yet.
+const UNSERVED_AFTER: chrono::Duration = chrono::Duration::seconds(10);
 
 pub(crate) async fn run(
     config: &Config,
     js: &Context,
     shutdown: &CancellationToken,
 ) -> Result<(), TickerError> {
+    let mut unserved = BTreeMap::new();
+    let mut next_queue_check = Instant::now();
     while !shutdown.is_cancelled() {
         if let Err(e) = scan(config, js).await {
             warn!(error = %e, "deadline scan failed; retrying");
+        }
+        if Instant::now() >= next_queue_check {
+            next_queue_check = Instant::now() + QUEUE_CHECK_EVERY;
+            match unserved_queues(config, js).await {
+                Ok(now) => {
+                    report_unserved(&unserved, &now);
+                    datajump_shared::metrics::set_unserved_queues(now.clone());
+                    unserved = now;
+                }
+                Err(e) => warn!(error = %e, "cannot check queues for live runners; retrying"),
+            }
         }
         tokio::select! {
             () = tokio::time::sleep(SCAN_EVERY) => {},
@@ -34,6 +55,56 @@ pub(crate) async fn run(
         }
     }
     Ok(())
+}
+
+/// Why queues could not be checked for live runners.
+#[derive(Debug, thiserror::Error)]
+enum QueueCheckError {
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+    #[error(transparent)]
+    Nats(#[from] datajump_nats::NatsError),
+}
+
+/// Tasks QUEUED for a while, per queue that no live runner serves. Cheap:
+/// the heartbeats are one small bucket, and the count reads only QUEUED
+/// rows through the `(status, queue)` index.
+async fn unserved_queues(
+    config: &Config,
+    js: &Context,
+) -> Result<BTreeMap<String, u64>, QueueCheckError> {
+    let waiting: Vec<(String, i64)> = task_instance::Entity::find()
+        .select_only()
+        .column(task_instance::Column::Queue)
+        .column_as(Expr::col(task_instance::Column::Id).count(), "waiting")
+        .filter(task_instance::Column::Status.eq(TaskStatus::Queued))
+        .filter(task_instance::Column::QueuedAt.lte(Utc::now() - UNSERVED_AFTER))
+        .group_by(task_instance::Column::Queue)
+        .into_tuple()
+        .all(&config.db)
+        .await?;
+    if waiting.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let served = datajump_nats::served_queues(js).await?;
+    Ok(waiting
+        .into_iter()
+        .filter(|(queue, _)| !served.contains(queue))
+        .map(|(queue, count)| (queue, u64::try_from(count).unwrap_or_default()))
+        .collect())
+}
+
+/// Logs what changed since the last check, so a queue left without runners
+/// is named once (and again when its backlog changes), not every check.
+fn report_unserved(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) {
+    for (queue, waiting) in now {
+        if before.get(queue) != Some(waiting) {
+            warn!(queue = %queue, waiting, "no live runner serves this queue: its tasks wait until one does (datajump runner --queues {queue})");
+        }
+    }
+    for queue in before.keys().filter(|q| !now.contains_key(*q)) {
+        info!(queue = %queue, "queue served again, or no longer has waiting tasks");
+    }
 }
 
 /// Fails an instance whose cross-run dependency wait timed out, and

@@ -1,3 +1,610 @@
 //! Reliability behaviours (issue #4): retry spacing and exit-code filters,
 //! timeouts, priorities under saturation, queue routing, catch-up, backfill
 //! and graceful drain, each measured from the rows a user would read.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use datajump_shared::entities::{execution, schedule, task_instance};
+use datajump_shared::state::ResetScope;
+use datajump_shared::subjects::{self, Band};
+use datajump_shared::{RunStatus, TaskStatus, TriggerType};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+
+use crate::harness::{TestEnv, shell_path};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Waits until the run with `key` exists and `done` holds for its instances
+/// by task name; returns them.
+async fn wait_instances(
+    env: &TestEnv,
+    key: &str,
+    what: &str,
+    done: impl Fn(&BTreeMap<String, task_instance::Model>) -> bool,
+) -> BTreeMap<String, task_instance::Model> {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        env.check_roles();
+        if let Some(run) = env.run_by_key(key).await {
+            let instances = env.instances_by_name(run.id).await;
+            if done(&instances) {
+                return instances;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not after {TIMEOUT:?}: {}",
+                env.describe_run(&run).await
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the run was never created"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Seconds from the end of each attempt to the start of the next.
+fn waits_between_attempts(executions: &[execution::Model]) -> Vec<f64> {
+    executions
+        .windows(2)
+        .map(|pair| {
+            let ended = pair[0].end_time.expect("a retried attempt has ended");
+            (pair[1].start_time - ended).as_seconds_f64()
+        })
+        .collect()
+}
+
+both_dbs!(retries_follow_their_policy, |env| async move {
+    env.apply(
+        r#"
+name: retrying
+max_active_runs: 1
+tasks:
+  - name: fixed
+    command: exit 1
+    retry: { max: 2, interval: 2, strategy: FIXED }
+  - name: exponential
+    command: exit 1
+    retry: { max: 2, interval: 2, strategy: EXPONENTIAL }
+  - name: filtered
+    command: exit 3
+    retry: { max: 3, interval: 1, on_exit_codes: [75] }
+"#,
+    )
+    .await;
+    let _ticker = env.spawn_ticker().await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 4).await;
+    let key = env.trigger("retrying").await;
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(run.status, RunStatus::Failed);
+
+    let instances = env.instances_by_name(run.id).await;
+    let executions = env.executions_by_name(run.id).await;
+    for (task, attempts) in [("fixed", 3), ("exponential", 3), ("filtered", 1)] {
+        assert_eq!(instances[task].status, TaskStatus::Failed, "{task}");
+        let rows = &executions[task];
+        assert_eq!(rows.len(), attempts, "{task}: {rows:?}");
+        for (n, row) in rows.iter().enumerate() {
+            assert_eq!(row.attempt, i32::try_from(n).expect("small"), "{task}");
+            assert_eq!(row.status, TaskStatus::Failed, "{task} attempt {n}");
+        }
+    }
+    assert_eq!(instances["fixed"].retries_used, 2);
+    assert_eq!(
+        executions["filtered"][0].exit_code,
+        Some(3),
+        "an exit code not in on_exit_codes fails at once"
+    );
+
+    // FIXED waits its interval each time; EXPONENTIAL doubles it. The
+    // ticker's one-second scan makes retries late, never early.
+    for (task, expected) in [("fixed", [2.0, 2.0]), ("exponential", [2.0, 4.0])] {
+        let waits = waits_between_attempts(&executions[task]);
+        for (wait, expected) in waits.iter().zip(expected) {
+            assert!(
+                (expected - 0.05..expected + 5.0).contains(wait),
+                "{task}: waited {waits:?}, expected about {expected} s each"
+            );
+        }
+        let starts: Vec<DateTime<Utc>> = executions[task].iter().map(|e| e.start_time).collect();
+        for (pair, expected) in starts.windows(2).zip(expected) {
+            assert!(
+                (pair[1] - pair[0]).as_seconds_f64() >= expected,
+                "{task}: attempts started at {starts:?}"
+            );
+        }
+    }
+});
+
+both_dbs!(timeouts_retry_only_when_asked, |env| async move {
+    // Each attempt leaves a background child that would touch its marker
+    // after 3 s: a timeout must kill the whole process group.
+    let (final_marker, retried_marker) = (env.path("final"), env.path("retried"));
+    env.apply(&format!(
+        r#"
+name: slow
+tasks:
+  - name: final
+    command: (sleep 3; touch {final_marker}) & sleep 30
+    timeout: 1
+    retry: {{ max: 2, interval: 1 }}
+  - name: retried
+    command: (sleep 3; touch {retried_marker}) & sleep 30
+    timeout: 1
+    retry: {{ max: 1, interval: 1, on_timeout: true }}
+"#,
+        final_marker = shell_path(&final_marker),
+        retried_marker = shell_path(&retried_marker),
+    ))
+    .await;
+    let _ticker = env.spawn_ticker().await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 4).await;
+    let key = env.trigger("slow").await;
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(run.status, RunStatus::Failed);
+
+    let instances = env.instances_by_name(run.id).await;
+    let executions = env.executions_by_name(run.id).await;
+    for (task, attempts) in [("final", 1), ("retried", 2)] {
+        assert_eq!(instances[task].status, TaskStatus::Timeout, "{task}");
+        let statuses: Vec<TaskStatus> = executions[task].iter().map(|e| e.status).collect();
+        assert_eq!(statuses, vec![TaskStatus::Timeout; attempts], "{task}");
+        for row in &executions[task] {
+            let took = row.duration_ms.expect("ended");
+            assert!(
+                (900..5000).contains(&took),
+                "{task}: an attempt with a 1 s timeout took {took} ms"
+            );
+        }
+    }
+    assert_eq!(instances["final"].retries_used, 0, "no retry from TIMEOUT");
+    assert_eq!(instances["retried"].retries_used, 1);
+    let waits = waits_between_attempts(&executions["retried"]);
+    assert!(waits[0] >= 0.95, "the retry waited its interval: {waits:?}");
+
+    // Past the moment the background children would have touched their markers.
+    let last_start = executions["retried"][1].start_time;
+    let settle = (last_start + chrono::Duration::seconds(4) - Utc::now())
+        .to_std()
+        .unwrap_or_default();
+    tokio::time::sleep(settle).await;
+    assert!(
+        !final_marker.exists(),
+        "the timed-out process group is gone"
+    );
+    assert!(
+        !retried_marker.exists(),
+        "each timed-out attempt's group is gone"
+    );
+});
+
+both_dbs!(
+    saturated_runner_takes_higher_bands_first,
+    |env| async move {
+        let mut tasks = String::new();
+        for n in 1..=3 {
+            for (band, priority) in [("low", 2), ("normal", 5), ("high", 9)] {
+                tasks.push_str(&format!(
+                    "  - {{ name: {band}{n}, type: NOOP, priority: {priority} }}\n"
+                ));
+            }
+        }
+        env.apply(&format!("name: bands\ntasks:\n{tasks}")).await;
+        let _resolver = env.spawn_resolver().await;
+        let key = env.trigger("bands").await;
+        wait_instances(&env, &key, "all nine queued", |instances| {
+            instances.len() == 9 && instances.values().all(|i| i.status == TaskStatus::Queued)
+        })
+        .await;
+        // Every work message is in its band's consumer before a runner looks.
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let mut pending = 0;
+            for band in Band::ALL {
+                let name = subjects::runner_consumer(subjects::DEFAULT_QUEUE, band);
+                pending += env
+                    .consumer_info(subjects::WORK_STREAM, &name)
+                    .await
+                    .num_pending;
+            }
+            if pending == 9 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{pending} of 9 work messages published"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
+        let _runner = env.spawn_runner("r1", &["default"], 1).await;
+        let run = env.wait_run(&key, TIMEOUT).await;
+        assert_eq!(run.status, RunStatus::Success);
+        let names: BTreeMap<i64, String> = env
+            .instances(run.id)
+            .await
+            .into_iter()
+            .map(|i| (i.id, i.task_name))
+            .collect();
+        let mut executions = env.executions(run.id).await;
+        executions.sort_by_key(|e| (e.start_time, e.id));
+        let order: Vec<&str> = executions
+            .iter()
+            .map(|e| names[&e.task_instance_id].as_str())
+            .collect();
+        let bands: Vec<&str> = order
+            .iter()
+            .map(|name| name.trim_end_matches(char::is_numeric))
+            .collect();
+        assert_eq!(
+            bands,
+            [
+                "high", "high", "high", "normal", "normal", "normal", "low", "low", "low"
+            ],
+            "start order {order:?}"
+        );
+    }
+);
+
+both_dbs!(queues_route_work_to_their_runners, |env| async move {
+    env.apply(
+        r#"
+name: routed
+tasks:
+  - { name: extract, type: NOOP, queue: etl }
+  - { name: load, type: NOOP, queue: etl }
+  - { name: train, type: NOOP, queue: ml }
+  - { name: score, type: NOOP, queue: ml }
+  - { name: stranded, type: NOOP, queue: nobody }
+"#,
+    )
+    .await;
+    let _ticker = env.spawn_ticker().await;
+    let _resolver = env.spawn_resolver().await;
+    let _etl = env.spawn_runner("r-etl", &["etl"], 2).await;
+    let _ml = env.spawn_runner("r-ml", &["ml"], 2).await;
+    let key = env.trigger("routed").await;
+    let instances = wait_instances(&env, &key, "served queues done", |instances| {
+        ["extract", "load", "train", "score"].iter().all(|t| {
+            instances
+                .get(*t)
+                .is_some_and(|i| i.status == TaskStatus::Success)
+        })
+    })
+    .await;
+    let run_id = instances["extract"].dag_run_id;
+    let executions = env.executions_by_name(run_id).await;
+    for (task, runner) in [
+        ("extract", "r-etl"),
+        ("load", "r-etl"),
+        ("train", "r-ml"),
+        ("score", "r-ml"),
+    ] {
+        let workers: Vec<&str> = executions[task].iter().map(|e| e.worker.as_str()).collect();
+        assert_eq!(workers, [runner], "{task} runs on its queue's runner");
+    }
+    assert_eq!(instances["stranded"].status, TaskStatus::Queued);
+    assert!(!executions.contains_key("stranded"), "nothing ran it");
+
+    // The ticker reports the unserved queue and how many tasks wait there.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let unserved = datajump_shared::metrics::unserved_queues();
+        if unserved.get("nobody") == Some(&1) {
+            assert_eq!(
+                unserved.len(),
+                1,
+                "served queues are not reported: {unserved:?}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the unserved queue was not reported: {unserved:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let row = env.instances_by_name(run_id).await["stranded"].clone();
+    assert_eq!(
+        row.status,
+        TaskStatus::Queued,
+        "it still waits, it is not lost"
+    );
+
+    // A runner for the queue picks the waiting task up.
+    let _late = env.spawn_runner("r-late", &["nobody"], 1).await;
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(run.status, RunStatus::Success);
+    let executions = env.executions_by_name(run_id).await;
+    assert_eq!(executions["stranded"][0].worker, "r-late");
+});
+
+both_dbs!(overlap_parallel_runs_beyond_the_limit, |env| async move {
+    env.apply(
+        r#"
+name: overlapping
+max_active_runs: 1
+overlap: parallel
+tasks:
+  - { name: work, command: "sleep 2" }
+"#,
+    )
+    .await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 4).await;
+    let keys = [
+        env.trigger("overlapping").await,
+        env.trigger("overlapping").await,
+        env.trigger("overlapping").await,
+    ];
+    let mut spans = Vec::new();
+    for key in &keys {
+        let run = env.wait_run(key, TIMEOUT).await;
+        assert_eq!(run.status, RunStatus::Success);
+        let executions = env.executions(run.id).await;
+        assert_eq!(executions.len(), 1);
+        spans.push((
+            executions[0].start_time,
+            executions[0].end_time.expect("ended"),
+        ));
+    }
+    let last_start = spans.iter().map(|s| s.0).max().expect("three runs");
+    let first_end = spans.iter().map(|s| s.1).min().expect("three runs");
+    assert!(
+        last_start < first_end,
+        "all three runs ran at once despite max_active_runs 1: {spans:?}"
+    );
+});
+
+both_dbs!(catchup_policies_replay_missed_fires, |env| async move {
+    let policies = [("none", 0), ("latest", 1), ("all", 3)];
+    for (policy, _) in policies {
+        env.apply(&format!(
+            r#"
+name: catchup_{policy}
+max_active_runs: 10
+schedules:
+  - cron: "0 * * * * ?"
+    catchup: {policy}
+    catchup_limit: 3
+    misfire_grace: 0
+tasks:
+  - {{ name: work, type: NOOP }}
+"#
+        ))
+        .await;
+    }
+    // Keep clear of a minute boundary, so the ticker sees the same missed
+    // minutes as this test.
+    let to_boundary = 60 - i64::from(chrono::Timelike::second(&Utc::now()));
+    if to_boundary < 5 {
+        tokio::time::sleep(Duration::from_secs(to_boundary.unsigned_abs() + 1)).await;
+    }
+    // Each schedule last fired ten minutes ago, as if no ticker ran since.
+    let started = Utc::now();
+    let kv = datajump_nats::key_value(&env.js, subjects::TICKER_BUCKET)
+        .await
+        .expect("dj_ticker");
+    let last = started.timestamp() - 600;
+    let mut schedule_ids = BTreeMap::new();
+    for (policy, _) in policies {
+        let dag_id = env.dag_id(&format!("catchup_{policy}")).await;
+        let row = schedule::Entity::find()
+            .filter(schedule::Column::DagId.eq(dag_id))
+            .one(&env.db)
+            .await
+            .expect("query schedule")
+            .expect("a schedule");
+        kv.put(subjects::ticker_key(row.id), last.to_string().into())
+            .await
+            .expect("seed dj_ticker");
+        schedule_ids.insert(policy, (dag_id, row.id));
+    }
+    let _resolver = env.spawn_resolver().await;
+    let _ticker = env.spawn_ticker().await;
+
+    // Missed minutes are the fire times in (last, started].
+    let minute = |unix: i64| unix - unix.rem_euclid(60);
+    let latest_missed = minute(started.timestamp());
+    let replayed = |dag_id| {
+        let env = &env;
+        async move {
+            let mut times: Vec<i64> = env
+                .runs_of(dag_id)
+                .await
+                .into_iter()
+                .filter(|r| r.logical_time <= started)
+                .map(|r| r.logical_time.timestamp())
+                .collect();
+            times.sort_unstable();
+            times
+        }
+    };
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let mut all_there = true;
+        for (policy, expected) in policies {
+            all_there &= replayed(schedule_ids[policy].0).await.len() >= expected;
+        }
+        if all_there {
+            break;
+        }
+        assert!(Instant::now() < deadline, "missed fires were not replayed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A replay published late would show up by now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for (policy, expected) in policies {
+        let (dag_id, schedule_id) = schedule_ids[policy];
+        let times = replayed(dag_id).await;
+        let wanted: Vec<i64> = (0..i64::try_from(expected).expect("small"))
+            .rev()
+            .map(|back| latest_missed - 60 * back)
+            .collect();
+        assert_eq!(
+            times, wanted,
+            "catchup {policy}: the most recent missed fires"
+        );
+        for run in env.runs_of(dag_id).await {
+            assert_eq!(run.trigger_type, TriggerType::Schedule);
+            assert_eq!(
+                run.dedup_key,
+                datajump_shared::messages::scheduled_run_key(
+                    schedule_id,
+                    run.logical_time.timestamp()
+                ),
+                "a replayed fire has its scheduled run key"
+            );
+        }
+    }
+});
+
+both_dbs!(clear_downstream_reruns_a_task_and_below, |env| async move {
+    env.apply(
+        r#"
+name: cleared
+tasks:
+  - { name: extract, command: "true" }
+  - { name: transform, command: "true", depends_on: [extract] }
+  - { name: load, command: "true", depends_on: [transform] }
+  - { name: side, command: "true", depends_on: [extract] }
+"#,
+    )
+    .await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 4).await;
+    let key = env.trigger("cleared").await;
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(run.status, RunStatus::Success);
+    let transform = env.instances_by_name(run.id).await["transform"].clone();
+
+    // Clearing one task alone reruns only it.
+    datajump_nats::control::reset(
+        &env.db,
+        &env.js,
+        run.id,
+        ResetScope::Task {
+            task_id: transform.task_id,
+            downstream: false,
+        },
+    )
+    .await
+    .expect("clear");
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(run.status, RunStatus::Success);
+    let counts = |executions: &BTreeMap<String, Vec<execution::Model>>| {
+        executions
+            .iter()
+            .map(|(task, rows)| (task.clone(), rows.len()))
+            .collect::<BTreeMap<String, usize>>()
+    };
+    let expected = |t: usize, l: usize| {
+        BTreeMap::from([
+            ("extract".to_owned(), 1),
+            ("load".to_owned(), l),
+            ("side".to_owned(), 1),
+            ("transform".to_owned(), t),
+        ])
+    };
+    assert_eq!(
+        counts(&env.executions_by_name(run.id).await),
+        expected(2, 1)
+    );
+
+    // With --downstream its children run again too, and nothing else.
+    datajump_nats::control::reset(
+        &env.db,
+        &env.js,
+        run.id,
+        ResetScope::Task {
+            task_id: transform.task_id,
+            downstream: true,
+        },
+    )
+    .await
+    .expect("clear --downstream");
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(
+        run.status,
+        RunStatus::Success,
+        "{}",
+        env.describe_run(&run).await
+    );
+    let executions = env.executions_by_name(run.id).await;
+    assert_eq!(counts(&executions), expected(3, 2));
+    let transform_runs: Vec<(i32, TriggerType)> = executions["transform"]
+        .iter()
+        .map(|e| (e.attempt, e.trigger_type))
+        .collect();
+    assert_eq!(
+        transform_runs,
+        [
+            (0, TriggerType::Manual),
+            (1, TriggerType::Rerun),
+            (2, TriggerType::Rerun)
+        ]
+    );
+    // load reran after transform's last attempt ended.
+    assert!(
+        executions["transform"][2]
+            .end_time
+            .is_some_and(|end| end <= executions["load"][1].start_time),
+        "the downstream waits for the cleared task"
+    );
+});
+
+both_dbs!(stopped_runner_drains_its_running_task, |env| async move {
+    env.apply(
+        r#"
+name: draining
+tasks:
+  - { name: long, command: "sleep 3", retry: { max: 0 } }
+"#,
+    )
+    .await;
+    let _resolver = env.spawn_resolver().await;
+    let runner = env
+        .spawn_runner_with_drain("r1", &["default"], 2, Duration::from_secs(30))
+        .await;
+    let key = env.trigger("draining").await;
+    wait_instances(&env, &key, "long running", |instances| {
+        instances
+            .get("long")
+            .is_some_and(|i| i.status == TaskStatus::Running)
+    })
+    .await;
+
+    // The cancel token is what SIGTERM pulls: the runner finishes the task
+    // before it stops.
+    runner.stop().await;
+    let stopped = Utc::now();
+    let run = env.run_by_key(&key).await.expect("run");
+    assert_eq!(
+        env.instances(run.id).await[0].status,
+        TaskStatus::Success,
+        "the task finished before the runner stopped"
+    );
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(run.status, RunStatus::Success);
+    let executions = env.executions(run.id).await;
+    assert_eq!(
+        executions.len(),
+        1,
+        "one attempt, not given back: {executions:?}"
+    );
+    assert_eq!(executions[0].status, TaskStatus::Success);
+    assert_eq!(executions[0].worker, "r1");
+    assert!(executions[0].end_time.is_some_and(|end| end <= stopped));
+    let kv = datajump_nats::key_value(&env.js, subjects::RUNNERS_BUCKET)
+        .await
+        .expect("dj_runners");
+    assert!(
+        matches!(kv.get("r1").await, Ok(None)),
+        "a stopped runner removes its heartbeat"
+    );
+});
