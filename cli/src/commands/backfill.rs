@@ -1,6 +1,7 @@
 //! `datajump backfill DAG --from DATE --to DATE [--parallel N]`.
 
 use std::collections::VecDeque;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -44,7 +45,8 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     let total = plan.len();
     let mut queue: VecDeque<BackfillItem> = plan.into();
     let mut running: Vec<BackfillItem> = Vec::new();
-    let (mut done, mut failed, mut existed) = (0usize, 0usize, 0usize);
+    let mut progress = Progress::new(total, std::io::stderr().is_terminal());
+    let mut existed = 0usize;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout);
     eprintln!(
         "backfilling {} for {total} business dates, {} at a time",
@@ -55,11 +57,10 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
             && let Some(item) = queue.pop_front()
         {
             if let Some(status) = client.run_status(&item.fire.dedup_key).await? {
-                done += 1;
                 existed += 1;
-                eprintln!(
-                    "[{done}/{total}] {} already ran ({status}); skipped",
-                    item.fire.biz_date
+                progress.finished(
+                    &format!("{} already ran ({status}); skipped", item.fire.biz_date),
+                    false,
                 );
                 continue;
             }
@@ -70,15 +71,18 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
         for item in running.drain(..) {
             match client.run_status(&item.fire.dedup_key).await? {
                 Some(status) if !matches!(status.as_str(), "RUNNING" | "QUEUED") => {
-                    done += 1;
-                    failed += usize::from(status != "SUCCESS");
-                    eprintln!("[{done}/{total}] {} {status}", item.fire.biz_date);
+                    progress.finished(
+                        &format!("{} {status}", item.fire.biz_date),
+                        status != "SUCCESS",
+                    );
                 }
                 _ => still.push(item),
             }
         }
         running = still;
+        progress.draw(running.len());
         if tokio::time::Instant::now() > deadline {
+            progress.end();
             bail!(
                 "gave up after {}s with {} runs unfinished",
                 args.timeout,
@@ -87,6 +91,8 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    progress.end();
+    let failed = progress.failed;
     println!(
         "backfill of {}: {total} dates, {} ran, {existed} already existed, {failed} did not succeed",
         args.dag,
@@ -97,4 +103,108 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Backfill progress on stderr. On a terminal: one line redrawn in place,
+/// `[#####.....] 12/31 runs, 2 running, 1 failed`, with runs that did not
+/// succeed printed above it. Otherwise (a log, a pipe): a line per finished
+/// run, which reads well in a file.
+struct Progress {
+    total: usize,
+    done: usize,
+    failed: usize,
+    running: usize,
+    tty: bool,
+    /// The bar as last drawn, so an unchanged bar is not redrawn.
+    drawn: String,
+}
+
+impl Progress {
+    /// Width of the bar in characters.
+    const WIDTH: usize = 30;
+
+    fn new(total: usize, tty: bool) -> Progress {
+        Progress {
+            total,
+            done: 0,
+            failed: 0,
+            running: 0,
+            tty,
+            drawn: String::new(),
+        }
+    }
+
+    /// Counts a finished (or skipped) date; `what` says which and how.
+    fn finished(&mut self, what: &str, failed: bool) {
+        self.done += 1;
+        self.failed += usize::from(failed);
+        if !self.tty {
+            eprintln!("[{}/{}] {what}", self.done, self.total);
+        } else if failed {
+            // Above the bar, so it stays on screen.
+            eprintln!("\r\x1b[K{what}");
+            self.drawn.clear();
+        }
+    }
+
+    /// Redraws the bar on a terminal when it changed.
+    fn draw(&mut self, running: usize) {
+        self.running = running;
+        if !self.tty {
+            return;
+        }
+        let bar = self.bar();
+        if bar != self.drawn {
+            eprint!("\r{bar}\x1b[K");
+            let _ = std::io::stderr().flush();
+            self.drawn = bar;
+        }
+    }
+
+    /// Ends the bar's line.
+    fn end(&self) {
+        if self.tty && !self.drawn.is_empty() {
+            eprintln!();
+        }
+    }
+
+    fn bar(&self) -> String {
+        let filled = (self.done * Self::WIDTH)
+            .checked_div(self.total)
+            .unwrap_or(Self::WIDTH)
+            .min(Self::WIDTH);
+        format!(
+            "[{}{}] {}/{} runs, {} running, {} failed",
+            "#".repeat(filled),
+            ".".repeat(Self::WIDTH - filled),
+            self.done,
+            self.total,
+            self.running,
+            self.failed
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Progress;
+
+    #[test]
+    fn bar_shows_done_running_and_failed() {
+        let mut progress = Progress::new(31, false);
+        for n in 0..12 {
+            progress.finished("a date", n == 0);
+        }
+        progress.draw(2);
+        assert_eq!(
+            progress.bar(),
+            format!(
+                "[{}{}] 12/31 runs, 2 running, 1 failed",
+                "#".repeat(11),
+                ".".repeat(19)
+            )
+        );
+        let empty = Progress::new(0, false);
+        assert!(empty.bar().starts_with(&format!("[{}]", "#".repeat(30))));
+    }
 }

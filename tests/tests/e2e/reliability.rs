@@ -608,3 +608,121 @@ tasks:
         "a stopped runner removes its heartbeat"
     );
 });
+
+/// Runs `datajump backfill` (the real CLI, as a process) against `env`;
+/// returns its stderr and stdout, after checking it succeeded.
+async fn backfill(env: &TestEnv, dag: &str, from: &str, to: &str, parallel: &str) -> String {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
+        .args([
+            "backfill",
+            dag,
+            "--from",
+            from,
+            "--to",
+            to,
+            "--parallel",
+            parallel,
+        ])
+        .env("DATAJUMP_DATABASE_URL", &env.db_url)
+        .env("DATAJUMP_NATS_URL", env.nats_url())
+        .env("DATAJUMP_LOG", "warn")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(TIMEOUT, output)
+        .await
+        .expect("backfill finished in time")
+        .expect("run datajump backfill");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(output.status.success(), "backfill failed:\n{text}");
+    text
+}
+
+both_dbs!(
+    backfill_skips_dates_that_ran_and_bounds_parallelism,
+    |env| async move {
+        env.apply(
+            r#"
+name: filled
+max_active_runs: 10
+schedules:
+  - cron: "0 0 2 * * ?"
+tasks:
+  - { name: work, command: "sleep 1" }
+"#,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 8).await;
+        backfill(&env, "filled", "2024-01-03", "2024-01-03", "1").await;
+        let dag_id = env.dag_id("filled").await;
+        let earlier = env.runs_of(dag_id).await;
+        assert_eq!(earlier.len(), 1);
+
+        let output = backfill(&env, "filled", "2024-01-01", "2024-01-05", "2").await;
+        assert!(
+            output.contains("2024-01-03 already ran (SUCCESS); skipped"),
+            "{output}"
+        );
+        // Not a terminal: a line per finished date, then the summary.
+        assert!(output.contains("[5/5]"), "{output}");
+        assert!(
+            output.contains("5 dates, 4 ran, 1 already existed, 0 did not succeed"),
+            "{output}"
+        );
+
+        let runs = env.runs_of(dag_id).await;
+        let dates: Vec<String> = runs.iter().map(|r| r.biz_date.to_string()).collect();
+        let mut unique = dates.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            unique,
+            [
+                "2024-01-01",
+                "2024-01-02",
+                "2024-01-03",
+                "2024-01-04",
+                "2024-01-05"
+            ],
+            "one run per date"
+        );
+        assert_eq!(dates.len(), 5, "no duplicates: {dates:?}");
+        let rerun = runs
+            .iter()
+            .find(|r| r.biz_date.to_string() == "2024-01-03")
+            .expect("01-03");
+        assert_eq!(
+            rerun.id, earlier[0].id,
+            "the date that ran was not run again"
+        );
+        let mut spans = Vec::new();
+        for run in runs.iter().filter(|r| r.id != earlier[0].id) {
+            assert_eq!(run.status, RunStatus::Success);
+            assert_eq!(run.trigger_type, TriggerType::Backfill);
+            let executions = env.executions(run.id).await;
+            assert_eq!(executions.len(), 1);
+            spans.push((
+                executions[0].start_time,
+                executions[0].end_time.expect("ended"),
+            ));
+        }
+        let most_at_once = spans
+            .iter()
+            .map(|(start, _)| {
+                spans
+                    .iter()
+                    .filter(|(s, e)| s <= start && start < e)
+                    .count()
+            })
+            .max()
+            .unwrap_or_default();
+        assert_eq!(
+            most_at_once, 2,
+            "--parallel 2 runs two at once, never more: {spans:?}"
+        );
+    }
+);
