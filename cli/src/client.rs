@@ -420,26 +420,35 @@ impl Client {
 
     /// Prints an execution's log as it is written until the attempt ends.
     ///
-    /// Live lines carry their number, and the stored tail tells the number
+    /// Live lines carry their number, and a tail (asked of the runner right
+    /// after subscribing, else the one the database keeps) tells the number
     /// of its last line, so the two are joined without gaps or repeats: a
-    /// live line that arrives ahead of a gap waits until the stored tail
-    /// (refreshed by the runner every few seconds) or, at the end, the full
-    /// log fills the gap.
+    /// live line that arrives ahead of a gap waits until a stored tail (the
+    /// runner refreshes it every few seconds) or, at the end, the full log
+    /// fills the gap.
     pub async fn follow(
         &self,
         exec: &execution::Model,
         out: &mut impl std::io::Write,
     ) -> Result<()> {
-        use datajump_shared::logs::{SEQ_HEADER, dropped_lines};
+        use datajump_shared::logs::SEQ_HEADER;
         let client = tokio::time::timeout(
             Duration::from_secs(10),
             datajump_nats::connect(&self.global.nats_url, "datajump-logs"),
         )
         .await
         .with_context(|| format!("NATS at {} does not answer", self.global.nats_url))??;
-        // Subscribe before reading what is stored, so no line falls between.
+        // Subscribe before reading what is written, so no line falls between.
         let mut live = client.subscribe(subjects::log(exec.id)).await?;
         let mut printed = 0u64;
+        let runner_tail = tokio::time::timeout(
+            Duration::from_secs(2),
+            client.request(subjects::log_tail_request(exec.id), Vec::new().into()),
+        )
+        .await;
+        if let Ok(Ok(reply)) = runner_tail {
+            print_new_lines(&String::from_utf8_lossy(&reply.payload), &mut printed, out)?;
+        }
         let mut waiting: std::collections::BTreeMap<u64, String> = Default::default();
         let mut check = tokio::time::interval(Duration::from_secs(1));
         loop {
@@ -462,14 +471,7 @@ impl Client {
                         .with_context(|| format!("execution {} vanished", exec.id))?;
                     let ended = stored.end_time.is_some();
                     let text = if ended { self.full_log(&stored).await? } else { stored.log_tail.unwrap_or_default() };
-                    let first = dropped_lines(&text) + 1;
-                    let lines = text.lines().skip(usize::from(first > 1));
-                    for (number, line) in (first..).zip(lines) {
-                        if number > printed {
-                            writeln!(out, "{line}")?;
-                            printed = number;
-                        }
-                    }
+                    print_new_lines(&text, &mut printed, out)?;
                     if ended {
                         break;
                     }
@@ -536,4 +538,40 @@ impl Client {
     pub async fn remove_datasource(&self, name: &str) -> Result<()> {
         Ok(datajump_shared::datasources::remove(&self.db, name).await?)
     }
+
+    // ----- secrets (`datajump secret …`) -----
+
+    /// Creates or replaces a secret.
+    pub async fn set_secret(
+        &self,
+        name: &str,
+        value: &str,
+        description: Option<&str>,
+    ) -> Result<datajump_shared::secrets::SetOutcome> {
+        Ok(datajump_shared::secrets::set(&self.db, name, value, description).await?)
+    }
+
+    /// Every secret, without values.
+    pub async fn secrets(&self) -> Result<Vec<datajump_shared::secrets::SecretInfo>> {
+        Ok(datajump_shared::secrets::list(&self.db).await?)
+    }
+
+    /// Removes a secret.
+    pub async fn remove_secret(&self, name: &str) -> Result<()> {
+        Ok(datajump_shared::secrets::remove(&self.db, name).await?)
+    }
+}
+
+/// Prints the lines of a log or log tail numbered after `printed` (a tail's
+/// cut note says how many lines came before it), and moves `printed` on.
+fn print_new_lines(text: &str, printed: &mut u64, out: &mut impl std::io::Write) -> Result<()> {
+    let first = datajump_shared::logs::dropped_lines(text) + 1;
+    let lines = text.lines().skip(usize::from(first > 1));
+    for (number, line) in (first..).zip(lines) {
+        if number > *printed {
+            writeln!(out, "{line}")?;
+            *printed = number;
+        }
+    }
+    Ok(())
 }

@@ -85,6 +85,9 @@ enum Command {
     /// Manage the datasources SQL tasks connect to (passwords are never printed).
     #[command(subcommand)]
     Datasource(commands::datasource::DatasourceCommand),
+    /// Manage the secrets HTTP tasks put in headers as ${secret:NAME} (values are never printed).
+    #[command(subcommand)]
+    Secret(commands::secret::SecretCommand),
     /// Kill a running (or waiting) task instance, or a whole run.
     Kill(commands::kill::KillArgs),
     /// Run a DAG for a range of business dates (BACKFILL runs; dates that already ran are skipped).
@@ -137,6 +140,7 @@ pub async fn main() -> ExitCode {
         Command::Task(command) => commands::rerun::task(&cli.global, command).await,
         Command::Logs(args) => commands::logs::run(&cli.global, args).await,
         Command::Datasource(command) => commands::datasource::run(&cli.global, command).await,
+        Command::Secret(command) => commands::secret::run(&cli.global, command).await,
         Command::Cron(command) => commands::cron::run(command),
         Command::Bench(args) => commands::bench::run(args).await,
     };

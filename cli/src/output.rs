@@ -1,4 +1,9 @@
-//! Plain-text tables for the terminal.
+//! Terminal input and output shared by commands: plain-text tables and
+//! secrets read without showing them.
+
+use std::io::BufRead;
+
+use anyhow::{Context, Result, bail};
 
 /// Prints rows under a header, each column as wide as its widest cell.
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
@@ -20,4 +25,32 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
     for row in rows {
         line(row.iter().map(String::as_str).collect());
     }
+}
+
+/// A secret given the way a command line can take one without showing it in
+/// `ps` or shell history: from the environment variable `env` names, or from
+/// the first line of standard input. `flag` (`--password`) names the options
+/// in errors as `{flag}-env` and `{flag}-stdin`.
+pub fn read_secret(flag: &str, env: Option<&str>, stdin: bool) -> Result<Option<String>> {
+    if let Some(var) = env {
+        let value = std::env::var(var)
+            .with_context(|| format!("{flag}-env: environment variable {var} is not set"))?;
+        if value.is_empty() {
+            bail!("{flag}-env: environment variable {var} is empty");
+        }
+        return Ok(Some(value));
+    }
+    if stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .with_context(|| format!("{flag}-stdin: cannot read standard input"))?;
+        let value = line.trim_end_matches(['\n', '\r']);
+        if value.is_empty() {
+            bail!("{flag}-stdin: standard input is empty");
+        }
+        return Ok(Some(value.to_owned()));
+    }
+    Ok(None)
 }

@@ -390,10 +390,7 @@ async fn run_claimed(
         .prefix("datajump-log-")
         .tempfile()
         .ok();
-    let log = LogSink::new(
-        Some((config.nats.clone(), subjects::log(exec_row.id))),
-        full_log.as_ref(),
-    );
+    let log = LogSink::new(Some((config.nats.clone(), exec_row.id)), full_log.as_ref());
     log.header(task.task_id, &task.name, &task.task_type, start);
     let outcome = match executor::for_type(&task.task_type) {
         None => ExecOutcome::Invalid(format!("this runner cannot run {} tasks", task.task_type)),

@@ -1,6 +1,7 @@
 //! An execution's log: the `003_*` §4.5 header and footer around the output,
 //! written three ways at once. Each line goes live to `dj.log.<execution_id>`
-//! (core NATS, header `Dj-Seq` = line number, for `datajump logs --follow`),
+//! (core NATS, header `Dj-Seq` = line number, for `datajump logs --follow`,
+//! which asks the sink for the lines before it subscribed),
 //! into a temporary file that becomes the full log in the `dj_logs` object
 //! store when the attempt ends, and into a capped tail the database keeps.
 //!
@@ -9,12 +10,14 @@
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use datajump_shared::logs::{SEQ_HEADER, TAIL_BYTES, cut_note};
+use datajump_shared::subjects;
 
 #[derive(Default)]
 struct Inner {
@@ -38,36 +41,31 @@ pub struct FinishedLog {
 }
 
 impl LogSink {
-    /// A sink publishing live lines to `subject` and keeping the full log in `file`.
+    /// A sink publishing live lines on `dj.log.<execution_id>`, answering
+    /// tail requests on [`subjects::log_tail_request`] until it finishes, and
+    /// keeping the full log in `file`.
     pub fn new(
-        nats: Option<(async_nats::Client, String)>,
+        nats: Option<(async_nats::Client, i64)>,
         file: Option<&tempfile::NamedTempFile>,
     ) -> LogSink {
-        let live = nats.map(|(client, subject)| {
-            let (sender, mut receiver) = mpsc::unbounded_channel::<(u64, String)>();
-            tokio::spawn(async move {
-                while let Some((seq, line)) = receiver.recv().await {
-                    let mut headers = async_nats::HeaderMap::new();
-                    headers.insert(SEQ_HEADER, seq.to_string().as_str());
-                    if client
-                        .publish_with_headers(subject.clone(), headers, line.into())
-                        .await
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            });
-            sender
-        });
         let full = file
             .and_then(|f| f.reopen().ok())
             .map(std::io::BufWriter::new);
-        LogSink(Arc::new(Mutex::new(Inner {
+        let sink = LogSink(Arc::new(Mutex::new(Inner {
             full,
-            live,
             ..Default::default()
-        })))
+        })));
+        if let Some((client, execution_id)) = nats {
+            let (sender, receiver) = mpsc::unbounded_channel::<(u64, String)>();
+            sink.with(|inner| inner.live = Some(sender));
+            tokio::spawn(serve_live(
+                client,
+                execution_id,
+                receiver,
+                Arc::downgrade(&sink.0),
+            ));
+        }
+        sink
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
@@ -152,6 +150,51 @@ impl LogSink {
         FinishedLog {
             tail: self.tail(),
             full: file.filter(|_| flushed),
+        }
+    }
+}
+
+/// Publishes the lines `receiver` gets and answers tail requests, until the
+/// sink finishes (drops the sender) or NATS goes away. Holds the sink weakly:
+/// the sink owns the sender that keeps this task alive.
+async fn serve_live(
+    client: async_nats::Client,
+    execution_id: i64,
+    mut receiver: mpsc::UnboundedReceiver<(u64, String)>,
+    sink: Weak<Mutex<Inner>>,
+) {
+    let subject = subjects::log(execution_id);
+    // Without the subscription `logs --follow` falls back to the database.
+    let mut requests = client
+        .subscribe(subjects::log_tail_request(execution_id))
+        .await
+        .ok();
+    loop {
+        tokio::select! {
+            line = receiver.recv() => {
+                let Some((seq, line)) = line else { break };
+                let mut headers = async_nats::HeaderMap::new();
+                headers.insert(SEQ_HEADER, seq.to_string().as_str());
+                if client
+                    .publish_with_headers(subject.clone(), headers, line.into())
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            Some(request) = async {
+                match requests.as_mut() {
+                    Some(requests) => requests.next().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let (Some(reply), Some(sink)) = (request.reply, sink.upgrade()) else {
+                    continue;
+                };
+                let tail = LogSink(sink).tail();
+                let _ = client.publish(reply, tail.into()).await;
+            }
         }
     }
 }

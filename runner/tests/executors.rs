@@ -811,12 +811,25 @@ async fn http_server() -> (SocketAddr, Seen) {
     async fn big() -> String {
         "0123456789abcdef\n".repeat(12_000)
     }
+    /// Echoes the Authorization header back, in a header and in the body,
+    /// as careless servers do.
+    async fn echo(headers: HeaderMap) -> (HeaderMap, String) {
+        let auth = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let mut reply = HeaderMap::new();
+        reply.insert("x-echo", auth.parse().unwrap());
+        (reply, format!("you sent: {auth}"))
+    }
 
     let seen = Seen::default();
     let app = Router::new()
         .route("/status/{code}", any(handler))
         .route("/slow", any(slow))
         .route("/big", any(big))
+        .route("/echo", any(echo))
         .route(
             "/redirect",
             any(|| async { axum::response::Redirect::temporary("/status/200") }),
@@ -920,7 +933,7 @@ async fn http_params_headers_body_and_masked_credentials() {
         "url": format!("http://{addr}/status/201?day=${{bizdate}}&run=${{run_id}}"),
         "method": "POST",
         "headers": {
-            "Authorization": "Bearer ${token}",
+            "Authorization": "Bearer ${secret:api_token}",
             "X-Api-Key": "key-123",
             "Cookie": "sid=cookie-456",
             "X-Custom-Secret": "custom-789",
@@ -929,10 +942,10 @@ async fn http_params_headers_body_and_masked_credentials() {
         "secret_headers": ["x-custom-secret"],
         "body": { "day": "${bizdate}", "task": "${task_name}", "n": 3 },
     });
-    let ran = Run::new("HTTP", content)
-        .params(&[("token", "tok-abc")])
-        .on(&s.db)
-        .await;
+    datajump_shared::secrets::set(&s.db, "api_token", "tok-abc", Some("test API"))
+        .await
+        .expect("secret stored");
+    let ran = Run::new("HTTP", content).on(&s.db).await;
     assert_success(&ran);
     for secret in ["tok-abc", "key-123", "cookie-456", "custom-789"] {
         assert!(
@@ -953,6 +966,35 @@ async fn http_params_headers_body_and_masked_credentials() {
     assert_eq!(headers["content-type"], "application/json");
     let body: Value = serde_json::from_str(&body).expect("json body");
     assert_eq!(body, json!({ "day": "2024-01-14", "task": "load", "n": 3 }));
+
+    // A server echoing the secret back does not get it into the log.
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/echo"),
+                "headers": { "Authorization": "Token ${secret:api_token}" } }),
+    )
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    assert!(!ran.log.contains("tok-abc"), "{}", ran.log);
+    assert!(ran.log.contains("you sent: Token ***"), "{}", ran.log);
+    assert!(ran.log.contains("< x-echo: Token ***"), "{}", ran.log);
+
+    // A secret that does not exist fails before any request, naming it.
+    let before = seen.0.lock().unwrap().len();
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": format!("http://{addr}/status/200"),
+                "headers": { "Authorization": "Bearer ${secret:missing_one}" } }),
+    )
+    .on(&s.db)
+    .await;
+    let message = invalid_message(&ran);
+    assert!(
+        message.contains("no secret named 'missing_one'"),
+        "{message}"
+    );
+    assert_eq!(seen.0.lock().unwrap().len(), before, "a request was sent");
 
     // A text body goes as is.
     let ran = Run::new(

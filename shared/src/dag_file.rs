@@ -557,6 +557,11 @@ impl DagFile {
             if let Some(missing) = missing {
                 problems.push(format!("{at}: {missing}"));
             }
+            if task_type == "HTTP" {
+                for problem in crate::secrets::credential_problems(&task.content) {
+                    problems.push(format!("{at}: {problem}"));
+                }
+            }
             if !(1..=10).contains(&task.priority) {
                 problems.push(format!(
                     "{at}: priority must be 1-10, got {}",

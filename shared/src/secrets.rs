@@ -68,6 +68,53 @@ pub fn is_credential_header(name: &str, listed: &BTreeSet<String>) -> bool {
     CREDENTIAL_HEADERS.contains(&name.as_str()) || listed.contains(&name)
 }
 
+/// The problems of an HTTP task's `content` as far as credentials go: a
+/// credential header whose value names no secret (its value would be stored
+/// in the catalog and sent in every work message), a `${secret:…}` that does
+/// not parse, or `secret_headers` that is not a list of names.
+pub fn credential_problems(content: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let listed: BTreeSet<String> = match content.get("secret_headers") {
+        None | Some(serde_json::Value::Null) => BTreeSet::new(),
+        Some(serde_json::Value::Array(names)) if names.iter().all(|n| n.is_string()) => names
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .map(str::to_ascii_lowercase)
+            .collect(),
+        Some(_) => {
+            problems.push("'content.secret_headers' must be a list of header names".to_owned());
+            BTreeSet::new()
+        }
+    };
+    let Some(serde_json::Value::Object(headers)) = content.get("headers") else {
+        return problems;
+    };
+    for (name, value) in headers {
+        let names = match value.as_str().map(crate::params::secret_names) {
+            Some(Ok(names)) => names,
+            Some(Err(e)) => {
+                problems.push(format!("header '{name}': {e}"));
+                continue;
+            }
+            None => BTreeSet::new(),
+        };
+        if let Some(bad) = names.iter().find(|n| !is_valid_name(n)) {
+            problems.push(format!(
+                "header '{name}': {}",
+                SecretError::InvalidName(bad.clone())
+            ));
+        } else if names.is_empty() && is_credential_header(name, &listed) {
+            problems.push(format!(
+                "header '{name}' carries a credential, so its value must come from a secret: \
+                 store it with `datajump secret set NAME` and write e.g. \
+                 \"Bearer ${{secret:NAME}}\" (a literal or a parameter would be stored in the \
+                 DAG and sent in every work message)"
+            ));
+        }
+    }
+    problems
+}
+
 /// What `set` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetOutcome {
@@ -90,12 +137,13 @@ pub struct SecretInfo {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Creates the secret `name`, or replaces its value and description.
+/// Creates the secret `name`, or replaces its value (and its description,
+/// when one is given).
 pub async fn set(
     db: &DatabaseConnection,
     name: &str,
     value: &str,
-    description: &str,
+    description: Option<&str>,
 ) -> Result<SetOutcome, SecretError> {
     if !is_valid_name(name) {
         return Err(SecretError::InvalidName(name.to_owned()));
@@ -104,10 +152,13 @@ pub async fn set(
         return Err(SecretError::EmptyValue(name.to_owned()));
     }
     let now = Utc::now();
-    let updated = secret::Entity::update_many()
+    let mut update = secret::Entity::update_many()
         .col_expr(secret::Column::Value, value.into())
-        .col_expr(secret::Column::Description, description.into())
-        .col_expr(secret::Column::UpdatedAt, now.into())
+        .col_expr(secret::Column::UpdatedAt, now.into());
+    if let Some(description) = description {
+        update = update.col_expr(secret::Column::Description, description.into());
+    }
+    let updated = update
         .filter(secret::Column::Name.eq(name))
         .exec(db)
         .await?;
@@ -117,7 +168,7 @@ pub async fn set(
     let inserted = secret::ActiveModel {
         name: Set(name.to_owned()),
         value: Set(value.to_owned()),
-        description: Set(description.to_owned()),
+        description: Set(description.unwrap_or_default().to_owned()),
         created_at: Set(now),
         updated_at: Set(now),
         ..Default::default()
@@ -207,6 +258,42 @@ mod tests {
         for bad in ["", "2fa", "a-b", "a b", "a}", &"x".repeat(129)] {
             assert!(!is_valid_name(bad), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn credential_headers_must_name_a_secret() {
+        let content = |headers: serde_json::Value| match serde_json::json!({
+            "url": "http://x", "headers": headers, "secret_headers": ["X-Token"]
+        }) {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!(),
+        };
+        let ok = content(serde_json::json!({
+            "Authorization": "Bearer ${secret:api_token}",
+            "Cookie": "lang=en; sid=${secret:sid}",
+            "X-Token": "${secret:t}",
+            "Accept": "text/plain",
+        }));
+        assert_eq!(credential_problems(&ok), Vec::<String>::new());
+        for (header, value) in [
+            ("Authorization", "Bearer abc"),
+            ("authorization", "Bearer ${token}"),
+            ("x-token", "plain"),
+            ("X-Api-Key", "$${secret:escaped}"),
+        ] {
+            let problems = credential_problems(&content(serde_json::json!({ header: value })));
+            assert_eq!(problems.len(), 1, "{header}: {value}");
+            assert!(
+                problems[0].contains("must come from a secret"),
+                "{problems:?}"
+            );
+        }
+        let bad = content(serde_json::json!({ "Authorization": "${secret:a-b}" }));
+        assert!(
+            credential_problems(&bad)[0].contains("invalid secret name 'a-b'"),
+            "{:?}",
+            credential_problems(&bad)
+        );
     }
 
     #[test]

@@ -117,6 +117,14 @@ pub fn log(execution_id: i64) -> String {
     format!("dj.log.{execution_id}")
 }
 
+/// Core request subject a runner answers with an execution's log tail while
+/// the attempt runs (the same text as `execution.log_tail`, up to the moment
+/// of the request), so `datajump logs --follow` can start with what was
+/// written before it subscribed.
+pub fn log_tail_request(execution_id: i64) -> String {
+    format!("dj.log.{execution_id}.tail")
+}
+
 /// Name of an execution's full log in the `dj_logs` object store.
 pub fn log_object(execution_id: i64) -> String {
     format!("execution-{execution_id}")

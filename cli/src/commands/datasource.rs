@@ -8,16 +8,15 @@
 //! one is set (`***`).
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use datajump_shared::datasources::{self, DatasourceKind, MASK, NewDatasource};
 
 use crate::Global;
 use crate::client::Client;
-use crate::output::table;
+use crate::output::{read_secret, table};
 
 /// Datasource subcommands.
 #[derive(Subcommand)]
@@ -77,25 +76,11 @@ fn parse_kind(text: &str) -> Result<DatasourceKind, String> {
 
 impl AddArgs {
     fn password(&self) -> Result<Option<String>> {
-        if let Some(var) = &self.password_env {
-            let password = std::env::var(var).with_context(|| {
-                format!("--password-env: environment variable {var} is not set")
-            })?;
-            return Ok(Some(password));
-        }
-        if self.password_stdin {
-            let mut line = String::new();
-            std::io::stdin()
-                .lock()
-                .read_line(&mut line)
-                .context("--password-stdin: cannot read standard input")?;
-            let password = line.trim_end_matches(['\n', '\r']);
-            if password.is_empty() {
-                bail!("--password-stdin: standard input has no password");
-            }
-            return Ok(Some(password.to_owned()));
-        }
-        Ok(None)
+        read_secret(
+            "--password",
+            self.password_env.as_deref(),
+            self.password_stdin,
+        )
     }
 
     fn into_new(self) -> Result<NewDatasource> {

@@ -10,6 +10,7 @@ pub mod logs;
 pub mod rerun;
 pub mod roles;
 pub mod runs;
+pub mod secret;
 pub mod trigger;
 pub mod up;
 

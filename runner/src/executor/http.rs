@@ -5,21 +5,27 @@
 //! timeout), "secret_headers": [names] }`. Parameters are substituted in the
 //! URL, header values and body. A `body` that is a JSON object or array is
 //! sent as JSON (parameters substituted in its strings), with
-//! `Content-Type: application/json` unless a header sets one.
+//! `Content-Type: application/json` unless a header sets one. Header values
+//! may name secrets, `Bearer ${secret:api_token}`: they are read from the
+//! database here, when the attempt starts (see `datajump_shared::secrets`).
 //!
 //! The shaping decision: **the log shows the exchange as `curl -v` would,
 //! with credentials masked.** Request line and headers (`>`), status line
 //! and headers (`<`), then the first [`MAX_BODY`] bytes of the response
 //! body, which is all that is read. Credential headers (`Authorization`,
-//! `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `X-Api-Key` and any in
-//! `secret_headers`) and a password in the URL print as `***`; the request
-//! body is not logged, only its size, since it may carry credentials too.
+//! `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `X-Api-Key`, any in
+//! `secret_headers` and any holding a secret) and a password in the URL print
+//! as `***`, and a secret's value echoed back by the server is masked too;
+//! the request body is not logged, only its size, since it may carry
+//! credentials as well.
 //! A status outside `success_codes` fails the attempt with the status as its
 //! exit code, so retry-on-exit-codes can tell a 503 from a 400.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use datajump_shared::params::secret_names;
+use datajump_shared::secrets::{self, SecretError, is_credential_header};
 use futures::future::BoxFuture;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
@@ -29,15 +35,6 @@ use super::{ExecContext, ExecOutcome, Executor, LogSink};
 /// Response bytes kept in the log; the rest is not read.
 pub const MAX_BODY: usize = 64 * 1024;
 
-/// Headers masked in the log whatever `secret_headers` says.
-const CREDENTIAL_HEADERS: [&str; 5] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-    "x-api-key",
-];
-
 const MASK: &str = "***";
 
 /// Sends `content.url` a request.
@@ -46,7 +43,11 @@ pub struct Http;
 impl Executor for Http {
     fn execute<'a>(&'a self, ctx: &'a ExecContext, log: &'a LogSink) -> BoxFuture<'a, ExecOutcome> {
         Box::pin(async move {
-            let request = match Request::from_content(ctx) {
+            let secrets = match read_secrets(ctx).await {
+                Ok(secrets) => secrets,
+                Err(outcome) => return outcome,
+            };
+            let request = match Request::from_content(ctx, &secrets) {
                 Ok(request) => request,
                 Err(why) => return ExecOutcome::Invalid(why),
             };
@@ -82,11 +83,31 @@ struct Request {
     success: Option<BTreeSet<u16>>,
     timeout: Option<Duration>,
     secret: BTreeSet<String>,
+    /// Values of the secrets in the headers, masked wherever the log could
+    /// show them.
+    secret_values: Vec<String>,
+}
+
+/// The secrets the task's header values name, read from the database.
+async fn read_secrets(ctx: &ExecContext) -> Result<BTreeMap<String, String>, ExecOutcome> {
+    let mut names = BTreeSet::new();
+    if let serde_json::Value::Object(headers) = &ctx.content["headers"] {
+        for value in headers.values().filter_map(serde_json::Value::as_str) {
+            names.extend(secret_names(value).map_err(|e| ExecOutcome::Invalid(e.to_string()))?);
+        }
+    }
+    secrets::values(&ctx.db, &names).await.map_err(|e| match e {
+        SecretError::Db(_) => failed(format!("cannot read the task's secrets: {e}")),
+        other => ExecOutcome::Invalid(other.to_string()),
+    })
 }
 
 impl Request {
     /// Reads and substitutes `content`; the error says what is wrong.
-    fn from_content(ctx: &ExecContext) -> Result<Request, String> {
+    fn from_content(
+        ctx: &ExecContext,
+        secrets: &BTreeMap<String, String>,
+    ) -> Result<Request, String> {
         let content = &ctx.content;
         let text = |value: &str| ctx.text(value).map_err(|e| e.to_string());
         let Some(url) = content["url"].as_str() else {
@@ -125,8 +146,14 @@ impl Request {
                 for (name, value) in map {
                     let header = HeaderName::from_bytes(name.as_bytes())
                         .map_err(|_| format!("invalid header name '{name}'"))?;
+                    let names_secret = value
+                        .as_str()
+                        .is_some_and(|v| secret_names(v).is_ok_and(|names| !names.is_empty()));
                     let value = match value {
-                        serde_json::Value::String(v) => text(v)?,
+                        serde_json::Value::String(v) => ctx
+                            .params
+                            .substitute_header(v, secrets)
+                            .map_err(|e| e.to_string())?,
                         serde_json::Value::Number(n) => n.to_string(),
                         serde_json::Value::Bool(b) => b.to_string(),
                         _ => return Err(format!("header '{name}' must have a text value")),
@@ -134,7 +161,7 @@ impl Request {
                     let mut value = HeaderValue::from_str(&value).map_err(|_| {
                         format!("header '{name}' has a value that is not valid in HTTP")
                     })?;
-                    if is_secret(header.as_str(), &secret) {
+                    if names_secret || is_credential_header(header.as_str(), &secret) {
                         value.set_sensitive(true);
                     }
                     headers.append(header, value);
@@ -189,6 +216,7 @@ impl Request {
             success,
             timeout,
             secret,
+            secret_values: secrets.values().cloned().collect(),
         })
     }
 
@@ -244,7 +272,8 @@ impl Request {
             status.canonical_reason().unwrap_or("")
         ));
         for (name, value) in response.headers() {
-            log.line(&format!("< {}", header_line(name, value, &self.secret)));
+            let line = header_line(name, value, &self.secret);
+            log.line(&format!("< {}", self.mask_secrets(&line)));
         }
         log.line("");
         // Read before the body: afterwards reqwest reports what is left.
@@ -264,12 +293,12 @@ impl Request {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    write_body(&body, log);
+                    self.write_body(&body, log);
                     return self.request_error(&e, log);
                 }
             }
         }
-        write_body(&body, log);
+        self.write_body(&body, log);
         if cut {
             let total = length.map(|n| format!(" of {n}")).unwrap_or_default();
             log.line(&format!(
@@ -291,6 +320,21 @@ impl Request {
                 exit_code: Some(i32::from(status.as_u16())),
                 message,
             }
+        }
+    }
+
+    /// `text` with every secret value replaced by `***`.
+    fn mask_secrets(&self, text: &str) -> String {
+        self.secret_values
+            .iter()
+            .fold(text.to_owned(), |text, secret| text.replace(secret, MASK))
+    }
+
+    /// The response body as text lines (invalid UTF-8 shown as U+FFFD), with
+    /// secrets the server echoed masked.
+    fn write_body(&self, body: &[u8], log: &LogSink) {
+        for line in String::from_utf8_lossy(body).lines() {
+            log.line(&self.mask_secrets(line));
         }
     }
 
@@ -341,14 +385,9 @@ fn error_chain(error: &reqwest::Error) -> String {
     text
 }
 
-fn is_secret(name: &str, secret: &BTreeSet<String>) -> bool {
-    let name = name.to_ascii_lowercase();
-    CREDENTIAL_HEADERS.contains(&name.as_str()) || secret.contains(&name)
-}
-
 /// `Name: value`, or `Name: ***` for a credential.
 fn header_line(name: &HeaderName, value: &HeaderValue, secret: &BTreeSet<String>) -> String {
-    if is_secret(name.as_str(), secret) || value.is_sensitive() {
+    if is_credential_header(name.as_str(), secret) || value.is_sensitive() {
         format!("{name}: {MASK}")
     } else {
         format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
@@ -362,13 +401,6 @@ fn masked_url(url: &Url) -> String {
         let _ = shown.set_password(Some(MASK));
     }
     shown.to_string()
-}
-
-/// The body as text lines (invalid UTF-8 shown as U+FFFD).
-fn write_body(body: &[u8], log: &LogSink) {
-    for line in String::from_utf8_lossy(body).lines() {
-        log.line(line);
-    }
 }
 
 /// `value` with parameters substituted in every string inside it.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use datajump_shared::{RunStatus, TaskStatus, logs, subjects};
 use futures::StreamExt;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -158,5 +158,82 @@ tasks:
         let executions = &env.executions_by_name(run.id).await["load"];
         assert_eq!(executions.len(), 1, "not retried");
         assert_eq!(executions[0].exit_code, None, "nothing ran");
+    }
+);
+
+both_dbs!(
+    logs_follow_prints_lines_while_the_task_runs,
+    |env| async move {
+        env.apply(
+            r#"
+name: slow_talk
+tasks:
+  - name: talk
+    command: for i in 1 2 3 4 5 6 7 8; do echo "tick $i"; sleep 0.4; done
+"#,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 2).await;
+        let key = env.trigger("slow_talk").await;
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        let instance = loop {
+            if let Some(run) = env.run_by_key(&key).await
+                && let Some(talk) = env.instances_by_name(run.id).await.remove("talk")
+            {
+                break talk;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no instance");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+
+        // The user's command, as a separate process: `datajump logs ID --follow`.
+        let mut follow = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
+            .args(["--database-url", &env.db_url, "--nats-url", &env.nats_url()])
+            .args(["logs", &instance.id.to_string(), "--follow"])
+            .env("DATAJUMP_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start datajump logs --follow");
+        let stdout = follow.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let mut ticks = Vec::new();
+        let mut printed = Vec::new();
+        while let Some(line) = tokio::time::timeout_at(deadline, lines.next_line())
+            .await
+            .expect("lines keep coming until the task ends")
+            .expect("read stdout")
+        {
+            if line.starts_with("tick ") {
+                let status = env
+                    .instances(instance.dag_run_id)
+                    .await
+                    .into_iter()
+                    .find(|i| i.id == instance.id)
+                    .expect("instance")
+                    .status;
+                ticks.push((line.clone(), status));
+            }
+            printed.push(line);
+        }
+        let status = tokio::time::timeout_at(deadline, follow.wait())
+            .await
+            .expect("logs --follow ends with the task")
+            .expect("exit status");
+        assert!(status.success(), "{status:?}\n{}", printed.join("\n"));
+        let expected: Vec<String> = (1..=8).map(|i| format!("tick {i}")).collect();
+        let got: Vec<String> = ticks.iter().map(|(line, _)| line.clone()).collect();
+        assert_eq!(got, expected, "every line once, in order");
+        assert!(
+            ticks[..4].iter().all(|(_, s)| *s == TaskStatus::Running),
+            "the first lines were printed while the task ran: {ticks:?}"
+        );
+        assert!(
+            printed.iter().any(|l| l.contains("Exit Code: 0")),
+            "the footer ends the output: {}",
+            printed.join("\n")
+        );
+        env.wait_run(&key, TIMEOUT).await;
     }
 );

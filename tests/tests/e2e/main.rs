@@ -49,4 +49,5 @@ mod reliability;
 mod rerun;
 mod retention;
 mod schedule;
+mod secrets;
 mod topology;

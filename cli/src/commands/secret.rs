@@ -1,0 +1,104 @@
+//! `datajump secret set|list|remove`: the credentials HTTP tasks name in
+//! header values as `${secret:NAME}`.
+//!
+//! The shaping decision: **a value is never an argument**, as with datasource
+//! passwords: `set` reads it from an environment variable it is told the name
+//! of (`--value-env VAR`) or from standard input (`--value-stdin`, the
+//! default), and `list` never shows values.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
+use datajump_shared::secrets::{self, SecretError, SetOutcome};
+
+use crate::Global;
+use crate::client::Client;
+use crate::output::{read_secret, table};
+
+/// Secret subcommands.
+#[derive(Subcommand)]
+pub enum SecretCommand {
+    /// Create a secret, or replace its value.
+    ///
+    /// An HTTP task uses it in a header value; the runner reads it when the
+    /// request is sent, so it is never stored in the DAG or sent in a message,
+    /// and the log shows it as ***.
+    ///
+    /// Examples:
+    ///   printf '%s\n' "$TOKEN" | datajump secret set api_token --description "reporting API"
+    ///   API_TOKEN=… datajump secret set api_token --value-env API_TOKEN
+    ///
+    /// and in the DAG:
+    ///   headers: { Authorization: "Bearer ${secret:api_token}" }
+    #[command(verbatim_doc_comment)]
+    Set(SetArgs),
+    /// List secrets (names and descriptions; values are never shown).
+    List,
+    /// Remove a secret (tasks naming it then fail until it is set again).
+    Remove {
+        /// The secret's name.
+        name: String,
+    },
+}
+
+/// Arguments of `secret set`.
+#[derive(Args)]
+pub struct SetArgs {
+    /// Name tasks refer to as ${secret:NAME}: letters, digits, '_' and '.',
+    /// starting with a letter or '_'.
+    name: String,
+    /// Read the value from this environment variable.
+    #[arg(long, value_name = "VAR", conflicts_with = "value_stdin")]
+    value_env: Option<String>,
+    /// Read the value from the first line of standard input (the default).
+    #[arg(long)]
+    value_stdin: bool,
+    /// What the secret is for (kept as it was when not given).
+    #[arg(long)]
+    description: Option<String>,
+}
+
+/// Runs a secret subcommand.
+pub async fn run(global: &Global, command: SecretCommand) -> Result<ExitCode> {
+    let client = Client::connect(global).await?;
+    match command {
+        SecretCommand::Set(args) => {
+            if !secrets::is_valid_name(&args.name) {
+                return Err(SecretError::InvalidName(args.name).into());
+            }
+            let from_stdin = args.value_env.is_none();
+            let Some(value) = read_secret("--value", args.value_env.as_deref(), from_stdin)? else {
+                bail!("no value: give --value-env VAR or pipe the value to standard input");
+            };
+            let outcome = client
+                .set_secret(&args.name, &value, args.description.as_deref())
+                .await?;
+            let done = match outcome {
+                SetOutcome::Created => "created",
+                SetOutcome::Updated => "updated",
+            };
+            println!("secret '{}' {done}", args.name);
+        }
+        SecretCommand::List => {
+            let rows: Vec<Vec<String>> = client
+                .secrets()
+                .await?
+                .into_iter()
+                .map(|s| {
+                    vec![
+                        s.name,
+                        s.description,
+                        s.updated_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                    ]
+                })
+                .collect();
+            table(&["NAME", "DESCRIPTION", "UPDATED"], &rows);
+        }
+        SecretCommand::Remove { name } => {
+            client.remove_secret(&name).await?;
+            println!("secret '{name}' removed");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,167 @@
+//! Credentials of HTTP tasks: a header naming `${secret:NAME}` reaches the
+//! server, while the value appears in no NATS message, no catalog or run row
+//! and no log; a literal credential header is refused when the DAG is
+//! applied.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use datajump_shared::entities::{dag_run, task, task_instance};
+use datajump_shared::{RunStatus, secrets, subjects};
+use futures::StreamExt;
+use sea_orm::EntityTrait;
+use tokio::io::AsyncReadExt;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+const TOKEN: &str = "tok-9f8e7d-s3cr3t";
+
+/// A one-thread HTTP server answering `200 ok` to anything, keeping each
+/// request's header lines.
+fn http_server() -> (u16, Arc<Mutex<Vec<Vec<String>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let requests = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut headers = Vec::new();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                headers.push(line.trim_end().to_owned());
+                line.clear();
+            }
+            requests.lock().expect("requests").push(headers);
+            let _ = (&stream)
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    });
+    (port, seen)
+}
+
+both_dbs!(secret_headers_travel_in_no_message, |env| async move {
+    let (port, seen) = http_server();
+    let literal = env
+        .try_apply(&format!(
+            r#"
+name: notify
+tasks:
+  - name: call
+    type: HTTP
+    content:
+      url: http://127.0.0.1:{port}/hook
+      headers: {{ Authorization: "Bearer {TOKEN}" }}
+"#
+        ))
+        .await
+        .expect_err("a literal credential is refused");
+    assert!(
+        literal.contains("header 'Authorization' carries a credential"),
+        "{literal}"
+    );
+    assert!(
+        task::Entity::find()
+            .all(&env.db)
+            .await
+            .expect("tasks")
+            .is_empty(),
+        "nothing was stored"
+    );
+
+    secrets::set(&env.db, "hook_token", TOKEN, Some("the hook"))
+        .await
+        .expect("secret stored");
+    env.apply(&format!(
+        r#"
+name: notify
+tasks:
+  - name: call
+    type: HTTP
+    content:
+      url: http://127.0.0.1:{port}/hook?day=${{bizdate}}
+      headers: {{ Authorization: "Bearer ${{secret:hook_token}}", X-Day: "${{bizdate}}" }}
+"#
+    ))
+    .await;
+    // Every message on every subject, JetStream's included.
+    let mut everything = env.nats.subscribe(">").await.expect("subscribe");
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 2).await;
+    let run = env.wait_run(&env.trigger("notify").await, TIMEOUT).await;
+    assert_eq!(
+        run.status,
+        RunStatus::Success,
+        "{}",
+        env.describe_run(&run).await
+    );
+
+    let requests = seen.lock().expect("requests").clone();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert!(
+        requests[0]
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(&format!("authorization: Bearer {TOKEN}"))),
+        "the server got the secret: {:?}",
+        requests[0]
+    );
+
+    let mut messages = 0;
+    let mut work = 0;
+    while let Ok(Some(message)) =
+        tokio::time::timeout(Duration::from_millis(500), everything.next()).await
+    {
+        messages += 1;
+        work += usize::from(message.subject.starts_with("dj.work."));
+        assert!(
+            !String::from_utf8_lossy(&message.payload).contains(TOKEN),
+            "the secret travelled on {}",
+            message.subject
+        );
+    }
+    assert!(work >= 1, "the work message was seen ({messages} messages)");
+
+    let rows = [
+        serde_json::to_string(&task::Entity::find().all(&env.db).await.expect("tasks")[0].content),
+        serde_json::to_string(
+            &dag_run::Entity::find_by_id(run.id)
+                .one(&env.db)
+                .await
+                .expect("run")
+                .expect("run")
+                .plan,
+        ),
+        serde_json::to_string(
+            &task_instance::Entity::find()
+                .all(&env.db)
+                .await
+                .expect("instances")[0]
+                .spec,
+        ),
+    ];
+    for row in rows {
+        let row = row.expect("json");
+        assert!(row.contains("${secret:hook_token}"), "{row}");
+        assert!(!row.contains(TOKEN), "a row holds the secret: {row}");
+    }
+
+    let exec = env.executions_by_name(run.id).await["call"][0].clone();
+    let tail = exec.log_tail.clone().expect("log tail");
+    assert!(tail.contains("> authorization: ***"), "{tail}");
+    assert!(tail.contains("> x-day: "), "{tail}");
+    let store = env
+        .js
+        .get_object_store(subjects::LOGS_BUCKET)
+        .await
+        .expect("dj_logs");
+    let mut full = String::new();
+    store
+        .get(exec.log_path.expect("full log").as_str())
+        .await
+        .expect("log object")
+        .read_to_string(&mut full)
+        .await
+        .expect("read the log");
+    assert!(!full.contains(TOKEN), "{full}");
+});
