@@ -646,6 +646,18 @@ tasks:
     }
 
     #[test]
+    fn task_defaults_are_the_documented_ones() {
+        let dag = DagFile::parse(DIAMOND).unwrap();
+        let a = &dag.tasks[0];
+        assert_eq!(a.timeout, 3600, "one hour");
+        assert_eq!((a.retry.max, a.retry.interval), (3, 60));
+        assert_eq!((a.priority, a.queue.as_str()), (5, "default"));
+        let none =
+            DagFile::parse("name: x\ntasks: [{ name: a, command: 'true', timeout: 0 }]\n").unwrap();
+        assert_eq!(none.tasks[0].timeout, 0, "0 = no timeout is accepted");
+    }
+
+    #[test]
     fn cycle_is_named() {
         let text = r#"
 name: cyc

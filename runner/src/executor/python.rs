@@ -1,5 +1,6 @@
 //! PYTHON: a script run by `python3` (or `python`) from a temporary file.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use futures::future::BoxFuture;
@@ -9,10 +10,12 @@ use super::{ExecContext, ExecOutcome, Executor, LogSink, process};
 /// Runs `content.script` with the first of `python3`, `python` on PATH.
 pub struct Python;
 
-fn interpreter() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
+/// The first of `python3`, `python` in the directories of `path` (a
+/// `PATH` value): every directory is searched for `python3` before any is
+/// searched for `python`, so a `python` that is Python 2 is only a fallback.
+fn interpreter(path: &OsStr) -> Option<PathBuf> {
     ["python3", "python"].into_iter().find_map(|name| {
-        std::env::split_paths(&path)
+        std::env::split_paths(path)
             .map(|dir| dir.join(name))
             .find(|candidate| candidate.is_file())
     })
@@ -28,7 +31,8 @@ impl Executor for Python {
                 Ok(body) => body,
                 Err(e) => return ExecOutcome::Invalid(e.to_string()),
             };
-            let Some(python) = interpreter() else {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let Some(python) = interpreter(&path) else {
                 return ExecOutcome::Invalid(
                     "neither python3 nor python is on this runner's PATH".to_owned(),
                 );
@@ -47,5 +51,33 @@ impl Executor for Python {
             ];
             process::run(&python, script.path(), &utf8, ctx, log).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python3_first_then_python_then_none() {
+        let only_python = tempfile::tempdir().unwrap();
+        let both = tempfile::tempdir().unwrap();
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::write(only_python.path().join("python"), "").unwrap();
+        std::fs::write(both.path().join("python"), "").unwrap();
+        std::fs::write(both.path().join("python3"), "").unwrap();
+        let path = |dirs: &[&tempfile::TempDir]| {
+            std::env::join_paths(dirs.iter().map(|d| d.path())).unwrap()
+        };
+        assert_eq!(
+            interpreter(&path(&[&only_python, &both])),
+            Some(both.path().join("python3")),
+            "python3 anywhere wins over python earlier on PATH"
+        );
+        assert_eq!(
+            interpreter(&path(&[&empty, &only_python])),
+            Some(only_python.path().join("python"))
+        );
+        assert_eq!(interpreter(&path(&[&empty])), None);
     }
 }

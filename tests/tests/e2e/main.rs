@@ -40,6 +40,7 @@ mod catalog;
 mod control;
 mod dependencies;
 mod engine;
+mod executors;
 mod faults;
 mod harness;
 mod idempotence;
