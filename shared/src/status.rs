@@ -70,7 +70,7 @@ impl TaskStatus {
     }
 
     /// The stored name, e.g. `UPSTREAM_FAILED`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             TaskStatus::Created => "CREATED",
             TaskStatus::Pending => "PENDING",
@@ -125,7 +125,7 @@ impl RunStatus {
     }
 
     /// The stored name.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             RunStatus::Queued => "QUEUED",
             RunStatus::Running => "RUNNING",
