@@ -12,7 +12,8 @@ use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
 use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::cron::parse_time_zone;
 use datajump_shared::dag_file::DagFile;
-use datajump_shared::entities::{dag, dag_run, execution, task_instance};
+use datajump_shared::alerts;
+use datajump_shared::entities::{alert, dag, dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
 use datajump_shared::subjects;
@@ -537,6 +538,44 @@ impl Client {
     /// Removes a datasource.
     pub async fn remove_datasource(&self, name: &str) -> Result<()> {
         Ok(datajump_shared::datasources::remove(&self.db, name).await?)
+    }
+
+    // ----- alerts (`datajump alerts …`) -----
+
+    /// Records a test alert per webhook of `dag_name` and sends each one now
+    /// (unless a ticker took it first, then waits for the ticker's attempt);
+    /// returns the alerts as they ended.
+    pub async fn test_alerts(&self, dag_name: &str) -> Result<Vec<alert::Model>> {
+        let dag = catalog::dag_by_name(&self.db, dag_name).await?;
+        let Some(recorded) = alerts::record_test(&self.db, &dag, Utc::now()).await? else {
+            bail!("DAG {dag_name} has no alerts: add an `alerts:` block with webhooks to its file");
+        };
+        let client = datajump_ticker::alerts::http_client();
+        let mut ended = Vec::with_capacity(recorded.len());
+        for row in recorded {
+            if alerts::take(&self.db, &row, Utc::now()).await? {
+                datajump_ticker::alerts::send_taken(&self.db, &client, &row).await?;
+            }
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let now = alert::Entity::find_by_id(row.id)
+                    .one(&self.db)
+                    .await?
+                    .with_context(|| format!("alert {} vanished", row.id))?;
+                if now.attempts > 0 || tokio::time::Instant::now() >= deadline {
+                    ended.push(now);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        Ok(ended)
+    }
+
+    /// A DAG's most recent alerts.
+    pub async fn alerts(&self, dag_name: &str, limit: u64) -> Result<Vec<alert::Model>> {
+        let dag = catalog::dag_by_name(&self.db, dag_name).await?;
+        Ok(alerts::list(&self.db, dag.id, 0, limit).await?)
     }
 
     // ----- secrets (`datajump secret …`) -----

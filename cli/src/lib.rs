@@ -85,6 +85,9 @@ enum Command {
     /// Manage the datasources SQL tasks connect to (passwords are never printed).
     #[command(subcommand)]
     Datasource(commands::datasource::DatasourceCommand),
+    /// Test a DAG's alert webhooks and list the alerts sent.
+    #[command(subcommand)]
+    Alerts(commands::alerts::AlertsCommand),
     /// Manage the secrets HTTP tasks put in headers as ${secret:NAME} (values are never printed).
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
@@ -141,6 +144,7 @@ pub async fn main() -> ExitCode {
         Command::Logs(args) => commands::logs::run(&cli.global, args).await,
         Command::Datasource(command) => commands::datasource::run(&cli.global, command).await,
         Command::Secret(command) => commands::secret::run(&cli.global, command).await,
+        Command::Alerts(command) => commands::alerts::run(&cli.global, command).await,
         Command::Cron(command) => commands::cron::run(command),
         Command::Bench(args) => commands::bench::run(args).await,
     };

@@ -12,6 +12,7 @@ mod m20261129_000001_create_tables;
 mod m20261129_000002_dependency_wait;
 mod m20261130_000003_secret;
 mod m20261130_000004_retry_options;
+mod m20261130_000006_alert;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000002_dependency_wait::Migration),
             Box::new(m20261130_000003_secret::Migration),
             Box::new(m20261130_000004_retry_options::Migration),
+            Box::new(m20261130_000006_alert::Migration),
         ]
     }
 }

@@ -274,6 +274,10 @@ pub async fn apply(
         .one(&txn)
         .await?;
     let params = params_to_json(&file.params);
+    let alert_config = file
+        .alerts
+        .as_ref()
+        .and_then(|alerts| serde_json::to_value(alerts).ok());
     let dag_row = match existing {
         None => {
             report.created = true;
@@ -287,7 +291,7 @@ pub async fn apply(
                 params: Set(params),
                 max_active_runs: Set(file.max_active_runs),
                 overlap_policy: Set(file.overlap.as_str().to_owned()),
-                alert_config: Set(None),
+                alert_config: Set(alert_config.clone()),
                 created_at: Set(now),
                 updated_at: Set(now),
                 ..Default::default()
@@ -307,6 +311,7 @@ pub async fn apply(
                     row.max_active_runs != file.max_active_runs,
                 ),
                 ("overlap", row.overlap_policy != file.overlap.as_str()),
+                ("alerts", row.alert_config != alert_config),
             ];
             report.dag_fields = fields
                 .iter()
@@ -321,6 +326,7 @@ pub async fn apply(
             active.params = Set(params);
             active.max_active_runs = Set(file.max_active_runs);
             active.overlap_policy = Set(file.overlap.as_str().to_owned());
+            active.alert_config = Set(alert_config);
             active.update(&txn).await?
         }
     };

@@ -114,6 +114,9 @@ pub struct DagFile {
     /// When it runs.
     #[serde(default)]
     pub schedules: Vec<ScheduleFile>,
+    /// Webhooks called on failures, timeouts and SLA misses.
+    #[serde(default)]
+    pub alerts: Option<crate::alerts::AlertConfig>,
     /// What it runs.
     pub tasks: Vec<TaskFile>,
 }
@@ -527,6 +530,9 @@ impl DagFile {
             if *count > 1 {
                 problems.push(format!("task '{name}': defined {count} times"));
             }
+        }
+        if let Some(alerts) = &self.alerts {
+            problems.extend(alerts.problems());
         }
         for task in &self.tasks {
             let at = format!("task '{}'", task.name);

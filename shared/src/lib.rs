@@ -11,6 +11,7 @@
 //! transitions in this one crate means no role can write a status another role
 //! does not expect.
 
+pub mod alerts;
 pub mod biz_date;
 pub mod catalog;
 pub mod cron;

@@ -68,10 +68,10 @@ pub fn is_credential_header(name: &str, listed: &BTreeSet<String>) -> bool {
     CREDENTIAL_HEADERS.contains(&name.as_str()) || listed.contains(&name)
 }
 
-/// The problems of an HTTP task's `content` as far as credentials go: a
-/// credential header whose value names no secret (its value would be stored
-/// in the catalog and sent in every work message), a `${secret:…}` that does
-/// not parse, or `secret_headers` that is not a list of names.
+/// The problems of an HTTP task's `content` as far as credentials go: those
+/// of [`header_problems`] (a literal credential would be stored in the
+/// catalog and sent in every work message), or `secret_headers` that is not
+/// a list of names.
 pub fn credential_problems(content: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
     let mut problems = Vec::new();
     let listed: BTreeSet<String> = match content.get("secret_headers") {
@@ -86,11 +86,26 @@ pub fn credential_problems(content: &serde_json::Map<String, serde_json::Value>)
             BTreeSet::new()
         }
     };
-    let Some(serde_json::Value::Object(headers)) = content.get("headers") else {
-        return problems;
-    };
+    if let Some(serde_json::Value::Object(headers)) = content.get("headers") {
+        let headers = headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()));
+        problems.extend(header_problems(headers, &listed));
+    }
+    problems
+}
+
+/// The problems of `(name, value)` headers (`None` for a value that is not
+/// text) as far as credentials go: a credential header (one of
+/// [`CREDENTIAL_HEADERS`] or `listed`) whose value names no secret, or a
+/// `${secret:…}` that does not parse.
+pub fn header_problems<'a>(
+    headers: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    listed: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
     for (name, value) in headers {
-        let names = match value.as_str().map(crate::params::secret_names) {
+        let names = match value.map(crate::params::secret_names) {
             Some(Ok(names)) => names,
             Some(Err(e)) => {
                 problems.push(format!("header '{name}': {e}"));
@@ -103,7 +118,7 @@ pub fn credential_problems(content: &serde_json::Map<String, serde_json::Value>)
                 "header '{name}': {}",
                 SecretError::InvalidName(bad.clone())
             ));
-        } else if names.is_empty() && is_credential_header(name, &listed) {
+        } else if names.is_empty() && is_credential_header(name, listed) {
             problems.push(format!(
                 "header '{name}' carries a credential, so its value must come from a secret: \
                  store it with `datajump secret set NAME` and write e.g. \

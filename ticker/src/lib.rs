@@ -10,7 +10,10 @@
 //! rows whose `deadline_at` has passed — republishing work for QUEUED
 //! instances whose message may have been lost and requeueing retries that
 //! are due — through the same conditional transitions as everyone else.
+//! (3) Alerts: it notices failures, timeouts and SLA misses of DAGs with
+//! webhooks and delivers them ([`alerts`]). (4) Retention ([`cleanup`]).
 
+pub mod alerts;
 pub mod cleanup;
 mod cron_loop;
 mod deadlines;
@@ -50,10 +53,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Tick
     let js = async_nats::jetstream::new(config.nats.clone());
     datajump_nats::ensure_topology(&js).await?;
     info!(shard = ?config.shard, "ticker started");
-    let (cron, deadlines, ()) = tokio::join!(
+    let (cron, deadlines, (), ()) = tokio::join!(
         cron_loop::run(&config, &js, &shutdown),
         deadlines::run(&config, &js, &shutdown),
-        cleanup::run(&config, &js, &shutdown)
+        cleanup::run(&config, &js, &shutdown),
+        alerts::run(&config.db, &shutdown)
     );
     cron.and(deadlines)?;
     info!("ticker stopped");

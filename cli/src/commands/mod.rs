@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod alerts;
 pub mod backfill;
 pub mod bench;
 pub mod cron;

@@ -3,6 +3,7 @@
 //! These are the only row types; [`crate::plan`] maps them to the domain
 //! types that travel in messages.
 
+pub mod alert;
 pub mod dag;
 pub mod dag_run;
 pub mod datasource;

@@ -343,6 +343,43 @@ pub fn secret_names(text: &str) -> Result<BTreeSet<String>, ParamError> {
     Ok(names)
 }
 
+/// A header value outside any task (an alert webhook's): only
+/// `${secret:NAME}` is substituted, from `secrets`; any other `${…}` or
+/// `$[…]` is an error, since there is no run to take its value from.
+pub fn substitute_secrets(
+    text: &str,
+    secrets: &BTreeMap<String, String>,
+) -> Result<String, ParamError> {
+    let mut out = String::with_capacity(text.len());
+    for piece in pieces(text) {
+        match piece? {
+            Piece::Literal(literal) => out.push_str(literal),
+            Piece::Param(body) => {
+                let (name, modifier) = body.split_once(':').unwrap_or((body, ""));
+                match secret_name(name, Some(modifier), true) {
+                    Some(secret) => out.push_str(secrets.get(secret).ok_or_else(|| {
+                        ParamError::UnknownSecret {
+                            name: secret.to_owned(),
+                        }
+                    })?),
+                    None => {
+                        return Err(ParamError::Unknown {
+                            name: body.to_owned(),
+                        });
+                    }
+                }
+            }
+            Piece::DateExpr(expr) => {
+                return Err(ParamError::BadDateExpr {
+                    expr: expr.to_owned(),
+                    reason: "a webhook header has no run to take a date from".to_owned(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// One piece of a text being substituted.
 enum Piece<'a> {
     /// Text that stays as it is (an escaped `$${` already unescaped).

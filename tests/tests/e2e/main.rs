@@ -35,6 +35,7 @@ macro_rules! both_dbs {
     };
 }
 
+mod alerts;
 mod api;
 mod catalog;
 mod control;

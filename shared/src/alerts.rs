@@ -1,0 +1,603 @@
+//! Alerting: a DAG's `alerts:` config (webhooks and the events they want),
+//! noticing those events, and the `alert` rows that carry each webhook call
+//! through delivery.
+//!
+//! The shaping decision: **alerts are noticed by scanning, not raised by the
+//! transitions.** The ticker looks every few seconds for failed runs, final
+//! task failures, timed-out attempts and runs past their SLA in the DAGs that
+//! have webhooks, and inserts one row per (event, webhook) under a unique
+//! `dedup_key`. This keeps every hot path (claiming, finishing, propagating)
+//! free of alert work, any number of tickers can scan at once (the unique key
+//! lets one insert win), and a row is an outbox entry: written before the
+//! call, so a crash between noticing and sending loses nothing. Events older
+//! than [`LOOKBACK`] when first seen (a ticker down for longer, or alerts just
+//! configured) are not alerted. Delivery takes a row with a conditional
+//! update (PENDING → SENDING with a lease), so one ticker sends it; a sender
+//! that dies leaves a lease another takes over — delivery is at least once.
+//!
+//! Webhook headers follow the HTTP task's rule: a credential header's value
+//! names a secret, `${secret:NAME}`, resolved only when the call is made.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::sea_query::Query;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::entities::{alert, dag, dag_run, execution, task_instance};
+use crate::status::{RunStatus, TaskStatus};
+
+/// How far back a scan looks for events it has not alerted yet.
+pub const LOOKBACK: Duration = Duration::hours(1);
+/// Delivery attempts before an alert is given up as FAILED.
+pub const MAX_ATTEMPTS: i32 = 6;
+/// How long a sender may hold an alert before another may retry it.
+pub const LEASE: Duration = Duration::seconds(60);
+
+/// What can be alerted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertKind {
+    /// A run ended FAILED.
+    RunFailed,
+    /// A task instance ended FAILED with no retry left.
+    TaskFailed,
+    /// An attempt ran past its timeout.
+    Timeout,
+    /// A run was still not finished `sla` seconds after its logical time.
+    SlaMiss,
+    /// `datajump alerts test`.
+    Test,
+}
+
+impl AlertKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertKind::RunFailed => "run_failed",
+            AlertKind::TaskFailed => "task_failed",
+            AlertKind::Timeout => "timeout",
+            AlertKind::SlaMiss => "sla_miss",
+            AlertKind::Test => "test",
+        }
+    }
+
+    /// The kinds a config may list in `on` (all but `test`).
+    pub const EVENTS: [AlertKind; 4] = [
+        AlertKind::RunFailed,
+        AlertKind::TaskFailed,
+        AlertKind::Timeout,
+        AlertKind::SlaMiss,
+    ];
+}
+
+/// One webhook target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Webhook {
+    /// `http` or `https` URL the alert is POSTed to.
+    pub url: String,
+    /// Extra headers; credential headers must name a secret.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// More header names to treat as credentials.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_headers: Vec<String>,
+}
+
+/// A DAG's `alerts:` block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertConfig {
+    /// Where alerts go.
+    pub webhooks: Vec<Webhook>,
+    /// Which events alert; empty (the default) means all four (`sla_miss`
+    /// only with an `sla`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub on: Vec<AlertKind>,
+    /// Seconds after a run's logical time by which it should have finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sla: Option<u32>,
+}
+
+impl AlertConfig {
+    /// Whether `kind` alerts.
+    pub fn wants(&self, kind: AlertKind) -> bool {
+        self.on.is_empty() || self.on.contains(&kind)
+    }
+
+    /// What is wrong with the config, each problem a sentence.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.webhooks.is_empty() {
+            problems.push("alerts: list at least one webhook".to_owned());
+        }
+        if self.on.contains(&AlertKind::Test) {
+            problems.push(
+                "alerts.on: 'test' is not an event (use `datajump alerts test DAG`)".to_owned(),
+            );
+        }
+        if self.on.contains(&AlertKind::SlaMiss) && self.sla.is_none() {
+            problems.push("alerts.on lists sla_miss but no 'sla' (seconds) is set".to_owned());
+        }
+        if self.sla == Some(0) {
+            problems.push("alerts.sla must be at least 1 second".to_owned());
+        }
+        for (i, hook) in self.webhooks.iter().enumerate() {
+            let at = format!("alerts.webhooks[{i}]");
+            match hook.url.split_once("://") {
+                Some(("http" | "https", rest)) if !rest.is_empty() => {}
+                Some((scheme, _)) => {
+                    problems.push(format!("{at}: url scheme '{scheme}' (use http or https)"))
+                }
+                None => problems.push(format!("{at}: invalid url '{}'", hook.url)),
+            }
+            let listed: BTreeSet<String> = hook
+                .secret_headers
+                .iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect();
+            let headers = hook
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str(), Some(value.as_str())));
+            for problem in crate::secrets::header_problems(headers, &listed) {
+                problems.push(format!("{at}: {problem}"));
+            }
+        }
+        problems
+    }
+
+    /// The config stored in `dag.alert_config`, if it reads.
+    pub fn from_row(row: &dag::Model) -> Option<AlertConfig> {
+        serde_json::from_value(row.alert_config.clone()?).ok()
+    }
+}
+
+/// Alert rows' `status` values.
+pub mod status {
+    /// Waiting for its next attempt.
+    pub const PENDING: &str = "PENDING";
+    /// Held by a sender until its lease ends.
+    pub const SENDING: &str = "SENDING";
+    /// Accepted by the target (2xx).
+    pub const SENT: &str = "SENT";
+    /// Given up after [`super::MAX_ATTEMPTS`].
+    pub const FAILED: &str = "FAILED";
+}
+
+/// An event found by a scan, before it is multiplied by webhooks.
+struct Event {
+    kind: AlertKind,
+    subject_id: i64,
+    dag_run_id: Option<i64>,
+    task_instance_id: Option<i64>,
+    payload: serde_json::Value,
+}
+
+/// Looks for alertable events of every DAG with webhooks and records one
+/// PENDING alert per (event, webhook) not recorded yet. Returns how many
+/// were recorded.
+pub async fn notice(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<usize, DbErr> {
+    let dags: Vec<(dag::Model, AlertConfig)> = dag::Entity::find()
+        .filter(dag::Column::AlertConfig.is_not_null())
+        .all(db)
+        .await?
+        .into_iter()
+        .filter_map(|row| AlertConfig::from_row(&row).map(|config| (row, config)))
+        .collect();
+    let mut recorded = 0;
+    for (dag, config) in dags {
+        let events = events_of(db, &dag, &config, now).await?;
+        recorded += record(db, &dag, &config.webhooks, events, now).await?;
+    }
+    Ok(recorded)
+}
+
+async fn events_of(
+    db: &DatabaseConnection,
+    dag: &dag::Model,
+    config: &AlertConfig,
+    now: DateTime<Utc>,
+) -> Result<Vec<Event>, DbErr> {
+    let since = now - LOOKBACK;
+    let wants = |kind| config.wants(kind);
+    let mut events = Vec::new();
+    let run_payload = |kind: AlertKind, run: &dag_run::Model, message: String| {
+        json!({
+            "kind": kind.as_str(), "dag": dag.name, "dagId": dag.id, "runId": run.id,
+            "runKey": run.dedup_key, "bizDate": run.biz_date, "logicalTime": run.logical_time,
+            "status": run.status.as_str(), "message": message,
+        })
+    };
+    if wants(AlertKind::RunFailed) {
+        let runs = dag_run::Entity::find()
+            .filter(dag_run::Column::DagId.eq(dag.id))
+            .filter(dag_run::Column::Status.eq(RunStatus::Failed))
+            .filter(dag_run::Column::FinishedAt.gte(since))
+            .all(db)
+            .await?;
+        events.extend(runs.iter().map(|run| Event {
+            kind: AlertKind::RunFailed,
+            subject_id: run.id,
+            dag_run_id: Some(run.id),
+            task_instance_id: None,
+            payload: run_payload(
+                AlertKind::RunFailed,
+                run,
+                format!(
+                    "DAG {} run {} ({}) failed: {} task(s) did not succeed",
+                    dag.name, run.id, run.biz_date, run.failed_instances
+                ),
+            ),
+        }));
+    }
+    if wants(AlertKind::SlaMiss)
+        && let Some(sla) = config.sla
+    {
+        let due = now - Duration::seconds(i64::from(sla));
+        let late = dag_run::Entity::find()
+            .filter(dag_run::Column::DagId.eq(dag.id))
+            .filter(dag_run::Column::Status.is_in([RunStatus::Queued, RunStatus::Running]))
+            .filter(dag_run::Column::LogicalTime.lte(due))
+            .filter(dag_run::Column::LogicalTime.gte(due - LOOKBACK))
+            .all(db)
+            .await?;
+        events.extend(late.iter().map(|run| Event {
+            kind: AlertKind::SlaMiss,
+            subject_id: run.id,
+            dag_run_id: Some(run.id),
+            task_instance_id: None,
+            payload: run_payload(
+                AlertKind::SlaMiss,
+                run,
+                format!(
+                    "DAG {} run {} ({}) is not finished {sla}s after its logical time",
+                    dag.name, run.id, run.biz_date
+                ),
+            ),
+        }));
+    }
+    if wants(AlertKind::TaskFailed) {
+        let failed = task_instance::Entity::find()
+            .filter(task_instance::Column::DagId.eq(dag.id))
+            .filter(task_instance::Column::Status.is_in([TaskStatus::Failed, TaskStatus::Timeout]))
+            .filter(task_instance::Column::FinishedAt.gte(since))
+            .all(db)
+            .await?;
+        events.extend(failed.iter().map(|ti| Event {
+            kind: AlertKind::TaskFailed,
+            subject_id: ti.id,
+            dag_run_id: Some(ti.dag_run_id),
+            task_instance_id: Some(ti.id),
+            payload: json!({
+                "kind": AlertKind::TaskFailed.as_str(), "dag": dag.name, "dagId": dag.id,
+                "runId": ti.dag_run_id, "taskName": ti.task_name, "taskInstanceId": ti.id,
+                "bizDate": ti.biz_date, "status": ti.status.as_str(), "attempts": ti.attempt,
+                "reason": ti.reason,
+                "message": format!(
+                    "task {} of DAG {} ({}) ended {}: {}",
+                    ti.task_name, dag.name, ti.biz_date, ti.status,
+                    ti.reason.as_deref().unwrap_or("no reason recorded")
+                ),
+            }),
+        }));
+    }
+    if wants(AlertKind::Timeout) {
+        let of_this_dag = Query::select()
+            .column(task_instance::Column::Id)
+            .from(task_instance::Entity)
+            .and_where(task_instance::Column::DagId.eq(dag.id))
+            .to_owned();
+        let timed_out = execution::Entity::find()
+            .filter(execution::Column::TaskInstanceId.in_subquery(of_this_dag))
+            .filter(execution::Column::Status.eq(TaskStatus::Timeout))
+            .filter(execution::Column::EndTime.gte(since))
+            .all(db)
+            .await?;
+        let instances: BTreeMap<i64, task_instance::Model> = task_instance::Entity::find()
+            .filter(task_instance::Column::Id.is_in(timed_out.iter().map(|e| e.task_instance_id)))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|ti| (ti.id, ti))
+            .collect();
+        events.extend(timed_out.iter().filter_map(|exec| {
+            let ti = instances.get(&exec.task_instance_id)?;
+            Some(Event {
+                kind: AlertKind::Timeout,
+                subject_id: exec.id,
+                dag_run_id: Some(exec.dag_run_id),
+                task_instance_id: Some(ti.id),
+                payload: json!({
+                    "kind": AlertKind::Timeout.as_str(), "dag": dag.name, "dagId": dag.id,
+                    "runId": exec.dag_run_id, "taskName": ti.task_name,
+                    "taskInstanceId": ti.id, "executionId": exec.id, "attempt": exec.attempt,
+                    "bizDate": exec.biz_date, "durationMs": exec.duration_ms,
+                    "message": format!(
+                        "task {} of DAG {} ({}) timed out on attempt {}",
+                        ti.task_name, dag.name, exec.biz_date, exec.attempt
+                    ),
+                }),
+            })
+        }));
+    }
+    Ok(events)
+}
+
+/// Inserts the alerts of `events` not recorded yet; returns how many.
+async fn record(
+    db: &DatabaseConnection,
+    dag: &dag::Model,
+    webhooks: &[Webhook],
+    events: Vec<Event>,
+    now: DateTime<Utc>,
+) -> Result<usize, DbErr> {
+    let mut rows = Vec::new();
+    for event in events {
+        for (index, hook) in webhooks.iter().enumerate() {
+            rows.push(new_row(
+                dag.id,
+                &format!("{}:{}:{index}", event.kind.as_str(), event.subject_id),
+                &event,
+                hook,
+                now,
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let keys: Vec<String> = rows
+        .iter()
+        .filter_map(|row| match &row.dedup_key {
+            Set(key) => Some(key.clone()),
+            _ => None,
+        })
+        .collect();
+    let known: BTreeSet<String> = alert::Entity::find()
+        .select_only()
+        .column(alert::Column::DedupKey)
+        .filter(alert::Column::DedupKey.is_in(keys))
+        .into_tuple::<String>()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+    let fresh: Vec<alert::ActiveModel> = rows
+        .into_iter()
+        .filter(|row| matches!(&row.dedup_key, Set(key) if !known.contains(key)))
+        .collect();
+    let count = fresh.len();
+    if count > 0 {
+        // Another ticker may insert the same key between our read and write.
+        alert::Entity::insert_many(fresh)
+            .on_conflict_do_nothing_on([alert::Column::DedupKey])
+            .exec_without_returning(db)
+            .await?;
+    }
+    Ok(count)
+}
+
+fn new_row(
+    dag_id: i64,
+    dedup_key: &str,
+    event: &Event,
+    hook: &Webhook,
+    now: DateTime<Utc>,
+) -> alert::ActiveModel {
+    alert::ActiveModel {
+        dag_id: Set(dag_id),
+        dag_run_id: Set(event.dag_run_id),
+        task_instance_id: Set(event.task_instance_id),
+        kind: Set(event.kind.as_str().to_owned()),
+        dedup_key: Set(dedup_key.to_owned()),
+        target: Set(serde_json::to_value(hook).unwrap_or_default()),
+        payload: Set(event.payload.clone()),
+        status: Set(status::PENDING.to_owned()),
+        attempts: Set(0),
+        next_attempt_at: Set(now),
+        created_at: Set(now),
+        ..Default::default()
+    }
+}
+
+/// Records a `test` alert for each of the DAG's webhooks, due at once;
+/// returns them. `None` when the DAG has no alert config.
+pub async fn record_test(
+    db: &DatabaseConnection,
+    dag: &dag::Model,
+    now: DateTime<Utc>,
+) -> Result<Option<Vec<alert::Model>>, DbErr> {
+    let Some(config) = AlertConfig::from_row(dag) else {
+        return Ok(None);
+    };
+    let event = Event {
+        kind: AlertKind::Test,
+        subject_id: now.timestamp_micros(),
+        dag_run_id: None,
+        task_instance_id: None,
+        payload: json!({
+            "kind": AlertKind::Test.as_str(), "dag": dag.name, "dagId": dag.id,
+            "message": format!("test alert of DAG {}: this webhook works", dag.name),
+        }),
+    };
+    let mut rows = Vec::new();
+    for (index, hook) in config.webhooks.iter().enumerate() {
+        let key = format!("test:{}:{index}", event.subject_id);
+        let row = alert::Entity::insert(new_row(dag.id, &key, &event, hook, now))
+            .exec_with_returning(db)
+            .await?;
+        rows.push(row);
+    }
+    Ok(Some(rows))
+}
+
+/// Takes up to `limit` alerts that are due (PENDING whose time has come, or
+/// SENDING whose sender's lease ran out) for this caller to send: each is
+/// moved to SENDING with a fresh lease by a conditional update, so two
+/// tickers never send the same one at once.
+pub async fn take_due(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<alert::Model>, DbErr> {
+    let due = alert::Entity::find()
+        .filter(alert::Column::Status.is_in([status::PENDING, status::SENDING]))
+        .filter(alert::Column::NextAttemptAt.lte(now))
+        .order_by_asc(alert::Column::NextAttemptAt)
+        .limit(limit)
+        .all(db)
+        .await?;
+    let mut taken = Vec::new();
+    for row in due {
+        if take(db, &row, now).await? {
+            taken.push(row);
+        }
+    }
+    Ok(taken)
+}
+
+/// Moves `row` (as read, PENDING or SENDING with an expired lease) to
+/// SENDING with a fresh lease; false when someone else changed it first.
+pub async fn take(
+    db: &DatabaseConnection,
+    row: &alert::Model,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let won = alert::Entity::update_many()
+        .col_expr(alert::Column::Status, status::SENDING.into())
+        .col_expr(alert::Column::NextAttemptAt, (now + LEASE).into())
+        .filter(alert::Column::Id.eq(row.id))
+        .filter(alert::Column::Status.eq(row.status.as_str()))
+        .filter(alert::Column::NextAttemptAt.eq(row.next_attempt_at))
+        .exec(db)
+        .await?;
+    Ok(won.rows_affected == 1)
+}
+
+/// How one delivery attempt went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// The target answered 2xx.
+    Sent {
+        /// Its status.
+        status: u16,
+    },
+    /// It did not; the error says why (an HTTP status or a connection error).
+    Failed {
+        /// The status, if there was an answer.
+        status: Option<u16>,
+        /// Why, for people (no secret values).
+        error: String,
+    },
+}
+
+/// The wait before retry `attempts` (1-based): 2 s doubling, at most 5 min.
+pub fn retry_delay(attempts: i32) -> Duration {
+    let exponent = u32::try_from(attempts.clamp(1, 20) - 1).unwrap_or(0);
+    Duration::seconds((2_i64 << exponent).min(300))
+}
+
+/// Records the outcome of the attempt on `taken` (SENDING): SENT, or PENDING
+/// again after [`retry_delay`], or FAILED after [`MAX_ATTEMPTS`]. Returns the
+/// new status.
+pub async fn record_delivery(
+    db: &DatabaseConnection,
+    taken: &alert::Model,
+    delivery: &Delivery,
+    now: DateTime<Utc>,
+) -> Result<&'static str, DbErr> {
+    let attempts = taken.attempts + 1;
+    let mut update = alert::Entity::update_many()
+        .col_expr(alert::Column::Attempts, attempts.into())
+        .filter(alert::Column::Id.eq(taken.id))
+        .filter(alert::Column::Status.eq(status::SENDING));
+    let new_status = match delivery {
+        Delivery::Sent { status: code } => {
+            update = update
+                .col_expr(alert::Column::SentAt, Some(now).into())
+                .col_expr(alert::Column::ResponseStatus, Some(i32::from(*code)).into())
+                .col_expr(alert::Column::LastError, Option::<String>::None.into());
+            status::SENT
+        }
+        Delivery::Failed {
+            status: code,
+            error,
+        } => {
+            update = update
+                .col_expr(alert::Column::LastError, Some(error.clone()).into())
+                .col_expr(alert::Column::ResponseStatus, code.map(i32::from).into())
+                .col_expr(
+                    alert::Column::NextAttemptAt,
+                    (now + retry_delay(attempts)).into(),
+                );
+            if attempts >= MAX_ATTEMPTS {
+                status::FAILED
+            } else {
+                status::PENDING
+            }
+        }
+    };
+    update
+        .col_expr(alert::Column::Status, new_status.into())
+        .exec(db)
+        .await?;
+    Ok(new_status)
+}
+
+/// A DAG's alerts, newest first, `limit` from `offset`.
+pub async fn list(
+    db: &DatabaseConnection,
+    dag_id: i64,
+    offset: u64,
+    limit: u64,
+) -> Result<Vec<alert::Model>, DbErr> {
+    alert::Entity::find()
+        .filter(Condition::all().add(alert::Column::DagId.eq(dag_id)))
+        .order_by_desc(alert::Column::Id)
+        .offset(offset)
+        .limit(limit)
+        .all(db)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(yaml: &str) -> AlertConfig {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn defaults_and_problems() {
+        let ok = config("webhooks: [{ url: 'http://hooks.local/x' }]\nsla: 60\n");
+        assert!(AlertKind::EVENTS.iter().all(|&kind| ok.wants(kind)));
+        assert!(ok.problems().is_empty(), "{:?}", ok.problems());
+
+        let bad = config(
+            "webhooks:\n  - url: 'ftp://x'\n  - url: 'http://x'\n    headers: { Authorization: 'Bearer abc' }\non: [sla_miss, test]\n",
+        );
+        let problems = bad.problems().join("\n");
+        assert!(problems.contains("scheme 'ftp'"), "{problems}");
+        assert!(problems.contains("'test' is not an event"), "{problems}");
+        assert!(problems.contains("no 'sla'"), "{problems}");
+        assert!(
+            problems.contains("webhooks[1]: header 'Authorization'"),
+            "{problems}"
+        );
+        assert!(serde_yaml_ng::from_str::<AlertConfig>("webhooks: []\nretries: 3\n").is_err());
+    }
+
+    #[test]
+    fn retry_delays_double_up_to_five_minutes() {
+        let delays: Vec<i64> = (1..=10).map(|a| retry_delay(a).num_seconds()).collect();
+        assert_eq!(delays, [2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+    }
+}
