@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use chrono::{NaiveDate, Utc};
+use datajump_shared::alerts;
 use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
 use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::cron::parse_time_zone;
 use datajump_shared::dag_file::DagFile;
-use datajump_shared::alerts;
 use datajump_shared::entities::{alert, dag, dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
