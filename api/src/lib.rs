@@ -2,7 +2,8 @@
 //! need beyond it (kills, external events, the runner list), plus health and
 //! readiness probes.
 //!
-//! Every route lives under `/api/v1` except `/healthz` and `/readyz`. The
+//! Every route lives under `/api/v1` except `/healthz`, `/readyz` and
+//! `/metrics`. The
 //! API is a thin layer over the same domain code the CLI uses: DAGs are
 //! stored by [`datajump_shared::catalog::apply`] (so they are validated
 //! exactly like DAG files), runs are started by publishing a fire that a
@@ -11,7 +12,9 @@
 //! Modules: [`routes`] (one module per resource), [`dto`] (bodies),
 //! [`definition`] (DAG definitions as JSON), [`error`] (the error shape),
 //! [`extract`] (extractors answering bad input with that shape), [`auth`]
-//! (the bearer token).
+//! (the bearer token), [`metrics`] (`/metrics`, merged beside the route
+//! table's routes because the same router also serves a role's
+//! `--metrics-addr`, and because it answers Prometheus text, not JSON).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +31,7 @@ pub mod definition;
 pub mod dto;
 pub mod error;
 pub mod extract;
+pub mod metrics;
 pub mod routes;
 
 /// How the API runs.
@@ -54,6 +58,14 @@ pub enum ApiError {
     /// Could not listen or serve.
     #[error("API server on {addr}: {source}")]
     Serve {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Could not listen or serve `/metrics` on a `--metrics-addr`.
+    #[error("metrics server on {addr}: {source}")]
+    MetricsServe {
         /// The address.
         addr: SocketAddr,
         /// Why.
@@ -102,9 +114,14 @@ fn effective_token(config: &Config) -> Option<&str> {
     config.token.as_deref().filter(|t| !t.trim().is_empty())
 }
 
-/// The router, separate from [`serve`] so tests can drive it.
+/// The router, separate from [`serve`] so tests can drive it: the route
+/// table's routes and `/metrics` with the system-wide gauges.
 pub fn router(config: Config) -> Router {
-    routes::router(AppState::new(&config))
+    let cluster = metrics::Cluster {
+        db: config.db.clone(),
+        js: async_nats::jetstream::new(config.nats.clone()),
+    };
+    routes::router(AppState::new(&config)).merge(metrics::router(Some(cluster)))
 }
 
 /// Fails when `addr` is reachable from other machines and no token is set.

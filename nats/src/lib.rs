@@ -419,6 +419,45 @@ pub async fn served_queues(js: &Context) -> Result<BTreeSet<String>, NatsError> 
     Ok(served)
 }
 
+/// What one work consumer (`runner-<queue>-<band>`) holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backlog {
+    /// The queue.
+    pub queue: String,
+    /// The band.
+    pub band: Band,
+    /// Messages not yet delivered to a runner.
+    pub pending: u64,
+    /// Messages delivered and not yet acknowledged (running, or in flight).
+    pub ack_pending: u64,
+}
+
+/// The backlog of every work consumer, from the consumers' own counters: one
+/// JetStream API request per 256 consumers, whatever the number of messages.
+/// Consumers are recognised by their filter subject `dj.work.<queue>.<band>`
+/// rather than their name, because queue names may contain `-`.
+pub async fn work_backlog(js: &Context) -> Result<Vec<Backlog>, NatsError> {
+    let stream = subjects::WORK_STREAM;
+    let mut consumers = js
+        .get_stream(stream)
+        .await
+        .map_err(|e| js_err(format!("stream {stream}"))(e.into()))?
+        .consumers();
+    let mut backlog = Vec::new();
+    while let Some(info) = consumers.next().await {
+        let info = info.map_err(|e| js_err(format!("list consumers of {stream}"))(e.into()))?;
+        if let Some((queue, band)) = subjects::parse_work(&info.config.filter_subject) {
+            backlog.push(Backlog {
+                queue: queue.to_owned(),
+                band,
+                pending: info.num_pending,
+                ack_pending: u64::try_from(info.num_ack_pending).unwrap_or(u64::MAX),
+            });
+        }
+    }
+    Ok(backlog)
+}
+
 /// Binds to a durable pull consumer created by [`ensure_topology`].
 pub async fn pull_consumer(
     js: &Context,

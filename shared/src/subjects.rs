@@ -83,6 +83,13 @@ pub fn work(queue: &str, band: Band) -> String {
     format!("dj.work.{queue}.{}", band.as_str())
 }
 
+/// The queue and band of a work subject, `None` for any other subject.
+pub fn parse_work(subject: &str) -> Option<(&str, Band)> {
+    let (queue, band) = subject.strip_prefix("dj.work.")?.split_once('.')?;
+    let band = Band::ALL.into_iter().find(|b| b.as_str() == band)?;
+    Some((queue, band))
+}
+
 /// Filter of every work subject of a queue (a runner's doorbell).
 pub fn work_queue_all(queue: &str) -> String {
     format!("dj.work.{queue}.*")
@@ -170,6 +177,12 @@ mod tests {
     #[test]
     fn names() {
         assert_eq!(work("etl", Band::High), "dj.work.etl.high");
+        assert_eq!(
+            parse_work(&work("ml-gpu", Band::Low)),
+            Some(("ml-gpu", Band::Low))
+        );
+        assert_eq!(parse_work("dj.work.etl.urgent"), None);
+        assert_eq!(parse_work("dj.done.7"), None);
         assert_eq!(runner_consumer("etl", Band::Low), "runner-etl-low");
         assert_eq!(fire_msg_id(7, 1700000000), "fire:7:1700000000");
     }

@@ -1,0 +1,232 @@
+//! `/metrics` in the Prometheus text format, for the API's own address and
+//! for any role's `--metrics-addr`.
+//!
+//! Two kinds of figures: what this process recorded
+//! ([`datajump_shared::metrics::render`]: attempts, runs, retries, poison
+//! messages, latency histograms), and, when given a [`Cluster`], gauges of
+//! the whole system read at scrape time — runs and tasks by state from the
+//! database (one grouped count through the `(status, queue)` index and one
+//! count of running runs) and the work consumers' backlog from JetStream.
+//! Reading them when scraped costs the hot path nothing and can never be
+//! stale. Only the API process (`datajump api`, `datajump up`) adds them, so
+//! a deployment of many role processes reports each cluster figure once.
+//! A source that fails or does not answer within [`SOURCE_TIMEOUT`] leaves
+//! its figures out and says so in `datajump_metrics_source_up`, rather than
+//! failing the whole scrape.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use datajump_nats::Backlog;
+use datajump_shared::entities::{dag_run, task_instance};
+use datajump_shared::metrics::{self, Exposition, Kind};
+use datajump_shared::{RunStatus, TaskStatus};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::ApiError;
+
+/// How long a scrape waits for the database or JetStream.
+pub const SOURCE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the system-wide gauges are read.
+#[derive(Clone)]
+pub struct Cluster {
+    /// The database (runs and tasks by state).
+    pub db: DatabaseConnection,
+    /// JetStream (work consumers' backlog).
+    pub js: async_nats::jetstream::Context,
+}
+
+/// Runs and tasks by state, as the database has them now.
+struct StateCounts {
+    runs_running: u64,
+    /// `(status, queue, tasks)` for QUEUED and RUNNING.
+    tasks: Vec<(TaskStatus, String, i64)>,
+}
+
+impl Cluster {
+    async fn state_counts(&self) -> Result<StateCounts, DbErr> {
+        let runs_running = dag_run::Entity::find()
+            .filter(dag_run::Column::Status.eq(RunStatus::Running))
+            .count(&self.db)
+            .await?;
+        let tasks = task_instance::Entity::find()
+            .select_only()
+            .column(task_instance::Column::Status)
+            .column(task_instance::Column::Queue)
+            .column_as(Expr::col(task_instance::Column::Id).count(), "tasks")
+            .filter(task_instance::Column::Status.is_in([TaskStatus::Queued, TaskStatus::Running]))
+            .group_by(task_instance::Column::Status)
+            .group_by(task_instance::Column::Queue)
+            .into_tuple()
+            .all(&self.db)
+            .await?;
+        Ok(StateCounts {
+            runs_running,
+            tasks,
+        })
+    }
+
+    /// Writes the system-wide gauges.
+    async fn render(&self, out: &mut Exposition) {
+        let (counts, backlog) = tokio::join!(
+            tokio::time::timeout(SOURCE_TIMEOUT, self.state_counts()),
+            tokio::time::timeout(SOURCE_TIMEOUT, datajump_nats::work_backlog(&self.js)),
+        );
+        let counts = match counts {
+            Ok(Ok(counts)) => Some(counts),
+            Ok(Err(e)) => {
+                warn!(error = %e, "metrics: cannot count runs and tasks");
+                None
+            }
+            Err(_) => {
+                warn!("metrics: the database did not answer in time");
+                None
+            }
+        };
+        let backlog = match backlog {
+            Ok(Ok(backlog)) => Some(backlog),
+            Ok(Err(e)) => {
+                warn!(error = %e, "metrics: cannot read the work consumers");
+                None
+            }
+            Err(_) => {
+                warn!("metrics: JetStream did not answer in time");
+                None
+            }
+        };
+
+        let name = "datajump_metrics_source_up";
+        out.family(
+            name,
+            Kind::Gauge,
+            "1 if this scrape could read the source of the system-wide gauges, 0 if their figures are missing.",
+        );
+        for (source, up) in [
+            ("database", counts.is_some()),
+            ("jetstream", backlog.is_some()),
+        ] {
+            out.sample(name, &[("source", source)], if up { 1.0 } else { 0.0 });
+        }
+        if let Some(counts) = counts {
+            render_state_counts(out, &counts);
+        }
+        if let Some(backlog) = backlog {
+            render_backlog(out, &backlog);
+        }
+    }
+}
+
+fn render_state_counts(out: &mut Exposition, counts: &StateCounts) {
+    let name = "datajump_dag_runs_running";
+    out.family(name, Kind::Gauge, "DAG runs in state RUNNING.");
+    out.sample(name, &[], counts.runs_running as f64);
+    for (status, name, help) in [
+        (
+            TaskStatus::Queued,
+            "datajump_tasks_queued",
+            "Task instances in state QUEUED (released, waiting for a runner), per queue.",
+        ),
+        (
+            TaskStatus::Running,
+            "datajump_tasks_running",
+            "Task instances in state RUNNING, per queue.",
+        ),
+    ] {
+        out.family(name, Kind::Gauge, help);
+        for (_, queue, tasks) in counts.tasks.iter().filter(|(s, _, _)| *s == status) {
+            out.sample(name, &[("queue", queue)], *tasks as f64);
+        }
+    }
+}
+
+fn render_backlog(out: &mut Exposition, backlog: &[Backlog]) {
+    let name = "datajump_work_backlog_messages";
+    out.family(
+        name,
+        Kind::Gauge,
+        "Work messages a queue's band holds: not yet delivered plus delivered and not yet acknowledged (num_pending + num_ack_pending of its consumer).",
+    );
+    for consumer in backlog {
+        out.sample(
+            name,
+            &[("queue", &consumer.queue), ("band", consumer.band.as_str())],
+            consumer.pending.saturating_add(consumer.ack_pending) as f64,
+        );
+    }
+}
+
+/// `GET /metrics`: this process's metrics, plus the system-wide gauges of
+/// `cluster` when given.
+pub fn router(cluster: Option<Cluster>) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(cluster.map(Arc::new))
+}
+
+async fn scrape(State(cluster): State<Option<Arc<Cluster>>>) -> impl IntoResponse {
+    let mut out = Exposition::new();
+    metrics::render(&mut out);
+    if let Some(cluster) = cluster {
+        cluster.render(&mut out).await;
+    }
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        out.into_text(),
+    )
+}
+
+/// Serves [`router`] on `addr` until `shutdown` is cancelled: a role's
+/// `--metrics-addr`. Unlike the API without a token, it may listen on any
+/// address: the page is read-only and holds no secret.
+///
+/// # Errors
+///
+/// [`ApiError::MetricsServe`] when the address cannot be bound or serving fails.
+pub async fn serve(
+    addr: SocketAddr,
+    cluster: Option<Cluster>,
+    shutdown: CancellationToken,
+) -> Result<(), ApiError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ApiError::MetricsServe { addr, source })?;
+    serve_on(listener, cluster, shutdown).await
+}
+
+/// Serves [`router`] on an already bound `listener` (tests bind
+/// `127.0.0.1:0`) until `shutdown` is cancelled.
+///
+/// # Errors
+///
+/// As [`serve`].
+pub async fn serve_on(
+    listener: TcpListener,
+    cluster: Option<Cluster>,
+    shutdown: CancellationToken,
+) -> Result<(), ApiError> {
+    let addr = listener
+        .local_addr()
+        .map_err(|source| ApiError::MetricsServe {
+            // The listener cannot say where it listens: the address is unknown.
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })?;
+    info!(%addr, "metrics listening on /metrics");
+    axum::serve(listener, router(cluster))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(|source| ApiError::MetricsServe { addr, source })
+}
