@@ -18,7 +18,7 @@ use datajump_shared::entities::{dag, dag_run, schedule, task_instance};
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, MessageError, VERSION};
 use datajump_shared::plan::{DepType, InstanceSpec, Plan, params_to_json};
 use datajump_shared::state::{self, Released};
-use datajump_shared::{RunStatus, TaskStatus, TriggerType, catalog, subjects};
+use datajump_shared::{RunStatus, TaskStatus, TriggerType, catalog, metrics, subjects};
 use futures::StreamExt;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
@@ -150,14 +150,14 @@ async fn consume(
                     Kind::Done => handle_done(config, js, &message.payload).await,
                     Kind::Event => handle_event(config, js, &message).await,
                 };
-                settle_message(&message, verdict).await;
+                settle_message(&message, stream, verdict).await;
             })
             .await;
     }
     Ok(())
 }
 
-async fn settle_message(message: &jetstream::Message, verdict: Verdict) {
+async fn settle_message(message: &jetstream::Message, stream: &str, verdict: Verdict) {
     let (sequence, subject) = (
         message
             .info()
@@ -175,6 +175,7 @@ async fn settle_message(message: &jetstream::Message, verdict: Verdict) {
         }
         Verdict::Poison(why) => {
             error!(subject, sequence, why, "poison message terminated");
+            metrics::poison_message(stream);
             message.ack_with(AckKind::Term).await
         }
     };
@@ -193,6 +194,7 @@ async fn after_commit(js: &Context, released: Released) -> Result<(), NatsError>
         info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
     }
     if let Some((run_id, status)) = released.finished_run {
+        metrics::run_finished(status);
         info!(dag_run_id = run_id, %status, "run finished");
     }
     if let Some(run_id) = released.started_run {
@@ -527,6 +529,13 @@ async fn handle_done(config: &Config, js: &Context, payload: &[u8]) -> Verdict {
         }
         let released = state::propagate(&txn, row.id, Utc::now()).await?;
         txn.commit().await?;
+        if let Some(parent_end) = row.finished_at {
+            for child in &released.queued {
+                if let Some(queued) = child.queued_at {
+                    metrics::edge_released(parent_end, queued);
+                }
+            }
+        }
         if let Err(e) = after_commit(js, released).await {
             warn!(error = %e, "publishing work failed; the deadline scan will republish it");
         }

@@ -23,6 +23,7 @@ use datajump_shared::TaskStatus;
 use datajump_shared::cron::parse_time_zone;
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
+use datajump_shared::metrics::{self, RetryCause};
 use datajump_shared::params::{ParamContext, env_name};
 use datajump_shared::plan::RetryPolicy;
 use datajump_shared::state::{self, AttemptEnd};
@@ -286,6 +287,7 @@ async fn handle_work(config: &Config, js: &Context, message: jetstream::Message,
                 .map(|i| i.stream_sequence)
                 .unwrap_or_default();
             warn!(subject = %message.subject, sequence, error = %e, "poison work message terminated");
+            metrics::poison_message(subjects::WORK_STREAM);
             let _ = message.ack_with(AckKind::Term).await;
             return;
         }
@@ -343,6 +345,9 @@ async fn attempt(
     .insert(&txn)
     .await?;
     txn.commit().await?;
+    if let Some(queued) = row.queued_at {
+        metrics::task_dispatched(queued, start);
+    }
     info!(runner = %config.id, "task started");
     let kill = stops.register(row.id);
     let claimed = Claimed {
@@ -489,6 +494,7 @@ async fn run_claimed(
     }
     match finished {
         Some(row) => {
+            metrics::attempt_ended(row.status);
             info!(status = %row.status, duration_ms, "task finished");
             if row.status.is_terminal()
                 && let Err(e) = publish_done(js, &row, work.attempt).await
@@ -586,6 +592,7 @@ async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<Ac
             let published = if taken.status.is_terminal() {
                 publish_done(js, &taken, row.attempt - 1).await
             } else {
+                metrics::task_retried(RetryCause::RunnerLost);
                 publish_work(js, &taken).await
             };
             if let Err(e) = published {

@@ -279,6 +279,10 @@ async fn fire(
         params: Params::new(),
     };
     let duplicate = datajump_nats::publish_fire(js, &message).await?;
+    // A duplicate was published by another ticker, which measured its lag.
+    if !duplicate {
+        datajump_shared::metrics::fire_published(at, Utc::now());
+    }
     kv.put(
         subjects::ticker_key(entry.schedule_id),
         unix.to_string().into(),

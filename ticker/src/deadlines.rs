@@ -9,6 +9,7 @@ use chrono::Utc;
 use datajump_nats::publish_work;
 use datajump_shared::TaskStatus;
 use datajump_shared::entities::task_instance;
+use datajump_shared::metrics::{self, RetryCause};
 use datajump_shared::state;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
@@ -43,7 +44,7 @@ pub(crate) async fn run(
             match unserved_queues(config, js).await {
                 Ok(now) => {
                     report_unserved(&unserved, &now);
-                    datajump_shared::metrics::set_unserved_queues(now.clone());
+                    metrics::set_unserved_queues(now.clone());
                     unserved = now;
                 }
                 Err(e) => warn!(error = %e, "cannot check queues for live runners; retrying"),
@@ -126,6 +127,9 @@ async fn wait_timed_out(
             warn!(task_instance_id = row.id, error = %e, "publishing work failed; next scan retries");
         }
     }
+    if let Some((_, status)) = released.finished_run {
+        metrics::run_finished(status);
+    }
     Ok(())
 }
 
@@ -147,6 +151,7 @@ async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
             TaskStatus::UpForRetry => {
                 let queued = state::queue(&config.db, row.id, now).await?;
                 if queued.is_some() {
+                    metrics::task_retried(RetryCause::Failure);
                     info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "retry due: task queued");
                 }
                 queued
