@@ -11,6 +11,9 @@ use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_shared::cron::parse_time_zone;
 use datajump_shared::naming::validate_queue;
 use sea_orm::DatabaseConnection;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::Global;
 use crate::commands::shutdown_on_signal;
@@ -23,6 +26,18 @@ pub struct TickerArgs {
     pub shard: Option<String>,
     #[command(flatten)]
     pub retention: RetentionArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+/// Where a role serves Prometheus metrics (every role command, and `up`
+/// through [`RunnerArgs`]).
+#[derive(Args, Clone, Copy)]
+pub struct MetricsArgs {
+    /// Serve this process's Prometheus metrics at http://HOST:PORT/metrics
+    /// (off by default; `api` and `up` also serve them on the API's address).
+    #[arg(long, env = "DATAJUMP_METRICS_ADDR", value_name = "HOST:PORT")]
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// How long finished runs are kept (shared by `ticker` and `up`).
@@ -45,6 +60,8 @@ pub struct ResolverArgs {
     /// Messages handled at once per consumer.
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// Arguments of `runner`.
@@ -64,6 +81,10 @@ pub struct RunnerArgs {
     /// Seconds running tasks may finish after SIGTERM before they are stopped.
     #[arg(long, default_value_t = 30)]
     pub drain_timeout: u64,
+    /// Here rather than beside each command so that `up`, which flattens
+    /// these arguments, takes the flag once; it serves every role's metrics.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// Arguments of `api`.
@@ -72,6 +93,8 @@ pub struct ApiArgs {
     /// Address to listen on.
     #[arg(long, env = "DATAJUMP_API_ADDR", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// Opens and migrates the database.
@@ -153,6 +176,50 @@ pub fn runner_config(
     })
 }
 
+/// Binds `--metrics-addr`, if given, and serves `/metrics` there until
+/// `shutdown` is cancelled. Binding happens here, before the role starts, so
+/// a bad address fails the command at once. `cluster` adds the system-wide
+/// gauges (the API process only; see `datajump_api::metrics`).
+pub async fn metrics_server(
+    args: MetricsArgs,
+    cluster: Option<datajump_api::metrics::Cluster>,
+    shutdown: CancellationToken,
+) -> Result<Option<JoinHandle<Result<()>>>> {
+    let Some(addr) = args.metrics_addr else {
+        return Ok(None);
+    };
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot serve metrics on {addr}"))?;
+    Ok(Some(tokio::spawn(async move {
+        datajump_api::metrics::serve_on(listener, cluster, shutdown)
+            .await
+            .map_err(anyhow::Error::from)
+    })))
+}
+
+/// Runs `role` with its `--metrics-addr` server beside it; the server stops
+/// when the role does, however it ends.
+async fn with_metrics<E>(
+    args: MetricsArgs,
+    cluster: Option<datajump_api::metrics::Cluster>,
+    shutdown: &CancellationToken,
+    role: impl Future<Output = Result<(), E>>,
+) -> Result<ExitCode>
+where
+    anyhow::Error: From<E>,
+{
+    let stop_metrics = shutdown.child_token();
+    let server = metrics_server(args, cluster, stop_metrics.clone()).await?;
+    let result = role.await;
+    stop_metrics.cancel();
+    if let Some(server) = server {
+        server.await??;
+    }
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `host-pid-xxxx`: unique per process, readable in `execution.worker`.
 fn runner_id() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -172,8 +239,9 @@ pub async fn ticker(global: &Global, args: TickerArgs) -> Result<ExitCode> {
         args.shard.as_deref(),
         args.retention,
     )?;
-    datajump_ticker::run(config, shutdown_on_signal()).await?;
-    Ok(ExitCode::SUCCESS)
+    let shutdown = shutdown_on_signal();
+    let role = datajump_ticker::run(config, shutdown.clone());
+    with_metrics(args.metrics, None, &shutdown, role).await
 }
 
 /// `resolver`.
@@ -183,16 +251,18 @@ pub async fn resolver(global: &Global, args: ResolverArgs) -> Result<ExitCode> {
         nats: nats(global, "datajump-resolver").await?,
         concurrency: args.concurrency.max(1),
     };
-    datajump_resolver::run(config, shutdown_on_signal()).await?;
-    Ok(ExitCode::SUCCESS)
+    let shutdown = shutdown_on_signal();
+    let role = datajump_resolver::run(config, shutdown.clone());
+    with_metrics(args.metrics, None, &shutdown, role).await
 }
 
 /// `runner`.
 pub async fn runner(global: &Global, args: RunnerArgs) -> Result<ExitCode> {
     let db = database(global).await?;
     let config = runner_config(db, nats(global, "datajump-runner").await?, &args)?;
-    datajump_runner::run(config, shutdown_on_signal()).await?;
-    Ok(ExitCode::SUCCESS)
+    let shutdown = shutdown_on_signal();
+    let role = datajump_runner::run(config, shutdown.clone());
+    with_metrics(args.metrics, None, &shutdown, role).await
 }
 
 /// `api`.
@@ -204,8 +274,13 @@ pub async fn api(global: &Global, args: ApiArgs) -> Result<ExitCode> {
         token: std::env::var("DATAJUMP_API_TOKEN").ok(),
         timezone: parse_time_zone(&global.timezone)?,
     };
-    datajump_api::serve(config, shutdown_on_signal()).await?;
-    Ok(ExitCode::SUCCESS)
+    let cluster = datajump_api::metrics::Cluster {
+        db: config.db.clone(),
+        js: async_nats::jetstream::new(config.nats.clone()),
+    };
+    let shutdown = shutdown_on_signal();
+    let role = datajump_api::serve(config, shutdown.clone());
+    with_metrics(args.metrics, Some(cluster), &shutdown, role).await
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::Global;
 use crate::client::Client;
 use crate::commands::dag::expand;
 use crate::commands::roles::{
-    RetentionArgs, RunnerArgs, database, nats, runner_config, ticker_config,
+    RetentionArgs, RunnerArgs, database, metrics_server, nats, runner_config, ticker_config,
 };
 use crate::commands::shutdown_on_signal;
 
@@ -83,6 +83,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         files.len()
     );
     println!("  API:      http://{}/healthz", args.api_addr);
+    println!("  metrics:  http://{}/metrics", args.api_addr);
     println!(
         "  logs:     this terminal (one line per run and task transition); task output is kept per execution in the database"
     );
@@ -105,6 +106,10 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         concurrency: 16,
     };
     let runner = runner_config(db.clone(), nats_client.clone(), &args.runner)?;
+    let cluster = datajump_api::metrics::Cluster {
+        db: db.clone(),
+        js: js.clone(),
+    };
     let api = datajump_api::Config {
         db,
         nats: nats_client,
@@ -136,6 +141,12 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
             .await
             .map_err(anyhow::Error::from)
     });
+
+    if let Some(server) =
+        metrics_server(args.runner.metrics, Some(cluster), shutdown.clone()).await?
+    {
+        roles.spawn(async move { server.await? });
+    }
 
     let mut failure = None;
     while let Some(joined) = roles.join_next().await {

@@ -26,7 +26,7 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::roles::{RunnerArgs, runner_config};
+use crate::commands::roles::{MetricsArgs, RunnerArgs, runner_config};
 
 /// The database a bench runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -367,6 +367,7 @@ impl<'b> System<'b> {
             queues: vec![subjects::DEFAULT_QUEUE.to_owned()],
             slots: runners.slots,
             drain_timeout: 5,
+            metrics: MetricsArgs { metrics_addr: None },
         };
         for index in 0..runners.count {
             if runners.processes {
@@ -405,6 +406,8 @@ impl<'b> System<'b> {
             ])
             .env("DATAJUMP_DATABASE_URL", &self.db_url)
             .env("DATAJUMP_NATS_URL", &self.nats_url)
+            // Several runner processes cannot all listen on the one address.
+            .env_remove("DATAJUMP_METRICS_ADDR")
             .env(
                 "DATAJUMP_LOG",
                 std::env::var("DATAJUMP_LOG").unwrap_or_else(|_| "warn".to_owned()),
