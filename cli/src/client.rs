@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use chrono::{NaiveDate, Utc};
 use datajump_shared::alerts;
+use datajump_shared::backfill::{self, Planned};
 use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
 use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::cron::parse_time_zone;
@@ -37,13 +38,6 @@ pub struct RunView {
     pub run: RunSummary,
     /// Its instances, in task order.
     pub tasks: Vec<TaskView>,
-}
-
-/// One business date of a backfill and the fire that runs it.
-#[derive(Debug)]
-pub struct BackfillItem {
-    /// The fire (BACKFILL, with the scheduled run key of its date).
-    pub fire: FireMsg,
 }
 
 /// A run's headline fields.
@@ -158,69 +152,17 @@ impl Client {
         Ok(datajump_nats::control::kill_run(&self.db, &js, run_id).await?)
     }
 
-    /// The fires of a backfill over `from..=to`: the DAG's first active cron
-    /// schedule decides each date's logical time and run key; dates it does
-    /// not fire on are left out. A DAG without one gets `backfill:` keys.
+    /// The fires of a backfill of DAG `dag_name` over `from..=to`
+    /// ([`datajump_shared::backfill::plan`]).
     pub async fn backfill_plan(
         &self,
         dag_name: &str,
         from: NaiveDate,
         to: NaiveDate,
-    ) -> Result<Vec<BackfillItem>> {
-        use datajump_shared::entities::schedule;
+    ) -> Result<Vec<Planned>> {
         let dag = catalog::dag_by_name(&self.db, dag_name).await?;
-        let schedule = schedule::Entity::find()
-            .filter(schedule::Column::DagId.eq(dag.id))
-            .filter(schedule::Column::Kind.eq("CRON"))
-            .filter(schedule::Column::Active.eq(true))
-            .order_by_asc(schedule::Column::Id)
-            .one(&self.db)
-            .await?;
-        let default_zone = parse_time_zone(&self.global.timezone)?;
-        let mut items = Vec::new();
-        for date in from.iter_days().take_while(|d| *d <= to) {
-            let mut fire = match &schedule {
-                Some(s) => {
-                    let zone = parse_time_zone(&s.timezone)?;
-                    let cron = datajump_shared::cron::CronExpr::parse(
-                        s.cron_expr.as_deref().unwrap_or_default(),
-                    )?;
-                    let Some(at) = datajump_shared::biz_date::scheduled_fire_for(
-                        date,
-                        &cron,
-                        zone,
-                        s.biz_date_offset_days,
-                    ) else {
-                        eprintln!(
-                            "{date}: schedule '{}' does not fire for this business date; skipped",
-                            s.name
-                        );
-                        continue;
-                    };
-                    let mut fire = FireMsg::manual(dag.id, at, date, Params::new());
-                    fire.schedule_id = Some(s.id);
-                    fire.dedup_key =
-                        datajump_shared::messages::scheduled_run_key(s.id, at.timestamp());
-                    fire.time_zone = zone.name().to_owned();
-                    fire
-                }
-                None => {
-                    let midnight = datajump_shared::biz_date::shift(date, 1)
-                        .and_hms_opt(0, 0, 0)
-                        .and_then(|t| {
-                            chrono::TimeZone::from_local_datetime(&default_zone, &t).earliest()
-                        })
-                        .map_or_else(Utc::now, |t| t.with_timezone(&Utc));
-                    let mut fire = FireMsg::manual(dag.id, midnight, date, Params::new());
-                    fire.dedup_key = format!("backfill:{}:{date}", dag.id);
-                    fire.time_zone = default_zone.name().to_owned();
-                    fire
-                }
-            };
-            fire.trigger_type = datajump_shared::TriggerType::Backfill;
-            items.push(BackfillItem { fire });
-        }
-        Ok(items)
+        let zone = parse_time_zone(&self.global.timezone)?;
+        Ok(backfill::plan(&self.db, dag.id, from, to, zone).await?)
     }
 
     /// The status of the run with this key, if it exists.

@@ -12,6 +12,7 @@
 //! does not expect.
 
 pub mod alerts;
+pub mod backfill;
 pub mod biz_date;
 pub mod catalog;
 pub mod cron;

@@ -9,8 +9,11 @@ use anyhow::{Result, bail};
 use chrono::NaiveDate;
 use clap::Args;
 
+use datajump_shared::backfill::Planned;
+use datajump_shared::messages::FireMsg;
+
 use crate::Global;
-use crate::client::{BackfillItem, Client};
+use crate::client::Client;
 
 /// Arguments of `backfill`.
 #[derive(Args)]
@@ -41,10 +44,17 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
         bail!("--parallel must be at least 1");
     }
     let client = Client::connect(global).await?;
-    let plan = client.backfill_plan(&args.dag, args.from, args.to).await?;
-    let total = plan.len();
-    let mut queue: VecDeque<BackfillItem> = plan.into();
-    let mut running: Vec<BackfillItem> = Vec::new();
+    let mut queue: VecDeque<FireMsg> = VecDeque::new();
+    for planned in client.backfill_plan(&args.dag, args.from, args.to).await? {
+        match planned {
+            Planned::Fire(fire) => queue.push_back(fire),
+            Planned::NoFire { date, schedule } => eprintln!(
+                "{date}: schedule '{schedule}' does not fire for this business date; skipped"
+            ),
+        }
+    }
+    let total = queue.len();
+    let mut running: Vec<FireMsg> = Vec::new();
     let mut progress = Progress::new(total, std::io::stderr().is_terminal());
     let mut existed = 0usize;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout);
@@ -54,29 +64,26 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     );
     while !queue.is_empty() || !running.is_empty() {
         while running.len() < args.parallel
-            && let Some(item) = queue.pop_front()
+            && let Some(fire) = queue.pop_front()
         {
-            if let Some(status) = client.run_status(&item.fire.dedup_key).await? {
+            if let Some(status) = client.run_status(&fire.dedup_key).await? {
                 existed += 1;
                 progress.finished(
-                    &format!("{} already ran ({status}); skipped", item.fire.biz_date),
+                    &format!("{} already ran ({status}); skipped", fire.biz_date),
                     false,
                 );
                 continue;
             }
-            client.publish_fire(&item.fire).await?;
-            running.push(item);
+            client.publish_fire(&fire).await?;
+            running.push(fire);
         }
         let mut still = Vec::new();
-        for item in running.drain(..) {
-            match client.run_status(&item.fire.dedup_key).await? {
+        for fire in running.drain(..) {
+            match client.run_status(&fire.dedup_key).await? {
                 Some(status) if !matches!(status.as_str(), "RUNNING" | "QUEUED") => {
-                    progress.finished(
-                        &format!("{} {status}", item.fire.biz_date),
-                        status != "SUCCESS",
-                    );
+                    progress.finished(&format!("{} {status}", fire.biz_date), status != "SUCCESS");
                 }
-                _ => still.push(item),
+                _ => still.push(fire),
             }
         }
         running = still;
