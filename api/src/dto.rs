@@ -25,12 +25,55 @@ pub struct Page<T> {
     pub page_size: u64,
 }
 
+impl<T> Page<T> {
+    /// Page `page` (1-based) of a list read whole (a list small by nature,
+    /// such as a DAG's tasks or the live runners).
+    pub fn of_all(all: Vec<T>, page: u64, page_size: u64) -> Page<T> {
+        let total = all.len() as u64;
+        let skip = usize::try_from((page - 1).saturating_mul(page_size)).unwrap_or(usize::MAX);
+        let take = usize::try_from(page_size).unwrap_or(usize::MAX);
+        Page {
+            items: all.into_iter().skip(skip).take(take).collect(),
+            total,
+            page,
+            page_size,
+        }
+    }
+}
+
 /// `GET /api/v1/dags` query.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DagListQuery {
     /// Project (default 1).
     pub project_id: Option<i64>,
+    /// 1-based page (default 1).
+    pub page: Option<u64>,
+    /// Items per page (default 20, at most 500).
+    pub page_size: Option<u64>,
+}
+
+/// The query of a list with nothing to filter: `page` and `pageSize`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PageQuery {
+    /// 1-based page (default 1).
+    pub page: Option<u64>,
+    /// Items per page (default 20, at most 500).
+    pub page_size: Option<u64>,
+}
+
+/// `GET /api/v1/dags/{dagId}/executions` query: task instances by business
+/// date and task (`000_*`: "what happened to `load` on 2024-01-02?").
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecutionsQuery {
+    /// Only this business date.
+    pub biz_date: Option<NaiveDate>,
+    /// Only the task with this name.
+    pub task: Option<String>,
+    /// Only instances in this status (`FAILED`, `SUCCESS`, …).
+    pub status: Option<TaskStatus>,
     /// 1-based page (default 1).
     pub page: Option<u64>,
     /// Items per page (default 20, at most 500).
@@ -101,8 +144,8 @@ impl From<&dag::Model> for DagSummary {
     }
 }
 
-/// A canvas edge for `POST /api/v1/dags/{dagId}/validate`.
-#[derive(Debug, Clone, Deserialize)]
+/// A canvas edge (`003_*` §6.2, §6.3): its target depends on its source.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Edge {
     /// Source node (the parent).
@@ -431,6 +474,47 @@ pub struct ScheduleEnable {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScheduleDisable {}
 
+/// A schedule of the `/schedules` collection, as sent: `POST` creates one
+/// (`name` and one of `cronExpression` or `eventName` required), `PUT`
+/// changes the fields given and keeps the others (the name cannot change).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduleBody {
+    /// Unique within the DAG.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Cron expression (replaces an event trigger).
+    #[serde(default)]
+    pub cron_expression: Option<String>,
+    /// Event name: fires on `dj.event.<name>` (replaces a cron expression).
+    #[serde(default)]
+    pub event_name: Option<String>,
+    /// Paused when false (a new schedule is enabled).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// IANA zone (default the API's zone).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// First day it may fire.
+    #[serde(default)]
+    pub start_date: Option<NaiveDate>,
+    /// Last day it may fire.
+    #[serde(default)]
+    pub end_date: Option<NaiveDate>,
+    /// Missed-fire policy: `none`, `latest` or `all`.
+    #[serde(default)]
+    pub catchup: Option<String>,
+    /// Bound for `catchup: all`.
+    #[serde(default)]
+    pub catchup_limit: Option<i32>,
+    /// Seconds after which a fire counts as missed.
+    #[serde(default)]
+    pub misfire_grace: Option<i32>,
+    /// Business date = local fire date + this many days.
+    #[serde(default)]
+    pub biz_date_offset: Option<i32>,
+}
+
 /// `POST /api/v1/dags/schedule/validate-cron` body.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -495,12 +579,102 @@ pub struct RunnerDto {
     pub last_seen: Option<DateTime<Utc>>,
 }
 
-/// A list that is not paginated (it is small by nature).
+/// `POST /api/v1/dags/instances/{instanceId}/rerun` body (optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RerunRequest {
+    /// Only FAILED, TIMEOUT, KILLED and UPSTREAM_FAILED tasks and their
+    /// downstream (default: every task).
+    #[serde(default)]
+    pub failed_only: bool,
+}
+
+/// `POST /api/v1/dags/instances/{instanceId}/rerun` answer.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct List<T> {
-    /// The items.
-    pub items: Vec<T>,
-    /// How many.
-    pub total: u64,
+pub struct RerunResponse {
+    /// The run, rerun in place (same id, same business date).
+    pub id: i64,
+    /// Its status now (RUNNING).
+    pub status: String,
+    /// Whether only failed tasks were rerun.
+    pub failed_only: bool,
+    /// Task instances queued at once (the others wait for their parents).
+    pub queued_task_instances: Vec<TaskInstanceDto>,
+}
+
+/// `POST /api/v1/dags/{dagId}/backfill` body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackfillRequest {
+    /// First business date (inclusive).
+    pub from: NaiveDate,
+    /// Last business date (inclusive).
+    pub to: NaiveDate,
+}
+
+/// A run a backfill started.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackfillRun {
+    /// Its business date.
+    pub biz_date: NaiveDate,
+    /// Its run key (a scheduled fire of that date has the same).
+    pub run_key: String,
+    /// Its logical time.
+    pub schedule_time: DateTime<Utc>,
+    /// Where to follow it by key.
+    pub status_url: String,
+}
+
+/// A business date a backfill left alone, and why.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackfillSkip {
+    /// The business date.
+    pub biz_date: NaiveDate,
+    /// Why: it already has a run, or the schedule does not fire for it.
+    pub reason: String,
+    /// The run it already has.
+    pub run_id: Option<i64>,
+}
+
+/// `POST /api/v1/dags/{dagId}/backfill` answer (202).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackfillResponse {
+    /// The DAG.
+    pub dag_id: i64,
+    /// The runs started, one per business date, in date order.
+    pub runs: Vec<BackfillRun>,
+    /// The dates skipped.
+    pub skipped: Vec<BackfillSkip>,
+}
+
+/// `POST /api/v1/dags/{dagId}/canvas` body (`003_*` §6.2).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CanvasSave {
+    /// The task nodes: tasks as in a DAG definition (camelCase) with
+    /// `positionX` and `positionY`; an `id` as loaded is ignored.
+    pub tasks: Vec<Map<String, Value>>,
+    /// The edges between them; missing or empty means none.
+    #[serde(default)]
+    pub edges: Option<Vec<Edge>>,
+}
+
+/// A DAG's canvas: its tasks with their positions, and the edges between them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Canvas {
+    /// The DAG.
+    pub dag_id: i64,
+    /// The DAG's version.
+    pub version: i32,
+    /// The tasks, in id order, as `GET /api/v1/dags/{dagId}/tasks` lists
+    /// them; their `dependsOn` keeps what an edge cannot say (other DAGs,
+    /// other days, WEAK).
+    pub tasks: Vec<Value>,
+    /// Same-run STRONG dependencies, parent to child.
+    pub edges: Vec<Edge>,
 }

@@ -9,6 +9,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use datajump_shared::backfill::{self, BackfillError, Planned};
+use datajump_shared::dag_file::OverlapPolicy;
+
 use axum::Json as AxumJson;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -31,8 +34,8 @@ use super::{find_dag, paging, schedules_changed, store};
 use crate::AppState;
 use crate::definition;
 use crate::dto::{
-    DagListQuery, DagSummary, Edge, List, Page, TriggerRequest, TriggerResponse, ValidateRequest,
-    ValidateResponse,
+    BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagListQuery, DagSummary, Edge,
+    Page, PageQuery, TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
 };
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
@@ -214,35 +217,35 @@ pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> R
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET /api/v1/dags/{dagId}/tasks`: the DAG's tasks (with ids) in id order.
+/// A task as the API lists it: its definition (with the dependencies
+/// among `deps` that are its own) plus its id, DAG, canvas position and
+/// times.
+pub fn task_item(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
+    let mut out = Map::new();
+    out.insert("id".into(), json!(row.id));
+    out.insert("dagId".into(), json!(row.dag_id));
+    if let Value::Object(fields) = definition::task_to_response(&definition::task_file(row, deps)) {
+        out.extend(fields);
+    }
+    out.insert("positionX".into(), json!(row.position_x));
+    out.insert("positionY".into(), json!(row.position_y));
+    out.insert("createdAt".into(), json!(row.created_at));
+    out.insert("updatedAt".into(), json!(row.updated_at));
+    Value::Object(out)
+}
+
+/// `GET /api/v1/dags/{dagId}/tasks?page=&pageSize=`: the DAG's tasks
+/// (with ids) in id order.
 pub async fn tasks(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
-) -> Result<AxumJson<List<Value>>> {
+    Query(query): Query<PageQuery>,
+) -> Result<AxumJson<Page<Value>>> {
     find_dag(&state, dag_id).await?;
+    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
     let (tasks, deps) = definition::tasks_of(&state.db, dag_id).await?;
-    let items: Vec<Value> = tasks
-        .iter()
-        .map(|row| {
-            let mut out = Map::new();
-            out.insert("id".into(), json!(row.id));
-            out.insert("dagId".into(), json!(row.dag_id));
-            if let Value::Object(fields) =
-                definition::task_to_response(&definition::task_file(row, &deps))
-            {
-                out.extend(fields);
-            }
-            out.insert("positionX".into(), json!(row.position_x));
-            out.insert("positionY".into(), json!(row.position_y));
-            out.insert("createdAt".into(), json!(row.created_at));
-            out.insert("updatedAt".into(), json!(row.updated_at));
-            Value::Object(out)
-        })
-        .collect();
-    Ok(AxumJson(List {
-        total: items.len() as u64,
-        items,
-    }))
+    let items: Vec<Value> = tasks.iter().map(|row| task_item(row, &deps)).collect();
+    Ok(AxumJson(Page::of_all(items, page, page_size)))
 }
 
 async fn set_online(state: &AppState, dag_id: i64, online: bool) -> Result<AxumJson<DagSummary>> {
@@ -418,6 +421,105 @@ pub async fn trigger(
             dag_id: dag.id,
             biz_date,
             status_url,
+        }),
+    )
+        .into_response())
+}
+
+/// Most business dates one backfill may cover.
+pub const MAX_BACKFILL_DATES: i64 = 1000;
+
+/// `POST /api/v1/dags/{dagId}/backfill` `{ from, to }`: starts one BACKFILL
+/// run per business date of the range (202), with the run key a scheduled
+/// fire of that date has ([`datajump_shared::backfill`]), skipping dates
+/// that already have a run. Like a trigger it answers at once with the run
+/// keys; how many run at a time is the DAG's `maxActiveRuns` (the others
+/// wait their turn under `overlap: wait`), so a `skip` DAG refuses a
+/// backfill that would drop dates (409).
+pub async fn backfill(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    Json(body): Json<BackfillRequest>,
+) -> Result<Response> {
+    let dag = find_dag(&state, dag_id).await?;
+    if body.to < body.from {
+        return Err(Error::bad_request(format!(
+            "invalid field `to`: {} is before `from` ({})",
+            body.to, body.from
+        )));
+    }
+    let days = (body.to - body.from).num_days() + 1;
+    if days > MAX_BACKFILL_DATES {
+        return Err(Error::bad_request(format!(
+            "invalid field `to`: {days} business dates; a backfill covers at most {MAX_BACKFILL_DATES}"
+        )));
+    }
+    let zone = parse_time_zone(&state.timezone).map_err(|e| Error::Internal(e.to_string()))?;
+    let planned = backfill::plan(&state.db, dag.id, body.from, body.to, zone)
+        .await
+        .map_err(|e| match e {
+            BackfillError::Db(e) => Error::Db(e),
+            e @ BackfillError::Schedule { .. } => Error::Internal(e.to_string()),
+        })?;
+    let keys: Vec<&str> = planned
+        .iter()
+        .filter_map(|p| match p {
+            Planned::Fire(fire) => Some(fire.dedup_key.as_str()),
+            Planned::NoFire { .. } => None,
+        })
+        .collect();
+    let existing: HashMap<String, i64> = dag_run::Entity::find()
+        .filter(dag_run::Column::DedupKey.is_in(keys))
+        .all(&state.db)
+        .await?
+        .into_iter()
+        .map(|run| (run.dedup_key, run.id))
+        .collect();
+    let mut fires = Vec::new();
+    let mut skipped = Vec::new();
+    for item in planned {
+        match item {
+            Planned::Fire(fire) => match existing.get(&fire.dedup_key) {
+                Some(&run_id) => skipped.push(BackfillSkip {
+                    biz_date: fire.biz_date,
+                    reason: format!("already has run {run_id}"),
+                    run_id: Some(run_id),
+                }),
+                None => fires.push(fire),
+            },
+            Planned::NoFire { date, schedule } => skipped.push(BackfillSkip {
+                biz_date: date,
+                reason: format!("schedule '{schedule}' does not fire for this business date"),
+                run_id: None,
+            }),
+        }
+    }
+    let slots = usize::try_from(dag.max_active_runs).unwrap_or(0);
+    if dag.overlap_policy == OverlapPolicy::Skip.as_str() && fires.len() > slots {
+        return Err(Error::conflict(format!(
+            "DAG '{}' has overlap skip and maxActiveRuns {}: a backfill of {} dates would drop those beyond it; set overlap to wait, or backfill fewer dates at a time",
+            dag.name,
+            dag.max_active_runs,
+            fires.len()
+        )));
+    }
+    let mut runs = Vec::with_capacity(fires.len());
+    for fire in fires {
+        datajump_nats::publish_fire(&state.js, &fire).await?;
+        runs.push(BackfillRun {
+            biz_date: fire.biz_date,
+            status_url: format!("/api/v1/dags/instances/by-key/{}", fire.dedup_key),
+            run_key: fire.dedup_key,
+            schedule_time: fire.logical_time,
+        });
+    }
+    info!(dag = %dag.name, runs = runs.len(), skipped = skipped.len(), "backfill through the API");
+    Ok((
+        StatusCode::ACCEPTED,
+        AxumJson(BackfillResponse {
+            dag_id: dag.id,
+            runs,
+            skipped,
         }),
     )
         .into_response())

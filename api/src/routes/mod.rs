@@ -2,18 +2,26 @@
 //!
 //! | module | paths |
 //! | --- | --- |
-//! | [`dags`] | `/api/v1/dags`, `/api/v1/dags/{dagId}` and its `tasks`, `online`, `offline`, `validate`, `trigger` |
-//! | [`runs`] | `/api/v1/dags/{dagId}/instances`, `/api/v1/dags/instances/…`, `/api/v1/dags/task-instances/…`, kills |
-//! | [`schedules`] | `/api/v1/dags/{dagId}/schedule…`, `/api/v1/dags/schedule/validate-cron` |
+//! | [`dags`] | `/api/v1/dags`, `/api/v1/dags/{dagId}` and its `tasks`, `online`, `offline`, `validate`, `trigger`, `backfill` |
+//! | [`runs`] | `/api/v1/dags/{dagId}/instances`, `…/executions`, `/api/v1/dags/instances/…` (kill, rerun), `/api/v1/dags/task-instances/…`, kills |
+//! | [`schedules`] | `/api/v1/dags/{dagId}/schedule…`, `/api/v1/dags/{dagId}/schedules…`, `/api/v1/dags/schedule/validate-cron` |
+//! | [`canvas`] | `/api/v1/dags/{dagId}/canvas` |
 //! | [`events`] | `/api/v1/events/{name}` |
 //! | [`runners`] | `/api/v1/runners` |
 //! | [`health`] | `/healthz`, `/readyz` |
+//! | [`openapi`] | `/api/v1/openapi.json` |
+//!
+//! Routes are added to [`table::endpoints`], never to the router directly:
+//! the router and the OpenAPI document are both built from that one table,
+//! so whatever is served is documented. A table was chosen over `utoipa`'s
+//! derives and path macros because it keeps the dependency list as it is
+//! and says each route once instead of twice (a macro per handler beside
+//! the router).
 
 use std::time::Duration;
 
 use axum::Router;
 use axum::middleware;
-use axum::routing::{get, post};
 use datajump_shared::catalog::{self, ApplyReport, CatalogError};
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::dag;
@@ -24,61 +32,28 @@ use tracing::warn;
 use crate::AppState;
 use crate::error::{Error, Result};
 
+pub mod canvas;
 pub mod dags;
 pub mod events;
 pub mod health;
+pub mod openapi;
 pub mod runners;
 pub mod runs;
 pub mod schedules;
+pub mod table;
 
 /// Default items per page.
 pub const DEFAULT_PAGE_SIZE: u64 = 20;
 /// Most items per page.
 pub const MAX_PAGE_SIZE: u64 = 500;
 
-/// Every route of the API.
+/// Every route of the API, from the route table ([`table::endpoints`]).
 pub fn router(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/dags", get(dags::list).post(dags::create))
-        .route(
-            "/dags/{dagId}",
-            get(dags::get).put(dags::update).delete(dags::delete),
-        )
-        .route("/dags/{dagId}/tasks", get(dags::tasks))
-        .route("/dags/{dagId}/online", post(dags::online))
-        .route("/dags/{dagId}/offline", post(dags::offline))
-        .route("/dags/{dagId}/validate", post(dags::validate))
-        .route("/dags/{dagId}/trigger", post(dags::trigger))
-        .route("/dags/{dagId}/instances", get(runs::list))
-        .route("/dags/instances/{instanceId}", get(runs::get))
-        .route("/dags/instances/{instanceId}/status", get(runs::status))
-        .route("/dags/instances/{instanceId}/kill", post(runs::kill))
-        .route("/dags/instances/by-key/{runKey}", get(runs::by_key))
-        .route(
-            "/dags/task-instances/{taskInstanceId}",
-            get(runs::task_instance),
-        )
-        .route("/dags/task-instances/{taskInstanceId}/log", get(runs::log))
-        .route(
-            "/task-instances/{taskInstanceId}/kill",
-            post(runs::kill_task),
-        )
-        .route(
-            "/dags/{dagId}/schedule",
-            get(schedules::get).put(schedules::put),
-        )
-        .route("/dags/{dagId}/schedule/enable", post(schedules::enable))
-        .route("/dags/{dagId}/schedule/disable", post(schedules::disable))
-        .route(
-            "/dags/schedule/validate-cron",
-            post(schedules::validate_cron),
-        )
-        .route("/events/{name}", post(events::publish))
-        .route("/runners", get(runners::list));
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .nest("/api/v1", api)
+    let mut router = Router::new();
+    for endpoint in table::endpoints() {
+        router = router.route(endpoint.path, endpoint.handler);
+    }
+    router
         .fallback(crate::error::no_route)
         .method_not_allowed_fallback(crate::error::method_not_allowed)
         .layer(middleware::from_fn_with_state(

@@ -10,9 +10,11 @@ use futures::StreamExt;
 use serde::Deserialize;
 use tracing::warn;
 
+use super::paging;
 use crate::AppState;
-use crate::dto::{List, RunnerDto};
+use crate::dto::{Page, PageQuery, RunnerDto};
 use crate::error::{Error, Result};
+use crate::extract::Query;
 
 /// A heartbeat as the runner writes it.
 #[derive(Debug, Deserialize)]
@@ -28,9 +30,13 @@ struct Heartbeat {
     at: Option<DateTime<Utc>>,
 }
 
-/// `GET /api/v1/runners`: id, queues, slots, running tasks and last
-/// heartbeat of each live runner, by id.
-pub async fn list(State(state): State<AppState>) -> Result<AxumJson<List<RunnerDto>>> {
+/// `GET /api/v1/runners?page=&pageSize=`: id, queues, slots, running
+/// tasks and last heartbeat of each live runner, by id.
+pub async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<PageQuery>,
+) -> Result<AxumJson<Page<RunnerDto>>> {
+    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
     let kv = datajump_nats::key_value(&state.js, subjects::RUNNERS_BUCKET).await?;
     let mut keys = kv
         .keys()
@@ -59,8 +65,5 @@ pub async fn list(State(state): State<AppState>) -> Result<AxumJson<List<RunnerD
         }
     }
     items.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(AxumJson(List {
-        total: items.len() as u64,
-        items,
-    }))
+    Ok(AxumJson(Page::of_all(items, page, page_size)))
 }

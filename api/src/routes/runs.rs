@@ -1,6 +1,7 @@
 //! Runs and task instances (`003_*` §6.4): a DAG's run history, a run with
 //! its task instances and its status, a run by key (where a trigger points),
-//! a task instance with its attempts and its log — and kills of either.
+//! a task instance with its attempts and its log, task instances by
+//! business date and task (`executions`) — and kills and reruns.
 //!
 //! `003_*` calls a run a "DAG instance"; the paths keep its names.
 
@@ -10,7 +11,9 @@ use axum::Json as AxumJson;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use datajump_nats::control::ResetFailed;
 use datajump_shared::entities::{dag_run, execution, task_instance};
+use datajump_shared::state::{ResetError, ResetScope};
 use datajump_shared::subjects;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use tokio::io::AsyncReadExt;
@@ -19,11 +22,11 @@ use tracing::{debug, info};
 use super::{find_dag, paging};
 use crate::AppState;
 use crate::dto::{
-    ExecutionDto, InstancesQuery, KillResponse, LogQuery, Page, RunDetail, RunDto, RunStatusDto,
-    TaskInstanceDetail, TaskInstanceDto,
+    ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, LogQuery, Page, RerunRequest,
+    RerunResponse, RunDetail, RunDto, RunStatusDto, TaskInstanceDetail, TaskInstanceDto,
 };
 use crate::error::{Error, Result};
-use crate::extract::{Path, Query};
+use crate::extract::{JsonOrEmpty, Path, Query};
 
 async fn find_run(state: &AppState, id: i64) -> Result<dag_run::Model> {
     dag_run::Entity::find_by_id(id)
@@ -72,6 +75,40 @@ pub async fn list(
     let runs = paginator.fetch_page(page - 1).await?;
     Ok(AxumJson(Page {
         items: runs.iter().map(RunDto::from).collect(),
+        total,
+        page,
+        page_size,
+    }))
+}
+
+/// `GET /api/v1/dags/{dagId}/executions?bizDate=&task=&status=&page=&pageSize=`:
+/// the DAG's task instances, newest business date first, filtered by
+/// business date, task name and status (each optional).
+pub async fn executions(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    Query(query): Query<ExecutionsQuery>,
+) -> Result<AxumJson<Page<TaskInstanceDto>>> {
+    find_dag(&state, dag_id).await?;
+    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    let mut select = task_instance::Entity::find().filter(task_instance::Column::DagId.eq(dag_id));
+    if let Some(date) = query.biz_date {
+        select = select.filter(task_instance::Column::BizDate.eq(date));
+    }
+    if let Some(task) = &query.task {
+        select = select.filter(task_instance::Column::TaskName.eq(task));
+    }
+    if let Some(status) = query.status {
+        select = select.filter(task_instance::Column::Status.eq(status));
+    }
+    let paginator = select
+        .order_by_desc(task_instance::Column::BizDate)
+        .order_by_desc(task_instance::Column::Id)
+        .paginate(&state.db, page_size);
+    let total = paginator.num_items().await?;
+    let rows = paginator.fetch_page(page - 1).await?;
+    Ok(AxumJson(Page {
+        items: rows.iter().map(TaskInstanceDto::from).collect(),
         total,
         page,
         page_size,
@@ -269,4 +306,45 @@ pub async fn kill(
             )))
         }
     }
+}
+
+/// `POST /api/v1/dags/instances/{instanceId}/rerun` `{ failedOnly? }`:
+/// runs a finished run again in place (same id, same business date), every
+/// task or with `failedOnly` only the failed ones and their downstream, as
+/// `datajump rerun`; 409 while a task to rerun is still live.
+pub async fn rerun(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    JsonOrEmpty(body): JsonOrEmpty<RerunRequest>,
+) -> Result<AxumJson<RerunResponse>> {
+    find_run(&state, id).await?;
+    let scope = if body.failed_only {
+        ResetScope::FailedOnly
+    } else {
+        ResetScope::All
+    };
+    let queued = datajump_nats::control::reset(&state.db, &state.js, id, scope)
+        .await
+        .map_err(|e| match e {
+            ResetFailed::Reset(ResetError::Db(e)) => Error::Db(e),
+            ResetFailed::Reset(ResetError::UnknownRun(_) | ResetError::UnknownInstance(_)) => {
+                Error::not_found(format!("no DAG instance (run) with id {id}"))
+            }
+            ResetFailed::Reset(e @ ResetError::Live(..)) => {
+                Error::conflict(format!("run {id} cannot be rerun now: {e}"))
+            }
+            ResetFailed::Nats(e) => e.into(),
+        })?;
+    let run = find_run(&state, id).await?;
+    info!(
+        run = id,
+        failed_only = body.failed_only,
+        "run rerun through the API"
+    );
+    Ok(AxumJson(RerunResponse {
+        id,
+        status: run.status.as_str().to_owned(),
+        failed_only: body.failed_only,
+        queued_task_instances: queued.iter().map(TaskInstanceDto::from).collect(),
+    }))
 }

@@ -1,29 +1,32 @@
-//! Schedules (`003_*` §6.5): the DAG's primary schedule, and cron
-//! validation.
+//! Schedules (`003_*` §6.5): the DAG's primary schedule, its `/schedules`
+//! collection, and cron validation.
 //!
-//! A DAG may have several schedules (`000_*` §4.3); the singular
-//! `/schedule` addresses the DAG's only one and answers 409 when it has
-//! several (they are edited through the DAG's `schedules` with
-//! `PUT /api/v1/dags/{dagId}`). Changes are stored through the DAG's
-//! definition, so they are validated and announced to tickers like any
-//! `dag apply`.
+//! A DAG may have several schedules (`000_*` §4.3): the collection
+//! `/api/v1/dags/{dagId}/schedules` lists, creates, reads, changes, pauses
+//! and removes them by id, while the singular `/schedule` of `003_*`
+//! addresses the DAG's only one and answers 409 when it has several.
+//! Every change is stored through the DAG's definition, so it is validated
+//! and announced to tickers like any `dag apply`.
 
 use axum::Json as AxumJson;
 use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use datajump_shared::cron::{CronExpr, parse_time_zone};
 use datajump_shared::entities::{dag, schedule};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
 
-use super::{find_dag, store};
+use super::{find_dag, paging, store};
 use crate::AppState;
 use crate::definition;
 use crate::dto::{
-    ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate, ValidateCronRequest,
-    ValidateCronResponse,
+    Page, PageQuery, ScheduleBody, ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate,
+    ValidateCronRequest, ValidateCronResponse,
 };
 use crate::error::{Error, Result};
-use crate::extract::{Json, JsonOrEmpty, Path};
+use crate::extract::{Json, JsonOrEmpty, Path, Query};
 
 /// Most fire times `validate-cron` lists.
 pub const MAX_FIRE_TIMES: u32 = 100;
@@ -33,7 +36,7 @@ async fn primary(state: &AppState, dag: &dag::Model) -> Result<Option<schedule::
     let mut schedules = definition::schedules_of(&state.db, dag.id).await?;
     if schedules.len() > 1 {
         return Err(Error::conflict(format!(
-            "DAG '{}' has {} schedules ({}): /schedule addresses a DAG with one; edit its `schedules` with PUT /api/v1/dags/{}",
+            "DAG '{}' has {} schedules ({}): /schedule addresses a DAG with one; use /api/v1/dags/{}/schedules/{{scheduleId}}",
             dag.name,
             schedules.len(),
             schedules
@@ -119,7 +122,6 @@ async fn change_schedule(
             dag.name
         )));
     }
-    let mut file = definition::load(&state.db, &dag).await?;
     let mut schedule = match &existing {
         Some(row) => definition::schedule_file(row)
             .as_object()
@@ -132,15 +134,36 @@ async fn change_schedule(
         }
     };
     change(&mut schedule);
-    file.insert("schedules".into(), json!([schedule]));
-    let parsed = definition::parse(&file)?;
-    store(state, &parsed).await?;
+    save_schedules(state, &dag, |schedules| {
+        *schedules = vec![Value::Object(schedule)];
+        Ok(())
+    })
+    .await?;
     match primary(state, &dag).await? {
         Some(row) => Ok(AxumJson(dto(&row))),
         None => Err(Error::Internal(format!(
             "the schedule of DAG {dag_id} vanished after it was stored"
         ))),
     }
+}
+
+/// Stores the DAG's definition with its schedules (file form) changed by
+/// `edit`: validated, versioned and announced to tickers as `dag apply`.
+async fn save_schedules(
+    state: &AppState,
+    dag: &dag::Model,
+    edit: impl FnOnce(&mut Vec<Value>) -> Result<()>,
+) -> Result<()> {
+    let mut file = definition::load(&state.db, dag).await?;
+    let mut schedules = match file.remove("schedules") {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    edit(&mut schedules)?;
+    file.insert("schedules".into(), Value::Array(schedules));
+    let parsed = definition::parse(&file)?;
+    store(state, &parsed).await?;
+    Ok(())
 }
 
 /// Sets a schedule's cron expression (replacing an event trigger).
@@ -221,6 +244,235 @@ pub async fn disable(
         schedule.insert("active".into(), json!(false));
     })
     .await
+}
+
+/// The schedule `schedule_id` of DAG `dag_id` (with the DAG), or 404.
+async fn find_schedule(
+    state: &AppState,
+    dag_id: i64,
+    schedule_id: i64,
+) -> Result<(dag::Model, schedule::Model)> {
+    let dag = find_dag(state, dag_id).await?;
+    let row = schedule::Entity::find_by_id(schedule_id)
+        .filter(schedule::Column::DagId.eq(dag_id))
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| {
+            Error::not_found(format!(
+                "DAG '{}' has no schedule with id {schedule_id}",
+                dag.name
+            ))
+        })?;
+    Ok((dag, row))
+}
+
+/// The schedule of DAG `dag_id` named `name`, as stored.
+async fn schedule_named(state: &AppState, dag_id: i64, name: &str) -> Result<schedule::Model> {
+    schedule::Entity::find()
+        .filter(schedule::Column::DagId.eq(dag_id))
+        .filter(schedule::Column::Name.eq(name))
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| {
+            Error::Internal(format!(
+                "schedule '{name}' of DAG {dag_id} vanished after it was stored"
+            ))
+        })
+}
+
+/// Writes the fields `body` gives into `schedule` (file form); the name is
+/// the caller's business.
+fn apply_body(schedule: &mut Map<String, Value>, body: &ScheduleBody) -> Result<()> {
+    if body.cron_expression.is_some() && body.event_name.is_some() {
+        return Err(Error::bad_request(
+            "invalid fields `cronExpression` and `eventName`: a schedule has one or the other",
+        ));
+    }
+    if let Some(expression) = &body.cron_expression {
+        check_cron("cronExpression", expression)?;
+        set_cron(schedule, expression);
+    }
+    if let Some(event) = &body.event_name {
+        schedule.remove("cron");
+        schedule.insert("event".into(), json!(event));
+    }
+    let fields = [
+        ("active", body.enabled.map(Value::from)),
+        ("timezone", body.timezone.clone().map(Value::from)),
+        ("start_date", body.start_date.map(|d| json!(d))),
+        ("end_date", body.end_date.map(|d| json!(d))),
+        ("catchup", body.catchup.clone().map(Value::from)),
+        ("catchup_limit", body.catchup_limit.map(Value::from)),
+        ("misfire_grace", body.misfire_grace.map(Value::from)),
+        ("biz_date_offset", body.biz_date_offset.map(Value::from)),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            schedule.insert(key.into(), value);
+        }
+    }
+    Ok(())
+}
+
+/// `GET /api/v1/dags/{dagId}/schedules?page=&pageSize=`: the DAG's
+/// schedules in id order.
+pub async fn list(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    Query(query): Query<PageQuery>,
+) -> Result<AxumJson<Page<ScheduleDto>>> {
+    find_dag(&state, dag_id).await?;
+    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    let paginator = schedule::Entity::find()
+        .filter(schedule::Column::DagId.eq(dag_id))
+        .order_by_asc(schedule::Column::Id)
+        .paginate(&state.db, page_size);
+    let total = paginator.num_items().await?;
+    let rows = paginator.fetch_page(page - 1).await?;
+    Ok(AxumJson(Page {
+        items: rows.iter().map(dto).collect(),
+        total,
+        page,
+        page_size,
+    }))
+}
+
+/// `POST /api/v1/dags/{dagId}/schedules`: adds a schedule (201); 409 if
+/// the DAG has one with that name.
+pub async fn create(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    Json(body): Json<ScheduleBody>,
+) -> Result<Response> {
+    let dag = find_dag(&state, dag_id).await?;
+    let name = match body.name.as_deref().map(str::trim) {
+        Some(name) if !name.is_empty() => name.to_owned(),
+        _ => return Err(Error::bad_request("missing field `name`")),
+    };
+    if body.cron_expression.is_none() && body.event_name.is_none() {
+        return Err(Error::bad_request(
+            "missing field `cronExpression` (or `eventName` for an event trigger)",
+        ));
+    }
+    let mut schedule = Map::new();
+    schedule.insert("name".into(), json!(name));
+    apply_body(&mut schedule, &body)?;
+    save_schedules(&state, &dag, |schedules| {
+        if schedules.iter().any(|s| s["name"] == name.as_str()) {
+            return Err(Error::conflict(format!(
+                "DAG '{}' already has a schedule named '{name}'",
+                dag.name
+            )));
+        }
+        schedules.push(Value::Object(schedule));
+        Ok(())
+    })
+    .await?;
+    let row = schedule_named(&state, dag_id, &name).await?;
+    let location = format!("/api/v1/dags/{dag_id}/schedules/{}", row.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        AxumJson(dto(&row)),
+    )
+        .into_response())
+}
+
+/// `GET /api/v1/dags/{dagId}/schedules/{scheduleId}`: one schedule.
+pub async fn get_one(
+    State(state): State<AppState>,
+    Path((dag_id, schedule_id)): Path<(i64, i64)>,
+) -> Result<AxumJson<ScheduleDto>> {
+    let (_, row) = find_schedule(&state, dag_id, schedule_id).await?;
+    Ok(AxumJson(dto(&row)))
+}
+
+/// Changes schedule `schedule_id` of DAG `dag_id` with `body` and answers
+/// it as stored; it keeps its id.
+async fn change_one(
+    state: &AppState,
+    dag_id: i64,
+    schedule_id: i64,
+    body: &ScheduleBody,
+) -> Result<AxumJson<ScheduleDto>> {
+    let (dag, row) = find_schedule(state, dag_id, schedule_id).await?;
+    if let Some(name) = &body.name
+        && *name != row.name
+    {
+        return Err(Error::bad_request(format!(
+            "invalid field `name`: a schedule cannot be renamed (it is '{}'); create a new one instead",
+            row.name
+        )));
+    }
+    let mut schedule = definition::schedule_file(&row)
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    apply_body(&mut schedule, body)?;
+    save_schedules(state, &dag, |schedules| {
+        for item in schedules.iter_mut() {
+            if item["name"] == row.name.as_str() {
+                *item = Value::Object(schedule);
+                break;
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(AxumJson(
+        schedule_named(state, dag_id, &row.name)
+            .await
+            .map(|r| dto(&r))?,
+    ))
+}
+
+/// `PUT /api/v1/dags/{dagId}/schedules/{scheduleId}`: changes the fields
+/// given, keeps the others.
+pub async fn update(
+    State(state): State<AppState>,
+    Path((dag_id, schedule_id)): Path<(i64, i64)>,
+    Json(body): Json<ScheduleBody>,
+) -> Result<AxumJson<ScheduleDto>> {
+    change_one(&state, dag_id, schedule_id, &body).await
+}
+
+/// `POST /api/v1/dags/{dagId}/schedules/{scheduleId}/enable`: resumes it.
+pub async fn enable_one(
+    State(state): State<AppState>,
+    Path((dag_id, schedule_id)): Path<(i64, i64)>,
+) -> Result<AxumJson<ScheduleDto>> {
+    let body = ScheduleBody {
+        enabled: Some(true),
+        ..ScheduleBody::default()
+    };
+    change_one(&state, dag_id, schedule_id, &body).await
+}
+
+/// `POST /api/v1/dags/{dagId}/schedules/{scheduleId}/disable`: pauses it.
+pub async fn disable_one(
+    State(state): State<AppState>,
+    Path((dag_id, schedule_id)): Path<(i64, i64)>,
+) -> Result<AxumJson<ScheduleDto>> {
+    let body = ScheduleBody {
+        enabled: Some(false),
+        ..ScheduleBody::default()
+    };
+    change_one(&state, dag_id, schedule_id, &body).await
+}
+
+/// `DELETE /api/v1/dags/{dagId}/schedules/{scheduleId}`: removes it (204);
+/// the DAG's runs it started stay.
+pub async fn delete_one(
+    State(state): State<AppState>,
+    Path((dag_id, schedule_id)): Path<(i64, i64)>,
+) -> Result<StatusCode> {
+    let (dag, row) = find_schedule(&state, dag_id, schedule_id).await?;
+    save_schedules(&state, &dag, |schedules| {
+        schedules.retain(|s| s["name"] != row.name.as_str());
+        Ok(())
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 fn invalid(zone: String, error: String) -> AxumJson<ValidateCronResponse> {

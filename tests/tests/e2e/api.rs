@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::harness::TestEnv;
 
-const TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A running API server and an HTTP client for it; stopped on drop.
-struct Api {
+pub(crate) struct Api {
     base: String,
     http: reqwest::Client,
     token: Option<String>,
@@ -29,24 +29,24 @@ impl Drop for Api {
 
 /// An answer: status and JSON body (`Null` when empty or not JSON).
 #[derive(Debug)]
-struct Answer {
-    status: u16,
-    body: Value,
-    text: String,
-    headers: reqwest::header::HeaderMap,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) body: Value,
+    pub(crate) text: String,
+    pub(crate) headers: reqwest::header::HeaderMap,
 }
 
 impl Answer {
     /// Asserts the status, showing the body when it differs.
     #[track_caller]
-    fn expect(self, status: u16) -> Value {
+    pub(crate) fn expect(self, status: u16) -> Value {
         assert_eq!(self.status, status, "unexpected answer: {}", self.text);
         self.body
     }
 
     /// Asserts an error answer: status, code, and a word of the message.
     #[track_caller]
-    fn expect_error(self, status: u16, code: &str, needle: &str) {
+    pub(crate) fn expect_error(self, status: u16, code: &str, needle: &str) {
         assert_eq!(self.status, status, "unexpected answer: {}", self.text);
         assert_eq!(self.body["error"], code, "{}", self.text);
         let message = self.body["message"].as_str().unwrap_or_default();
@@ -60,7 +60,7 @@ impl Answer {
 impl Api {
     /// Serves the API for `env` (its own connections, as a separate process
     /// would have), requiring `token` for changes when given.
-    async fn start(env: &TestEnv, token: Option<&str>) -> Api {
+    pub(crate) async fn start(env: &TestEnv, token: Option<&str>) -> Api {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
@@ -106,7 +106,13 @@ impl Api {
     }
 
     /// Sends a request with the API's token (if any) and an optional raw body.
-    async fn send(&self, method: Method, path: &str, body: Option<String>, auth: bool) -> Answer {
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+        auth: bool,
+    ) -> Answer {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if auth && let Some(token) = &self.token {
             request = request.bearer_auth(token);
@@ -129,30 +135,30 @@ impl Api {
         }
     }
 
-    async fn get(&self, path: &str) -> Answer {
+    pub(crate) async fn get(&self, path: &str) -> Answer {
         self.send(Method::GET, path, None, true).await
     }
 
-    async fn post(&self, path: &str, body: Value) -> Answer {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> Answer {
         self.send(Method::POST, path, Some(body.to_string()), true)
             .await
     }
 
-    async fn post_empty(&self, path: &str) -> Answer {
+    pub(crate) async fn post_empty(&self, path: &str) -> Answer {
         self.send(Method::POST, path, None, true).await
     }
 
-    async fn put(&self, path: &str, body: Value) -> Answer {
+    pub(crate) async fn put(&self, path: &str, body: Value) -> Answer {
         self.send(Method::PUT, path, Some(body.to_string()), true)
             .await
     }
 
-    async fn delete(&self, path: &str) -> Answer {
+    pub(crate) async fn delete(&self, path: &str) -> Answer {
         self.send(Method::DELETE, path, None, true).await
     }
 
     /// Follows a trigger's `statusUrl` until the run is finished.
-    async fn wait_run(&self, status_url: &str) -> Value {
+    pub(crate) async fn wait_run(&self, status_url: &str) -> Value {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             let answer = self.get(status_url).await;
@@ -177,7 +183,7 @@ impl Api {
     }
 
     /// Waits until the task instance is RUNNING (its process has started).
-    async fn wait_task_running(&self, status_url: &str) -> i64 {
+    pub(crate) async fn wait_task_running(&self, status_url: &str) -> i64 {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             let answer = self.get(status_url).await;
@@ -197,7 +203,7 @@ impl Api {
     }
 }
 
-fn id_of(body: &Value) -> i64 {
+pub(crate) fn id_of(body: &Value) -> i64 {
     body["id"]
         .as_i64()
         .unwrap_or_else(|| panic!("no id in {body}"))

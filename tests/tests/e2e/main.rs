@@ -37,6 +37,7 @@ macro_rules! both_dbs {
 
 mod alerts;
 mod api;
+mod api_more;
 mod catalog;
 mod control;
 mod dependencies;

@@ -1,0 +1,174 @@
+//! The canvas (`003_*` §6.2): a DAG's tasks with their positions and the
+//! edges between them, as a drawing UI loads and saves them.
+//!
+//! An edge is a same-run STRONG dependency (`dependsOn: [source]` on its
+//! target); what an edge cannot say — another DAG's task, another day,
+//! WEAK — stays in the task's `dependsOn`. Saving replaces the DAG's tasks
+//! through [`super::store`] like `PUT /api/v1/dags/{dagId}`: validated as a
+//! DAG file, the version bumped when the definition changes, and runs in
+//! flight untouched, since each runs on the plan snapshot it was created
+//! with. Positions are layout, not definition: moving a node alone keeps
+//! the version.
+
+use std::collections::{BTreeSet, HashMap};
+
+use axum::Json as AxumJson;
+use axum::extract::State;
+use datajump_shared::entities::{task, task_dependency};
+use datajump_shared::plan::DepType;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Map, Value, json};
+
+use super::dags::{find_cycle, task_item};
+use super::{find_dag, store};
+use crate::AppState;
+use crate::definition;
+use crate::dto::{Canvas, CanvasSave, Edge};
+use crate::error::{Error, Result};
+use crate::extract::{Json, Path};
+
+/// Whether a stored dependency is drawn as an edge.
+fn is_edge(dep: &task_dependency::Model) -> bool {
+    dep.parent_dag.is_none() && dep.offset_day == 0 && dep.dep_type == DepType::Strong.as_str()
+}
+
+/// The canvas of DAG `dag_id` as stored.
+async fn load(state: &AppState, dag_id: i64) -> Result<Canvas> {
+    let dag = find_dag(state, dag_id).await?;
+    let (tasks, deps) = definition::tasks_of(&state.db, dag_id).await?;
+    let (edge_deps, other_deps): (Vec<_>, Vec<_>) = deps.into_iter().partition(is_edge);
+    let names: HashMap<i64, &str> = tasks.iter().map(|t| (t.id, t.name.as_str())).collect();
+    let edges = edge_deps
+        .iter()
+        .filter_map(|dep| {
+            Some(Edge {
+                source: dep.parent_task.clone(),
+                target: (*names.get(&dep.task_id)?).to_owned(),
+            })
+        })
+        .collect();
+    Ok(Canvas {
+        dag_id,
+        version: dag.version,
+        tasks: tasks
+            .iter()
+            .map(|row| task_item(row, &other_deps))
+            .collect(),
+        edges,
+    })
+}
+
+/// `GET /api/v1/dags/{dagId}/canvas`: the DAG's tasks with their positions
+/// and the edges between them.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+) -> Result<AxumJson<Canvas>> {
+    Ok(AxumJson(load(&state, dag_id).await?))
+}
+
+/// A node's position field, if given: an integer or null.
+fn position(node: &Map<String, Value>, i: usize, field: &str) -> Result<Option<i32>> {
+    match node.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                Error::bad_request(format!(
+                    "invalid field `tasks[{i}].{field}`: must be an integer"
+                ))
+            }),
+    }
+}
+
+/// `POST /api/v1/dags/{dagId}/canvas` `{ tasks, edges }`: replaces the
+/// DAG's tasks and dependencies with the canvas and stores the positions;
+/// answers the canvas as stored. A cycle among the edges, an edge to a task
+/// not on the canvas, or an invalid task is a 400 and changes nothing.
+pub async fn save(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    Json(body): Json<CanvasSave>,
+) -> Result<AxumJson<Canvas>> {
+    let dag = find_dag(&state, dag_id).await?;
+    let edges = body.edges.unwrap_or_default();
+    let mut names = BTreeSet::new();
+    let mut nodes = Vec::with_capacity(body.tasks.len());
+    let mut positions = Vec::with_capacity(body.tasks.len());
+    for (i, mut node) in body.tasks.into_iter().enumerate() {
+        let x = position(&node, i, "positionX")?;
+        let y = position(&node, i, "positionY")?;
+        for key in [
+            "id",
+            "dagId",
+            "positionX",
+            "positionY",
+            "createdAt",
+            "updatedAt",
+        ] {
+            node.remove(key);
+        }
+        let name = node
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::bad_request(format!("missing field `tasks[{i}].name`")))?
+            .to_owned();
+        names.insert(name.clone());
+        positions.push((name, x, y));
+        nodes.push(node);
+    }
+    for (i, edge) in edges.iter().enumerate() {
+        for (field, value) in [("source", &edge.source), ("target", &edge.target)] {
+            if !names.contains(value) {
+                return Err(Error::bad_request(format!(
+                    "invalid field `edges[{i}].{field}`: no task '{value}' on the canvas"
+                )));
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(&edges) {
+        return Err(Error::bad_request(format!(
+            "invalid field `edges`: cycle detected: {}",
+            cycle.join(" -> ")
+        )));
+    }
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let name = node.get("name").cloned().unwrap_or(Value::Null);
+        let mut depends_on = match node.remove("dependsOn") {
+            Some(Value::Array(items)) => items,
+            None | Some(Value::Null) => Vec::new(),
+            Some(_) => {
+                return Err(Error::bad_request(format!(
+                    "invalid field `tasks[{i}].dependsOn`: must be a list"
+                )));
+            }
+        };
+        depends_on.extend(
+            edges
+                .iter()
+                .filter(|e| name == e.target.as_str())
+                .map(|e| json!(e.source)),
+        );
+        node.insert("dependsOn".into(), Value::Array(depends_on));
+    }
+    let tasks = definition::from_request(&json!({ "tasks": nodes }))?
+        .remove("tasks")
+        .unwrap_or_else(|| json!([]));
+    let mut file = definition::load(&state.db, &dag).await?;
+    file.insert("tasks".into(), tasks);
+    let parsed = definition::parse(&file)?;
+    store(&state, &parsed).await?;
+    for (name, x, y) in positions {
+        task::Entity::update_many()
+            .col_expr(task::Column::PositionX, Expr::value(x))
+            .col_expr(task::Column::PositionY, Expr::value(y))
+            .filter(task::Column::DagId.eq(dag_id))
+            .filter(task::Column::Name.eq(name))
+            .exec(&state.db)
+            .await?;
+    }
+    Ok(AxumJson(load(&state, dag_id).await?))
+}

@@ -1,0 +1,357 @@
+//! The route table: every endpoint of the API exactly once, with its
+//! handler and what the OpenAPI document says about it. [`super::router`]
+//! serves this table and [`super::openapi`] describes it, so a route cannot
+//! be served without being documented.
+
+use axum::handler::Handler;
+use axum::routing::{MethodFilter, MethodRouter, on};
+
+use super::{canvas, dags, events, health, openapi, runners, runs, schedules};
+use crate::AppState;
+
+/// An HTTP method the API uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// GET.
+    Get,
+    /// POST.
+    Post,
+    /// PUT.
+    Put,
+    /// DELETE.
+    Delete,
+}
+
+impl Verb {
+    /// The method's name in an OpenAPI path item (`get`, `post`, …).
+    pub fn openapi_name(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::Post => "post",
+            Verb::Put => "put",
+            Verb::Delete => "delete",
+        }
+    }
+
+    fn filter(self) -> MethodFilter {
+        match self {
+            Verb::Get => MethodFilter::GET,
+            Verb::Post => MethodFilter::POST,
+            Verb::Put => MethodFilter::PUT,
+            Verb::Delete => MethodFilter::DELETE,
+        }
+    }
+}
+
+/// Whether an endpoint reads a JSON body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// No body.
+    None,
+    /// A JSON object that may be left out.
+    Optional,
+    /// A JSON object.
+    Required,
+}
+
+/// One endpoint: a method on a path.
+pub struct Endpoint {
+    /// The method.
+    pub verb: Verb,
+    /// The path as served, with `{param}` placeholders.
+    pub path: &'static str,
+    /// What it does, in a line.
+    pub summary: &'static str,
+    /// Its JSON body.
+    pub body: Body,
+    /// Its query parameters.
+    pub query: &'static [&'static str],
+    /// The status of a successful answer.
+    pub status: u16,
+    /// The handler, answering `verb` only.
+    pub handler: MethodRouter<AppState>,
+}
+
+impl Endpoint {
+    fn new<H, T>(verb: Verb, path: &'static str, summary: &'static str, handler: H) -> Endpoint
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        Endpoint {
+            verb,
+            path,
+            summary,
+            body: Body::None,
+            query: &[],
+            status: 200,
+            handler: on(verb.filter(), handler),
+        }
+    }
+
+    fn body(self, body: Body) -> Endpoint {
+        Endpoint { body, ..self }
+    }
+
+    fn query(self, query: &'static [&'static str]) -> Endpoint {
+        Endpoint { query, ..self }
+    }
+
+    fn status(self, status: u16) -> Endpoint {
+        Endpoint { status, ..self }
+    }
+}
+
+const PAGE: &[&str] = &["page", "pageSize"];
+
+/// Every endpoint of the API.
+pub fn endpoints() -> Vec<Endpoint> {
+    use Body::{Optional, Required};
+    use Verb::{Delete, Get, Post, Put};
+    vec![
+        Endpoint::new(Get, "/healthz", "Liveness", health::healthz),
+        Endpoint::new(
+            Get,
+            "/readyz",
+            "Readiness: the database and NATS answer",
+            health::readyz,
+        ),
+        Endpoint::new(
+            Get,
+            "/api/v1/openapi.json",
+            "This document",
+            openapi::document,
+        ),
+        Endpoint::new(Get, "/api/v1/dags", "A project's DAGs", dags::list).query(&[
+            "projectId",
+            "page",
+            "pageSize",
+        ]),
+        Endpoint::new(Post, "/api/v1/dags", "Create a DAG", dags::create)
+            .body(Required)
+            .status(201),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}",
+            "A DAG with its definition",
+            dags::get,
+        ),
+        Endpoint::new(
+            Put,
+            "/api/v1/dags/{dagId}",
+            "Change a DAG's fields",
+            dags::update,
+        )
+        .body(Required),
+        Endpoint::new(Delete, "/api/v1/dags/{dagId}", "Delete a DAG", dags::delete).status(204),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}/tasks",
+            "A DAG's tasks",
+            dags::tasks,
+        )
+        .query(PAGE),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/online",
+            "Let schedules fire the DAG",
+            dags::online,
+        ),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/offline",
+            "Stop schedules firing the DAG",
+            dags::offline,
+        ),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}/canvas",
+            "The DAG's canvas",
+            canvas::get,
+        ),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/canvas",
+            "Save the DAG's canvas",
+            canvas::save,
+        )
+        .body(Required),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/validate",
+            "Check canvas edges for a cycle",
+            dags::validate,
+        )
+        .body(Optional),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/trigger",
+            "Start a MANUAL run",
+            dags::trigger,
+        )
+        .body(Optional)
+        .status(202),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/backfill",
+            "Start a run per business date",
+            dags::backfill,
+        )
+        .body(Required)
+        .status(202),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}/instances",
+            "A DAG's runs, newest first",
+            runs::list,
+        )
+        .query(&["limit", "page"]),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}/executions",
+            "Task instances by business date and task",
+            runs::executions,
+        )
+        .query(&["bizDate", "task", "status", "page", "pageSize"]),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/instances/{instanceId}",
+            "A run with its task instances",
+            runs::get,
+        ),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/instances/{instanceId}/status",
+            "A run's status",
+            runs::status,
+        ),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/instances/{instanceId}/kill",
+            "Kill a run",
+            runs::kill,
+        ),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/instances/{instanceId}/rerun",
+            "Run a finished run again",
+            runs::rerun,
+        )
+        .body(Optional),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/instances/by-key/{runKey}",
+            "The run a trigger started",
+            runs::by_key,
+        ),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/task-instances/{taskInstanceId}",
+            "A task instance with its attempts",
+            runs::task_instance,
+        ),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/task-instances/{taskInstanceId}/log",
+            "A task instance's log (text)",
+            runs::log,
+        )
+        .query(&["attempt"]),
+        Endpoint::new(
+            Post,
+            "/api/v1/task-instances/{taskInstanceId}/kill",
+            "Kill a task instance",
+            runs::kill_task,
+        ),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}/schedule",
+            "The DAG's only schedule",
+            schedules::get,
+        ),
+        Endpoint::new(
+            Put,
+            "/api/v1/dags/{dagId}/schedule",
+            "Set the DAG's only schedule",
+            schedules::put,
+        )
+        .body(Required),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/schedule/enable",
+            "Resume the DAG's only schedule",
+            schedules::enable,
+        )
+        .body(Optional),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/schedule/disable",
+            "Pause the DAG's only schedule",
+            schedules::disable,
+        )
+        .body(Optional),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}/schedules",
+            "A DAG's schedules",
+            schedules::list,
+        )
+        .query(PAGE),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/schedules",
+            "Add a schedule",
+            schedules::create,
+        )
+        .body(Required)
+        .status(201),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}/schedules/{scheduleId}",
+            "A schedule",
+            schedules::get_one,
+        ),
+        Endpoint::new(
+            Put,
+            "/api/v1/dags/{dagId}/schedules/{scheduleId}",
+            "Change a schedule's fields",
+            schedules::update,
+        )
+        .body(Required),
+        Endpoint::new(
+            Delete,
+            "/api/v1/dags/{dagId}/schedules/{scheduleId}",
+            "Remove a schedule",
+            schedules::delete_one,
+        )
+        .status(204),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/schedules/{scheduleId}/enable",
+            "Resume a schedule",
+            schedules::enable_one,
+        ),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/{dagId}/schedules/{scheduleId}/disable",
+            "Pause a schedule",
+            schedules::disable_one,
+        ),
+        Endpoint::new(
+            Post,
+            "/api/v1/dags/schedule/validate-cron",
+            "Check a cron expression",
+            schedules::validate_cron,
+        )
+        .body(Required),
+        Endpoint::new(
+            Post,
+            "/api/v1/events/{name}",
+            "Publish an external event",
+            events::publish,
+        )
+        .body(Optional)
+        .status(202),
+        Endpoint::new(Get, "/api/v1/runners", "Live runners", runners::list).query(PAGE),
+    ]
+}
