@@ -48,6 +48,7 @@ mod harness;
 mod idempotence;
 mod joins;
 mod logs;
+mod metrics;
 mod reliability;
 mod rerun;
 mod retention;
