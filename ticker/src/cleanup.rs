@@ -1,6 +1,7 @@
 //! Retention: runs finished longer ago than the retention period are removed
 //! with their task instances, executions, dependency waits and full logs,
-//! and `dj_ticker` keys of schedules that no longer exist are dropped.
+//! alerts older than the period too, and `dj_ticker` keys of schedules that
+//! no longer exist are dropped.
 //!
 //! It runs inside the ticker because the ticker already owns everything
 //! time-driven; two tickers cleaning at once only race into deletes of rows
@@ -11,7 +12,9 @@ use std::time::Duration;
 
 use async_nats::jetstream::Context;
 use chrono::Utc;
-use datajump_shared::entities::{dag_run, dependency_wait, execution, schedule, task_instance};
+use datajump_shared::entities::{
+    alert, dag_run, dependency_wait, execution, schedule, task_instance,
+};
 use datajump_shared::subjects;
 use futures::StreamExt;
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
@@ -69,6 +72,11 @@ pub async fn remove_old_runs(
             .all(&config.db)
             .await?;
         if runs.is_empty() {
+            // Alerts of removed runs, and test alerts, age out the same way.
+            alert::Entity::delete_many()
+                .filter(alert::Column::CreatedAt.lt(cutoff))
+                .exec(&config.db)
+                .await?;
             return Ok(removed);
         }
         let log_names: Vec<String> = execution::Entity::find()

@@ -32,6 +32,7 @@ use tracing::warn;
 use crate::AppState;
 use crate::error::{Error, Result};
 
+pub mod alerts;
 pub mod canvas;
 pub mod dags;
 pub mod events;

@@ -6,7 +6,7 @@
 use axum::handler::Handler;
 use axum::routing::{MethodFilter, MethodRouter, on};
 
-use super::{canvas, dags, events, health, openapi, runners, runs, schedules};
+use super::{alerts, canvas, dags, events, health, openapi, runners, runs, schedules};
 use crate::AppState;
 
 /// An HTTP method the API uses.
@@ -352,6 +352,13 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .body(Optional)
         .status(202),
+        Endpoint::new(
+            Get,
+            "/api/v1/dags/{dagId}/alerts",
+            "A DAG's alerts and their delivery, newest first",
+            alerts::list,
+        )
+        .query(PAGE),
         Endpoint::new(Get, "/api/v1/runners", "Live runners", runners::list).query(PAGE),
     ]
 }

@@ -162,6 +162,25 @@ tasks:
     assert_eq!(boom.body["runId"], run.id);
     assert_eq!(boom.body["status"], "FAILED");
 
+    // The API shows them, with their delivery.
+    let api = crate::api::Api::start(&env, None).await;
+    let listed = api
+        .get(&format!("/api/v1/dags/{}/alerts?pageSize=50", run.dag_id))
+        .await
+        .expect(200);
+    assert_eq!(listed["total"], 5, "{listed}");
+    let items = listed["items"].as_array().expect("items");
+    assert!(
+        items.iter().all(|a| a["status"] == "SENT"
+            && a["webhook"] == format!("http://127.0.0.1:{port}/hook")
+            && a["runId"] == run.id),
+        "{listed}"
+    );
+    assert!(
+        items.iter().any(|a| a["attempts"].as_i64() > Some(1)),
+        "{listed}"
+    );
+
     // The real CLI: a test alert reaches the receiver and is reported SENT.
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
         .args(["--database-url", &env.db_url, "--nats-url", &env.nats_url()])

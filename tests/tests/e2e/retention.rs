@@ -6,7 +6,7 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 both_dbs!(retention_removes_old_runs_only, |env| async move {
-    use datajump_shared::entities::{dag_run, execution, task_instance};
+    use datajump_shared::entities::{alert, dag_run, execution, task_instance};
     use sea_orm::{
         ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter,
     };
@@ -24,6 +24,27 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
     .update(&env.db)
     .await
     .expect("age the run");
+    let alert_aged = |days: i64, key: &str| alert::ActiveModel {
+        dag_id: Set(old.dag_id),
+        dag_run_id: Set(Some(old.id)),
+        kind: Set("run_failed".to_owned()),
+        dedup_key: Set(key.to_owned()),
+        target: Set(serde_json::json!({ "url": "http://127.0.0.1:9/" })),
+        payload: Set(serde_json::json!({})),
+        status: Set("SENT".to_owned()),
+        attempts: Set(1),
+        next_attempt_at: Set(chrono::Utc::now()),
+        created_at: Set(chrono::Utc::now() - chrono::Duration::days(days)),
+        ..Default::default()
+    };
+    alert_aged(40, "old")
+        .insert(&env.db)
+        .await
+        .expect("old alert");
+    alert_aged(1, "recent")
+        .insert(&env.db)
+        .await
+        .expect("recent alert");
     let config = datajump_ticker::Config {
         db: env.db.clone(),
         nats: env.nats.clone(),
@@ -66,4 +87,12 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
         "its instances and executions went with it"
     );
     assert_eq!(count(recent.id).await, (1, 1), "the recent run is kept");
+    let alerts: Vec<String> = alert::Entity::find()
+        .all(&env.db)
+        .await
+        .expect("alerts")
+        .into_iter()
+        .map(|a| a.dedup_key)
+        .collect();
+    assert_eq!(alerts, ["recent"], "alerts older than the period go");
 });
