@@ -76,7 +76,7 @@ impl<const N: usize> LabeledCounters<N> {
 
 /// Upper bounds, in seconds, of the latency histograms' buckets: from a
 /// millisecond (an edge in a fast run) to a minute (a misfire grace).
-pub const LATENCY_BUCKETS: [f64; 15] = [
+const LATENCY_BUCKETS: [f64; 15] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
@@ -85,7 +85,7 @@ pub const LATENCY_BUCKETS: [f64; 15] = [
 /// Buckets are stored non-cumulative and the count is their total, so an
 /// observation is two atomic additions and a scrape never shows a count
 /// that disagrees with its buckets.
-pub struct Histogram<const N: usize> {
+struct Histogram<const N: usize> {
     bounds: [f64; N],
     /// `buckets[i]`: observations in `(bounds[i-1], bounds[i]]`.
     buckets: [AtomicU64; N],
@@ -97,7 +97,7 @@ pub struct Histogram<const N: usize> {
 
 impl<const N: usize> Histogram<N> {
     /// An empty histogram over ascending `bounds`.
-    pub const fn new(bounds: [f64; N]) -> Histogram<N> {
+    const fn new(bounds: [f64; N]) -> Histogram<N> {
         Histogram {
             bounds,
             buckets: [const { AtomicU64::new(0) }; N],
@@ -108,13 +108,13 @@ impl<const N: usize> Histogram<N> {
 
     /// Records the time from `from` to `to`; a negative span (clocks of two
     /// hosts disagreeing) counts as zero.
-    pub fn observe_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) {
+    fn observe_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) {
         let span = (to - from).to_std().unwrap_or_default();
         self.observe(span);
     }
 
     /// Records one duration.
-    pub fn observe(&self, span: std::time::Duration) {
+    fn observe(&self, span: std::time::Duration) {
         let seconds = span.as_secs_f64();
         let slot = self
             .bounds
@@ -127,7 +127,7 @@ impl<const N: usize> Histogram<N> {
     }
 
     /// The histogram as of now.
-    pub fn snapshot(&self) -> HistogramSnapshot {
+    fn snapshot(&self) -> HistogramSnapshot {
         let mut cumulative = 0;
         let mut buckets = Vec::with_capacity(N + 1);
         for (bound, bucket) in self.bounds.iter().zip(&self.buckets) {
