@@ -234,15 +234,25 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     Ok(())
 }
 
+/// How long a fetch waits for the server's answer. A fetch asks with
+/// `no_wait`, so a live server answers at once, and the client sets no timer
+/// of its own: an answer lost with the connection (nats-server restarting)
+/// would leave the fetch loop waiting forever while the heartbeat task keeps
+/// the runner looking alive.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
 async fn fetch_one(consumers: &[PullConsumer]) -> Option<jetstream::Message> {
     for consumer in consumers {
-        match consumer.fetch().max_messages(1).messages().await {
-            Ok(mut batch) => {
-                if let Some(Ok(message)) = batch.next().await {
-                    return Some(message);
-                }
-            }
-            Err(e) => debug!(error = %e, "fetch failed"),
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, async {
+            let mut batch = consumer.fetch().max_messages(1).messages().await?;
+            Ok::<_, async_nats::jetstream::consumer::pull::BatchError>(batch.next().await)
+        })
+        .await;
+        match fetched {
+            Ok(Ok(Some(Ok(message)))) => return Some(message),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => debug!(error = %e, "fetch failed"),
+            Err(_) => warn!("no answer to a fetch within {FETCH_TIMEOUT:?}; asking again"),
         }
     }
     None
@@ -444,40 +454,34 @@ async fn run_claimed(
     let log_path = store_full_log(js, exec_row.id, finished_log.full).await;
     let abandoned = outcome == ExecOutcome::Cancelled && drain.is_cancelled();
 
-    let txn = datajump_shared::db::begin_write(&config.db).await?;
-    let (finished, requeued, exec_status, reason) = if abandoned {
-        let requeued =
-            state::requeue_abandoned(&txn, row.id, work.attempt, &config.id, end).await?;
-        let reason = "the runner shut down; the task went back to the queue".to_owned();
-        (None, requeued, TaskStatus::Failed, Some(reason))
-    } else {
-        let verdict = judge(&outcome, &task.retry, row.retries_used, end);
-        let finished = state::finish_attempt(
-            &txn,
-            row.id,
-            work.attempt,
-            &config.id,
-            &verdict.end,
-            verdict.reason.as_deref(),
-            end,
-        )
-        .await?;
-        (finished, None, verdict.attempt_status, verdict.reason)
+    let ended = Ended {
+        outcome: &outcome,
+        abandoned,
+        end,
+        duration_ms,
+        log_tail: finished_log.tail,
+        log_path,
     };
-    execution::ActiveModel {
-        id: Set(exec_row.id),
-        status: Set(exec_status),
-        end_time: Set(Some(end)),
-        duration_ms: Set(Some(duration_ms)),
-        exit_code: Set(outcome.exit_code()),
-        log_tail: Set(Some(finished_log.tail)),
-        log_path: Set(log_path),
-        error_msg: Set(reason.clone()),
-        ..Default::default()
-    }
-    .update(&txn)
-    .await?;
-    txn.commit().await?;
+    // Until it is committed, the attempt's result exists only in this
+    // process: a failed commit (database down or restarting) is retried, with
+    // AckProgress so the work message stays ours. NAKing instead would hand a
+    // copy to runners that find the instance RUNNING under this live runner
+    // and wait for it forever.
+    let mut retry_in = Duration::from_millis(200);
+    let mut retried = false;
+    let (finished, requeued) = loop {
+        match record_end(config, claimed, &ended).await {
+            Ok(recorded) => break recorded,
+            Err(e) if drain.is_cancelled() => return Err(e),
+            Err(e) => {
+                warn!(error = %e, ?retry_in, "cannot record the attempt's end; retrying");
+                let _ = message.ack_with(AckKind::Progress).await;
+                tokio::time::sleep(retry_in).await;
+                retry_in = (retry_in * 2).min(Duration::from_secs(5));
+                retried = true;
+            }
+        }
+    };
     if finished
         .as_ref()
         .is_some_and(|row| row.status.is_terminal())
@@ -505,11 +509,89 @@ async fn run_claimed(
                 return Ok(AckKind::Nak(Some(Duration::from_secs(1))));
             }
         }
+        None if retried => {
+            // A failed commit may have reached the database before the
+            // connection broke: a redelivered copy republishes the
+            // completion if the instance is finished.
+            info!("attempt's end recorded after a retry; redelivering to check its completion");
+            return Ok(AckKind::Nak(Some(Duration::from_secs(1))));
+        }
         None => {
             info!("attempt ended after the instance was changed elsewhere (killed or taken over)")
         }
     }
     Ok(AckKind::Ack)
+}
+
+/// How an attempt ended, as [`record_end`] commits it.
+struct Ended<'a> {
+    outcome: &'a ExecOutcome,
+    /// Stopped at the drain timeout: the task goes back to the queue.
+    abandoned: bool,
+    end: DateTime<Utc>,
+    duration_ms: i64,
+    log_tail: String,
+    log_path: Option<String>,
+}
+
+/// Commits the end of a claimed attempt in one transaction: the instance's
+/// new state and its execution row. Returns the instance if this attempt
+/// ended it (terminal or waiting for a retry), and the instance put back in
+/// the queue if the attempt was abandoned at the drain timeout.
+async fn record_end(
+    config: &Config,
+    claimed: &Claimed<'_>,
+    ended: &Ended<'_>,
+) -> Result<(Option<task_instance::Model>, Option<task_instance::Model>), DbErr> {
+    let Claimed {
+        work,
+        row,
+        exec_row,
+        ..
+    } = *claimed;
+    let Ended {
+        outcome,
+        abandoned,
+        end,
+        duration_ms,
+        ..
+    } = *ended;
+    let task = &work.spec.task;
+    let txn = datajump_shared::db::begin_write(&config.db).await?;
+    let (finished, requeued, exec_status, reason) = if abandoned {
+        let requeued =
+            state::requeue_abandoned(&txn, row.id, work.attempt, &config.id, end).await?;
+        let reason = "the runner shut down; the task went back to the queue".to_owned();
+        (None, requeued, TaskStatus::Failed, Some(reason))
+    } else {
+        let verdict = judge(outcome, &task.retry, row.retries_used, end);
+        let finished = state::finish_attempt(
+            &txn,
+            row.id,
+            work.attempt,
+            &config.id,
+            &verdict.end,
+            verdict.reason.as_deref(),
+            end,
+        )
+        .await?;
+        (finished, None, verdict.attempt_status, verdict.reason)
+    };
+    execution::ActiveModel {
+        id: Set(exec_row.id),
+        status: Set(exec_status),
+        end_time: Set(Some(end)),
+        duration_ms: Set(Some(duration_ms)),
+        exit_code: Set(outcome.exit_code()),
+        log_tail: Set(Some(ended.log_tail.clone())),
+        log_path: Set(ended.log_path.clone()),
+        error_msg: Set(reason),
+        ..Default::default()
+    }
+    .update(&txn)
+    .await?;
+    txn.commit().await?;
+    Ok((finished, requeued))
 }
 
 /// Test-only fault injection, for the fault tests of `datajump-tests`: with

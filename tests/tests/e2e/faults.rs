@@ -10,15 +10,17 @@
 //! with their output in files that are printed when the test fails.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use datajump_shared::entities::dag_run;
+use datajump_shared::entities::{dag_run, schedule};
 use datajump_shared::subjects::{self, Band};
 use datajump_shared::{RunStatus, TaskStatus};
 use futures::StreamExt;
+use sea_orm::EntityTrait;
 
 use crate::harness::{Backend, TestEnv, shell_path};
 
@@ -650,5 +652,433 @@ tasks:
     }
     for process in [&mut ticker, &mut resolver, &mut runner] {
         process.assert_running();
+    }
+}
+
+/// A DAG of `layers` × `width` shell tasks; each task after the first layer
+/// joins two tasks of the layer before, and appends its name to `side`.
+fn layered_dag(name: &str, layers: usize, width: usize, command: &str, side: &Path) -> String {
+    let side = shell_path(side);
+    let mut yaml = format!("name: {name}\ntasks:\n");
+    for layer in 0..layers {
+        for i in 0..width {
+            let task = format!("t{layer:02}_{i:02}");
+            let depends = if layer == 0 {
+                String::new()
+            } else {
+                let (a, b) = (i, (i + 1) % width);
+                format!(
+                    ", depends_on: [t{p:02}_{a:02}, t{p:02}_{b:02}]",
+                    p = layer - 1
+                )
+            };
+            writeln!(
+                yaml,
+                "  - {{ name: {task}, command: \"{command}echo $DJ_TASK_NAME >> {side}\"{depends} }}"
+            )
+            .expect("write to a string");
+        }
+    }
+    yaml
+}
+
+/// A random number in `0..bound` (the tests need no reproducible stream; the
+/// delays they draw are printed).
+fn random_below(bound: u64) -> u64 {
+    let bits = uuid::Uuid::new_v4().as_u128();
+    u64::try_from(bits % u128::from(bound.max(1))).unwrap_or_default()
+}
+
+/// `kill -9` the resolver again and again at random moments while a
+/// 200-task DAG runs (a fresh resolver each time): what a dead resolver held
+/// unacknowledged is redelivered, what it committed but never published is
+/// republished by the deadline scan, and the run completes with every task
+/// run exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resolver_killed_repeatedly_during_a_200_task_dag() {
+    let env = TestEnv::new(Backend::Postgres).await;
+    let side = env.path("side");
+    env.apply(&layered_dag("wide", 20, 10, "", &side)).await;
+    let _ticker = start_ticker(&env, "ticker").await;
+    let _runner_1 = start_runner(&env, "runner-1", 8, &[]).await;
+    let _runner_2 = start_runner(&env, "runner-2", 8, &[]).await;
+    let mut resolver = start_resolver(&env, "resolver-0").await;
+
+    let key = env.trigger("wide").await;
+    let mut killed = Vec::new();
+    let mut kills_mid_run = 0;
+    for round in 1..=12 {
+        let delay = Duration::from_millis(300 + random_below(2200));
+        tokio::time::sleep(delay).await;
+        let run = env.run_by_key(&key).await;
+        if run.as_ref().is_some_and(|run| run.status.is_terminal()) {
+            break;
+        }
+        if let Some(run) = &run {
+            let done = env
+                .instances(run.id)
+                .await
+                .iter()
+                .filter(|row| row.status.is_terminal())
+                .count();
+            eprintln!("kill {round} after {delay:?}: {done}/200 tasks finished");
+        }
+        resolver.kill9();
+        kills_mid_run += 1;
+        killed.push(resolver);
+        resolver = start_resolver(&env, &format!("resolver-{round}")).await;
+    }
+    assert!(
+        kills_mid_run >= 5,
+        "the run should still be going after 5 kills, it ended after {kills_mid_run}"
+    );
+
+    let run = env.wait_run(&key, Duration::from_secs(150)).await;
+    let successes = assert_run_sound(&env, &run, RunStatus::Success).await;
+    assert_eq!(successes.len(), 200);
+    assert!(successes.values().all(|&n| n == 1), "{successes:?}");
+    let names: Vec<String> = successes.keys().cloned().collect();
+    assert_side_effects_once(&side, names.iter().map(String::as_str));
+    assert_eq!(count_lines(&side).values().sum::<usize>(), 200);
+    resolver.assert_running();
+}
+
+/// nats-server is killed and restarted (same port, same JetStream store)
+/// twice in the middle of a run: every role reconnects on its own and the
+/// run completes, each task once. (Before runners put a timer on their
+/// fetches, a fetch whose answer was lost in the restart hung the runner's
+/// fetch loop for good while its heartbeat kept it looking alive.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nats_server_restart_mid_run() {
+    let mut env = TestEnv::new(Backend::Postgres).await;
+    let side = env.path("side");
+    env.apply(&layered_dag("layers", 8, 5, "sleep 0.3; ", &side))
+        .await;
+    let mut roles = vec![
+        start_ticker(&env, "ticker").await,
+        start_resolver(&env, "resolver").await,
+        start_runner(&env, "runner-1", 3, &[]).await,
+        start_runner(&env, "runner-2", 3, &[]).await,
+    ];
+
+    let key = env.trigger("layers").await;
+    for restart in 1..=2 {
+        wait_file_lines(&side, 10 * restart, Duration::from_secs(60)).await;
+        let run = env.run_by_key(&key).await.expect("the run");
+        assert_eq!(run.status, RunStatus::Running, "restart {restart} mid-run");
+        env.restart_nats(Duration::from_secs(2));
+    }
+
+    let run = env.wait_run(&key, TWO_MINUTES).await;
+    let successes = assert_run_sound(&env, &run, RunStatus::Success).await;
+    assert_eq!(successes.len(), 40);
+    let names: Vec<String> = successes.keys().cloned().collect();
+    assert_side_effects_once(&side, names.iter().map(String::as_str));
+    for role in &mut roles {
+        role.assert_running();
+    }
+    // The system still takes new work after the restart.
+    let again = env.trigger("layers").await;
+    let run = env.wait_run(&again, TWO_MINUTES).await;
+    assert_run_sound(&env, &run, RunStatus::Success).await;
+}
+
+/// Two DAGs fire every 10 seconds, one with `catchup: latest`, one with
+/// `catchup: none`, both with a 2 s misfire grace. The ticker is killed after
+/// a fire at T and restarted at T+23 s, so the fires at T+10 and T+20 were
+/// missed: on restart `latest` publishes the one at T+20 once and `none`
+/// publishes neither; both fire on time again at T+30.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ticker_killed_across_fire_times_catches_up_by_policy() {
+    let env = TestEnv::new(Backend::Postgres).await;
+    for policy in ["latest", "none"] {
+        env.apply(&format!(
+            r#"
+name: catchup_{policy}
+max_active_runs: 10
+overlap: parallel
+schedules:
+  - cron: "0/10 * * * * ?"
+    catchup: {policy}
+    misfire_grace: 2
+tasks:
+  - {{ name: t, command: "true" }}
+"#
+        ))
+        .await;
+    }
+    let latest = env.dag_id("catchup_latest").await;
+    let none = env.dag_id("catchup_none").await;
+    let _resolver = start_resolver(&env, "resolver").await;
+    let _runner = start_runner(&env, "runner", 4, &[]).await;
+    let mut ticker = start_ticker(&env, "ticker-1").await;
+
+    // The first fire of both schedules, at T.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let first = loop {
+        let (a, b) = (env.runs_of(latest).await, env.runs_of(none).await);
+        if let (Some(a), Some(b)) = (a.first(), b.first()) {
+            assert_eq!(a.logical_time, b.logical_time, "same cron, same fire time");
+            break a.logical_time;
+        }
+        assert!(Instant::now() < deadline, "no fire within 30 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Both fires are recorded in dj_ticker (publish first, then KV).
+    let kv = datajump_nats::key_value(&env.js, subjects::TICKER_BUCKET)
+        .await
+        .expect("dj_ticker");
+    let schedules: Vec<i64> = schedule::Entity::find()
+        .all(&env.db)
+        .await
+        .expect("query schedule")
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for schedule_id in &schedules {
+        loop {
+            let recorded = kv
+                .get(subjects::ticker_key(*schedule_id))
+                .await
+                .expect("read dj_ticker")
+                .and_then(|v| String::from_utf8(v.to_vec()).ok());
+            if recorded == Some(first.timestamp().to_string()) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "fire at {first} not recorded: {recorded:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    ticker.kill9();
+    let at = |secs: i64| first + chrono::Duration::seconds(secs);
+    assert!(
+        chrono::Utc::now() < at(9),
+        "the ticker was killed before the next fire time {}",
+        at(10)
+    );
+
+    sleep_until(at(23)).await;
+    let mut ticker = start_ticker(&env, "ticker-2").await;
+    assert!(
+        chrono::Utc::now() < at(29),
+        "the restarted ticker loaded its schedules before {} (slow machine?)",
+        at(30)
+    );
+    sleep_until(at(33)).await;
+    ticker.kill9();
+    env.wait_consumer_idle(
+        subjects::FIRE_STREAM,
+        subjects::RESOLVER_FIRE_CONSUMER,
+        Duration::from_secs(30),
+    )
+    .await;
+
+    let mut total_runs = 0;
+    for (dag_id, expected) in [
+        (latest, vec![at(0), at(20), at(30)]),
+        (none, vec![at(0), at(30)]),
+    ] {
+        let runs = env.runs_of(dag_id).await;
+        let times: Vec<_> = runs.iter().map(|run| run.logical_time).collect();
+        assert_eq!(times, expected, "fire times of DAG {dag_id}");
+        for run in &runs {
+            let run = env.wait_run(&run.dedup_key, Duration::from_secs(60)).await;
+            assert_run_sound(&env, &run, RunStatus::Success).await;
+        }
+        total_runs += runs.len();
+    }
+    // One message per fire reached the stream: nothing was published twice.
+    let stored = env
+        .js
+        .get_stream(subjects::FIRE_STREAM)
+        .await
+        .expect("fire stream")
+        .info()
+        .await
+        .expect("stream info")
+        .state
+        .last_sequence;
+    assert_eq!(
+        stored,
+        total_runs as u64,
+        "fires stored in {}",
+        subjects::FIRE_STREAM
+    );
+    let log = ticker.log_text();
+    assert!(
+        log.contains("catching up a missed fire"),
+        "the restarted ticker logs the catch-up:\n{log}"
+    );
+}
+
+/// Sleeps until the wall clock reaches `at`.
+async fn sleep_until(at: chrono::DateTime<chrono::Utc>) {
+    if let Ok(wait) = (at - chrono::Utc::now()).to_std() {
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// A PostgreSQL cluster of the test's own (`initdb` + `pg_ctl` on a free
+/// port in a temporary directory), so it can be stopped and started without
+/// touching the shared server. Stopped on drop. As root the PostgreSQL tools
+/// run as the `postgres` user (initdb refuses root).
+struct PgCluster {
+    bin: PathBuf,
+    dir: tempfile::TempDir,
+    port: u16,
+    as_postgres: bool,
+}
+
+impl PgCluster {
+    fn start() -> PgCluster {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL installed under /usr/lib/postgresql")
+            .flatten()
+            .map(|entry| entry.path().join("bin"))
+            .filter(|bin| bin.join("pg_ctl").exists())
+            .max()
+            .expect("a PostgreSQL version with pg_ctl");
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let as_postgres = std::os::unix::fs::MetadataExt::uid(
+            &std::fs::metadata("/proc/self").expect("/proc/self"),
+        ) == 0;
+        if as_postgres {
+            run_ok(Command::new("chown").arg("postgres:").arg(dir.path()));
+        }
+        let cluster = PgCluster {
+            bin,
+            dir,
+            port: crate::harness::free_port(),
+            as_postgres,
+        };
+        let data = cluster.data();
+        run_ok(&mut cluster.tool(
+            "initdb",
+            &["-D", &data, "-U", "postgres", "-A", "trust", "--no-sync"],
+        ));
+        cluster.pg_ctl_start();
+        cluster
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    /// A PostgreSQL tool, as the `postgres` user when we are root.
+    fn tool(&self, name: &str, args: &[&str]) -> Command {
+        let program = self.bin.join(name);
+        let mut command = if self.as_postgres {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(program);
+            command
+        } else {
+            Command::new(program)
+        };
+        command.args(args).stdin(Stdio::null());
+        command
+    }
+
+    fn pg_ctl_start(&self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("postgres.log").display().to_string();
+        run_ok(&mut self.tool(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data(),
+                "-l",
+                &log,
+                "-o",
+                &options,
+                "-w",
+                "start",
+            ],
+        ));
+    }
+
+    /// Stops the server the way a crash would (`-m immediate`: no checkpoint,
+    /// every connection cut), waits `down`, and starts it again.
+    fn crash_and_restart(&self, down: Duration) {
+        run_ok(&mut self.tool(
+            "pg_ctl",
+            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+        ));
+        std::thread::sleep(down);
+        self.pg_ctl_start();
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PgCluster {
+    fn drop(&mut self) {
+        let _ = self
+            .tool("pg_ctl", &["-D", &self.data(), "-m", "immediate", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Runs `command`, panicking with its output if it fails.
+fn run_ok(command: &mut Command) {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed with {}:\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// PostgreSQL crashes and comes back, three times during a run: the roles'
+/// queries fail or wait while it is down, work resumes when it is back, and
+/// nothing is lost or done twice. (Before the runner retried the commit of
+/// an attempt's end, a crash at that moment left the task RUNNING forever.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_restart_mid_run() {
+    let cluster = PgCluster::start();
+    let env = TestEnv::with_database(cluster.url()).await;
+    let side = env.path("side");
+    env.apply(&layered_dag("layers", 8, 5, "sleep 0.3; ", &side))
+        .await;
+    let mut roles = vec![
+        start_ticker(&env, "ticker").await,
+        start_resolver(&env, "resolver").await,
+        start_runner(&env, "runner-1", 3, &[]).await,
+        start_runner(&env, "runner-2", 3, &[]).await,
+    ];
+
+    let key = env.trigger("layers").await;
+    // Three crashes, each after some more tasks finished: one crash cuts
+    // only the few queries in flight at that instant, so a single one would
+    // often miss the interesting moments (a runner committing a task's end).
+    for crash in 1..=3 {
+        wait_file_lines(&side, 8 * crash, Duration::from_secs(60)).await;
+        let run = env.run_by_key(&key).await.expect("the run");
+        assert_eq!(run.status, RunStatus::Running, "crash {crash} mid-run");
+        cluster.crash_and_restart(Duration::from_secs(3));
+    }
+
+    let run = env.wait_run(&key, TWO_MINUTES).await;
+    let successes = assert_run_sound(&env, &run, RunStatus::Success).await;
+    assert_eq!(successes.len(), 40);
+    let names: Vec<String> = successes.keys().cloned().collect();
+    assert_side_effects_once(&side, names.iter().map(String::as_str));
+    for role in &mut roles {
+        role.assert_running();
     }
 }

@@ -64,7 +64,8 @@ fn init_tracing() {
     });
 }
 
-fn free_port() -> u16 {
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -75,54 +76,77 @@ fn free_port() -> u16 {
 pub struct NatsServer {
     child: Child,
     port: u16,
-    /// Keeps the store directory alive as long as the server.
-    _store: TempDir,
+    /// The store directory (JetStream data and the server's log), kept
+    /// alive as long as the server and reused by [`NatsServer::restart`].
+    store: TempDir,
+}
+
+/// The nats-server binary tests run.
+fn nats_binary() -> String {
+    std::env::var("DATAJUMP_TEST_NATS_SERVER").unwrap_or_else(|_| "nats-server".to_owned())
+}
+
+/// Starts nats-server on `port` with its JetStream store and log in `store`,
+/// and waits until it accepts connections.
+fn spawn_nats(binary: &str, port: u16, store: &Path) -> Result<Child, String> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(store.join("nats.log"))
+        .expect("log file");
+    let mut child = Command::new(binary)
+        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .arg(store.join("js"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(store.join("nats.log")).unwrap_or_default();
+            return Err(format!("{binary} exited with {status}:\n{log}"));
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(child);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{binary} did not listen on {port} within 20 s"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 impl NatsServer {
     /// Starts `$DATAJUMP_TEST_NATS_SERVER` (default `nats-server`) on a free
     /// port and waits until it accepts connections.
     pub fn start() -> NatsServer {
-        let binary =
-            std::env::var("DATAJUMP_TEST_NATS_SERVER").unwrap_or_else(|_| "nats-server".to_owned());
+        let binary = nats_binary();
         let mut last_error = String::new();
         // A port found free may be taken before the server binds it: try again.
         for _ in 0..5 {
             let store = tempfile::tempdir().expect("temporary directory");
             let port = free_port();
-            let log = std::fs::File::create(store.path().join("nats.log")).expect("log file");
-            let mut child = Command::new(&binary)
-                .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
-                .arg(store.path().join("js"))
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
-            let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
-                if let Ok(Some(status)) = child.try_wait() {
-                    let log =
-                        std::fs::read_to_string(store.path().join("nats.log")).unwrap_or_default();
-                    last_error = format!("{binary} exited with {status}:\n{log}");
-                    break;
+            match spawn_nats(&binary, port, store.path()) {
+                Ok(child) => {
+                    return NatsServer { child, port, store };
                 }
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return NatsServer {
-                        child,
-                        port,
-                        _store: store,
-                    };
-                }
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    last_error = format!("{binary} did not listen on {port} within 20 s");
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+                Err(e) => last_error = e,
             }
         }
         panic!("cannot start nats-server: {last_error}");
+    }
+
+    /// Kills the server (SIGKILL, as a crash would), waits `down`, and starts
+    /// it again on the same port with the same JetStream store.
+    pub fn restart(&mut self, down: Duration) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::thread::sleep(down);
+        self.child = spawn_nats(&nats_binary(), self.port, self.store.path())
+            .unwrap_or_else(|e| panic!("cannot restart nats-server: {e}"));
     }
 
     /// `nats://127.0.0.1:<port>`.
@@ -278,6 +302,25 @@ impl TestEnv {
                 (Some(pg), url)
             }
         };
+        TestEnv::assemble(tmp, server, pg, db_url).await
+    }
+
+    /// Starts a NATS server and migrates the database at `db_url`, which the
+    /// test owns (nothing is dropped at the end): for a test that runs its own
+    /// PostgreSQL cluster.
+    pub async fn with_database(db_url: String) -> TestEnv {
+        init_tracing();
+        let tmp = tempfile::tempdir().expect("temporary directory");
+        let server = NatsServer::start();
+        TestEnv::assemble(tmp, server, None, db_url).await
+    }
+
+    async fn assemble(
+        tmp: TempDir,
+        server: NatsServer,
+        pg: Option<PgDatabase>,
+        db_url: String,
+    ) -> TestEnv {
         let db = datajump_shared::db::connect(&db_url)
             .await
             .unwrap_or_else(|e| panic!("cannot connect to {db_url}: {e}"));
@@ -308,6 +351,11 @@ impl TestEnv {
     /// The NATS URL roles connect to.
     pub fn nats_url(&self) -> String {
         self.server.url()
+    }
+
+    /// Restarts the NATS server on the same port and store (see [`NatsServer::restart`]).
+    pub fn restart_nats(&mut self, down: Duration) {
+        self.server.restart(down);
     }
 
     /// A scratch path (not created).
