@@ -367,6 +367,10 @@ async fn wait_file_lines(path: &Path, lines: usize, timeout: Duration) -> Vec<St
 }
 
 const TWO_MINUTES: Duration = Duration::from_secs(120);
+/// How long work may stall after a restart: a message lost with a crash is
+/// redelivered after the consumers' 30 s ack wait, and work committed but
+/// never published is republished by the deadline scan after 60 s.
+const RECOVERY: Duration = Duration::from_secs(100);
 
 /// `kill -9` a runner while it runs a task: the task's process group dies
 /// with it (no orphan), and another runner takes the task over once the dead
@@ -763,7 +767,7 @@ async fn nats_server_restart_mid_run() {
 
     let key = env.trigger("layers").await;
     for restart in 1..=2 {
-        wait_file_lines(&side, 10 * restart, Duration::from_secs(60)).await;
+        wait_file_lines(&side, 10 * restart, RECOVERY).await;
         let run = env.run_by_key(&key).await.expect("the run");
         assert_eq!(run.status, RunStatus::Running, "restart {restart} mid-run");
         env.restart_nats(Duration::from_secs(2));
@@ -1067,7 +1071,7 @@ async fn postgres_restart_mid_run() {
     // only the few queries in flight at that instant, so a single one would
     // often miss the interesting moments (a runner committing a task's end).
     for crash in 1..=3 {
-        wait_file_lines(&side, 8 * crash, Duration::from_secs(60)).await;
+        wait_file_lines(&side, 8 * crash, RECOVERY).await;
         let run = env.run_by_key(&key).await.expect("the run");
         assert_eq!(run.status, RunStatus::Running, "crash {crash} mid-run");
         cluster.crash_and_restart(Duration::from_secs(3));
