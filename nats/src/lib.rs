@@ -387,6 +387,73 @@ pub async fn key_value(js: &Context, bucket: &str) -> Result<kv::Store, NatsErro
         .map_err(|e| js_err(format!("KV bucket {bucket}"))(e.into()))
 }
 
+/// Longest wait for the next message of a [`kv_scan`] before it gives up:
+/// the ordered consumer's idle heartbeats come every 5 s, so this silence
+/// means the bucket's stream is gone or the server stopped answering.
+const SCAN_IDLE: Duration = Duration::from_secs(30);
+
+/// Reads the latest value of every key of a bucket created by
+/// [`ensure_topology`] in one pass, calling `each(key, value)` per live key;
+/// returns how many keys it saw. Deleted and purged keys are skipped.
+///
+/// One ordered push consumer on the bucket's stream delivers the last
+/// message per subject — a single streamed read, where `kv.get` per key
+/// would cost a round trip per key (a million of them at a ticker's
+/// start). Values written while it reads may or may not be seen.
+pub async fn kv_scan(
+    js: &Context,
+    bucket: &str,
+    mut each: impl FnMut(&str, &[u8]),
+) -> Result<u64, NatsError> {
+    let what = || format!("scan {bucket}");
+    let prefix = format!("$KV.{bucket}.");
+    let stream = js
+        .get_stream(format!("KV_{bucket}"))
+        .await
+        .map_err(|e| js_err(what())(e.into()))?;
+    let consumer = stream
+        .create_consumer(jetstream::consumer::push::OrderedConfig {
+            deliver_subject: js.client().new_inbox(),
+            filter_subject: format!("{prefix}>"),
+            deliver_policy: DeliverPolicy::LastPerSubject,
+            replay_policy: jetstream::consumer::ReplayPolicy::Instant,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| js_err(what())(e.into()))?;
+    // An empty bucket delivers nothing, so "nothing pending" must come
+    // from the consumer's info rather than from a last message.
+    if consumer.cached_info().num_pending == 0 {
+        return Ok(0);
+    }
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(|e| js_err(what())(e.into()))?;
+    let mut seen = 0;
+    loop {
+        let message = match tokio::time::timeout(SCAN_IDLE, messages.next()).await {
+            Ok(Some(message)) => message.map_err(|e| js_err(what())(e.into()))?,
+            Ok(None) => return Err(js_err(what())("the consumer closed".into())),
+            Err(_) => return Err(js_err(what())("no message for 30 s".into())),
+        };
+        let info = message.info().map_err(|e| js_err(what())(e))?;
+        let pending = info.pending;
+        let removed = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("KV-Operation"))
+            .is_some_and(|op| matches!(op.as_str(), "DEL" | "PURGE"));
+        if !removed && let Some(key) = message.subject.strip_prefix(prefix.as_str()) {
+            each(key, &message.payload);
+            seen += 1;
+        }
+        if pending == 0 {
+            return Ok(seen);
+        }
+    }
+}
+
 /// The queues live runners serve, read from their heartbeats in
 /// `dj_runners` (an expired heartbeat is gone from the bucket). A heartbeat
 /// that cannot be read is skipped.

@@ -160,6 +160,11 @@ pub fn ticker_key(schedule_id: i64) -> String {
     format!("sched.{schedule_id}")
 }
 
+/// The schedule id of a `dj_ticker` key ([`ticker_key`]'s inverse).
+pub fn ticker_key_schedule(key: &str) -> Option<i64> {
+    key.strip_prefix("sched.")?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +190,8 @@ mod tests {
         assert_eq!(parse_work("dj.done.7"), None);
         assert_eq!(runner_consumer("etl", Band::Low), "runner-etl-low");
         assert_eq!(fire_msg_id(7, 1700000000), "fire:7:1700000000");
+        assert_eq!(ticker_key_schedule(&ticker_key(42)), Some(42));
+        assert_eq!(ticker_key_schedule("sched.x"), None);
+        assert_eq!(ticker_key_schedule("other.42"), None);
     }
 }

@@ -118,16 +118,19 @@ async fn drop_stale_ticker_keys(
     js: &Context,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let kv = datajump_nats::key_value(js, subjects::TICKER_BUCKET).await?;
-    let live: HashSet<String> = schedule::Entity::find()
+    // Ids only: a ticker may hold a million schedules.
+    let live: HashSet<i64> = schedule::Entity::find()
+        .select_only()
+        .column(schedule::Column::Id)
+        .into_tuple()
         .all(&config.db)
         .await?
         .into_iter()
-        .map(|s| subjects::ticker_key(s.id))
         .collect();
     let mut keys = kv.keys().await?;
     while let Some(key) = keys.next().await {
         let key = key?;
-        if !live.contains(&key) {
+        if !subjects::ticker_key_schedule(&key).is_some_and(|id| live.contains(&id)) {
             kv.purge(&key).await?;
         }
     }

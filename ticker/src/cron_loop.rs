@@ -1,8 +1,21 @@
 //! Cron fires: a min-heap of next fire times over every active schedule.
+//!
+//! A ticker may serve a million schedules, so loading them is bulk work:
+//! schedule rows come in pages of [`PAGE`] (joined to their DAG's online
+//! flag, only the columns firing needs) while the last fire of every
+//! schedule streams from `dj_ticker` in one pass ([`datajump_nats::kv_scan`]),
+//! both at once. Entries keep only what computing fires needs, and schedules
+//! with the same cron text share one parsed expression.
+//!
+//! Reloads (on a change notice or the slow timer) run in their own task
+//! while the current heap keeps firing, so a reload that takes seconds
+//! delays no fire. What the old heap fires meanwhile is remembered and the
+//! new heap skips it: its `dj_ticker` read may predate those fires.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
-use std::time::Duration;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{Context, kv};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
@@ -15,7 +28,11 @@ use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
 use datajump_shared::plan::Params;
 use datajump_shared::{TriggerType, subjects};
 use futures::StreamExt;
-use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, DbErr, EntityTrait, FromQueryResult, JoinType, QueryFilter, QueryOrder,
+    QuerySelect,
+};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -23,18 +40,31 @@ use crate::{Config, TickerError};
 
 /// Schedules are reloaded this often even without a change notice.
 const RELOAD_EVERY: Duration = Duration::from_secs(30);
+/// A failed load is retried after this long.
+const RETRY_LOAD: Duration = Duration::from_secs(1);
 /// Catch-up never walks more fire times than this per schedule.
 const CATCHUP_SCAN_LIMIT: usize = 100_000;
+/// Schedule rows read per query: large enough that a million schedules
+/// take a hundred round trips, small enough that a page's rows (with
+/// their strings) stay a few megabytes.
+const PAGE: u64 = 10_000;
 
-/// A schedule as the ticker needs it.
+/// A schedule as the ticker needs it: small, because there may be a
+/// million of them.
 struct Entry {
     schedule_id: i64,
     dag_id: i64,
-    cron: CronExpr,
+    /// Shared by every schedule with the same expression text.
+    cron: Arc<CronExpr>,
     tz: Tz,
     start_date: Option<NaiveDate>,
     end_date: Option<NaiveDate>,
     biz_date_offset_days: i32,
+    /// Missed fires the catch-up replays: 0 (`none`), 1 (`latest`) or the
+    /// schedule's limit (`all`).
+    catchup_keep: u32,
+    /// A fire later than this counts as missed.
+    misfire_grace_secs: i32,
 }
 
 impl Entry {
@@ -56,7 +86,33 @@ impl Entry {
     }
 }
 
+/// Next fires as (unix seconds, index into [`Schedules::entries`]).
 type Heap = BinaryHeap<Reverse<(i64, usize)>>;
+
+/// The schedules one load produced.
+#[derive(Default)]
+struct Schedules {
+    entries: Vec<Entry>,
+    heap: Heap,
+    /// Last fire (unix) per schedule that the previous heap made while this
+    /// one loaded: a heap item at or before it was already fired.
+    fired_while_loading: HashMap<i64, i64>,
+}
+
+/// The columns of a `schedule` row that loading reads.
+#[derive(FromQueryResult)]
+struct Row {
+    id: i64,
+    dag_id: i64,
+    cron_expr: Option<String>,
+    timezone: String,
+    start_date: Option<NaiveDate>,
+    end_date: Option<NaiveDate>,
+    catchup: String,
+    catchup_limit: i32,
+    misfire_grace_secs: i32,
+    biz_date_offset_days: i32,
+}
 
 pub(crate) async fn run(
     config: &Config,
@@ -71,126 +127,160 @@ pub(crate) async fn run(
             None
         }
     };
+    let mut schedules = Schedules::default();
+    let mut loading = Some(spawn_load(config, js, &kv));
+    let mut fired_while_loading = HashMap::new();
+    let mut reload_at = tokio::time::Instant::now() + RELOAD_EVERY;
+    // A change notice that came while a load ran: that load may have read
+    // the schedules before the change.
+    let mut changed_while_loading = false;
     while !shutdown.is_cancelled() {
-        let (entries, mut heap) = match load(config, js, &kv).await {
-            Ok(loaded) => loaded,
-            Err(e) => {
-                warn!(error = %e, "cannot load schedules; retrying");
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(1)) => continue,
-                    () = shutdown.cancelled() => break,
+        let recent = loading.is_some().then_some(&mut fired_while_loading);
+        fire_due(js, &kv, &mut schedules, recent).await;
+        let wake = schedules
+            .heap
+            .peek()
+            .and_then(|Reverse((unix, _))| DateTime::from_timestamp(*unix, 0))
+            .map(|at| {
+                let wait = (at - Utc::now()).to_std().unwrap_or_default();
+                (tokio::time::Instant::now() + wait).min(reload_at)
+            })
+            .unwrap_or(reload_at);
+        let changed = async {
+            match changes.as_mut() {
+                Some(sub) => {
+                    sub.next().await;
                 }
+                None => std::future::pending().await,
             }
         };
-        let reload_at = tokio::time::Instant::now() + RELOAD_EVERY;
-        loop {
-            let now = Utc::now();
-            while let Some(&Reverse((unix, index))) = heap.peek() {
-                if unix > now.timestamp() {
-                    break;
-                }
-                heap.pop();
-                let entry = &entries[index];
-                let Some(at) = DateTime::from_timestamp(unix, 0) else {
-                    continue;
-                };
-                match fire(js, &kv, entry, at).await {
-                    Ok(()) => {
-                        if let Some(next) = entry.next_after(at) {
-                            heap.push(Reverse((next.timestamp(), index)));
-                        }
+        let loaded = async {
+            match loading.as_mut() {
+                Some(handle) => handle.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            joined = loaded => {
+                loading = None;
+                match joined {
+                    Ok(Ok(mut new)) => {
+                        new.fired_while_loading = std::mem::take(&mut fired_while_loading);
+                        schedules = new;
+                        reload_at = tokio::time::Instant::now() + RELOAD_EVERY;
+                    }
+                    Ok(Err(e)) => {
+                        warn!(error = %e, "cannot load schedules; retrying");
+                        reload_at = tokio::time::Instant::now() + RETRY_LOAD;
                     }
                     Err(e) => {
-                        warn!(schedule_id = entry.schedule_id, error = %e, "fire failed; retrying");
-                        heap.push(Reverse((unix, index)));
-                        break;
+                        warn!(error = %e, "schedule load stopped; retrying");
+                        reload_at = tokio::time::Instant::now() + RETRY_LOAD;
                     }
                 }
-            }
-            let wake = heap
-                .peek()
-                .and_then(|Reverse((unix, _))| DateTime::from_timestamp(*unix, 0))
-                .map(|at| {
-                    let wait = (at - Utc::now()).to_std().unwrap_or_default();
-                    (tokio::time::Instant::now() + wait).min(reload_at)
-                })
-                .unwrap_or(reload_at);
-            let changed = async {
-                match changes.as_mut() {
-                    Some(sub) => {
-                        sub.next().await;
-                    }
-                    None => std::future::pending().await,
+                if std::mem::take(&mut changed_while_loading) {
+                    reload_at = tokio::time::Instant::now();
                 }
-            };
-            tokio::select! {
-                () = tokio::time::sleep_until(wake) => {
-                    if tokio::time::Instant::now() >= reload_at { break; }
-                },
-                () = changed => { debug!("schedules changed: reloading"); break; },
-                () = shutdown.cancelled() => break,
-            }
+            },
+            () = tokio::time::sleep_until(wake) => {
+                if loading.is_none() && tokio::time::Instant::now() >= reload_at {
+                    fired_while_loading.clear();
+                    loading = Some(spawn_load(config, js, &kv));
+                }
+            },
+            () = changed => {
+                debug!("schedules changed: reloading");
+                if loading.is_some() {
+                    changed_while_loading = true;
+                } else {
+                    fired_while_loading.clear();
+                    loading = Some(spawn_load(config, js, &kv));
+                }
+            },
+            () = shutdown.cancelled() => break,
         }
+    }
+    if let Some(handle) = loading {
+        handle.abort();
     }
     Ok(())
 }
 
-async fn load(
+/// Fires everything due in `schedules`, recording each fire in `recent`
+/// when a reload is running. A failed fire stays in the heap and ends the
+/// pass: the next pass retries it.
+async fn fire_due(
+    js: &Context,
+    kv: &kv::Store,
+    schedules: &mut Schedules,
+    mut recent: Option<&mut HashMap<i64, i64>>,
+) {
+    let now = Utc::now().timestamp();
+    while let Some(&Reverse((unix, index))) = schedules.heap.peek() {
+        if unix > now {
+            break;
+        }
+        schedules.heap.pop();
+        let entry = &schedules.entries[index];
+        if let Some(&fired) = schedules.fired_while_loading.get(&entry.schedule_id)
+            && fired >= unix
+        {
+            // The previous heap fired this while the current one loaded.
+            let next = DateTime::from_timestamp(fired, 0).and_then(|at| entry.next_after(at));
+            if let Some(next) = next {
+                schedules.heap.push(Reverse((next.timestamp(), index)));
+            }
+            continue;
+        }
+        let Some(at) = DateTime::from_timestamp(unix, 0) else {
+            continue;
+        };
+        match fire(js, kv, entry, at).await {
+            Ok(()) => {
+                if let Some(recent) = recent.as_deref_mut() {
+                    recent.insert(entry.schedule_id, unix);
+                }
+                if let Some(next) = entry.next_after(at) {
+                    schedules.heap.push(Reverse((next.timestamp(), index)));
+                }
+            }
+            Err(e) => {
+                warn!(schedule_id = entry.schedule_id, error = %e, "fire failed; retrying");
+                schedules.heap.push(Reverse((unix, index)));
+                break;
+            }
+        }
+    }
+}
+
+/// Starts a load in its own task, so firing goes on meanwhile.
+fn spawn_load(
     config: &Config,
     js: &Context,
     kv: &kv::Store,
-) -> Result<(Vec<Entry>, Heap), LoadError> {
-    let online: HashSet<i64> = dag::Entity::find()
-        .filter(dag::Column::Online.eq(true))
-        .all(&config.db)
-        .await?
-        .into_iter()
-        .map(|d| d.id)
-        .collect();
-    let rows = schedule::Entity::find()
-        .filter(schedule::Column::Kind.eq("CRON"))
-        .filter(schedule::Column::Active.eq(true))
-        .all(&config.db)
-        .await?;
+) -> JoinHandle<Result<Schedules, LoadError>> {
+    let (config, js, kv) = (config.clone(), js.clone(), kv.clone());
+    tokio::spawn(async move { load(&config, &js, &kv).await })
+}
+
+/// Reads schedules and last fires, replays missed fires by each schedule's
+/// catch-up policy and builds the heap.
+async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules, LoadError> {
+    let started = Instant::now();
+    let (entries, last_fires) = tokio::try_join!(read_schedules(config), read_last_fires(js))?;
+    let read_ms = started.elapsed().as_millis();
     let now = Utc::now();
-    let mut entries = Vec::new();
-    let mut heap = Heap::new();
-    for row in rows {
-        if !online.contains(&row.dag_id) {
-            continue;
-        }
-        if let Some((k, n)) = config.shard
-            && u64::try_from(row.id).unwrap_or_default() % n != k
-        {
-            continue;
-        }
-        let Some(expr) = row.cron_expr.as_deref() else {
-            continue;
-        };
-        let cron = match CronExpr::parse(expr) {
-            Ok(cron) => cron,
-            Err(e) => {
-                warn!(schedule_id = row.id, error = %e, "stored cron expression is invalid; schedule skipped");
-                continue;
-            }
-        };
-        let entry = Entry {
-            schedule_id: row.id,
-            dag_id: row.dag_id,
-            cron,
-            tz: parse_time_zone(&row.timezone).unwrap_or(config.default_timezone),
-            start_date: row.start_date,
-            end_date: row.end_date,
-            biz_date_offset_days: row.biz_date_offset_days,
-        };
-        let last = last_fire(kv, row.id).await?;
-        let grace = chrono::Duration::seconds(i64::from(row.misfire_grace_secs));
-        let on_time_from = now - grace;
+    let mut next_fires = Vec::with_capacity(entries.len());
+    for (index, entry) in entries.iter().enumerate() {
+        let last = last_fires
+            .get(&entry.schedule_id)
+            .and_then(|unix| DateTime::from_timestamp(*unix, 0));
+        let on_time_from = now - chrono::Duration::seconds(i64::from(entry.misfire_grace_secs));
         let start = match last {
             Some(last) if last < on_time_from => {
-                for missed in missed_fires(&entry, last, on_time_from, &row) {
-                    info!(schedule_id = row.id, fire = %missed, policy = %row.catchup, "catching up a missed fire");
-                    fire(js, kv, &entry, missed).await?;
+                for missed in missed_fires(entry, last, on_time_from) {
+                    info!(schedule_id = entry.schedule_id, fire = %missed, keep = entry.catchup_keep, "catching up a missed fire");
+                    fire(js, kv, entry, missed).await?;
                 }
                 on_time_from
             }
@@ -198,30 +288,131 @@ async fn load(
             None => now,
         };
         if let Some(next) = entry.next_after(start) {
-            heap.push(Reverse((next.timestamp(), entries.len())));
+            next_fires.push(Reverse((next.timestamp(), index)));
         }
-        entries.push(entry);
     }
-    info!(schedules = entries.len(), "schedules loaded");
-    Ok((entries, heap))
+    info!(
+        schedules = entries.len(),
+        last_fires = last_fires.len(),
+        read_ms,
+        elapsed_ms = started.elapsed().as_millis(),
+        "schedules loaded"
+    );
+    Ok(Schedules {
+        entries,
+        // Heapifying the whole vector is linear; pushing one by one is not.
+        heap: Heap::from(next_fires),
+        fired_while_loading: HashMap::new(),
+    })
+}
+
+/// Every active cron schedule of an online DAG in this ticker's shard,
+/// read a page at a time in id order.
+async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
+    let mut parsed: HashMap<String, Arc<CronExpr>> = HashMap::new();
+    let mut entries = Vec::new();
+    let mut after = i64::MIN;
+    loop {
+        let page: Vec<Row> = schedule::Entity::find()
+            .select_only()
+            .columns([
+                schedule::Column::Id,
+                schedule::Column::DagId,
+                schedule::Column::CronExpr,
+                schedule::Column::Timezone,
+                schedule::Column::StartDate,
+                schedule::Column::EndDate,
+                schedule::Column::Catchup,
+                schedule::Column::CatchupLimit,
+                schedule::Column::MisfireGraceSecs,
+                schedule::Column::BizDateOffsetDays,
+            ])
+            .join(
+                JoinType::InnerJoin,
+                schedule::Entity::belongs_to(dag::Entity)
+                    .from(schedule::Column::DagId)
+                    .to(dag::Column::Id)
+                    .into(),
+            )
+            .filter(dag::Column::Online.eq(true))
+            .filter(schedule::Column::Kind.eq("CRON"))
+            .filter(schedule::Column::Active.eq(true))
+            .filter(schedule::Column::Id.gt(after))
+            .order_by_asc(schedule::Column::Id)
+            .limit(PAGE)
+            .into_model::<Row>()
+            .all(&config.db)
+            .await?;
+        let Some(last) = page.last() else {
+            return Ok(entries);
+        };
+        after = last.id;
+        let full = page.len() as u64 == PAGE;
+        for row in page {
+            if let Some((k, n)) = config.shard
+                && u64::try_from(row.id).unwrap_or_default() % n != k
+            {
+                continue;
+            }
+            let Some(expr) = row.cron_expr else {
+                continue;
+            };
+            let cron = match parsed.get(&expr) {
+                Some(cron) => Arc::clone(cron),
+                None => match CronExpr::parse(&expr) {
+                    Ok(cron) => {
+                        let cron = Arc::new(cron);
+                        parsed.insert(expr, Arc::clone(&cron));
+                        cron
+                    }
+                    Err(e) => {
+                        warn!(schedule_id = row.id, error = %e, "stored cron expression is invalid; schedule skipped");
+                        continue;
+                    }
+                },
+            };
+            entries.push(Entry {
+                schedule_id: row.id,
+                dag_id: row.dag_id,
+                cron,
+                tz: parse_time_zone(&row.timezone).unwrap_or(config.default_timezone),
+                start_date: row.start_date,
+                end_date: row.end_date,
+                biz_date_offset_days: row.biz_date_offset_days,
+                catchup_keep: match row.catchup.as_str() {
+                    "none" => 0,
+                    "all" => u32::try_from(row.catchup_limit).unwrap_or_default(),
+                    _ => 1,
+                },
+                misfire_grace_secs: row.misfire_grace_secs,
+            });
+        }
+        if !full {
+            return Ok(entries);
+        }
+    }
+}
+
+/// The last fire (unix) of every schedule in `dj_ticker`, in one pass.
+async fn read_last_fires(js: &Context) -> Result<HashMap<i64, i64>, LoadError> {
+    let mut last = HashMap::new();
+    datajump_nats::kv_scan(js, subjects::TICKER_BUCKET, |key, value| {
+        let unix = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+        if let (Some(schedule_id), Some(unix)) = (subjects::ticker_key_schedule(key), unix) {
+            last.insert(schedule_id, unix);
+        }
+    })
+    .await?;
+    Ok(last)
 }
 
 /// Fires in `(last, until]` that the catch-up policy replays, oldest first.
-fn missed_fires(
-    entry: &Entry,
-    last: DateTime<Utc>,
-    until: DateTime<Utc>,
-    row: &schedule::Model,
-) -> Vec<DateTime<Utc>> {
-    let keep = match row.catchup.as_str() {
-        "none" => 0,
-        "all" => usize::try_from(row.catchup_limit).unwrap_or_default(),
-        _ => 1,
-    };
+fn missed_fires(entry: &Entry, last: DateTime<Utc>, until: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    let keep = usize::try_from(entry.catchup_keep).unwrap_or(usize::MAX);
     if keep == 0 {
         return Vec::new();
     }
-    let mut missed = std::collections::VecDeque::with_capacity(keep);
+    let mut missed = std::collections::VecDeque::with_capacity(keep.min(CATCHUP_SCAN_LIMIT));
     let mut at = last;
     for _ in 0..CATCHUP_SCAN_LIMIT {
         match entry.next_after(at) {
@@ -244,19 +435,6 @@ enum LoadError {
     Db(#[from] DbErr),
     #[error(transparent)]
     Nats(#[from] NatsError),
-}
-
-async fn last_fire(kv: &kv::Store, schedule_id: i64) -> Result<Option<DateTime<Utc>>, NatsError> {
-    let value = kv
-        .get(subjects::ticker_key(schedule_id))
-        .await
-        .map_err(|e| NatsError::JetStream {
-            what: "read dj_ticker".to_owned(),
-            source: e.into(),
-        })?;
-    Ok(value
-        .and_then(|bytes| std::str::from_utf8(&bytes).ok()?.parse::<i64>().ok())
-        .and_then(|unix| DateTime::from_timestamp(unix, 0)))
 }
 
 /// Publishes the fire of `entry` at `at`, then records it in `dj_ticker`.
@@ -294,4 +472,42 @@ async fn fire(
     })?;
     debug!(schedule_id = entry.schedule_id, fire = %at, duplicate, "fired");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use datajump_shared::cron::CronError;
+
+    use super::*;
+
+    fn every_minute(catchup_keep: u32) -> Result<Entry, CronError> {
+        Ok(Entry {
+            schedule_id: 1,
+            dag_id: 1,
+            cron: Arc::new(CronExpr::parse("0 * * * * ?")?),
+            tz: chrono_tz::UTC,
+            start_date: None,
+            end_date: None,
+            biz_date_offset_days: 0,
+            catchup_keep,
+            misfire_grace_secs: 60,
+        })
+    }
+
+    fn minute(n: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + n * 60, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn catchup_keeps_the_latest_missed_fires() -> Result<(), CronError> {
+        let (last, until) = (minute(0), minute(5));
+        assert!(missed_fires(&every_minute(0)?, last, until).is_empty());
+        assert_eq!(missed_fires(&every_minute(1)?, last, until), [minute(5)]);
+        assert_eq!(
+            missed_fires(&every_minute(3)?, last, until),
+            [minute(3), minute(4), minute(5)]
+        );
+        assert_eq!(missed_fires(&every_minute(100)?, last, until).len(), 5);
+        Ok(())
+    }
 }
