@@ -1,7 +1,9 @@
 //! The request and response bodies of the API (camelCase JSON, `003_*` §6).
 //!
-//! Requests reject unknown fields. DAG definitions themselves are not here:
-//! they have the DAG file's shape and go through [`crate::definition`].
+//! Requests reject unknown fields. Answers derive `Deserialize` too: the
+//! `datajump` CLI reads them with these very types, so the two cannot
+//! drift. DAG definitions themselves are not here: they have the DAG
+//! file's shape and go through [`crate::definition`].
 
 use std::collections::BTreeMap;
 
@@ -12,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One page of a list.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
     /// The items of this page.
@@ -99,7 +101,7 @@ pub struct LogQuery {
 }
 
 /// A DAG's headline fields (list items; the detail adds its definition).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DagSummary {
     /// DAG id.
@@ -189,7 +191,7 @@ pub struct TriggerRequest {
 }
 
 /// `POST /api/v1/dags/{dagId}/trigger` answer (202).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TriggerResponse {
     /// The run's key; its id exists once a resolver has created it.
@@ -203,7 +205,7 @@ pub struct TriggerResponse {
 }
 
 /// A DAG run (`003_*`: DAG instance).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDto {
     /// Run id (instance id).
@@ -252,7 +254,7 @@ impl From<&dag_run::Model> for RunDto {
 }
 
 /// A run with its task instances.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDetail {
     /// The run.
@@ -263,7 +265,7 @@ pub struct RunDetail {
 }
 
 /// `GET /api/v1/dags/instances/{id}/status` answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStatusDto {
     /// Run id.
@@ -283,7 +285,7 @@ pub struct RunStatusDto {
 }
 
 /// A task instance: one task in one run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInstanceDto {
     /// Task instance id.
@@ -352,7 +354,7 @@ impl From<&task_instance::Model> for TaskInstanceDto {
 }
 
 /// A task instance with its attempts.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInstanceDetail {
     /// The instance.
@@ -363,7 +365,7 @@ pub struct TaskInstanceDetail {
 }
 
 /// One attempt of a task instance (`000_*` §4.4).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionDto {
     /// Execution id.
@@ -409,7 +411,7 @@ impl From<&execution::Model> for ExecutionDto {
 }
 
 /// What a kill did.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KillResponse {
     /// The task instance or run.
@@ -421,7 +423,7 @@ pub struct KillResponse {
 }
 
 /// A DAG's schedule (`003_*` §6.5).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleDto {
     /// The DAG.
@@ -550,7 +552,7 @@ pub struct ValidateCronResponse {
 }
 
 /// `POST /api/v1/events/{name}` answer (202).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventResponse {
     /// The event name.
@@ -590,7 +592,7 @@ pub struct RerunRequest {
 }
 
 /// `POST /api/v1/dags/instances/{instanceId}/rerun` answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RerunResponse {
     /// The run, rerun in place (same id, same business date).
@@ -599,6 +601,37 @@ pub struct RerunResponse {
     pub status: String,
     /// Whether only failed tasks were rerun.
     pub failed_only: bool,
+    /// Task instances queued at once (the others wait for their parents).
+    pub queued_task_instances: Vec<TaskInstanceDto>,
+}
+
+/// `POST /api/v1/task-instances/{taskInstanceId}/clear` body (optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClearRequest {
+    /// Also clear every task downstream of it (default: only this one).
+    #[serde(default)]
+    pub downstream: bool,
+}
+
+/// `POST /api/v1/task-instances/{taskInstanceId}/mark` body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MarkRequest {
+    /// `SUCCESS` or `FAILED`.
+    pub status: TaskStatus,
+}
+
+/// What a clear or a mark of a task instance did.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskResetResponse {
+    /// The task instance.
+    pub id: i64,
+    /// Its run.
+    pub dag_instance_id: i64,
+    /// Its status now.
+    pub status: String,
     /// Task instances queued at once (the others wait for their parents).
     pub queued_task_instances: Vec<TaskInstanceDto>,
 }
@@ -614,7 +647,7 @@ pub struct BackfillRequest {
 }
 
 /// A run a backfill started.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackfillRun {
     /// Its business date.
@@ -628,7 +661,7 @@ pub struct BackfillRun {
 }
 
 /// A business date a backfill left alone, and why.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackfillSkip {
     /// The business date.
@@ -640,7 +673,7 @@ pub struct BackfillSkip {
 }
 
 /// `POST /api/v1/dags/{dagId}/backfill` answer (202).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackfillResponse {
     /// The DAG.

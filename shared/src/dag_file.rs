@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::NaiveDate;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::cron::{CronExpr, parse_time_zone};
@@ -37,7 +37,7 @@ pub enum DagFileError {
 }
 
 /// What a fire does when the DAG already has `max_active_runs` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum OverlapPolicy {
     /// Drop the fire.
@@ -61,7 +61,7 @@ impl OverlapPolicy {
 }
 
 /// Which fires missed while no ticker ran are replayed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Catchup {
     /// None of them.
@@ -84,8 +84,10 @@ impl Catchup {
     }
 }
 
-/// A DAG as written in a file.
-#[derive(Debug, Clone, Deserialize)]
+/// A DAG as written in a file. Serialized, it is the same file with every
+/// default written out, which is how `datajump dag apply` sends a whole
+/// definition to the API (a field left out of an update would be kept).
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DagFile {
     /// Unique name.
@@ -122,7 +124,7 @@ pub struct DagFile {
 }
 
 /// A schedule as written: `cron:` or `event:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFile {
     /// Unique within the DAG; defaults to `default`, then `schedule-<n>`.
@@ -161,7 +163,7 @@ pub struct ScheduleFile {
 }
 
 /// A retry policy as written.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryFile {
     /// Retries after the first attempt.
@@ -219,7 +221,7 @@ impl Default for RetryFile {
 }
 
 /// A dependency as written: a bare task name, or the long form.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum DependencyFile {
     /// `- extract` (STRONG, same run) or `- other_dag/task`.
@@ -256,7 +258,7 @@ impl DependencyFile {
 }
 
 /// A task as written.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskFile {
     /// Unique within the DAG.

@@ -113,6 +113,21 @@ pub async fn get(
     Ok(AxumJson(detail(&state, &dag).await?))
 }
 
+/// `GET /api/v1/dags/by-name/{name}`: the DAG with this name (names are
+/// unique across projects) with its definition, as `GET /api/v1/dags/{dagId}`
+/// answers; how a client that knows DAGs by name (the CLI) finds the id.
+pub async fn by_name(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<AxumJson<Value>> {
+    let dag = dag::Entity::find()
+        .filter(dag::Column::Name.eq(&name))
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no DAG named '{name}'")))?;
+    Ok(AxumJson(detail(&state, &dag).await?))
+}
+
 /// `PUT /api/v1/dags/{dagId}`: changes the fields given, keeps the others
 /// (leaving out `tasks` keeps the tasks, and so on); the name cannot change.
 pub async fn update(

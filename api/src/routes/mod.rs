@@ -2,8 +2,8 @@
 //!
 //! | module | paths |
 //! | --- | --- |
-//! | [`dags`] | `/api/v1/dags`, `/api/v1/dags/{dagId}` and its `tasks`, `online`, `offline`, `validate`, `trigger`, `backfill` |
-//! | [`runs`] | `/api/v1/dags/{dagId}/instances`, `…/executions`, `/api/v1/dags/instances/…` (kill, rerun), `/api/v1/dags/task-instances/…`, kills |
+//! | [`dags`] | `/api/v1/dags`, `/api/v1/dags/{dagId}` (and `by-name/{name}`) and its `tasks`, `online`, `offline`, `validate`, `trigger`, `backfill` |
+//! | [`runs`] | `/api/v1/dags/{dagId}/instances`, `…/executions`, `/api/v1/dags/instances/…` (kill, rerun), `/api/v1/dags/task-instances/…`, kills, clears and marks of `/api/v1/task-instances/…` |
 //! | [`schedules`] | `/api/v1/dags/{dagId}/schedule…`, `/api/v1/dags/{dagId}/schedules…`, `/api/v1/dags/schedule/validate-cron` |
 //! | [`canvas`] | `/api/v1/dags/{dagId}/canvas` |
 //! | [`events`] | `/api/v1/events/{name}` |

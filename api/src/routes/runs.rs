@@ -1,7 +1,8 @@
 //! Runs and task instances (`003_*` §6.4): a DAG's run history, a run with
 //! its task instances and its status, a run by key (where a trigger points),
 //! a task instance with its attempts and its log, task instances by
-//! business date and task (`executions`) — and kills and reruns.
+//! business date and task (`executions`) — and kills, reruns, clears and
+//! marks.
 //!
 //! `003_*` calls a run a "DAG instance"; the paths keep its names.
 
@@ -12,6 +13,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use datajump_nats::control::ResetFailed;
+use datajump_shared::TaskStatus;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::state::{ResetError, ResetScope};
 use datajump_shared::subjects;
@@ -22,11 +24,12 @@ use tracing::{debug, info};
 use super::{find_dag, paging};
 use crate::AppState;
 use crate::dto::{
-    ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, LogQuery, Page, RerunRequest,
-    RerunResponse, RunDetail, RunDto, RunStatusDto, TaskInstanceDetail, TaskInstanceDto,
+    ClearRequest, ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, LogQuery,
+    MarkRequest, Page, RerunRequest, RerunResponse, RunDetail, RunDto, RunStatusDto,
+    TaskInstanceDetail, TaskInstanceDto, TaskResetResponse,
 };
 use crate::error::{Error, Result};
-use crate::extract::{JsonOrEmpty, Path, Query};
+use crate::extract::{Json, JsonOrEmpty, Path, Query};
 
 async fn find_run(state: &AppState, id: i64) -> Result<dag_run::Model> {
     dag_run::Entity::find_by_id(id)
@@ -325,16 +328,7 @@ pub async fn rerun(
     };
     let queued = datajump_nats::control::reset(&state.db, &state.js, id, scope)
         .await
-        .map_err(|e| match e {
-            ResetFailed::Reset(ResetError::Db(e)) => Error::Db(e),
-            ResetFailed::Reset(ResetError::UnknownRun(_) | ResetError::UnknownInstance(_)) => {
-                Error::not_found(format!("no DAG instance (run) with id {id}"))
-            }
-            ResetFailed::Reset(e @ ResetError::Live(..)) => {
-                Error::conflict(format!("run {id} cannot be rerun now: {e}"))
-            }
-            ResetFailed::Nats(e) => e.into(),
-        })?;
+        .map_err(|e| reset_failed(e, &format!("run {id} cannot be rerun now")))?;
     let run = find_run(&state, id).await?;
     info!(
         run = id,
@@ -347,4 +341,81 @@ pub async fn rerun(
         failed_only: body.failed_only,
         queued_task_instances: queued.iter().map(TaskInstanceDto::from).collect(),
     }))
+}
+
+/// The answer to a refused or failed rerun, clear or mark; `refused` says
+/// what could not be done when something in the way is still live.
+fn reset_failed(e: ResetFailed, refused: &str) -> Error {
+    match e {
+        ResetFailed::Reset(ResetError::Db(e)) => Error::Db(e),
+        ResetFailed::Reset(e @ (ResetError::UnknownRun(_) | ResetError::UnknownInstance(_))) => {
+            Error::not_found(e.to_string())
+        }
+        ResetFailed::Reset(e @ ResetError::Live(..)) => Error::conflict(format!("{refused}: {e}")),
+        ResetFailed::Nats(e) => e.into(),
+    }
+}
+
+/// A clear's or a mark's answer: the instance as it is now and what was
+/// queued at once.
+async fn reset_answer(
+    state: &AppState,
+    id: i64,
+    queued: &[task_instance::Model],
+) -> Result<AxumJson<TaskResetResponse>> {
+    let instance = find_task_instance(state, id).await?;
+    Ok(AxumJson(TaskResetResponse {
+        id,
+        dag_instance_id: instance.dag_run_id,
+        status: instance.status.as_str().to_owned(),
+        queued_task_instances: queued.iter().map(TaskInstanceDto::from).collect(),
+    }))
+}
+
+/// `POST /api/v1/task-instances/{taskInstanceId}/clear` `{ downstream? }`:
+/// puts a finished task instance (and with `downstream` everything below
+/// it) back to PENDING in its run, as `datajump task clear`; 409 while one
+/// of them is still live.
+pub async fn clear_task(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    JsonOrEmpty(body): JsonOrEmpty<ClearRequest>,
+) -> Result<AxumJson<TaskResetResponse>> {
+    let instance = find_task_instance(&state, id).await?;
+    let scope = ResetScope::Task {
+        task_id: instance.task_id,
+        downstream: body.downstream,
+    };
+    let queued = datajump_nats::control::reset(&state.db, &state.js, instance.dag_run_id, scope)
+        .await
+        .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be cleared now")))?;
+    info!(
+        task_instance = id,
+        downstream = body.downstream,
+        "task instance cleared through the API"
+    );
+    reset_answer(&state, id, &queued).await
+}
+
+/// `POST /api/v1/task-instances/{taskInstanceId}/mark` `{ status }`: marks
+/// a task instance `SUCCESS` or `FAILED` by hand, as `datajump task
+/// mark-success|mark-failed`; its downstream follows the new result. 409
+/// while it is queued or running.
+pub async fn mark_task(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    Json(body): Json<MarkRequest>,
+) -> Result<AxumJson<TaskResetResponse>> {
+    if !matches!(body.status, TaskStatus::Success | TaskStatus::Failed) {
+        return Err(Error::bad_request(format!(
+            "invalid field `status`: must be SUCCESS or FAILED, got {}",
+            body.status
+        )));
+    }
+    find_task_instance(&state, id).await?;
+    let queued = datajump_nats::control::mark(&state.db, &state.js, id, body.status)
+        .await
+        .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be marked now")))?;
+    info!(task_instance = id, status = %body.status, "task instance marked through the API");
+    reset_answer(&state, id, &queued).await
 }

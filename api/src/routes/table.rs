@@ -137,6 +137,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             dags::get,
         ),
         Endpoint::new(
+            Get,
+            "/api/v1/dags/by-name/{name}",
+            "A DAG by name with its definition",
+            dags::by_name,
+        ),
+        Endpoint::new(
             Put,
             "/api/v1/dags/{dagId}",
             "Change a DAG's fields",
@@ -263,6 +269,20 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Kill a task instance",
             runs::kill_task,
         ),
+        Endpoint::new(
+            Post,
+            "/api/v1/task-instances/{taskInstanceId}/clear",
+            "Put a finished task instance back to PENDING",
+            runs::clear_task,
+        )
+        .body(Optional),
+        Endpoint::new(
+            Post,
+            "/api/v1/task-instances/{taskInstanceId}/mark",
+            "Mark a task instance SUCCESS or FAILED",
+            runs::mark_task,
+        )
+        .body(Required),
         Endpoint::new(
             Get,
             "/api/v1/dags/{dagId}/schedule",
