@@ -5,11 +5,16 @@
 //! has no `CARGO_BIN_EXE_datajump`).
 //!
 //! Every role (`ticker`, `resolver`, `runner`, `api`) can run as its own
-//! process, or all together with `datajump up`; the user commands (`dag
-//! apply`, `trigger`, `runs`, `cron …`) sit beside them. Every setting is a
-//! flag with an environment variable, and the defaults bring a working system
-//! up on a laptop with nothing configured.
+//! process, or all together with `datajump up`; the user commands (`dag …`,
+//! `trigger`, `runs`, `logs`, `kill`, `rerun`, `task …`, `backfill`,
+//! `schedule …`, `events publish`) sit beside them and talk to the REST API
+//! only ([`api`]). Operator commands (`migrate`, `datasource`, `secret`,
+//! `alerts`) open the database directly ([`client`]): passwords and secret
+//! values are deliberately not exposed over HTTP. Every setting is a flag
+//! with an environment variable, and the defaults bring a working system up
+//! on a laptop with nothing configured.
 
+mod api;
 mod client;
 mod commands;
 mod nats_server;
@@ -27,6 +32,12 @@ use tracing_subscriber::EnvFilter;
 /// database and a local NATS server, and applies the DAG files in ./dags.
 /// In another terminal: `datajump trigger example_diamond --wait` and
 /// `datajump runs example_diamond`.
+///
+/// User commands (dag, trigger, runs, logs, kill, rerun, task, backfill,
+/// schedule, events) talk to the HTTP API at --api (DATAJUMP_API_URL), with
+/// the bearer token of DATAJUMP_API_TOKEN when the API requires one; they
+/// print tables, or the API's JSON with --json. Roles and operator commands
+/// (migrate, datasource, secret, alerts) use the database directly.
 #[derive(Parser)]
 #[command(
     name = "datajump",
@@ -42,13 +53,16 @@ struct Cli {
     command: Command,
 }
 
-/// Where the system's database and NATS are; shared by every command.
+/// Where the system's API, database and NATS are; shared by every command.
 #[derive(Args, Clone, Debug)]
 pub struct Global {
-    /// Database URL: `sqlite://FILE?mode=rwc` or `postgres://USER@HOST/DB`.
+    /// The HTTP API user commands talk to (`datajump up` and `datajump api` serve it).
+    #[arg(long = "api", global = true, env = "DATAJUMP_API_URL", default_value = api::DEFAULT_API_URL)]
+    pub api_url: String,
+    /// Database URL (roles and operator commands): `sqlite://FILE?mode=rwc` or `postgres://USER@HOST/DB`.
     #[arg(long, global = true, env = "DATAJUMP_DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
     pub database_url: String,
-    /// NATS URL, or a comma-separated list for a cluster.
+    /// NATS URL, or a comma-separated list for a cluster (roles, and `logs --follow`'s live lines).
     #[arg(
         long,
         global = true,
@@ -75,20 +89,26 @@ enum Command {
     Runner(commands::roles::RunnerArgs),
     /// Run the HTTP API.
     Api(commands::roles::ApiArgs),
-    /// Work with DAG definitions.
+    /// Work with DAG definitions: apply, list, show, delete.
     #[command(subcommand)]
     Dag(commands::dag::DagCommand),
+    /// List, add, change, pause, resume and remove a DAG's schedules.
+    #[command(subcommand)]
+    Schedule(commands::schedule::ScheduleCommand),
+    /// Publish external events that start the DAGs bound to them.
+    #[command(subcommand)]
+    Events(commands::events::EventsCommand),
     /// Start a MANUAL run of a DAG.
     Trigger(commands::trigger::TriggerArgs),
     /// List a DAG's runs with their task states.
     Runs(commands::runs::RunsArgs),
-    /// Manage the datasources SQL tasks connect to (passwords are never printed).
+    /// Manage the datasources SQL tasks connect to (direct database access; passwords are never printed).
     #[command(subcommand)]
     Datasource(commands::datasource::DatasourceCommand),
-    /// Test a DAG's alert webhooks and list the alerts sent.
+    /// Test a DAG's alert webhooks and list the alerts sent (direct database access).
     #[command(subcommand)]
     Alerts(commands::alerts::AlertsCommand),
-    /// Manage the secrets HTTP tasks put in headers as ${secret:NAME} (values are never printed).
+    /// Manage the secrets HTTP tasks put in headers as ${secret:NAME} (direct database access; values are never printed).
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
     /// Kill a running (or waiting) task instance, or a whole run.
@@ -135,6 +155,8 @@ pub async fn main() -> ExitCode {
         Command::Runner(args) => commands::roles::runner(&cli.global, args).await,
         Command::Api(args) => commands::roles::api(&cli.global, args).await,
         Command::Dag(command) => commands::dag::run(&cli.global, command).await,
+        Command::Schedule(command) => commands::schedule::run(&cli.global, command).await,
+        Command::Events(command) => commands::events::run(&cli.global, command).await,
         Command::Trigger(args) => commands::trigger::run(&cli.global, args).await,
         Command::Runs(args) => commands::runs::run(&cli.global, args).await,
         Command::Kill(args) => commands::kill::run(&cli.global, args).await,

@@ -1,4 +1,4 @@
-//! `datajump backfill DAG --from DATE --to DATE [--parallel N]`.
+//! `datajump backfill DAG --from DATE --to DATE [--parallel N]`, through the API.
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
@@ -8,12 +8,11 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use chrono::NaiveDate;
 use clap::Args;
-
-use datajump_shared::backfill::Planned;
-use datajump_shared::messages::FireMsg;
+use datajump_api::dto::{BackfillResponse, BackfillRun, RunStatusDto};
+use serde_json::json;
 
 use crate::Global;
-use crate::client::Client;
+use crate::api::{Api, print_json, read};
 
 /// Arguments of `backfill`.
 #[derive(Args)]
@@ -32,10 +31,20 @@ pub struct BackfillArgs {
     /// Give up waiting for a run after this many seconds.
     #[arg(long, default_value_t = 24 * 3600)]
     timeout: u64,
+    /// At the end, print the API's answers merged into one (the runs
+    /// started and the dates skipped) as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs `backfill`: one BACKFILL run per business date, with the run key a
 /// scheduled fire of that date has, so dates that already ran are skipped.
+///
+/// Each date is its own `POST /api/v1/dags/{dagId}/backfill` with `from` =
+/// `to` = that date, sent when a slot of `--parallel` is free: the endpoint
+/// given the whole range would start every date at once and leave the pace
+/// to the DAG's `maxActiveRuns`. Finished runs are seen by polling their
+/// status through the API.
 pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     if args.to < args.from {
         bail!("--to {} is before --from {}", args.to, args.from);
@@ -43,20 +52,23 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     if args.parallel == 0 {
         bail!("--parallel must be at least 1");
     }
-    let client = Client::connect(global).await?;
-    let mut queue: VecDeque<FireMsg> = VecDeque::new();
-    for planned in client.backfill_plan(&args.dag, args.from, args.to).await? {
-        match planned {
-            Planned::Fire(fire) => queue.push_back(fire),
-            Planned::NoFire { date, schedule } => eprintln!(
-                "{date}: schedule '{schedule}' does not fire for this business date; skipped"
-            ),
-        }
-    }
+    let api = Api::new(&global.api_url)?;
+    let dag_id = api.dag_id(&args.dag).await?.to_string();
+    let mut queue: VecDeque<NaiveDate> = args
+        .from
+        .iter_days()
+        .take_while(|d| *d <= args.to)
+        .collect();
     let total = queue.len();
-    let mut running: Vec<FireMsg> = Vec::new();
+    let mut answers = BackfillResponse {
+        dag_id: 0,
+        runs: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let mut running: Vec<BackfillRun> = Vec::new();
     let mut progress = Progress::new(total, std::io::stderr().is_terminal());
     let mut existed = 0usize;
+    let mut unscheduled = 0usize;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout);
     eprintln!(
         "backfilling {} for {total} business dates, {} at a time",
@@ -64,26 +76,62 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     );
     while !queue.is_empty() || !running.is_empty() {
         while running.len() < args.parallel
-            && let Some(fire) = queue.pop_front()
+            && let Some(date) = queue.pop_front()
         {
-            if let Some(status) = client.run_status(&fire.dedup_key).await? {
-                existed += 1;
-                progress.finished(
-                    &format!("{} already ran ({status}); skipped", fire.biz_date),
-                    false,
-                );
-                continue;
+            let answer: BackfillResponse = read(
+                api.post(
+                    &["dags", &dag_id, "backfill"],
+                    Some(&json!({ "from": date, "to": date })),
+                )
+                .await?,
+            )?;
+            answers.dag_id = answer.dag_id;
+            for skip in answer.skipped {
+                match skip.run_id {
+                    Some(run_id) => {
+                        existed += 1;
+                        let status: RunStatusDto = read(
+                            api.get(&["dags", "instances", &run_id.to_string(), "status"], &[])
+                                .await?,
+                        )?;
+                        progress.finished(
+                            &format!("{} already ran ({}); skipped", skip.biz_date, status.status),
+                            false,
+                        );
+                    }
+                    None => {
+                        unscheduled += 1;
+                        progress.finished(
+                            &format!("{}: {}; skipped", skip.biz_date, skip.reason),
+                            false,
+                        );
+                    }
+                }
+                answers.skipped.push(skip);
             }
-            client.publish_fire(&fire).await?;
-            running.push(fire);
+            running.extend(answer.runs);
         }
         let mut still = Vec::new();
-        for fire in running.drain(..) {
-            match client.run_status(&fire.dedup_key).await? {
-                Some(status) if !matches!(status.as_str(), "RUNNING" | "QUEUED") => {
-                    progress.finished(&format!("{} {status}", fire.biz_date), status != "SUCCESS");
+        for started in running.drain(..) {
+            match api
+                .get(&["dags", "instances", "by-key", &started.run_key], &[])
+                .await
+            {
+                Ok(run) => {
+                    let status = run["status"].as_str().unwrap_or_default();
+                    if matches!(status, "RUNNING" | "QUEUED") {
+                        still.push(started);
+                    } else {
+                        progress.finished(
+                            &format!("{} {status}", started.biz_date),
+                            status != "SUCCESS",
+                        );
+                        answers.runs.push(started);
+                    }
                 }
-                _ => still.push(fire),
+                // Not created yet: a resolver has not taken the fire.
+                Err(e) if e.is_not_found() => still.push(started),
+                Err(e) => return Err(e.into()),
             }
         }
         running = still;
@@ -100,11 +148,21 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     }
     progress.end();
     let failed = progress.failed;
-    println!(
-        "backfill of {}: {total} dates, {} ran, {existed} already existed, {failed} did not succeed",
-        args.dag,
-        total - existed
-    );
+    if args.json {
+        answers.runs.sort_by_key(|r| r.biz_date);
+        print_json(&serde_json::to_value(&answers)?);
+    } else {
+        let not_scheduled = if unscheduled > 0 {
+            format!(", {unscheduled} not scheduled")
+        } else {
+            String::new()
+        };
+        println!(
+            "backfill of {}: {total} dates, {} ran, {existed} already existed{not_scheduled}, {failed} did not succeed",
+            args.dag,
+            answers.runs.len(),
+        );
+    }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {

@@ -1,82 +1,245 @@
-//! `datajump dag apply|list`.
+//! `datajump dag apply|list|show|delete`, through the API.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
+use datajump_api::dto::DagSummary;
 use datajump_shared::dag_file::DagFile;
+use serde_json::Value;
 
 use crate::Global;
-use crate::client::Client;
+use crate::api::{Api, print_json, read};
 use crate::output::table;
 
 /// DAG subcommands.
 #[derive(Subcommand)]
 pub enum DagCommand {
-    /// Create or update DAGs from YAML files (by name); prints what changed.
+    /// Create or update DAGs from YAML files (by name); prints each DAG's version.
     ///
-    /// Every file is validated before anything is stored: cycles (named),
-    /// unknown or duplicate tasks, invalid cron, time zones, queue names.
-    /// See docs/DAG_FORMAT.md for the format.
+    /// Every file is validated here before anything is sent: cycles (named),
+    /// unknown or duplicate tasks, invalid cron, time zones, queue names, with
+    /// the line of a syntax error. The whole definition is then sent to the
+    /// API (created, or replaced in full: what the file leaves out gets its
+    /// default). See docs/DAG_FORMAT.md for the format.
     Apply {
         /// DAG files or folders of them (*.yaml, *.yml).
         #[arg(short = 'f', long = "file", required = true)]
         files: Vec<PathBuf>,
+        /// Print the API's answers (the DAGs as stored) as a JSON array.
+        #[arg(long)]
+        json: bool,
     },
-    /// List DAGs.
-    List,
+    /// List a project's DAGs.
+    List {
+        /// The project.
+        #[arg(long, default_value_t = 1)]
+        project: i64,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a DAG: its fields, tasks and schedules.
+    Show {
+        /// The DAG's name.
+        name: String,
+        /// Print the API's JSON (the whole definition) instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a DAG with its tasks, schedules and run history (refused while runs are active).
+    Delete {
+        /// The DAG's name.
+        name: String,
+    },
 }
 
 /// Runs a DAG subcommand.
 pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
-    let client = Client::connect(global).await?;
+    let api = Api::new(&global.api_url)?;
     match command {
-        DagCommand::Apply { files } => {
-            let files = expand(&files)?;
-            // Validate every file before storing any.
-            let mut parsed = Vec::new();
-            let mut failed = false;
-            for path in &files {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                match DagFile::parse(&text) {
-                    Ok(dag) => parsed.push((path, dag)),
-                    Err(e) => {
-                        eprintln!("{}: {e}", path.display());
-                        failed = true;
-                    }
-                }
+        DagCommand::Apply { files, json } => apply(&api, &files, json).await,
+        DagCommand::List { project, json } => {
+            let dags = api
+                .all(&["dags"], &[("projectId", project.to_string())])
+                .await?;
+            if json {
+                print_json(&Value::Array(dags));
+                return Ok(ExitCode::SUCCESS);
             }
-            if failed {
-                eprintln!("nothing was applied");
-                return Ok(ExitCode::FAILURE);
+            let mut rows = Vec::with_capacity(dags.len());
+            for dag in dags {
+                let d: DagSummary = read(dag)?;
+                rows.push(vec![
+                    d.id.to_string(),
+                    d.name,
+                    if d.online { "online" } else { "offline" }.to_owned(),
+                    d.version.to_string(),
+                    d.description,
+                ]);
             }
-            for (path, dag) in parsed {
-                let report = client.apply(&dag).await?;
-                println!("dag '{}' ({}): {report}", dag.name, path.display());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        DagCommand::List => {
-            let rows: Vec<Vec<String>> = client
-                .dags()
-                .await?
-                .into_iter()
-                .map(|d| {
-                    vec![
-                        d.id.to_string(),
-                        d.name,
-                        if d.online { "online" } else { "offline" }.to_owned(),
-                        d.version.to_string(),
-                        d.description,
-                    ]
-                })
-                .collect();
             table(&["ID", "NAME", "STATE", "VERSION", "DESCRIPTION"], &rows);
             Ok(ExitCode::SUCCESS)
         }
+        DagCommand::Show { name, json } => {
+            let dag = api.dag(&name).await?;
+            if json {
+                print_json(&dag);
+            } else {
+                show(dag)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        DagCommand::Delete { name } => {
+            let id = api.dag_id(&name).await?;
+            api.delete(&["dags", &id.to_string()]).await?;
+            println!("deleted DAG {name} (id {id}) with its tasks, schedules and runs");
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// `dag apply`: validates every file, then creates or replaces each DAG.
+async fn apply(api: &Api, files: &[PathBuf], json: bool) -> Result<ExitCode> {
+    let files = expand(files)?;
+    // Validate every file before sending any.
+    let mut parsed = Vec::new();
+    let mut failed = false;
+    for path in &files {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        match DagFile::parse(&text) {
+            Ok(dag) => parsed.push((path, dag)),
+            Err(e) => {
+                eprintln!("{}: {e}", path.display());
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        eprintln!("nothing was applied");
+        return Ok(ExitCode::FAILURE);
+    }
+    let mut answers = Vec::with_capacity(parsed.len());
+    for (path, dag) in parsed {
+        // Every field written out, defaults included: an update replaces
+        // the whole definition, as applying the file locally would.
+        let file = serde_json::to_value(&dag).context("cannot encode the DAG")?;
+        let body = Value::Object(datajump_api::definition::to_response(
+            file.as_object().context("a DAG encodes as an object")?,
+        ));
+        let (stored, what) = match api.dag(&dag.name).await {
+            Ok(before) => {
+                let id = before["id"].as_i64().context("the API's DAG has no id")?;
+                let after = api.put(&["dags", &id.to_string()], &body).await?;
+                let was: DagSummary = read(before)?;
+                let now: DagSummary = read(after.clone())?;
+                let what = if now.version == was.version {
+                    format!("unchanged (version {})", now.version)
+                } else {
+                    format!("updated (version {} -> {})", was.version, now.version)
+                };
+                (after, what)
+            }
+            Err(e) if e.is_not_found() => {
+                let created = api.post(&["dags"], Some(&body)).await?;
+                let now: DagSummary = read(created.clone())?;
+                let what = format!("created (id {}, version {})", now.id, now.version);
+                (created, what)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if !json {
+            println!("dag '{}' ({}): {what}", dag.name, path.display());
+        }
+        answers.push(stored);
+    }
+    if json {
+        print_json(&Value::Array(answers));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a DAG's detail: headline, tasks, schedules.
+fn show(dag: Value) -> Result<()> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let tasks: Vec<Vec<String>> = dag["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let parents: Vec<String> = t["dependsOn"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| match d {
+                    Value::String(name) => name.clone(),
+                    full => text(&full["task"]),
+                })
+                .collect();
+            vec![
+                text(&t["name"]),
+                text(&t["type"]),
+                text(&t["queue"]),
+                parents.join(", "),
+            ]
+        })
+        .collect();
+    let schedules: Vec<Vec<String>> = dag["schedules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let trigger = match (&s["cron"], &s["event"]) {
+                (Value::String(cron), _) => cron.clone(),
+                (_, Value::String(event)) => format!("event {event}"),
+                _ => String::new(),
+            };
+            vec![
+                text(&s["name"]),
+                trigger,
+                text(&s["timezone"]),
+                if s["active"] == Value::Bool(false) {
+                    "paused"
+                } else {
+                    "active"
+                }
+                .to_owned(),
+            ]
+        })
+        .collect();
+    let d: DagSummary = read(dag)?;
+    println!(
+        "DAG {} (id {}, project {}, version {}, {})",
+        d.name,
+        d.id,
+        d.project_id,
+        d.version,
+        if d.online { "online" } else { "offline" }
+    );
+    if !d.description.is_empty() {
+        println!("  {}", d.description);
+    }
+    println!(
+        "max active runs {}, overlap {}, owner {}",
+        d.max_active_runs,
+        d.overlap,
+        d.owner.as_deref().unwrap_or("-")
+    );
+    println!();
+    table(&["TASK", "TYPE", "QUEUE", "DEPENDS ON"], &tasks);
+    println!();
+    if schedules.is_empty() {
+        println!("no schedules (runs start by trigger only)");
+    } else {
+        table(&["SCHEDULE", "TRIGGER", "TIMEZONE", "STATE"], &schedules);
+    }
+    Ok(())
 }
 
 /// Files as given, with folders replaced by their YAML files (sorted).

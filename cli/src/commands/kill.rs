@@ -1,12 +1,13 @@
-//! `datajump kill TASK_INSTANCE` and `datajump kill --run RUN`.
+//! `datajump kill TASK_INSTANCE` and `datajump kill --run RUN`, through the API.
 
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::Args;
+use datajump_api::dto::KillResponse;
 
 use crate::Global;
-use crate::client::Client;
+use crate::api::{Api, print_json, read};
 
 /// Arguments of `kill`.
 #[derive(Args)]
@@ -17,32 +18,39 @@ pub struct KillArgs {
     /// Kill a whole run instead: every live task in it, and the run ends KILLED.
     #[arg(long)]
     run: Option<i64>,
+    /// Print the API's JSON instead of a sentence.
+    #[arg(long)]
+    json: bool,
 }
 
-/// Runs `kill`.
+/// Runs `kill`; one that had already ended is an error (the API's 409).
 pub async fn run(global: &Global, args: KillArgs) -> Result<ExitCode> {
-    let client = Client::connect(global).await?;
-    match (args.task_instance, args.run) {
-        (Some(id), None) => match client.kill_instance(id).await? {
-            Some(row) => println!(
-                "killed task instance {id} ({}); its children follow their strategies",
-                row.task_name
-            ),
-            None => println!("task instance {id} had already ended; nothing to kill"),
-        },
-        (None, Some(run)) => match client.kill_run(run).await? {
-            Some(killed) => {
-                println!(
-                    "killed run {run} ({} live tasks stopped)",
-                    killed.killed.len()
-                );
-                if let Some(started) = killed.released.started_run {
-                    println!("waiting run {started} of the same DAG started in the freed slot");
-                }
-            }
-            None => println!("run {run} had already ended; nothing to kill"),
-        },
+    let api = Api::new(&global.api_url)?;
+    let answer = match (args.task_instance, args.run) {
+        (Some(id), None) => {
+            api.post(&["task-instances", &id.to_string(), "kill"], None)
+                .await?
+        }
+        (None, Some(run)) => {
+            api.post(&["dags", "instances", &run.to_string(), "kill"], None)
+                .await?
+        }
         _ => bail!("give a task instance id or --run RUN"),
+    };
+    if args.json {
+        print_json(&answer);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let killed: KillResponse = read(answer)?;
+    match args.run {
+        Some(run) => println!(
+            "killed run {run} ({} live tasks stopped)",
+            killed.killed_task_instances.len()
+        ),
+        None => println!(
+            "killed task instance {}; its children follow their strategies",
+            killed.id
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,12 +1,30 @@
 //! `datajump logs TASK_INSTANCE|run:RUN [--attempt N] [--follow]`.
+//!
+//! A stored log (the full copy once an attempt has ended, its tail while it
+//! runs) comes from the API. `--follow` takes the live lines from NATS
+//! (`dj.log.<execution_id>`, one message per line, published by the
+//! runner and stored nowhere) and asks the runner for its in-memory tail
+//! right after subscribing: the API has no streaming endpoint, and one
+//! would only relay these same messages. The API still gives the start
+//! (which attempt, once it exists) and the end (the attempt ended, and its
+//! full log fills any line the live messages missed). When NATS cannot be
+//! reached, following falls back to the API's stored tail, which the runner
+//! refreshes every few seconds.
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
+use datajump_api::dto::{ExecutionDto, RunDetail, TaskInstanceDetail};
+use datajump_shared::logs::SEQ_HEADER;
+use datajump_shared::subjects;
+use futures::StreamExt;
 
 use crate::Global;
-use crate::client::Client;
+use crate::api::{Api, read};
 
 /// Arguments of `logs`.
 #[derive(Args)]
@@ -17,6 +35,7 @@ pub struct LogsArgs {
     #[arg(long)]
     attempt: Option<i32>,
     /// Keep printing as the task writes, until it ends (waits for it to start).
+    /// Live lines come from NATS (--nats-url); without it, from the API every second.
     #[arg(long, short = 'f')]
     follow: bool,
 }
@@ -41,33 +60,174 @@ fn parse_target(text: &str) -> Result<Target> {
 
 /// Runs `logs`.
 pub async fn run(global: &Global, args: LogsArgs) -> Result<ExitCode> {
-    let client = Client::connect(global).await?;
-    let mut out = std::io::stdout();
+    let api = Api::new(&global.api_url)?;
     match parse_target(&args.target)? {
-        Target::Instance(id) => {
-            let exec = client.execution(id, args.attempt, args.follow).await?;
-            if args.follow {
-                client.follow(&exec, &mut out).await?;
-            } else {
-                print!("{}", client.full_log(&exec).await?);
-            }
+        Target::Instance(id) if args.follow => {
+            let exec = started(&api, id, args.attempt).await?;
+            follow(&api, global, id, &exec, &mut std::io::stdout()).await?;
         }
+        Target::Instance(id) => print!("{}", log(&api, id, args.attempt).await?),
         Target::Run(run_id) => {
             if args.follow {
                 bail!("--follow takes a task instance id; `datajump runs DAG` lists them");
             }
-            for instance in client.run_instances(run_id).await? {
+            let run: RunDetail = read(
+                api.get(&["dags", "instances", &run_id.to_string()], &[])
+                    .await?,
+            )?;
+            for instance in run.task_instances {
                 println!(
                     "##### {} (task instance {}, {})",
                     instance.task_name, instance.id, instance.status
                 );
-                match client.execution(instance.id, args.attempt, false).await {
-                    Ok(exec) => print!("{}", client.full_log(&exec).await?),
-                    Err(e) => println!("({e})"),
+                match log(&api, instance.id, args.attempt).await {
+                    Ok(text) => print!("{text}"),
+                    // Not started yet, or no such attempt: say so and go on.
+                    Err(e) if e.is_not_found() => println!("({e})"),
+                    Err(e) => return Err(e.into()),
                 }
                 println!();
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The log of task instance `id`'s attempt `attempt` (default the latest):
+/// the full copy once it has ended, its tail while it runs.
+async fn log(api: &Api, id: i64, attempt: Option<i32>) -> crate::api::ApiResult<String> {
+    let query: Vec<(&str, String)> = attempt
+        .map(|a| ("attempt", a.to_string()))
+        .into_iter()
+        .collect();
+    let (text, _) = api
+        .text(&["dags", "task-instances", &id.to_string(), "log"], &query)
+        .await?;
+    Ok(text)
+}
+
+/// The task instance's attempt to follow, once it exists: `attempt`, or the
+/// latest.
+async fn execution(api: &Api, id: i64, attempt: Option<i32>) -> Result<Option<ExecutionDto>> {
+    let detail: TaskInstanceDetail = read(
+        api.get(&["dags", "task-instances", &id.to_string()], &[])
+            .await?,
+    )?;
+    Ok(detail
+        .executions
+        .into_iter()
+        .filter(|e| attempt.is_none_or(|a| e.attempt == a))
+        .max_by_key(|e| e.attempt))
+}
+
+/// Waits until the attempt to follow has started.
+async fn started(api: &Api, id: i64, attempt: Option<i32>) -> Result<ExecutionDto> {
+    loop {
+        if let Some(exec) = execution(api, id, attempt).await? {
+            return Ok(exec);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Prints an attempt's log as it is written until the attempt ends.
+///
+/// Live lines carry their number, and a tail (asked of the runner right
+/// after subscribing, else the one the API serves) tells the number of its
+/// last line, so the two are joined without gaps or repeats: a live line
+/// that arrives ahead of a gap waits until a stored tail (the runner
+/// refreshes it every few seconds) or, at the end, the full log fills it.
+async fn follow(
+    api: &Api,
+    global: &Global,
+    id: i64,
+    exec: &ExecutionDto,
+    out: &mut impl Write,
+) -> Result<()> {
+    let mut printed = 0u64;
+    // Subscribe before reading what is written, so no line falls between.
+    let mut live = match tokio::time::timeout(
+        Duration::from_secs(5),
+        datajump_nats::connect(&global.nats_url, "datajump-logs"),
+    )
+    .await
+    {
+        Ok(Ok(client)) => {
+            let live = client.subscribe(subjects::log(exec.id)).await?;
+            let runner_tail = tokio::time::timeout(
+                Duration::from_secs(2),
+                client.request(subjects::log_tail_request(exec.id), Vec::new().into()),
+            )
+            .await;
+            if let Ok(Ok(reply)) = runner_tail {
+                print_new_lines(&String::from_utf8_lossy(&reply.payload), &mut printed, out)?;
+            }
+            // The client is kept with its subscription, which ends with it.
+            Some((client, live))
+        }
+        _ => {
+            eprintln!(
+                "(NATS at {} does not answer: following the API's stored tail, refreshed every few seconds)",
+                global.nats_url
+            );
+            None
+        }
+    };
+    let mut waiting: BTreeMap<u64, String> = BTreeMap::new();
+    let mut check = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let next_live = async {
+            match &mut live {
+                Some((_, subscriber)) => subscriber.next().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            message = next_live => {
+                let Some(message) = message else { break };
+                let seq = message
+                    .headers
+                    .as_ref()
+                    .and_then(|h| h.get(SEQ_HEADER))
+                    .and_then(|v| v.as_str().parse::<u64>().ok());
+                if let Some(seq) = seq.filter(|&seq| seq > printed) {
+                    waiting.insert(seq, String::from_utf8_lossy(&message.payload).into_owned());
+                }
+            }
+            _ = check.tick() => {
+                // Whether it ended first: the log read after is then the full one.
+                let ended = execution(api, id, Some(exec.attempt))
+                    .await?
+                    .with_context(|| format!("attempt {} of task instance {id} vanished", exec.attempt))?
+                    .end_time
+                    .is_some();
+                let text = log(api, id, Some(exec.attempt)).await?;
+                print_new_lines(&text, &mut printed, out)?;
+                if ended {
+                    break;
+                }
+            }
+        }
+        while let Some(line) = waiting.remove(&(printed + 1)) {
+            writeln!(out, "{line}")?;
+            printed += 1;
+        }
+        waiting.retain(|&seq, _| seq > printed);
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// Prints the lines of a log or log tail numbered after `printed` (a tail's
+/// cut note says how many lines came before it), and moves `printed` on.
+fn print_new_lines(text: &str, printed: &mut u64, out: &mut impl Write) -> Result<()> {
+    let first = datajump_shared::logs::dropped_lines(text) + 1;
+    let lines = text.lines().skip(usize::from(first > 1));
+    for (number, line) in (first..).zip(lines) {
+        if number > *printed {
+            writeln!(out, "{line}")?;
+            *printed = number;
+        }
+    }
+    Ok(())
 }

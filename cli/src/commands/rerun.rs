@@ -1,14 +1,15 @@
-//! `datajump rerun RUN [--failed-only]` and `datajump task clear|mark-success|mark-failed`.
+//! `datajump rerun RUN [--failed-only]` and `datajump task
+//! clear|mark-success|mark-failed`, through the API.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use datajump_shared::TaskStatus;
-use datajump_shared::state::ResetScope;
+use datajump_api::dto::{RerunResponse, TaskInstanceDto, TaskResetResponse};
+use serde_json::json;
 
 use crate::Global;
-use crate::client::Client;
+use crate::api::{Api, print_json, read};
 
 /// Arguments of `rerun`.
 #[derive(Args)]
@@ -18,6 +19,9 @@ pub struct RerunArgs {
     /// Only FAILED, TIMEOUT, KILLED and UPSTREAM_FAILED tasks and their downstream.
     #[arg(long)]
     failed_only: bool,
+    /// Print the API's JSON instead of a sentence.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Task subcommands.
@@ -30,21 +34,30 @@ pub enum TaskCommand {
         /// Also clear every task downstream of it.
         #[arg(long)]
         downstream: bool,
+        /// Print the API's JSON instead of a sentence.
+        #[arg(long)]
+        json: bool,
     },
     /// Mark a task SUCCESS by hand; its downstream runs again accordingly.
     MarkSuccess {
         /// The task instance.
         task_instance: i64,
+        /// Print the API's JSON instead of a sentence.
+        #[arg(long)]
+        json: bool,
     },
     /// Mark a task FAILED by hand; its downstream follows its strategies.
     MarkFailed {
         /// The task instance.
         task_instance: i64,
+        /// Print the API's JSON instead of a sentence.
+        #[arg(long)]
+        json: bool,
     },
 }
 
-fn report(what: &str, released: &[datajump_shared::entities::task_instance::Model]) {
-    let names: Vec<&str> = released.iter().map(|r| r.task_name.as_str()).collect();
+fn report(what: &str, queued: &[TaskInstanceDto]) {
+    let names: Vec<&str> = queued.iter().map(|r| r.task_name.as_str()).collect();
     if names.is_empty() {
         println!("{what}");
     } else {
@@ -54,50 +67,75 @@ fn report(what: &str, released: &[datajump_shared::entities::task_instance::Mode
 
 /// Runs `rerun`.
 pub async fn rerun(global: &Global, args: RerunArgs) -> Result<ExitCode> {
-    let client = Client::connect(global).await?;
-    let scope = if args.failed_only {
-        ResetScope::FailedOnly
+    let api = Api::new(&global.api_url)?;
+    let answer = api
+        .post(
+            &["dags", "instances", &args.run.to_string(), "rerun"],
+            Some(&json!({ "failedOnly": args.failed_only })),
+        )
+        .await?;
+    if args.json {
+        print_json(&answer);
     } else {
-        ResetScope::All
-    };
-    let released = client.reset(args.run, scope).await?;
-    report(&format!("run {} is running again", args.run), &released);
+        let rerun: RerunResponse = read(answer)?;
+        report(
+            &format!("run {} is running again", rerun.id),
+            &rerun.queued_task_instances,
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Runs a task subcommand.
 pub async fn task(global: &Global, command: TaskCommand) -> Result<ExitCode> {
-    let client = Client::connect(global).await?;
-    match command {
+    let api = Api::new(&global.api_url)?;
+    let (id, action, body, json, what) = match command {
         TaskCommand::Clear {
             task_instance,
             downstream,
-        } => {
-            let row = client.instance(task_instance).await?;
-            let scope = ResetScope::Task {
-                task_id: row.task_id,
-                downstream,
-            };
-            let released = client.reset(row.dag_run_id, scope).await?;
-            report(
-                &format!("cleared {} in run {}", row.task_name, row.dag_run_id),
-                &released,
-            );
-        }
-        TaskCommand::MarkSuccess { task_instance } => {
-            let released = client.mark(task_instance, TaskStatus::Success).await?;
-            report(
-                &format!("task instance {task_instance} marked SUCCESS"),
-                &released,
-            );
-        }
-        TaskCommand::MarkFailed { task_instance } => {
-            let released = client.mark(task_instance, TaskStatus::Failed).await?;
-            report(
-                &format!("task instance {task_instance} marked FAILED"),
-                &released,
-            );
-        }
+            json,
+        } => (
+            task_instance,
+            "clear",
+            json!({ "downstream": downstream }),
+            json,
+            "cleared",
+        ),
+        TaskCommand::MarkSuccess {
+            task_instance,
+            json,
+        } => (
+            task_instance,
+            "mark",
+            json!({ "status": "SUCCESS" }),
+            json,
+            "marked SUCCESS",
+        ),
+        TaskCommand::MarkFailed {
+            task_instance,
+            json,
+        } => (
+            task_instance,
+            "mark",
+            json!({ "status": "FAILED" }),
+            json,
+            "marked FAILED",
+        ),
+    };
+    let answer = api
+        .post(&["task-instances", &id.to_string(), action], Some(&body))
+        .await?;
+    if json {
+        print_json(&answer);
+    } else {
+        let done: TaskResetResponse = read(answer)?;
+        report(
+            &format!(
+                "task instance {id} {what} (run {}, now {})",
+                done.dag_instance_id, done.status
+            ),
+            &done.queued_task_instances,
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,12 +1,14 @@
-//! `datajump runs DAG [--json]`.
+//! `datajump runs DAG [--limit N] [--json]`, through the API.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use datajump_api::dto::{Page, RunDetail, RunDto};
+use serde_json::Value;
 
 use crate::Global;
-use crate::client::{Client, RunView};
+use crate::api::{Api, print_json, read};
 use crate::output::table;
 
 /// Arguments of `runs`.
@@ -14,52 +16,72 @@ use crate::output::table;
 pub struct RunsArgs {
     /// The DAG's name.
     dag: String,
-    /// Print JSON instead of a table.
+    /// Print the API's JSON (each run with its task instances) instead of tables.
     #[arg(long)]
     json: bool,
-    /// How many of the most recent runs.
+    /// How many of the most recent runs (at most 500).
     #[arg(long, default_value_t = 20)]
     limit: u64,
 }
 
-/// Prints one run with its task states.
-pub fn print_run(view: &RunView) {
-    let r = &view.run;
+/// Prints one run with its task instances (their ids are what `kill`,
+/// `logs` and `task …` take).
+pub fn print_run(run: &RunDetail) {
+    let r = &run.run;
     println!(
         "run {}  {}  {}  biz_date {}  logical {}",
-        r.id, r.status, r.trigger_type, r.biz_date, r.logical_time
+        r.id,
+        r.status,
+        r.trigger_type,
+        r.biz_date,
+        r.schedule_time.to_rfc3339()
     );
-    let rows: Vec<Vec<String>> = view
-        .tasks
+    let rows: Vec<Vec<String>> = run
+        .task_instances
         .iter()
         .map(|t| {
-            let detail = match (&t.retry_at, &t.reason) {
-                (Some(at), _) => format!("retry at {at}"),
+            let detail = match (&t.retry_at, &t.error_message) {
+                (Some(at), _) => format!("retry at {}", at.to_rfc3339()),
                 (None, Some(reason)) => reason.clone(),
                 (None, None) => String::new(),
             };
             vec![
-                format!("  {}", t.name),
+                format!("  {}", t.id),
+                t.task_name.clone(),
                 t.status.clone(),
                 t.attempts.to_string(),
                 detail,
             ]
         })
         .collect();
-    table(&["  TASK", "STATUS", "ATTEMPTS", "DETAIL"], &rows);
+    table(&["  ID", "TASK", "STATUS", "ATTEMPTS", "DETAIL"], &rows);
 }
 
-/// Runs `runs`.
+/// Runs `runs`: the DAG's latest runs, then each with its task instances.
 pub async fn run(global: &Global, args: RunsArgs) -> Result<ExitCode> {
-    let client = Client::connect(global).await?;
-    let runs = client.runs(&args.dag, args.limit).await?;
+    let api = Api::new(&global.api_url)?;
+    let dag_id = api.dag_id(&args.dag).await?.to_string();
+    let page: Page<RunDto> = read(
+        api.get(
+            &["dags", &dag_id, "instances"],
+            &[("limit", args.limit.to_string())],
+        )
+        .await?,
+    )?;
+    let mut runs = Vec::with_capacity(page.items.len());
+    for run in &page.items {
+        runs.push(
+            api.get(&["dags", "instances", &run.id.to_string()], &[])
+                .await?,
+        );
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&runs)?);
+        print_json(&Value::Array(runs));
     } else if runs.is_empty() {
         println!("no runs of {} yet", args.dag);
     } else {
-        for view in &runs {
-            print_run(view);
+        for run in runs {
+            print_run(&read(run)?);
             println!();
         }
     }

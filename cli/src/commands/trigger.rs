@@ -1,4 +1,4 @@
-//! `datajump trigger DAG [--param k=v]… [--wait]`.
+//! `datajump trigger DAG [--param k=v]… [--wait]`, through the API.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -6,10 +6,11 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use chrono::NaiveDate;
 use clap::Args;
-use datajump_shared::plan::Params;
+use datajump_api::dto::{RunDetail, TriggerResponse};
+use serde_json::{Map, Value, json};
 
 use crate::Global;
-use crate::client::Client;
+use crate::api::{Api, print_json, read};
 use crate::commands::runs::print_run;
 
 /// Arguments of `trigger`.
@@ -20,7 +21,7 @@ pub struct TriggerArgs {
     /// A run parameter `NAME=VALUE` (repeatable); overrides DAG and task params.
     #[arg(long = "param", short = 'p', value_name = "NAME=VALUE")]
     params: Vec<String>,
-    /// Business date of the run (default: yesterday in DATAJUMP_TIMEZONE).
+    /// Business date of the run (default: yesterday in the API's time zone).
     #[arg(long)]
     biz_date: Option<NaiveDate>,
     /// Wait for the run to finish; exit 0 only if it ends SUCCESS.
@@ -29,10 +30,13 @@ pub struct TriggerArgs {
     /// With --wait: give up after this many seconds.
     #[arg(long, default_value_t = 3600)]
     timeout: u64,
+    /// Print the API's JSON: the trigger's answer, or with --wait the finished run.
+    #[arg(long)]
+    json: bool,
 }
 
-fn parse_params(raw: &[String]) -> Result<Params> {
-    let mut params = Params::new();
+fn parse_params(raw: &[String]) -> Result<Map<String, Value>> {
+    let mut params = Map::new();
     for item in raw {
         let Some((name, value)) = item.split_once('=') else {
             bail!("--param '{item}': expected NAME=VALUE");
@@ -40,7 +44,7 @@ fn parse_params(raw: &[String]) -> Result<Params> {
         if name.is_empty() {
             bail!("--param '{item}': the name is empty");
         }
-        params.insert(name.to_owned(), value.to_owned());
+        params.insert(name.to_owned(), json!(value));
     }
     Ok(params)
 }
@@ -48,19 +52,76 @@ fn parse_params(raw: &[String]) -> Result<Params> {
 /// Runs `trigger`.
 pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
     let params = parse_params(&args.params)?;
-    let client = Client::connect(global).await?;
-    let key = client.trigger(&args.dag, params, args.biz_date).await?;
-    println!("triggered {} (run key {key})", args.dag);
+    let api = Api::new(&global.api_url)?;
+    let dag_id = api.dag_id(&args.dag).await?;
+    let mut body = json!({ "params": params });
+    if let Some(date) = args.biz_date {
+        body["bizDate"] = json!(date);
+    }
+    let answer = api
+        .post(&["dags", &dag_id.to_string(), "trigger"], Some(&body))
+        .await?;
+    let triggered: TriggerResponse = read(answer.clone())?;
     if !args.wait {
+        if args.json {
+            print_json(&answer);
+        } else {
+            println!(
+                "triggered {} (run key {}, biz date {})",
+                args.dag, triggered.run_key, triggered.biz_date
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
-    let view = client.wait(&key, Duration::from_secs(args.timeout)).await?;
-    print_run(&view);
-    Ok(if view.run.status == "SUCCESS" {
+    if !args.json {
+        println!("triggered {} (run key {})", args.dag, triggered.run_key);
+    }
+    let finished = wait(&api, &triggered.run_key, Duration::from_secs(args.timeout)).await?;
+    let run: RunDetail = read(finished.clone())?;
+    if args.json {
+        print_json(&finished);
+    } else {
+        print_run(&run);
+    }
+    Ok(if run.run.status == "SUCCESS" {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Waits until the run with key `run_key` has finished; returns the API's
+/// answer for it (the run with its task instances).
+async fn wait(api: &Api, run_key: &str, timeout: Duration) -> Result<Value> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut created = false;
+    loop {
+        match api
+            .get(&["dags", "instances", "by-key", run_key], &[])
+            .await
+        {
+            Ok(answer) => {
+                created = true;
+                let status = answer["status"].as_str().unwrap_or_default();
+                if !matches!(status, "RUNNING" | "QUEUED") {
+                    return Ok(answer);
+                }
+            }
+            // 404 until a resolver has taken the fire and created the run.
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            if created {
+                bail!("the run did not finish within {}s", timeout.as_secs());
+            }
+            bail!(
+                "no resolver created the run within {}s: is `datajump up` (or a resolver) running?",
+                timeout.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[cfg(test)]

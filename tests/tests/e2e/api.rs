@@ -105,6 +105,11 @@ impl Api {
         api
     }
 
+    /// The server's base URL (`http://127.0.0.1:PORT`), for `datajump --api`.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
     /// Sends a request with the API's token (if any) and an optional raw body.
     pub(crate) async fn send(
         &self,

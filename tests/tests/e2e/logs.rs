@@ -8,6 +8,8 @@ use datajump_shared::{RunStatus, TaskStatus, logs, subjects};
 use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
+use crate::api::Api;
+
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 both_dbs!(a_one_mebibyte_log_is_stored_whole, |env| async move {
@@ -175,6 +177,7 @@ tasks:
         .await;
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 2).await;
+        let api = Api::start(&env, None).await;
         let key = env.trigger("slow_talk").await;
         let deadline = tokio::time::Instant::now() + TIMEOUT;
         let instance = loop {
@@ -187,9 +190,11 @@ tasks:
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
 
-        // The user's command, as a separate process: `datajump logs ID --follow`.
+        // The user's command, as a separate process: `datajump logs ID
+        // --follow`, with the API for the start and the end and NATS for
+        // the live lines.
         let mut follow = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
-            .args(["--database-url", &env.db_url, "--nats-url", &env.nats_url()])
+            .args(["--api", api.base(), "--nats-url", &env.nats_url()])
             .args(["logs", &instance.id.to_string(), "--follow"])
             .env("DATAJUMP_LOG", "warn")
             .stdout(std::process::Stdio::piped())

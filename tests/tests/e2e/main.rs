@@ -39,6 +39,7 @@ mod alerts;
 mod api;
 mod api_more;
 mod catalog;
+mod cli;
 mod control;
 mod dependencies;
 mod engine;

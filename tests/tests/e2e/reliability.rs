@@ -12,6 +12,7 @@ use datajump_shared::subjects::{self, Band};
 use datajump_shared::{RunStatus, TaskStatus, TriggerType};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
+use crate::api::Api;
 use crate::harness::{TestEnv, shell_path};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -609,9 +610,9 @@ tasks:
     );
 });
 
-/// Runs `datajump backfill` (the real CLI, as a process) against `env`;
+/// Runs `datajump backfill` (the real CLI, as a process) against `api`;
 /// returns its stderr and stdout, after checking it succeeded.
-async fn backfill(env: &TestEnv, dag: &str, from: &str, to: &str, parallel: &str) -> String {
+async fn backfill(api: &Api, dag: &str, from: &str, to: &str, parallel: &str) -> String {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
         .args([
             "backfill",
@@ -623,8 +624,7 @@ async fn backfill(env: &TestEnv, dag: &str, from: &str, to: &str, parallel: &str
             "--parallel",
             parallel,
         ])
-        .env("DATAJUMP_DATABASE_URL", &env.db_url)
-        .env("DATAJUMP_NATS_URL", env.nats_url())
+        .env("DATAJUMP_API_URL", api.base())
         .env("DATAJUMP_LOG", "warn")
         .kill_on_drop(true)
         .output();
@@ -657,12 +657,13 @@ tasks:
         .await;
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 8).await;
-        backfill(&env, "filled", "2024-01-03", "2024-01-03", "1").await;
+        let api = Api::start(&env, None).await;
+        backfill(&api, "filled", "2024-01-03", "2024-01-03", "1").await;
         let dag_id = env.dag_id("filled").await;
         let earlier = env.runs_of(dag_id).await;
         assert_eq!(earlier.len(), 1);
 
-        let output = backfill(&env, "filled", "2024-01-01", "2024-01-05", "2").await;
+        let output = backfill(&api, "filled", "2024-01-01", "2024-01-05", "2").await;
         assert!(
             output.contains("2024-01-03 already ran (SUCCESS); skipped"),
             "{output}"

@@ -1,0 +1,52 @@
+//! `datajump events publish NAME [--payload JSON]`, through the API.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use datajump_api::dto::EventResponse;
+use serde_json::Value;
+
+use crate::Global;
+use crate::api::{Api, print_json, read};
+
+/// Event subcommands.
+#[derive(Subcommand)]
+pub enum EventsCommand {
+    /// Publish event NAME: every DAG with an event schedule naming it starts a
+    /// run, with the payload's top-level fields as run parameters.
+    Publish {
+        /// Dot-separated tokens of [a-z0-9_-], e.g. `orders.loaded`.
+        name: String,
+        /// A JSON object, e.g. '{"table": "orders"}' (default `{}`).
+        #[arg(long)]
+        payload: Option<String>,
+        /// Print the API's JSON instead of a sentence.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs an events subcommand.
+pub async fn run(global: &Global, command: EventsCommand) -> Result<ExitCode> {
+    let EventsCommand::Publish {
+        name,
+        payload,
+        json,
+    } = command;
+    let payload: Option<Value> = payload
+        .map(|text| serde_json::from_str(&text).context("--payload is not valid JSON"))
+        .transpose()?;
+    let api = Api::new(&global.api_url)?;
+    let answer = api.post(&["events", &name], payload.as_ref()).await?;
+    if json {
+        print_json(&answer);
+    } else {
+        let event: EventResponse = read(answer)?;
+        println!(
+            "published event {} to {} (stream {}, sequence {})",
+            event.event, event.subject, event.stream, event.sequence
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
