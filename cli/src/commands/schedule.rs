@@ -90,9 +90,10 @@ pub struct ScheduleFields {
     /// Fire on external event NAME instead of a cron (`datajump events publish NAME`).
     #[arg(long, value_name = "NAME")]
     event: Option<String>,
-    /// IANA time zone the cron is read in (default the API's).
-    #[arg(long)]
-    timezone: Option<String>,
+    /// IANA time zone the cron is read in (default the API's). Not
+    /// `--timezone`: that global flag is the roles' default zone.
+    #[arg(long, value_name = "IANA_NAME")]
+    zone: Option<String>,
     /// First day it may fire.
     #[arg(long)]
     start_date: Option<NaiveDate>,
@@ -119,7 +120,7 @@ impl ScheduleFields {
         let fields = [
             ("cronExpression", self.cron.as_ref().map(|v| json!(v))),
             ("eventName", self.event.as_ref().map(|v| json!(v))),
-            ("timezone", self.timezone.as_ref().map(|v| json!(v))),
+            ("timezone", self.zone.as_ref().map(|v| json!(v))),
             ("startDate", self.start_date.map(|v| json!(v))),
             ("endDate", self.end_date.map(|v| json!(v))),
             ("catchup", self.catchup.as_ref().map(|v| json!(v))),

@@ -260,6 +260,8 @@ tasks:
             "nightly",
             "--cron",
             "0 0 2 * * ?",
+            "--zone",
+            "UTC",
         ],
     )
     .await
@@ -269,7 +271,10 @@ tasks:
         "{added}"
     );
     let listed = datajump(&api, &["schedule", "list", "cli_flow"]).await.ok();
-    assert!(listed.contains("0 0 2 * * ?"), "{listed}");
+    assert!(
+        listed.contains("0 0 2 * * ?") && listed.contains("UTC"),
+        "{listed}"
+    );
     let paused = datajump(
         &api,
         &["schedule", "disable", "cli_flow", "nightly", "--json"],
