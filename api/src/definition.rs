@@ -29,6 +29,8 @@ enum Level {
     Task,
     Retry,
     Dependency,
+    Alerts,
+    Webhook,
 }
 
 impl Level {
@@ -40,6 +42,8 @@ impl Level {
             (Level::Dag, "tasks") => Some(Level::Task),
             (Level::Task, "retry") => Some(Level::Retry),
             (Level::Task, "depends_on") => Some(Level::Dependency),
+            (Level::Dag, "alerts") => Some(Level::Alerts),
+            (Level::Alerts, "webhooks") => Some(Level::Webhook),
             _ => None,
         }
     }
@@ -395,6 +399,9 @@ pub async fn load<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result<Map<
     out.insert("params".into(), dag.params.clone());
     out.insert("max_active_runs".into(), json!(dag.max_active_runs));
     out.insert("overlap".into(), json!(dag.overlap_policy));
+    if let Some(alerts) = &dag.alert_config {
+        out.insert("alerts".into(), alerts.clone());
+    }
     out.insert(
         "schedules".into(),
         Value::Array(schedules.iter().map(schedule_file).collect()),
@@ -447,6 +454,34 @@ mod tests {
         assert_eq!(back["projectId"], 2);
         assert_eq!(back["tasks"][0]["dependsOn"][1]["offsetDay"], -1);
         assert_eq!(back["params"]["someKey"], "v");
+    }
+
+    #[test]
+    fn alerts_are_renamed_but_header_names_are_kept() {
+        let body = json!({
+            "name": "d",
+            "alerts": {
+                "webhooks": [{
+                    "url": "http://hooks.local/x",
+                    "headers": { "X-Token": "${secret:t}", "x_raw": "1" },
+                    "secretHeaders": ["X-Token"],
+                }],
+                "sla": 60,
+            },
+        });
+        let file = Value::Object(from_request(&body).unwrap());
+        let hook = &file["alerts"]["webhooks"][0];
+        assert_eq!(hook["secret_headers"], json!(["X-Token"]));
+        assert_eq!(hook["headers"]["x_raw"], "1");
+        let back = Value::Object(to_response(file.as_object().unwrap()));
+        assert_eq!(
+            back["alerts"]["webhooks"][0]["secretHeaders"],
+            json!(["X-Token"])
+        );
+        assert_eq!(
+            back["alerts"]["webhooks"][0]["headers"]["X-Token"],
+            "${secret:t}"
+        );
     }
 
     #[test]

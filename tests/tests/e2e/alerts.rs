@@ -181,6 +181,32 @@ tasks:
         "{listed}"
     );
 
+    // The definition over the API shows the alerts, and changing the DAG
+    // through the API (a schedule added) keeps them.
+    let detail = api
+        .get(&format!("/api/v1/dags/{}", run.dag_id))
+        .await
+        .expect(200);
+    assert_eq!(
+        detail["alerts"]["webhooks"][0]["headers"]["Authorization"], "Bearer ${secret:hook_token}",
+        "{detail}"
+    );
+    api.post(
+        &format!("/api/v1/dags/{}/schedules", run.dag_id),
+        serde_json::json!({ "name": "nightly", "cronExpression": "0 0 3 * * ?" }),
+    )
+    .await
+    .expect(201);
+    let dag = datajump_shared::entities::dag::Entity::find_by_id(run.dag_id)
+        .one(&env.db)
+        .await
+        .expect("dag")
+        .expect("dag row");
+    assert!(
+        dag.alert_config.is_some_and(|c| c["sla"] == 1),
+        "the alert config survives an API change"
+    );
+
     // The real CLI: a test alert reaches the receiver and is reported SENT.
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
         .args(["--database-url", &env.db_url, "--nats-url", &env.nats_url()])
