@@ -380,6 +380,13 @@ pub async fn ensure_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
     Ok(drift)
 }
 
+/// The `dj_logs` object store (created by [`ensure_topology`]).
+pub async fn logs_store(js: &Context) -> Result<object_store::ObjectStore, NatsError> {
+    js.get_object_store(subjects::LOGS_BUCKET)
+        .await
+        .map_err(|e| js_err(format!("object store {}", subjects::LOGS_BUCKET))(e.into()))
+}
+
 /// Opens a KV bucket created by [`ensure_topology`].
 pub async fn key_value(js: &Context, bucket: &str) -> Result<kv::Store, NatsError> {
     js.get_key_value(bucket)

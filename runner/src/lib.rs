@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::{self, AckKind, Context, consumer::PullConsumer};
+use async_nats::jetstream::{
+    self, AckKind, Context, consumer::PullConsumer, object_store::ObjectStore,
+};
 use chrono::{DateTime, Utc};
 use datajump_nats::{NatsError, publish_done, publish_work, pull_consumer};
 use datajump_shared::TaskStatus;
@@ -149,6 +151,7 @@ const OWNED_ELSEWHERE_DELAY: Duration = Duration::from_secs(5);
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunnerError> {
     let js = jetstream::new(config.nats.clone());
     datajump_nats::ensure_topology(&js).await?;
+    let logs = datajump_nats::logs_store(&js).await?;
     let mut consumers: Vec<PullConsumer> = Vec::new();
     let mut doorbell = futures::stream::SelectAll::new();
     for queue in &config.queues {
@@ -194,17 +197,32 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             },
             () = shutdown.cancelled() => break,
         };
+        let mut permits = vec![permit];
         loop {
-            if let Some(message) = fetch_one(&consumers).await {
-                let config = config.clone();
-                let js = js.clone();
-                let stops = stops.clone();
-                running.spawn(async move {
-                    handle_work(&config, &js, message, &stops).await;
-                    drop(permit);
-                });
+            // Every free slot is filled from one fetch per band rather than
+            // one fetch per task: under load that was most of a task's NATS
+            // round trips.
+            while permits.len() < MAX_FETCH
+                && let Ok(more) = slots.clone().try_acquire_owned()
+            {
+                permits.push(more);
+            }
+            let messages = fetch_batch(&consumers, permits.len()).await;
+            if !messages.is_empty() {
+                for (message, permit) in messages.into_iter().zip(permits.drain(..)) {
+                    let config = config.clone();
+                    let js = js.clone();
+                    let logs = logs.clone();
+                    let stops = stops.clone();
+                    running.spawn(async move {
+                        handle_work(&config, &js, &logs, message, &stops).await;
+                        drop(permit);
+                    });
+                }
                 break;
             }
+            // Idle: hold one slot only, so the heartbeat counts the others free.
+            permits.truncate(1);
             tokio::select! {
                 _ = doorbell.next() => {},
                 () = tokio::time::sleep(Duration::from_secs(1)) => {},
@@ -241,21 +259,37 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
 /// the runner looking alive.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
-async fn fetch_one(consumers: &[PullConsumer]) -> Option<jetstream::Message> {
+/// Most messages one fetch loop turn takes (and slots it fills at once).
+const MAX_FETCH: usize = 64;
+
+/// Up to `wanted` messages, taken from the consumers in order (high band
+/// first), so a saturated runner always takes higher bands first.
+async fn fetch_batch(consumers: &[PullConsumer], wanted: usize) -> Vec<jetstream::Message> {
+    let mut taken = Vec::with_capacity(wanted);
     for consumer in consumers {
+        let room = wanted - taken.len();
+        if room == 0 {
+            break;
+        }
         let fetched = tokio::time::timeout(FETCH_TIMEOUT, async {
-            let mut batch = consumer.fetch().max_messages(1).messages().await?;
-            Ok::<_, async_nats::jetstream::consumer::pull::BatchError>(batch.next().await)
+            let mut batch = consumer.fetch().max_messages(room).messages().await?;
+            let mut messages = Vec::with_capacity(room);
+            while let Some(message) = batch.next().await {
+                match message {
+                    Ok(message) => messages.push(message),
+                    Err(e) => debug!(error = %e, "fetch ended early"),
+                }
+            }
+            Ok::<_, async_nats::jetstream::consumer::pull::BatchError>(messages)
         })
         .await;
         match fetched {
-            Ok(Ok(Some(Ok(message)))) => return Some(message),
-            Ok(Ok(_)) => {}
+            Ok(Ok(messages)) => taken.extend(messages),
             Ok(Err(e)) => debug!(error = %e, "fetch failed"),
             Err(_) => warn!("no answer to a fetch within {FETCH_TIMEOUT:?}; asking again"),
         }
     }
-    None
+    taken
 }
 
 async fn heartbeat_loop(
@@ -288,7 +322,13 @@ async fn heartbeat_loop(
     }
 }
 
-async fn handle_work(config: &Config, js: &Context, message: jetstream::Message, stops: &Stops) {
+async fn handle_work(
+    config: &Config,
+    js: &Context,
+    logs: &ObjectStore,
+    message: jetstream::Message,
+    stops: &Stops,
+) {
     let work = match WorkMsg::decode(&message.payload) {
         Ok(work) => work,
         Err(e) => {
@@ -304,7 +344,7 @@ async fn handle_work(config: &Config, js: &Context, message: jetstream::Message,
     };
     let span = info_span!("task", dag_run_id = work.dag_run_id, task_instance_id = work.task_instance_id, attempt = work.attempt, task = %work.spec.task.name);
     async {
-        let ack = match attempt(config, js, &message, &work, stops).await {
+        let ack = match attempt(config, js, logs, &message, &work, stops).await {
             Ok(ack) => ack,
             Err(e) => {
                 warn!(error = %e, "database error; message will be redelivered");
@@ -323,6 +363,7 @@ async fn handle_work(config: &Config, js: &Context, message: jetstream::Message,
 async fn attempt(
     config: &Config,
     js: &Context,
+    logs: &ObjectStore,
     message: &jetstream::Message,
     work: &WorkMsg,
     stops: &Stops,
@@ -368,7 +409,7 @@ async fn attempt(
         kill: &kill,
         drain: &stops.drain,
     };
-    let ack = run_claimed(config, js, &claimed).await;
+    let ack = run_claimed(config, js, logs, &claimed).await;
     stops.unregister(row.id);
     ack
 }
@@ -389,6 +430,7 @@ struct Claimed<'a> {
 async fn run_claimed(
     config: &Config,
     js: &Context,
+    logs: &ObjectStore,
     claimed: &Claimed<'_>,
 ) -> Result<AckKind, DbErr> {
     let Claimed {
@@ -451,7 +493,7 @@ async fn run_claimed(
     }
     log.footer(outcome.exit_code(), duration_ms);
     let finished_log = log.finish(full_log);
-    let log_path = store_full_log(js, exec_row.id, finished_log.full).await;
+    let log_path = store_full_log(logs, exec_row.id, finished_log.full).await;
     let abandoned = outcome == ExecOutcome::Cancelled && drain.is_cancelled();
 
     let ended = Ended {
@@ -614,13 +656,12 @@ fn abort_after_commit_if_asked() {
 /// Uploads the full log to the `dj_logs` object store; returns its name
 /// there, or `None` if it could not be stored (the database keeps the tail).
 async fn store_full_log(
-    js: &Context,
+    store: &ObjectStore,
     execution_id: i64,
     file: Option<tempfile::NamedTempFile>,
 ) -> Option<String> {
     let file = file?;
     let name = subjects::log_object(execution_id);
-    let store = js.get_object_store(subjects::LOGS_BUCKET).await.ok()?;
     let mut reader = tokio::fs::File::open(file.path()).await.ok()?;
     match store.put(name.as_str(), &mut reader).await {
         Ok(_) => Some(name),
