@@ -870,6 +870,37 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     assert_eq!(run["status"], "SUCCESS", "{run}");
     assert_eq!(run["runParams"]["region"], "cn", "{run}");
 
+    // The same event published straight to NATS, as `nats pub` would (a
+    // core publish the DJ_EVENT stream captures), starts the DAG too.
+    env.nats
+        .publish("dj.event.orders.ready", r#"{"region":"eu"}"#.into())
+        .await
+        .expect("publish");
+    env.nats.flush().await.expect("flush");
+    let deadline = Instant::now() + TIMEOUT;
+    let second = loop {
+        let runs = api
+            .get(&format!("/api/v1/dags/{dag_id}/instances"))
+            .await
+            .expect(200);
+        if runs["total"] == 2
+            && let Some(newest) = runs["items"]
+                .as_array()
+                .and_then(|items| items.iter().find(|r| r["id"] != run["id"]))
+            && !matches!(newest["status"].as_str(), Some("RUNNING" | "QUEUED"))
+        {
+            break newest.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the NATS event started no run: {runs}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(second["triggerType"], "EVENT", "{second}");
+    assert_eq!(second["status"], "SUCCESS", "{second}");
+    assert_eq!(second["runParams"]["region"], "eu", "{second}");
+
     // Runners, from their heartbeats.
     let runners = api.get("/api/v1/runners").await.expect(200);
     assert_eq!(runners["total"], 1, "{runners}");
