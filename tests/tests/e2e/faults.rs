@@ -702,7 +702,10 @@ fn random_below(bound: u64) -> u64 {
 async fn resolver_killed_repeatedly_during_a_200_task_dag() {
     let env = TestEnv::new(Backend::Postgres).await;
     let side = env.path("side");
-    env.apply(&layered_dag("wide", 20, 10, "", &side)).await;
+    // 0.8 s per task makes the run last at least 16 s (20 layers), however
+    // fast the engine gets, so the kills below land while it runs.
+    env.apply(&layered_dag("wide", 20, 10, "sleep 0.8; ", &side))
+        .await;
     let _ticker = start_ticker(&env, "ticker").await;
     let _runner_1 = start_runner(&env, "runner-1", 8, &[]).await;
     let _runner_2 = start_runner(&env, "runner-2", 8, &[]).await;
