@@ -16,6 +16,7 @@
 //! log lines neither flood the output nor cost time during the measurement.
 
 mod report;
+mod schedules;
 mod stats;
 mod system;
 mod workloads;
@@ -51,7 +52,7 @@ const DEFAULT_SCALE_TASKS: u64 = 2_000;
 #[derive(Args)]
 pub struct BenchArgs {
     /// Workloads to run, in order (default: chain10 fanout50 wide200
-    /// chain1000 wide10k scale cron).
+    /// chain1000 wide10k scale cron; schedules1m runs only when named).
     #[arg(value_enum)]
     workloads: Vec<Workload>,
     /// Database of the systems the bench starts.
@@ -92,8 +93,16 @@ pub struct BenchArgs {
     /// 10,000 tasks takes most of an hour on a 2-core machine.
     #[arg(long, default_value_t = DEFAULT_SCALE_TASKS, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     scale_tasks: u64,
+    /// Schedules of `schedules1m` (the issue's 1,000,000; fewer for a quick run).
+    #[arg(long, default_value_t = schedules::ISSUE_SCHEDULES as u64, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    schedules1m_count: u64,
+    /// Length of the `schedules1m` measuring window, in seconds.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=3600))]
+    schedules1m_seconds: u64,
     /// Also write the report into this Markdown file (its section for this
-    /// database is replaced; the rest of the file is kept).
+    /// database is replaced — `schedules1m` has a section of its own, so
+    /// running it alone keeps the other workloads' figures; the rest of the
+    /// file is kept).
     #[arg(long, value_name = "PATH")]
     write: Option<PathBuf>,
 }
@@ -119,6 +128,9 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
         cron_schedules: usize::try_from(args.cron_schedules).unwrap_or(1000),
         wide_tasks: usize::try_from(args.wide_tasks).unwrap_or(10_000),
         scale_tasks: usize::try_from(args.scale_tasks).unwrap_or(10_000),
+        schedules1m_count: usize::try_from(args.schedules1m_count)
+            .unwrap_or(schedules::ISSUE_SCHEDULES),
+        schedules1m_seconds: args.schedules1m_seconds,
     };
     let workloads = if args.workloads.is_empty() {
         Workload::ALL.to_vec()
@@ -170,6 +182,15 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
         ));
     }
 
+    if workloads.contains(&Workload::Schedules1m)
+        && args.schedules1m_count != schedules::ISSUE_SCHEDULES as u64
+    {
+        notes.push(format!(
+            "schedules1m ran {} schedules (the issue asks for 1,000,000).",
+            args.schedules1m_count
+        ));
+    }
+
     let elapsed = started.elapsed();
     println!("\n{}", report::text_table(&rows));
     println!(
@@ -182,11 +203,13 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
     println!("bench took {duration}");
 
     if let Some(path) = &args.write {
+        let database = backend.version().await;
         let env = Environment {
+            title: database.clone(),
             date,
             commit: git_commit().await,
             machine: machine(),
-            database: backend.version().await,
+            database,
             nats: system::nats_server_version().await,
             setup: format!(
                 "{} runner{} × {} slots ({}), `scale` 1/2/4 runner processes; {} repetitions; \
@@ -207,8 +230,37 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
             duration,
             notes: notes.clone(),
         };
-        let section = report::markdown_section(&env, &rows);
-        report::write_section(path, backend.kind.key(), &section)?;
+        // schedules1m has its own section, so a run of it alone leaves the
+        // other workloads' figures in place (and the other way round).
+        let own = |text: &str| text.starts_with(Workload::Schedules1m.name());
+        let (s1m_rows, rows): (Vec<Row>, Vec<Row>) =
+            rows.into_iter().partition(|r| own(r.workload()));
+        let (s1m_notes, notes): (Vec<String>, Vec<String>) =
+            env.notes.iter().cloned().partition(|n| own(n));
+        if workloads.iter().any(|w| *w != Workload::Schedules1m) {
+            let env = Environment {
+                notes,
+                ..env.clone()
+            };
+            let section = report::markdown_section(&env, &rows);
+            report::write_section(path, backend.kind.key(), &section)?;
+        }
+        if workloads.contains(&Workload::Schedules1m) {
+            let env = Environment {
+                title: format!("{}: schedules1m", env.title),
+                setup: format!(
+                    "{} schedules, a {} s window per repetition; the ticker alone as a \
+                     `datajump ticker` process (no resolver, no runners: the fire is the \
+                     measured event); {} repetitions",
+                    args.schedules1m_count, args.schedules1m_seconds, args.repeat
+                ),
+                notes: s1m_notes,
+                ..env
+            };
+            let section = report::markdown_section(&env, &s1m_rows);
+            let key = format!("{}-{}", backend.kind.key(), Workload::Schedules1m.name());
+            report::write_section(path, &key, &section)?;
+        }
         println!("wrote {} ({})", path.display(), backend.kind.label());
     }
     Ok(if notes.iter().any(|n| n.contains("failed")) {
@@ -238,7 +290,7 @@ async fn measure_all(
         bench.repeat
     );
     for workload in workloads {
-        let kinds: &[TaskKind] = if *workload == Workload::Cron {
+        let kinds: &[TaskKind] = if matches!(workload, Workload::Cron | Workload::Schedules1m) {
             &[TaskKind::Noop]
         } else {
             kinds

@@ -29,6 +29,8 @@ pub enum Unit {
     Count,
     /// A dimensionless ratio.
     Ratio,
+    /// Mebibytes.
+    MiB,
 }
 
 impl Unit {
@@ -43,6 +45,7 @@ impl Unit {
             Unit::PerS => format!("{}/s", sig(value)),
             Unit::Count => format!("{value:.0}"),
             Unit::Ratio => format!("{value:.2}×"),
+            Unit::MiB => format!("{} MiB", sig(value)),
         }
     }
 }
@@ -192,6 +195,11 @@ impl Row {
             targets: Vec::new(),
             anchor: None,
         }
+    }
+
+    /// The workload it reports on (with its size when changed).
+    pub fn workload(&self) -> &str {
+        &self.workload
     }
 
     /// Adds a target.
@@ -348,7 +356,11 @@ pub fn markdown_table(rows: &[Row]) -> String {
 }
 
 /// Where and how a bench ran.
+#[derive(Clone)]
 pub struct Environment {
+    /// The section's heading: the database and its version, and the
+    /// workload when it has a section of its own.
+    pub title: String,
     /// UTC date and time of the start.
     pub date: String,
     /// `git rev-parse --short HEAD`, with a note if the tree was modified.
@@ -372,7 +384,7 @@ pub fn markdown_section(env: &Environment, rows: &[Row]) -> String {
     let judged: Vec<bool> = rows.iter().filter_map(Row::verdict).collect();
     let met = judged.iter().filter(|v| **v).count();
     let mut out = String::new();
-    let _ = writeln!(out, "## {}\n", env.database);
+    let _ = writeln!(out, "## {}\n", env.title);
     let _ = writeln!(out, "- date: {}", env.date);
     let _ = writeln!(out, "- commit: {}", env.commit);
     let _ = writeln!(out, "- machine: {}", env.machine);

@@ -214,6 +214,7 @@ pub struct System<'b> {
     roles: JoinSet<Result<()>>,
     pools: Vec<DatabaseConnection>,
     children: Vec<Child>,
+    ticker: Option<Child>,
 }
 
 /// The `nats-server` binary on PATH (or the usual places).
@@ -330,6 +331,7 @@ impl<'b> System<'b> {
             roles: JoinSet::new(),
             pools: Vec::new(),
             children: Vec::new(),
+            ticker: None,
         })
     }
 
@@ -422,6 +424,32 @@ impl<'b> System<'b> {
         Ok(())
     }
 
+    /// Starts `datajump ticker` as a child process (nothing else: no
+    /// resolver, no runners), logging at `info` for the ticker's crate into
+    /// `ticker.log`; returns its pid and the log's path.
+    pub fn spawn_ticker_process(&mut self) -> Result<(u32, PathBuf)> {
+        let exe = std::env::current_exe().context("cannot find the datajump binary")?;
+        let log = self.dir.0.join("ticker.log");
+        let log_file = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let child = Command::new(exe)
+            .arg("ticker")
+            .env("DATAJUMP_DATABASE_URL", &self.db_url)
+            .env("DATAJUMP_NATS_URL", &self.nats_url)
+            .env_remove("DATAJUMP_METRICS_ADDR")
+            // Its "schedules loaded" line is how the bench sees it ready.
+            .env("DATAJUMP_LOG", "warn,datajump_ticker=info")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .kill_on_drop(true)
+            .spawn()
+            .context("cannot start a ticker process")?;
+        let pid = child.id().context("the ticker process has no pid")?;
+        self.ticker = Some(child);
+        Ok((pid, log))
+    }
+
     async fn wait_for_runners(&mut self, count: usize) -> Result<()> {
         let kv = datajump_nats::key_value(&self.js, subjects::RUNNERS_BUCKET).await?;
         let started = Instant::now();
@@ -471,13 +499,17 @@ impl<'b> System<'b> {
                 bail!("runner process {index} exited ({status}):\n{}", tail(&log));
             }
         }
+        if let Some(Ok(Some(status))) = self.ticker.as_mut().map(Child::try_wait) {
+            let log = self.dir.0.join("ticker.log");
+            bail!("ticker process exited ({status}):\n{}", tail(&log));
+        }
         Ok(())
     }
 
     /// Stops everything and deletes the database and the temporary folder.
     pub async fn stop(mut self) {
         self.shutdown.cancel();
-        for child in &mut self.children {
+        for child in self.children.iter_mut().chain(&mut self.ticker) {
             terminate(child).await;
         }
         let roles = async { while self.roles.join_next().await.is_some() {} };

@@ -51,6 +51,11 @@ pub enum Workload {
     /// Schedules firing every second: fire lag, missed and doubled fires.
     #[value(name = "cron")]
     Cron,
+    /// A million daily schedules: ticker start-up, memory and fire lag.
+    /// Not run by default: it takes minutes per repetition and
+    /// writes its own report section.
+    #[value(name = "schedules1m")]
+    Schedules1m,
 }
 
 impl Workload {
@@ -75,6 +80,7 @@ impl Workload {
             Workload::Wide10k => "wide10k",
             Workload::Scale => "scale",
             Workload::Cron => "cron",
+            Workload::Schedules1m => "schedules1m",
         }
     }
 }
@@ -121,6 +127,10 @@ pub struct Bench<'a> {
     pub wide_tasks: usize,
     /// Tasks of the scale DAG.
     pub scale_tasks: usize,
+    /// Schedules of the schedules1m workload.
+    pub schedules1m_count: usize,
+    /// Length of the schedules1m window, in seconds.
+    pub schedules1m_seconds: u64,
 }
 
 impl Bench<'_> {
@@ -197,14 +207,19 @@ fn fanout(width: usize) -> Vec<(String, Vec<String>)> {
     tasks
 }
 
-fn wide(n: usize) -> Vec<(String, Vec<String>)> {
+pub(super) fn wide(n: usize) -> Vec<(String, Vec<String>)> {
     (0..n).map(|i| (format!("w{i}"), vec![])).collect()
 }
 
 /// The YAML of a DAG of `tasks` (name, parents), all of type `kind`, with
 /// retries off so a failure shows at once instead of after a back-off.
 /// `header` holds the DAG-level lines (run limits, schedules).
-fn dag_yaml(name: &str, kind: TaskKind, tasks: &[(String, Vec<String>)], header: &str) -> String {
+pub(super) fn dag_yaml(
+    name: &str,
+    kind: TaskKind,
+    tasks: &[(String, Vec<String>)],
+    header: &str,
+) -> String {
     let mut yaml = format!("name: {name}\n{header}tasks:\n");
     for (task, deps) in tasks {
         yaml.push_str(&format!("  - name: {task}\n"));
@@ -220,7 +235,7 @@ fn dag_yaml(name: &str, kind: TaskKind, tasks: &[(String, Vec<String>)], header:
 /// DAG header of the one-run workloads.
 const ONE_RUN: &str = "max_active_runs: 1\n";
 
-async fn apply(system: &System<'_>, yaml: &str) -> Result<i64> {
+pub(super) async fn apply(system: &System<'_>, yaml: &str) -> Result<i64> {
     let file = DagFile::parse(yaml).context("bench DAG is invalid")?;
     let report = catalog::apply(&system.db, &file, "UTC")
         .await
@@ -638,6 +653,7 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
             Ok(rows)
         }
         Workload::Cron => cron(bench).await,
+        Workload::Schedules1m => super::schedules::run(bench).await,
     }
 }
 
