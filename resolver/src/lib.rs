@@ -7,6 +7,12 @@
 //! completion finds its instance already propagated. A message that cannot be
 //! decoded or names ids that cannot exist is terminated (never redelivered);
 //! a database error NAKs it so nothing is dropped.
+//!
+//! Completions are settled in batches: whatever `dj.done.*` messages are
+//! waiting (up to [`DONE_BATCH`]) are propagated in one transaction, so a
+//! wide DAG's completions pay one commit (and one turn of the run row's lock)
+//! per batch instead of one each; a lone completion is still handled the
+//! moment it arrives.
 
 use std::time::Duration;
 
@@ -22,7 +28,7 @@ use datajump_shared::{RunStatus, TaskStatus, TriggerType, catalog, metrics, subj
 use futures::StreamExt;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
-    sea_query::OnConflict,
+    QuerySelect, sea_query::OnConflict,
 };
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
@@ -117,6 +123,9 @@ enum Kind {
     Event,
 }
 
+/// Most completions settled in one transaction.
+pub const DONE_BATCH: usize = 128;
+
 async fn consume(
     config: &Config,
     js: &Context,
@@ -135,24 +144,42 @@ async fn consume(
                 continue;
             }
         };
-        messages
+        let messages = messages
             .take_until(shutdown.cancelled())
-            .for_each_concurrent(config.concurrency, |message| async move {
-                let message = match message {
-                    Ok(message) => message,
-                    Err(e) => {
-                        debug!(error = %e, "pull stream hiccup");
-                        return;
-                    }
-                };
-                let verdict = match kind {
-                    Kind::Fire => handle_fire(config, js, &message.payload).await,
-                    Kind::Done => handle_done(config, js, &message.payload).await,
-                    Kind::Event => handle_event(config, js, &message).await,
-                };
-                settle_message(&message, stream, verdict).await;
-            })
-            .await;
+            .filter_map(|message| {
+                futures::future::ready(
+                    message
+                        .map_err(|e| debug!(error = %e, "pull stream hiccup"))
+                        .ok(),
+                )
+            });
+        match kind {
+            // One batch at a time: batches of one resolver never wait on
+            // each other's row locks, and the next batch is whatever arrived
+            // meanwhile.
+            Kind::Done => {
+                messages
+                    .ready_chunks(DONE_BATCH)
+                    .for_each(|batch| async move { handle_dones(config, js, &batch).await })
+                    .await;
+            }
+            Kind::Fire => {
+                messages
+                    .for_each_concurrent(config.concurrency, |message| async move {
+                        let verdict = handle_fire(config, js, &message.payload).await;
+                        settle_message(&message, stream, verdict).await;
+                    })
+                    .await;
+            }
+            Kind::Event => {
+                messages
+                    .for_each_concurrent(config.concurrency, |message| async move {
+                        let verdict = handle_event(config, js, &message).await;
+                        settle_message(&message, stream, verdict).await;
+                    })
+                    .await;
+            }
+        }
     }
     Ok(())
 }
@@ -499,51 +526,120 @@ fn instance_rows(
         .collect()
 }
 
-async fn handle_done(config: &Config, js: &Context, payload: &[u8]) -> Verdict {
-    let done = match DoneMsg::decode(payload) {
-        Ok(done) => done,
-        Err(e) => return e.into(),
-    };
-    let span = info_span!(
-        "done",
-        dag_run_id = done.dag_run_id,
-        task_instance_id = done.task_instance_id,
-        attempt = done.attempt
-    );
-    async {
-        let txn = datajump_shared::db::begin_write(&config.db).await?;
-        let Some(row) = task_instance::Entity::find_by_id(done.task_instance_id)
-            .one(&txn)
-            .await?
-        else {
-            return Ok::<_, DbErr>(Verdict::Poison(format!(
-                "task instance {} does not exist",
-                done.task_instance_id
-            )));
-        };
-        if row.dag_run_id != done.dag_run_id {
-            return Ok(Verdict::Poison(format!(
-                "task instance {} is not in run {}",
-                row.id, done.dag_run_id
-            )));
+/// Settles a batch of completions: one transaction propagates every
+/// decodable one (a completion naming an instance that does not exist, or
+/// not in its run, is poison and skipped), then the work it released is
+/// published and each message settled. A database error retries the batch.
+async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Message]) {
+    let mut verdicts: Vec<Option<Verdict>> = messages.iter().map(|_| None).collect();
+    let mut dones = Vec::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        match DoneMsg::decode(&message.payload) {
+            Ok(done) => dones.push((index, done)),
+            Err(e) => verdicts[index] = Some(e.into()),
         }
-        let released = state::propagate(&txn, row.id, Utc::now()).await?;
-        txn.commit().await?;
-        if let Some(parent_end) = row.finished_at {
-            for child in &released.queued {
-                if let Some(queued) = child.queued_at {
-                    metrics::edge_released(parent_end, queued);
+    }
+    match propagate_dones(config, &dones).await {
+        Ok(settled) => {
+            for (index, verdict, released) in settled {
+                verdicts[index] = Some(verdict);
+                let Some((parent_end, released)) = released else {
+                    continue;
+                };
+                if let Some(parent_end) = parent_end {
+                    for child in &released.queued {
+                        if let Some(queued) = child.queued_at {
+                            metrics::edge_released(parent_end, queued);
+                        }
+                    }
+                }
+                if let Err(e) = after_commit(js, released).await {
+                    warn!(error = %e, "publishing work failed; the deadline scan will republish it");
                 }
             }
         }
-        if let Err(e) = after_commit(js, released).await {
-            warn!(error = %e, "publishing work failed; the deadline scan will republish it");
+        Err(e) => {
+            let why = format!("database: {e}");
+            for (index, _) in &dones {
+                verdicts[*index] = Some(Verdict::Retry(why.clone()));
+            }
         }
-        Ok::<_, DbErr>(Verdict::Ack)
     }
-    .instrument(span)
-    .await
-    .unwrap_or_else(Verdict::from)
+    for (message, verdict) in messages.iter().zip(verdicts) {
+        let verdict = verdict.unwrap_or(Verdict::Ack);
+        settle_message(message, subjects::DONE_STREAM, verdict).await;
+    }
+}
+
+/// A completion's verdict and, when it was propagated, the parent's end
+/// time and what the propagation released.
+type Settled = (
+    usize,
+    Verdict,
+    Option<(Option<chrono::DateTime<Utc>>, Released)>,
+);
+
+/// Propagates `dones` (message index, completion) in one transaction.
+async fn propagate_dones(
+    config: &Config,
+    dones: &[(usize, DoneMsg)],
+) -> Result<Vec<Settled>, DbErr> {
+    if dones.is_empty() {
+        return Ok(Vec::new());
+    }
+    let txn = datajump_shared::db::begin_write(&config.db).await?;
+    // Only what the check needs: the rows' specs and children can be large.
+    let found: std::collections::HashMap<i64, (i64, Option<chrono::DateTime<Utc>>)> =
+        task_instance::Entity::find()
+            .select_only()
+            .columns([
+                task_instance::Column::Id,
+                task_instance::Column::DagRunId,
+                task_instance::Column::FinishedAt,
+            ])
+            .filter(task_instance::Column::Id.is_in(dones.iter().map(|(_, d)| d.task_instance_id)))
+            .into_tuple::<(i64, i64, Option<chrono::DateTime<Utc>>)>()
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(|(id, run, finished)| (id, (run, finished)))
+            .collect();
+    let now = Utc::now();
+    let mut settled = Vec::with_capacity(dones.len());
+    for (index, done) in dones {
+        let span = info_span!(
+            "done",
+            dag_run_id = done.dag_run_id,
+            task_instance_id = done.task_instance_id,
+            attempt = done.attempt
+        );
+        match found.get(&done.task_instance_id) {
+            None => settled.push((
+                *index,
+                Verdict::Poison(format!(
+                    "task instance {} does not exist",
+                    done.task_instance_id
+                )),
+                None,
+            )),
+            Some((run, _)) if *run != done.dag_run_id => settled.push((
+                *index,
+                Verdict::Poison(format!(
+                    "task instance {} is not in run {}",
+                    done.task_instance_id, done.dag_run_id
+                )),
+                None,
+            )),
+            Some((_, finished)) => {
+                let released = state::propagate(&txn, done.task_instance_id, now)
+                    .instrument(span)
+                    .await?;
+                settled.push((*index, Verdict::Ack, Some((*finished, released))));
+            }
+        }
+    }
+    txn.commit().await?;
+    Ok(settled)
 }
 
 async fn handle_event(config: &Config, js: &Context, message: &jetstream::Message) -> Verdict {
