@@ -1,9 +1,9 @@
 //! The runner: claims work, executes it, records the attempt, reports it.
 //!
-//! Stateless and scaled by replica count. It fetches one message per free
-//! slot, trying its queues' high, then normal, then low band consumers with
-//! no prefetch, so a buffered low-band message can never jump ahead of a later
-//! high-band one. A core subscription to its queues' work subjects is only a
+//! Stateless and scaled by replica count. It fills its free slots from its
+//! queues' high, then normal, then low band consumers (one fetch per band for
+//! all the slots, no prefetch), so a buffered low-band message can never jump
+//! ahead of a later high-band one. A core subscription to its queues' work subjects is only a
 //! doorbell that wakes the fetch loop. A task starts only through the
 //! conditional claim in `datajump_shared::state::start`; the attempt's
 //! terminal state is committed before its completion is published and its
@@ -198,6 +198,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             () = shutdown.cancelled() => break,
         };
         let mut permits = vec![permit];
+        let mut rang = false;
         loop {
             // Every free slot is filled from one fetch per band rather than
             // one fetch per task: under load that was most of a task's NATS
@@ -223,9 +224,18 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             }
             // Idle: hold one slot only, so the heartbeat counts the others free.
             permits.truncate(1);
+            // The doorbell (a core copy of the publish) can arrive before
+            // the stream has stored the message, so a fetch right after a
+            // ring may find nothing: look again shortly rather than at the
+            // next one-second poll.
+            let idle = if std::mem::take(&mut rang) {
+                RECHECK_AFTER_RING
+            } else {
+                Duration::from_secs(1)
+            };
             tokio::select! {
-                _ = doorbell.next() => {},
-                () = tokio::time::sleep(Duration::from_secs(1)) => {},
+                _ = doorbell.next() => rang = true,
+                () = tokio::time::sleep(idle) => {},
                 () = shutdown.cancelled() => break 'fetching,
             }
         }
@@ -258,6 +268,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
 /// would leave the fetch loop waiting forever while the heartbeat task keeps
 /// the runner looking alive.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How soon a fetch that found nothing right after a doorbell ring looks
+/// again.
+const RECHECK_AFTER_RING: Duration = Duration::from_millis(5);
 
 /// Most messages one fetch loop turn takes (and slots it fills at once).
 const MAX_FETCH: usize = 64;
