@@ -24,19 +24,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag, schedule, task};
-use datajump_shared::messages::{FireMsg, Message};
 use datajump_shared::subjects;
-use futures::StreamExt;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, IntoActiveModel,
     QueryFilter,
 };
-use tokio_util::sync::CancellationToken;
 
 use super::report::{Row, Target, Unit};
 use super::stats::Better;
 use super::system::System;
-use super::workloads::{Bench, TaskKind, apply, dag_yaml, wide};
+use super::workloads::{Bench, FireWatch, TaskKind, apply, dag_yaml, wide};
 
 /// The issue's size.
 pub const ISSUE_SCHEDULES: usize = 1_000_000;
@@ -392,31 +389,7 @@ async fn measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<Rep> {
     );
 
     // Every fire the ticker publishes, as a core subscriber sees it.
-    let mut fires = system
-        .nats
-        .subscribe(subjects::FIRE_ALL)
-        .await
-        .context("cannot watch fires")?;
-    let stop_watching = CancellationToken::new();
-    let stop = stop_watching.clone();
-    let watcher = tokio::spawn(async move {
-        let mut seen: Vec<(i64, i64, DateTime<Utc>)> = Vec::new();
-        loop {
-            tokio::select! {
-                message = fires.next() => {
-                    let Some(message) = message else { break };
-                    let at = Utc::now();
-                    if let Ok(fire) = FireMsg::decode(&message.payload)
-                        && let Some(schedule_id) = fire.schedule_id
-                    {
-                        seen.push((schedule_id, fire.logical_time.timestamp(), at));
-                    }
-                }
-                () = stop.cancelled() => break,
-            }
-        }
-        seen
-    });
+    let watcher = FireWatch::start(system).await?;
 
     let spawned = Instant::now();
     let (pid, log) = system.spawn_ticker_process()?;
@@ -442,8 +415,7 @@ async fn measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<Rep> {
     }
     let peak = memory_mib(pid, "VmHWM").context("cannot read the ticker's memory")?;
     let end = memory_mib(pid, "VmRSS").context("cannot read the ticker's memory")?;
-    stop_watching.cancel();
-    let published = watcher.await.context("fire watcher")?;
+    let published = watcher.finish().await?;
 
     // Window seconds by second of the day (a window is shorter than a day).
     let window: HashMap<i64, i64> = (window_start..window_end)

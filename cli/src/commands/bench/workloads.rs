@@ -133,6 +133,51 @@ pub struct Bench<'a> {
     pub schedules1m_seconds: u64,
 }
 
+/// Every fire the ticker publishes, as a core subscriber on `dj.fire.>` sees
+/// it: (schedule id, logical time in unix seconds, instant seen).
+pub struct FireWatch {
+    stop: CancellationToken,
+    seen: tokio::task::JoinHandle<Vec<(i64, i64, DateTime<Utc>)>>,
+}
+
+impl FireWatch {
+    /// Subscribes and starts collecting.
+    pub async fn start(system: &System<'_>) -> Result<FireWatch> {
+        let mut fires = system
+            .nats
+            .subscribe(datajump_shared::subjects::FIRE_ALL)
+            .await
+            .context("cannot watch fires")?;
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        let seen = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            loop {
+                tokio::select! {
+                    message = fires.next() => {
+                        let Some(message) = message else { break };
+                        let at = Utc::now();
+                        if let Ok(fire) = FireMsg::decode(&message.payload)
+                            && let Some(schedule_id) = fire.schedule_id
+                        {
+                            seen.push((schedule_id, fire.logical_time.timestamp(), at));
+                        }
+                    }
+                    () = stopped.cancelled() => break,
+                }
+            }
+            seen
+        });
+        Ok(FireWatch { stop, seen })
+    }
+
+    /// Stops collecting and returns what was seen.
+    pub async fn finish(self) -> Result<Vec<(i64, i64, DateTime<Utc>)>> {
+        self.stop.cancel();
+        self.seen.await.context("fire watcher")
+    }
+}
+
 impl Bench<'_> {
     /// The report name of `workload`, with its size when it was changed.
     fn label(&self, workload: Workload) -> String {
@@ -909,32 +954,7 @@ async fn cron_measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<Cron
         applying.elapsed().as_secs_f64()
     );
 
-    // Every fire the ticker publishes, as a core subscriber sees it.
-    let mut fires = system
-        .nats
-        .subscribe(datajump_shared::subjects::FIRE_ALL)
-        .await
-        .context("cannot watch fires")?;
-    let stop_watching = CancellationToken::new();
-    let stop = stop_watching.clone();
-    let watcher = tokio::spawn(async move {
-        let mut seen: Vec<(i64, i64, DateTime<Utc>)> = Vec::new();
-        loop {
-            tokio::select! {
-                message = fires.next() => {
-                    let Some(message) = message else { break };
-                    let at = Utc::now();
-                    if let Ok(fire) = FireMsg::decode(&message.payload)
-                        && let Some(schedule_id) = fire.schedule_id
-                    {
-                        seen.push((schedule_id, fire.logical_time.timestamp(), at));
-                    }
-                }
-                () = stop.cancelled() => break,
-            }
-        }
-        seen
-    });
+    let watcher = FireWatch::start(system).await?;
 
     let roles_started = Utc::now();
     system.start_roles(bench.runners).await?;
@@ -967,8 +987,7 @@ async fn cron_measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<Cron
         system.check_alive()?;
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    stop_watching.cancel();
-    let published = watcher.await.context("fire watcher")?;
+    let published = watcher.finish().await?;
 
     let runs: Vec<CronRun> = in_window()
         .select_only()
