@@ -3,9 +3,6 @@
 //! the secret header resolved, retried with backoff while the receiver
 //! answers 500; `datajump alerts test` (the real CLI) reports delivery.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use datajump_shared::alerts::status;
@@ -13,61 +10,13 @@ use datajump_shared::entities::alert;
 use datajump_shared::{RunStatus, secrets};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
+use crate::harness::http_receiver;
+
 const TIMEOUT: Duration = Duration::from_secs(90);
 const TOKEN: &str = "hook-s3cret-42";
 
-/// One request the receiver got: its header lines and JSON body.
-#[derive(Debug, Clone)]
-struct Received {
-    headers: Vec<String>,
-    body: serde_json::Value,
-}
-
-/// A webhook receiver answering 500 to its first `failures` requests and
-/// 200 afterwards.
-fn receiver(failures: usize) -> (u16, Arc<Mutex<Vec<Received>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let requests = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(&stream);
-            let mut headers = Vec::new();
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                headers.push(line.trim_end().to_owned());
-                line.clear();
-            }
-            let length = headers
-                .iter()
-                .find_map(|h| {
-                    let (name, value) = h.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let mut requests = requests.lock().expect("requests");
-            let answer: &[u8] = if requests.len() < failures {
-                b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            } else {
-                b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            };
-            requests.push(Received {
-                headers,
-                body: serde_json::from_slice(&body).unwrap_or_default(),
-            });
-            drop(requests);
-            let _ = (&stream).write_all(answer);
-        }
-    });
-    (port, seen)
-}
-
 both_dbs!(failures_timeouts_and_sla_misses_alert, |env| async move {
-    let (port, seen) = receiver(2);
+    let (port, seen) = http_receiver(2);
     let refused = env
         .try_apply(&format!(
             r#"

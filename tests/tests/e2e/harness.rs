@@ -9,6 +9,7 @@
 //! cancelled.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -694,4 +695,57 @@ mod tests {
             "postgres://h:5432/x"
         );
     }
+}
+
+/// One request the receiver got: its header lines and JSON body.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Header lines, as sent.
+    pub headers: Vec<String>,
+    /// The body as JSON (null when it is not JSON).
+    pub body: serde_json::Value,
+}
+
+/// A one-thread HTTP server on a free port (an HTTP task's target, a
+/// webhook) answering 500 to its first `failures` requests and 200
+/// afterwards, keeping every request.
+pub fn http_receiver(failures: usize) -> (u16, Arc<Mutex<Vec<Received>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let requests = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut headers = Vec::new();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                headers.push(line.trim_end().to_owned());
+                line.clear();
+            }
+            let length = headers
+                .iter()
+                .find_map(|h| {
+                    let (name, value) = h.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let mut requests = requests.lock().expect("requests");
+            let answer: &[u8] = if requests.len() < failures {
+                b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            } else {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            };
+            requests.push(Received {
+                headers,
+                body: serde_json::from_slice(&body).unwrap_or_default(),
+            });
+            drop(requests);
+            let _ = (&stream).write_all(answer);
+        }
+    });
+    (port, seen)
 }

@@ -1,11 +1,8 @@
 //! Credentials of HTTP tasks: a header naming `${secret:NAME}` reaches the
 //! server, while the value appears in no NATS message, no catalog or run row
 //! and no log; a literal credential header is refused when the DAG is
-//! applied.
+//! applied. The receiving server is `harness::http_receiver`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use datajump_shared::entities::{dag_run, task, task_instance};
@@ -14,35 +11,13 @@ use futures::StreamExt;
 use sea_orm::EntityTrait;
 use tokio::io::AsyncReadExt;
 
+use crate::harness::http_receiver;
+
 const TIMEOUT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "tok-9f8e7d-s3cr3t";
 
-/// A one-thread HTTP server answering `200 ok` to anything, keeping each
-/// request's header lines.
-fn http_server() -> (u16, Arc<Mutex<Vec<Vec<String>>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let requests = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(&stream);
-            let mut headers = Vec::new();
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                headers.push(line.trim_end().to_owned());
-                line.clear();
-            }
-            requests.lock().expect("requests").push(headers);
-            let _ = (&stream)
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
-        }
-    });
-    (port, seen)
-}
-
 both_dbs!(secret_headers_travel_in_no_message, |env| async move {
-    let (port, seen) = http_server();
+    let (port, seen) = http_receiver(0);
     let literal = env
         .try_apply(&format!(
             r#"
@@ -101,10 +76,11 @@ tasks:
     assert_eq!(requests.len(), 1, "{requests:?}");
     assert!(
         requests[0]
+            .headers
             .iter()
             .any(|h| h.eq_ignore_ascii_case(&format!("authorization: Bearer {TOKEN}"))),
         "the server got the secret: {:?}",
-        requests[0]
+        requests[0].headers
     );
 
     let mut messages = 0;
