@@ -750,6 +750,36 @@ async fn resolver_killed_repeatedly_during_a_200_task_dag() {
     resolver.assert_running();
 }
 
+/// The restart tests' system: an 8 × 5 layered DAG of 0.3 s shell tasks,
+/// a ticker, a resolver and two 3-slot runners, and a run triggered.
+/// Returns the side-effect file, the role processes and the run key.
+async fn start_layers(env: &TestEnv) -> (PathBuf, Vec<Process>, String) {
+    let side = env.path("side");
+    env.apply(&layered_dag("layers", 8, 5, "sleep 0.3; ", &side))
+        .await;
+    let roles = vec![
+        start_ticker(env, "ticker").await,
+        start_resolver(env, "resolver").await,
+        start_runner(env, "runner-1", 3, &[]).await,
+        start_runner(env, "runner-2", 3, &[]).await,
+    ];
+    let key = env.trigger("layers").await;
+    (side, roles, key)
+}
+
+/// The run of [`start_layers`] ends SUCCESS with each of its 40 tasks run
+/// once, and every role process is still alive.
+async fn assert_layers_done(env: &TestEnv, key: &str, side: &Path, roles: &mut [Process]) {
+    let run = env.wait_run(key, TWO_MINUTES).await;
+    let successes = assert_run_sound(env, &run, RunStatus::Success).await;
+    assert_eq!(successes.len(), 40);
+    let names: Vec<String> = successes.keys().cloned().collect();
+    assert_side_effects_once(side, names.iter().map(String::as_str));
+    for role in roles {
+        role.assert_running();
+    }
+}
+
 /// nats-server is killed and restarted (same port, same JetStream store)
 /// twice in the middle of a run: every role reconnects on its own and the
 /// run completes, each task once. (Before runners put a timer on their
@@ -758,17 +788,7 @@ async fn resolver_killed_repeatedly_during_a_200_task_dag() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn nats_server_restart_mid_run() {
     let mut env = TestEnv::new(Backend::Postgres).await;
-    let side = env.path("side");
-    env.apply(&layered_dag("layers", 8, 5, "sleep 0.3; ", &side))
-        .await;
-    let mut roles = vec![
-        start_ticker(&env, "ticker").await,
-        start_resolver(&env, "resolver").await,
-        start_runner(&env, "runner-1", 3, &[]).await,
-        start_runner(&env, "runner-2", 3, &[]).await,
-    ];
-
-    let key = env.trigger("layers").await;
+    let (side, mut roles, key) = start_layers(&env).await;
     for restart in 1..=2 {
         wait_file_lines(&side, 10 * restart, RECOVERY).await;
         let run = env.run_by_key(&key).await.expect("the run");
@@ -776,14 +796,7 @@ async fn nats_server_restart_mid_run() {
         env.restart_nats(Duration::from_secs(2));
     }
 
-    let run = env.wait_run(&key, TWO_MINUTES).await;
-    let successes = assert_run_sound(&env, &run, RunStatus::Success).await;
-    assert_eq!(successes.len(), 40);
-    let names: Vec<String> = successes.keys().cloned().collect();
-    assert_side_effects_once(&side, names.iter().map(String::as_str));
-    for role in &mut roles {
-        role.assert_running();
-    }
+    assert_layers_done(&env, &key, &side, &mut roles).await;
     // The system still takes new work after the restart.
     let again = env.trigger("layers").await;
     let run = env.wait_run(&again, TWO_MINUTES).await;
@@ -1059,17 +1072,7 @@ fn run_ok(command: &mut Command) {
 async fn postgres_restart_mid_run() {
     let cluster = PgCluster::start();
     let env = TestEnv::with_database(cluster.url()).await;
-    let side = env.path("side");
-    env.apply(&layered_dag("layers", 8, 5, "sleep 0.3; ", &side))
-        .await;
-    let mut roles = vec![
-        start_ticker(&env, "ticker").await,
-        start_resolver(&env, "resolver").await,
-        start_runner(&env, "runner-1", 3, &[]).await,
-        start_runner(&env, "runner-2", 3, &[]).await,
-    ];
-
-    let key = env.trigger("layers").await;
+    let (side, mut roles, key) = start_layers(&env).await;
     // Three crashes, each after some more tasks finished: one crash cuts
     // only the few queries in flight at that instant, so a single one would
     // often miss the interesting moments (a runner committing a task's end).
@@ -1080,12 +1083,5 @@ async fn postgres_restart_mid_run() {
         cluster.crash_and_restart(Duration::from_secs(3));
     }
 
-    let run = env.wait_run(&key, TWO_MINUTES).await;
-    let successes = assert_run_sound(&env, &run, RunStatus::Success).await;
-    assert_eq!(successes.len(), 40);
-    let names: Vec<String> = successes.keys().cloned().collect();
-    assert_side_effects_once(&side, names.iter().map(String::as_str));
-    for role in &mut roles {
-        role.assert_running();
-    }
+    assert_layers_done(&env, &key, &side, &mut roles).await;
 }
