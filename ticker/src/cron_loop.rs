@@ -206,9 +206,16 @@ pub(crate) async fn run(
     Ok(())
 }
 
+/// Fires at once that many due fires at most: enough that a thousand
+/// schedules due in the same second are all in flight together, bounded so
+/// a catch-up of a million never holds a million publishes open.
+const FIRES_IN_FLIGHT: usize = 1024;
+
 /// Fires everything due in `schedules`, recording each fire in `recent`
-/// when a reload is running. A failed fire stays in the heap and ends the
-/// pass: the next pass retries it.
+/// when a reload is running. Due fires are published together rather than
+/// one round trip after another: a thousand schedules sharing a second
+/// would otherwise fire up to a second late. A failed fire goes back into
+/// the heap; the next pass retries it.
 async fn fire_due(
     js: &Context,
     kv: &kv::Store,
@@ -216,6 +223,7 @@ async fn fire_due(
     mut recent: Option<&mut HashMap<i64, i64>>,
 ) {
     let now = Utc::now().timestamp();
+    let mut due = Vec::new();
     while let Some(&Reverse((unix, index))) = schedules.heap.peek() {
         if unix > now {
             break;
@@ -232,13 +240,22 @@ async fn fire_due(
             }
             continue;
         }
-        let Some(at) = DateTime::from_timestamp(unix, 0) else {
-            continue;
-        };
-        match fire(js, kv, entry, at).await {
+        if let Some(at) = DateTime::from_timestamp(unix, 0) {
+            due.push((index, at));
+        }
+    }
+    let entries = &schedules.entries;
+    let settled: Vec<_> = futures::stream::iter(due)
+        .map(|(index, at)| async move { (index, at, fire(js, kv, &entries[index], at).await) })
+        .buffer_unordered(FIRES_IN_FLIGHT)
+        .collect()
+        .await;
+    for (index, at, result) in settled {
+        let entry = &schedules.entries[index];
+        match result {
             Ok(()) => {
                 if let Some(recent) = recent.as_deref_mut() {
-                    recent.insert(entry.schedule_id, unix);
+                    recent.insert(entry.schedule_id, at.timestamp());
                 }
                 if let Some(next) = entry.next_after(at) {
                     schedules.heap.push(Reverse((next.timestamp(), index)));
@@ -246,8 +263,7 @@ async fn fire_due(
             }
             Err(e) => {
                 warn!(schedule_id = entry.schedule_id, error = %e, "fire failed; retrying");
-                schedules.heap.push(Reverse((unix, index)));
-                break;
+                schedules.heap.push(Reverse((at.timestamp(), index)));
             }
         }
     }
