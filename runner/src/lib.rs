@@ -667,8 +667,9 @@ fn abort_after_commit_if_asked() {
     }
 }
 
-/// Uploads the full log to the `dj_logs` object store; returns its name
-/// there, or `None` if it could not be stored (the database keeps the tail).
+/// Uploads a full log the tail could not hold to the `dj_logs` object
+/// store; returns its name there, or `None` when there is none or it could
+/// not be stored (the database keeps the tail either way).
 async fn store_full_log(
     store: &ObjectStore,
     execution_id: i64,

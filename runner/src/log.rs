@@ -2,8 +2,11 @@
 //! written three ways at once. Each line goes live to `dj.log.<execution_id>`
 //! (core NATS, header `Dj-Seq` = line number, for `datajump logs --follow`,
 //! which asks the sink for the lines before it subscribed),
-//! into a temporary file that becomes the full log in the `dj_logs` object
-//! store when the attempt ends, and into a capped tail the database keeps.
+//! into a capped tail the database keeps, and into a temporary file that
+//! becomes the full log in the `dj_logs` object store when the attempt ends
+//! — only if the tail could not hold it all. Most logs fit the tail, and
+//! storing them twice cost every task an object-store put (three JetStream
+//! round trips and a rollup), the largest per-task NATS cost there was.
 //!
 //! The sink is a cheap clonable handle, so the runner can snapshot the tail
 //! into the database while an executor is still writing.
@@ -34,9 +37,11 @@ pub struct LogSink(Arc<Mutex<Inner>>);
 
 /// What is left of a log once the attempt has ended.
 pub struct FinishedLog {
-    /// The capped tail, with a note when earlier lines were cut.
+    /// The capped tail, with a note when earlier lines were cut; without
+    /// that note it is the whole log.
     pub tail: String,
-    /// The whole log, if it could be written to disk.
+    /// The whole log, when the tail had to cut lines (and the disk copy
+    /// could be written).
     pub full: Option<tempfile::NamedTempFile>,
 }
 
@@ -138,18 +143,20 @@ impl LogSink {
         })
     }
 
-    /// Ends the log: flushes the full copy and stops live publishing.
+    /// Ends the log: stops live publishing and flushes the full copy, kept
+    /// only when the tail is not the whole log.
     pub fn finish(&self, file: Option<tempfile::NamedTempFile>) -> FinishedLog {
-        let flushed = self.with(|inner| {
+        let (flushed, cut) = self.with(|inner| {
             inner.live = None;
-            inner
+            let flushed = inner
                 .full
                 .take()
-                .is_some_and(|mut full| full.flush().is_ok())
+                .is_some_and(|mut full| full.flush().is_ok());
+            (flushed, inner.seq > inner.tail.len() as u64)
         });
         FinishedLog {
             tail: self.tail(),
-            full: file.filter(|_| flushed),
+            full: file.filter(|_| flushed && cut),
         }
     }
 }
@@ -217,6 +224,28 @@ mod tests {
         let dropped = dropped_lines(&tail);
         assert!(dropped > 100, "{dropped}");
         assert_eq!(last_line_number(&tail), 200);
+    }
+
+    #[test]
+    fn only_a_cut_log_keeps_its_full_copy() {
+        let short = tempfile::NamedTempFile::new().expect("temp file");
+        let sink = LogSink::new(None, Some(&short));
+        sink.line("a");
+        let finished = sink.finish(Some(short));
+        assert!(finished.full.is_none(), "the tail is the whole log");
+        assert_eq!(finished.tail, "a\n");
+
+        let long = tempfile::NamedTempFile::new().expect("temp file");
+        let sink = LogSink::new(None, Some(&long));
+        let line = "x".repeat(1000);
+        for _ in 0..200 {
+            sink.line(&line);
+        }
+        let finished = sink.finish(Some(long));
+        let full = finished.full.expect("a cut log keeps its full copy");
+        let text = std::fs::read_to_string(full.path()).expect("read");
+        assert_eq!(text.lines().count(), 200);
+        assert!(dropped_lines(&finished.tail) > 0);
     }
 
     #[test]

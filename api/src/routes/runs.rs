@@ -16,7 +16,7 @@ use datajump_nats::control::ResetFailed;
 use datajump_shared::TaskStatus;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::state::{ResetError, ResetScope};
-use datajump_shared::subjects;
+use datajump_shared::{logs, subjects};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use tokio::io::AsyncReadExt;
 use tracing::{debug, info};
@@ -207,9 +207,10 @@ async fn stored_log(state: &AppState, name: &str) -> Option<String> {
 
 /// `GET /api/v1/dags/task-instances/{taskInstanceId}/log?attempt=N`: the
 /// log of the latest attempt, or of attempt `N` (0-based), as text/plain —
-/// the full copy from the object store, or the database's tail while the
-/// attempt runs. Headers `X-DataJump-Attempt` and `X-DataJump-Log-Source`
-/// (`full` or `tail`) say which.
+/// the whole log once the attempt has ended (from the object store, or the
+/// database's tail when that holds it all), the tail while it runs.
+/// Headers `X-DataJump-Attempt` and `X-DataJump-Log-Source` (`full` or
+/// `tail`) say which.
 pub async fn log(
     State(state): State<AppState>,
     Path(id): Path<i64>,
@@ -234,13 +235,15 @@ pub async fn log(
                 instance.task_name, instance.status
             )),
         })?;
-    let full = match (&exec.log_path, exec.end_time) {
-        (Some(name), Some(_)) => stored_log(&state, name).await,
-        _ => None,
-    };
-    let (source, text) = match full {
-        Some(text) => ("full", text),
-        None => ("tail", exec.log_tail.clone().unwrap_or_default()),
+    let tail = exec.log_tail.clone().unwrap_or_default();
+    let (source, text) = match (&exec.log_path, exec.end_time) {
+        (Some(name), Some(_)) => match stored_log(&state, name).await {
+            Some(full) => ("full", full),
+            None => ("tail", tail),
+        },
+        // The runner stores no copy of a log its tail holds whole.
+        (None, Some(_)) if logs::dropped_lines(&tail) == 0 => ("full", tail),
+        _ => ("tail", tail),
     };
     Ok((
         [

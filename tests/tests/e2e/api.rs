@@ -472,6 +472,20 @@ both_dbs!(api_dag_lifecycle_and_runs, |env| async move {
         log.headers
     );
     assert!(log.text.contains("hello from-the-api"), "{}", log.text);
+    assert!(
+        log.text
+            .contains("========== Task Execution End =========="),
+        "{}",
+        log.text
+    );
+    assert_eq!(
+        log.headers
+            .get("x-datajump-log-source")
+            .and_then(|v| v.to_str().ok()),
+        Some("full"),
+        "an ended attempt's short log is whole: {:?}",
+        log.headers
+    );
     let first = api
         .get(&format!(
             "/api/v1/dags/task-instances/{hello_id}/log?attempt=0"
