@@ -14,6 +14,7 @@
 //! per batch instead of one each; a lone completion is still handled the
 //! moment it arrives.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, Context};
@@ -126,6 +127,9 @@ enum Kind {
 /// Most completions settled in one transaction.
 pub const DONE_BATCH: usize = 128;
 
+/// Most fires turned into runs in one transaction.
+pub const FIRE_BATCH: usize = 128;
+
 async fn consume(
     config: &Config,
     js: &Context,
@@ -165,10 +169,8 @@ async fn consume(
             }
             Kind::Fire => {
                 messages
-                    .for_each_concurrent(config.concurrency, |message| async move {
-                        let verdict = handle_fire(config, js, &message.payload).await;
-                        settle_message(&message, stream, verdict).await;
-                    })
+                    .ready_chunks(FIRE_BATCH)
+                    .for_each(|batch| async move { handle_fires(config, js, &batch).await })
                     .await;
             }
             Kind::Event => {
@@ -211,95 +213,124 @@ async fn settle_message(message: &jetstream::Message, stream: &str, verdict: Ver
     }
 }
 
-/// Publishes work for what a transaction queued and logs the rest.
-async fn after_commit(js: &Context, released: Released) -> Result<(), NatsError> {
-    for row in &released.settled {
-        info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, "task settled");
-    }
-    for row in &released.queued {
-        publish_work(js, row).await?;
-        info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
-    }
-    if let Some((run_id, status)) = released.finished_run {
-        metrics::run_finished(status);
-        info!(dag_run_id = run_id, %status, "run finished");
-    }
-    if let Some(run_id) = released.started_run {
-        info!(dag_run_id = run_id, "waiting run started");
-    }
-    Ok(())
-}
+/// Work messages published at once after a commit.
+const PUBLISH_IN_FLIGHT: usize = 256;
 
-async fn handle_fire(config: &Config, js: &Context, payload: &[u8]) -> Verdict {
-    let fire = match FireMsg::decode(payload) {
-        Ok(fire) => fire,
-        Err(e) => return e.into(),
-    };
-    let span = info_span!("fire", dag_id = fire.dag_id, dedup_key = %fire.dedup_key);
-    async {
-        let Some(dag) = dag::Entity::find_by_id(fire.dag_id).one(&config.db).await? else {
-            return Ok::<_, DbErr>(Verdict::Poison(format!("DAG {} does not exist", fire.dag_id)));
-        };
-        if let Some(skip) = skip_reason(&config.db, &fire, &dag).await? {
-            info!(dag = %dag.name, skip, "fire ignored");
-            return Ok(Verdict::Ack);
+/// Publishes the work of everything committed transactions queued — all at
+/// once, not one acknowledgement after another, so the fiftieth child of a
+/// fan-out is not held behind the other forty-nine — and logs the rest. A
+/// publish that fails is left to the ticker's deadline scan, which
+/// republishes the work of QUEUED instances: the commit already happened.
+async fn publish_released(js: &Context, released: Vec<Released>) {
+    let mut queued = Vec::new();
+    for released in released {
+        for row in &released.settled {
+            info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, "task settled");
         }
-        Ok(match create_run(&config.db, &fire, &dag).await? {
-            FireOutcome::Exists => {
-                debug!("run already exists");
-                Verdict::Ack
-            }
-            FireOutcome::Skipped => {
-                info!(dag = %dag.name, max_active_runs = dag.max_active_runs, "fire skipped: the DAG is at max_active_runs (overlap: skip)");
-                Verdict::Ack
-            }
-            FireOutcome::Created(run_id, status, released) => {
-                info!(dag = %dag.name, dag_run_id = run_id, %status, trigger = fire.trigger_type.as_str(), biz_date = %fire.biz_date, "run created");
-                match after_commit(js, released).await {
-                    Ok(()) => Verdict::Ack,
-                    // The run is committed: the ticker's deadline scan
-                    // republishes the work of its QUEUED roots.
-                    Err(e) => {
-                        warn!(error = %e, "publishing work failed; the deadline scan will republish it");
-                        Verdict::Ack
-                    }
+        if let Some((run_id, status)) = released.finished_run {
+            metrics::run_finished(status);
+            info!(dag_run_id = run_id, %status, "run finished");
+        }
+        if let Some(run_id) = released.started_run {
+            info!(dag_run_id = run_id, "waiting run started");
+        }
+        queued.extend(released.queued);
+    }
+    futures::stream::iter(&queued)
+        .for_each_concurrent(PUBLISH_IN_FLIGHT, |row| async move {
+            match publish_work(js, row).await {
+                Ok(()) => {
+                    info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
+                }
+                Err(e) => {
+                    warn!(dag_run_id = row.dag_run_id, task_instance_id = row.id, error = %e, "publishing work failed; the deadline scan will republish it");
                 }
             }
         })
-    }
-    .instrument(span)
-    .await
-    .unwrap_or_else(Verdict::from)
+        .await;
 }
 
-/// Why a scheduled fire must not start a run now, if it must not.
-async fn skip_reason(
-    db: &DatabaseConnection,
+/// Turns a batch of fires into runs: one transaction creates every run
+/// (see [`create_runs`]), then the released work is published and each
+/// message settled. If the batch fails, its fires are tried one at a time,
+/// so one fire the database keeps refusing holds back no other.
+async fn handle_fires(config: &Config, js: &Context, messages: &[jetstream::Message]) {
+    let mut verdicts: Vec<Option<Verdict>> = messages.iter().map(|_| None).collect();
+    let mut fires = Vec::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        match FireMsg::decode(&message.payload) {
+            Ok(fire) => fires.push((index, fire)),
+            Err(e) => verdicts[index] = Some(e.into()),
+        }
+    }
+    let outcomes = match create_runs(&config.db, &fires).await {
+        Ok(outcomes) => outcomes,
+        Err(e) if fires.len() == 1 => {
+            verdicts[fires[0].0] = Some(e.into());
+            Vec::new()
+        }
+        Err(e) => {
+            warn!(error = %e, fires = fires.len(), "a batch of fires failed; creating their runs one at a time");
+            let mut outcomes = Vec::with_capacity(fires.len());
+            for fire in &fires {
+                match create_runs(&config.db, std::slice::from_ref(fire)).await {
+                    Ok(one) => outcomes.extend(one),
+                    Err(e) => verdicts[fire.0] = Some(e.into()),
+                }
+            }
+            outcomes
+        }
+    };
+    let mut released = Vec::new();
+    for (index, outcome) in outcomes {
+        verdicts[index] = Some(match outcome {
+            FireOutcome::UnknownDag(dag_id) => {
+                Verdict::Poison(format!("DAG {dag_id} does not exist"))
+            }
+            FireOutcome::Created(_, _, work) => {
+                released.push(work);
+                Verdict::Ack
+            }
+            FireOutcome::Ignored | FireOutcome::Exists | FireOutcome::Skipped => Verdict::Ack,
+        });
+    }
+    publish_released(js, released).await;
+    for (message, verdict) in messages.iter().zip(verdicts) {
+        let verdict = verdict.unwrap_or(Verdict::Ack);
+        settle_message(message, subjects::FIRE_STREAM, verdict).await;
+    }
+}
+
+/// Why a scheduled fire must not start a run now, if it must not, given
+/// whether each schedule of the batch is active (absent: deleted).
+fn skip_reason(
     fire: &FireMsg,
     dag: &dag::Model,
-) -> Result<Option<&'static str>, DbErr> {
+    schedules_active: &HashMap<i64, bool>,
+) -> Option<&'static str> {
     if !matches!(
         fire.trigger_type,
         TriggerType::Schedule | TriggerType::Event
     ) {
-        return Ok(None);
+        return None;
     }
     if !dag.online {
-        return Ok(Some("DAG is offline"));
+        return Some("DAG is offline");
     }
-    let Some(schedule_id) = fire.schedule_id else {
-        return Ok(None);
-    };
-    let schedule = schedule::Entity::find_by_id(schedule_id).one(db).await?;
-    Ok(match schedule {
-        None => Some("schedule was deleted"),
-        Some(s) if !s.active => Some("schedule is paused"),
-        Some(_) => None,
-    })
+    match fire.schedule_id.map(|id| schedules_active.get(&id)) {
+        None => None,
+        Some(None) => Some("schedule was deleted"),
+        Some(Some(false)) => Some("schedule is paused"),
+        Some(Some(true)) => None,
+    }
 }
 
 /// What a fire did.
 enum FireOutcome {
+    /// Its DAG does not exist: the fire is poison.
+    UnknownDag(i64),
+    /// It must not start a run (offline DAG, paused or deleted schedule).
+    Ignored,
     /// Its run already existed (a repeated fire).
     Exists,
     /// The DAG was at `max_active_runs` under overlap policy `skip`.
@@ -308,23 +339,106 @@ enum FireOutcome {
     Created(i64, RunStatus, Released),
 }
 
-/// Creates the run of a fire in one transaction: the `dag_run` (unless its
+/// Creates the runs of `fires` (message index, fire) in one transaction:
+/// the DAGs, schedules and plans of the whole batch are read in a handful
+/// of queries, then each run is created ([`create_run`]). Fires are taken
+/// in DAG order, so resolvers batching concurrently lock DAG rows in the
+/// same order and cannot deadlock each other.
+async fn create_runs(
+    db: &DatabaseConnection,
+    fires: &[(usize, FireMsg)],
+) -> Result<Vec<(usize, FireOutcome)>, DbErr> {
+    if fires.is_empty() {
+        return Ok(Vec::new());
+    }
+    let txn = datajump_shared::db::begin_write(db).await?;
+    let dags: HashMap<i64, dag::Model> = dag::Entity::find()
+        .filter(dag::Column::Id.is_in(fires.iter().map(|(_, f)| f.dag_id)))
+        .all(&txn)
+        .await?
+        .into_iter()
+        .map(|d| (d.id, d))
+        .collect();
+    let schedule_ids: Vec<i64> = fires.iter().filter_map(|(_, f)| f.schedule_id).collect();
+    let schedules_active: HashMap<i64, bool> = if schedule_ids.is_empty() {
+        HashMap::new()
+    } else {
+        schedule::Entity::find()
+            .select_only()
+            .columns([schedule::Column::Id, schedule::Column::Active])
+            .filter(schedule::Column::Id.is_in(schedule_ids))
+            .into_tuple::<(i64, bool)>()
+            .all(&txn)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    let mut ignored = Vec::new();
+    let mut runnable = Vec::new();
+    for (index, fire) in fires {
+        match dags.get(&fire.dag_id) {
+            None => {
+                ignored.push((*index, FireOutcome::UnknownDag(fire.dag_id)));
+            }
+            Some(dag) => match skip_reason(fire, dag, &schedules_active) {
+                Some(why) => {
+                    info!(dag = %dag.name, dedup_key = %fire.dedup_key, skip = why, "fire ignored");
+                    ignored.push((*index, FireOutcome::Ignored));
+                }
+                None => runnable.push((*index, fire, dag)),
+            },
+        }
+    }
+    runnable.sort_by_key(|(_, fire, _)| fire.dag_id);
+    let plans = catalog::current_plans(&txn, runnable.iter().map(|(_, _, dag)| *dag)).await?;
+    let now = Utc::now();
+    let mut outcomes = ignored;
+    let mut created = Vec::with_capacity(runnable.len());
+    for (index, fire, dag) in &runnable {
+        let Some(plan) = plans.get(&dag.id) else {
+            continue;
+        };
+        let span = info_span!("fire", dag_id = fire.dag_id, dedup_key = %fire.dedup_key);
+        let outcome = create_run(&txn, fire, dag, plan, now)
+            .instrument(span)
+            .await?;
+        created.push((*index, fire, dag, outcome));
+    }
+    txn.commit().await?;
+    for (index, fire, dag, outcome) in created {
+        match &outcome {
+            FireOutcome::Exists => {
+                debug!(dag = %dag.name, dedup_key = %fire.dedup_key, "run already exists")
+            }
+            FireOutcome::Skipped => {
+                info!(dag = %dag.name, dedup_key = %fire.dedup_key, max_active_runs = dag.max_active_runs, "fire skipped: the DAG is at max_active_runs (overlap: skip)")
+            }
+            FireOutcome::Created(run_id, status, _) => {
+                info!(dag = %dag.name, dag_run_id = run_id, %status, trigger = fire.trigger_type.as_str(), biz_date = %fire.biz_date, "run created")
+            }
+            FireOutcome::UnknownDag(_) | FireOutcome::Ignored => {}
+        }
+        outcomes.push((index, outcome));
+    }
+    Ok(outcomes)
+}
+
+/// Creates the run of a fire within `txn`: the `dag_run` (unless its
 /// `dedup_key` exists), its plan snapshot, one instance per task with its
 /// parent counters, and — when the DAG has a free run slot — the release of
 /// its roots. Without a free slot the overlap policy decides: `wait` creates
 /// the run QUEUED (started when a run of the DAG finishes), `skip` creates
 /// nothing, `parallel` ignores the limit.
 async fn create_run(
-    db: &DatabaseConnection,
+    txn: &sea_orm::DatabaseTransaction,
     fire: &FireMsg,
     dag: &dag::Model,
+    plan: &Plan,
+    now: chrono::DateTime<Utc>,
 ) -> Result<FireOutcome, DbErr> {
-    let txn = datajump_shared::db::begin_write(db).await?;
-    let plan = catalog::current_plan(&txn, dag).await?;
-    let now = Utc::now();
     let empty = plan.tasks.is_empty();
     let slot_free = dag.overlap_policy == OverlapPolicy::Parallel.as_str()
-        || state::run_slot_free(&txn, dag).await?;
+        || state::run_slot_free(txn, dag).await?;
     let status = match (empty, slot_free) {
         (true, _) => RunStatus::Success,
         (false, true) => RunStatus::Running,
@@ -341,7 +455,7 @@ async fn create_run(
         trigger_type: Set(fire.trigger_type),
         biz_date: Set(fire.biz_date),
         logical_time: Set(fire.logical_time),
-        plan: Set(serde_json::to_value(&plan).unwrap_or_default()),
+        plan: Set(serde_json::to_value(plan).unwrap_or_default()),
         params: Set(params_to_json(&fire.params)),
         status: Set(status),
         pending_instances: Set(i32::try_from(plan.tasks.len()).unwrap_or(i32::MAX)),
@@ -355,25 +469,24 @@ async fn create_run(
             .do_nothing()
             .to_owned(),
     )
-    .exec(&txn)
+    .exec(txn)
     .await;
     let run_id = match inserted {
         Ok(result) => result.last_insert_id,
         Err(DbErr::RecordNotInserted) => return Ok(FireOutcome::Exists),
         Err(e) => return Err(e),
     };
-    let rows = instance_rows(&plan, fire, run_id, now);
+    let rows = instance_rows(plan, fire, run_id, now);
     for chunk in rows.chunks(200) {
         task_instance::Entity::insert_many(chunk.to_vec())
-            .exec_without_returning(&txn)
+            .exec_without_returning(txn)
             .await?;
     }
-    link_external_parents(&txn, &plan, dag, run_id, fire.biz_date, now).await?;
+    link_external_parents(txn, plan, dag, run_id, fire.biz_date, now).await?;
     let mut released = Released::default();
     if status == RunStatus::Running {
-        state::release_roots(&txn, run_id, now, &mut released).await?;
+        state::release_roots(txn, run_id, now, &mut released).await?;
     }
-    txn.commit().await?;
     Ok(FireOutcome::Created(run_id, status, released))
 }
 
@@ -539,6 +652,7 @@ async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Mess
             Err(e) => verdicts[index] = Some(e.into()),
         }
     }
+    let mut to_publish = Vec::new();
     match propagate_dones(config, &dones).await {
         Ok(settled) => {
             for (index, verdict, released) in settled {
@@ -553,9 +667,7 @@ async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Mess
                         }
                     }
                 }
-                if let Err(e) = after_commit(js, released).await {
-                    warn!(error = %e, "publishing work failed; the deadline scan will republish it");
-                }
+                to_publish.push(released);
             }
         }
         Err(e) => {
@@ -565,6 +677,7 @@ async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Mess
             }
         }
     }
+    publish_released(js, to_publish).await;
     for (message, verdict) in messages.iter().zip(verdicts) {
         let verdict = verdict.unwrap_or(Verdict::Ack);
         settle_message(message, subjects::DONE_STREAM, verdict).await;

@@ -526,19 +526,40 @@ pub async fn dag_by_name(db: &DatabaseConnection, name: &str) -> Result<dag::Mod
         .ok_or_else(|| CatalogError::UnknownDag(name.to_owned()))
 }
 
-/// Loads a DAG's current plan.
-pub async fn current_plan<C: sea_orm::ConnectionTrait>(
+/// Loads the current plans of `dags`, keyed by DAG id, in two queries
+/// whatever their number: the resolver turns a batch of fires into runs at
+/// once.
+pub async fn current_plans<'a, C: sea_orm::ConnectionTrait>(
     conn: &C,
-    dag: &dag::Model,
-) -> Result<Plan, DbErr> {
-    let tasks = task::Entity::find()
-        .filter(task::Column::DagId.eq(dag.id))
+    dags: impl IntoIterator<Item = &'a dag::Model>,
+) -> Result<BTreeMap<i64, Plan>, DbErr> {
+    let dags: BTreeMap<i64, &dag::Model> = dags.into_iter().map(|d| (d.id, d)).collect();
+    if dags.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let mut tasks: BTreeMap<i64, Vec<task::Model>> = BTreeMap::new();
+    for row in task::Entity::find()
+        .filter(task::Column::DagId.is_in(dags.keys().copied()))
         .order_by_asc(task::Column::Id)
         .all(conn)
-        .await?;
-    let deps = task_dependency::Entity::find()
-        .filter(task_dependency::Column::DagId.eq(dag.id))
+        .await?
+    {
+        tasks.entry(row.dag_id).or_default().push(row);
+    }
+    let mut deps: BTreeMap<i64, Vec<task_dependency::Model>> = BTreeMap::new();
+    for row in task_dependency::Entity::find()
+        .filter(task_dependency::Column::DagId.is_in(dags.keys().copied()))
         .all(conn)
-        .await?;
-    Ok(Plan::from_rows(dag, &tasks, &deps))
+        .await?
+    {
+        deps.entry(row.dag_id).or_default().push(row);
+    }
+    Ok(dags
+        .into_iter()
+        .map(|(id, dag)| {
+            let tasks = tasks.get(&id).map(Vec::as_slice).unwrap_or_default();
+            let deps = deps.get(&id).map(Vec::as_slice).unwrap_or_default();
+            (id, Plan::from_rows(dag, tasks, deps))
+        })
+        .collect())
 }

@@ -339,3 +339,44 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
         env.describe_run(&run).await
     );
 });
+
+/// The resolver creates a batch of fires' runs in one transaction; a fire
+/// the database refuses (PostgreSQL enforces the 128-character `dedup_key`,
+/// SQLite does not) must not hold back the fires that came with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fire_the_database_refuses_holds_back_no_other() {
+    let env = crate::harness::TestEnv::new(crate::harness::Backend::Postgres).await;
+    env.apply(PAIR).await;
+    let dag_id = env.dag_id("pair").await;
+    // Published before any resolver runs, so they arrive together.
+    let mut refused = env.manual_fire("pair").await;
+    refused.dedup_key = "k".repeat(200);
+    datajump_nats::publish_fire(&env.js, &refused)
+        .await
+        .expect("publish the refused fire");
+    let mut keys = Vec::new();
+    for _ in 0..5 {
+        let fire = env.manual_fire("pair").await;
+        datajump_nats::publish_fire(&env.js, &fire)
+            .await
+            .expect("publish fire");
+        keys.push(fire.dedup_key);
+    }
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
+    for key in &keys {
+        let run = env.wait_run(key, MINUTE).await;
+        assert_eq!(
+            run.status,
+            RunStatus::Success,
+            "{}",
+            env.describe_run(&run).await
+        );
+    }
+    let runs = env.runs_of(dag_id).await;
+    assert_eq!(
+        runs.len(),
+        keys.len(),
+        "only the accepted fires ran: {runs:?}"
+    );
+}
