@@ -106,7 +106,11 @@ impl Run {
         let outcome = executor.execute(&ctx, &sink).await;
         let took = start.elapsed();
         let finished = sink.finish(Some(file));
-        let log = std::fs::read_to_string(finished.full.expect("full log").path()).expect("log");
+        // A log the tail holds whole has no separate full copy.
+        let log = match finished.full {
+            Some(full) => std::fs::read_to_string(full.path()).expect("log"),
+            None => finished.tail,
+        };
         Ran { outcome, log, took }
     }
 }
