@@ -4,14 +4,17 @@
 //! pool (SeaORM defaults SQLite to one connection) and IMMEDIATE write
 //! transactions, because a deferred transaction that reads and then writes
 //! fails at once with "database is locked" when another writer got there
-//! first. [`begin_write`] is the one way to open a write transaction.
+//! first. [`begin_write`] is the one way to open a write transaction; on
+//! SQLite it also queues the process's writers on one lock, so they never
+//! poll SQLite's lock with sleeps.
 
 use std::time::Duration;
 
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
-    SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, ExecResult, QueryResult, SqliteTransactionMode, Statement, TransactionOptions,
+    TransactionTrait,
 };
 
 /// Default database: a SQLite file in the working directory.
@@ -33,16 +36,83 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
     Database::connect(options).await
 }
 
-/// Opens a transaction that will write: IMMEDIATE on SQLite, the default
-/// (READ COMMITTED) on PostgreSQL.
-pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
-    let sqlite_transaction_mode = (db.get_database_backend() == DbBackend::Sqlite)
-        .then_some(SqliteTransactionMode::Immediate);
-    db.begin_with_options(TransactionOptions {
-        sqlite_transaction_mode,
-        ..Default::default()
-    })
-    .await
+/// Serializes this process's SQLite write transactions. SQLite lets one
+/// writer in at a time and makes the others poll with sleeps of 1, 2, 5,
+/// 10 … ms (its busy handler), so a dozen concurrent writers spent more time
+/// asleep than writing: strace of a wide200 bench counted thousands of
+/// those sleeps. Queued on this lock instead, the next writer starts the
+/// moment the last one commits. Every role of `datajump up` (and of the
+/// bench) runs in one process, so one lock covers all of them; writers in
+/// other processes still meet SQLite's busy handler.
+static SQLITE_WRITE_GATE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A write transaction from [`begin_write`]. On SQLite it holds the
+/// process's write gate until it commits, rolls back or is dropped.
+pub struct WriteTxn {
+    // Declared before the gate, so a dropped transaction rolls back first.
+    txn: DatabaseTransaction,
+    _gate: Option<tokio::sync::MutexGuard<'static, ()>>,
+}
+
+impl WriteTxn {
+    /// Commits, then lets the next writer in.
+    pub async fn commit(self) -> Result<(), DbErr> {
+        self.txn.commit().await
+    }
+
+    /// Rolls back, then lets the next writer in.
+    pub async fn rollback(self) -> Result<(), DbErr> {
+        self.txn.rollback().await
+    }
+}
+
+impl std::ops::Deref for WriteTxn {
+    type Target = DatabaseTransaction;
+
+    fn deref(&self) -> &DatabaseTransaction {
+        &self.txn
+    }
+}
+
+#[async_trait::async_trait]
+impl ConnectionTrait for WriteTxn {
+    fn get_database_backend(&self) -> DbBackend {
+        self.txn.get_database_backend()
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        self.txn.execute_raw(stmt).await
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        self.txn.execute_unprepared(sql).await
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        self.txn.query_one_raw(stmt).await
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        self.txn.query_all_raw(stmt).await
+    }
+}
+
+/// Opens a transaction that will write: IMMEDIATE on SQLite, behind the
+/// process's write gate, and the default (READ COMMITTED) on PostgreSQL.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
+    let sqlite = db.get_database_backend() == DbBackend::Sqlite;
+    let gate = if sqlite {
+        Some(SQLITE_WRITE_GATE.lock().await)
+    } else {
+        None
+    };
+    let txn = db
+        .begin_with_options(TransactionOptions {
+            sqlite_transaction_mode: sqlite.then_some(SqliteTransactionMode::Immediate),
+            ..Default::default()
+        })
+        .await?;
+    Ok(WriteTxn { txn, _gate: gate })
 }
 
 /// Tells a transient database error (worth a retry or NAK) from one that
