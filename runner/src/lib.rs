@@ -9,6 +9,7 @@
 //! terminal state is committed before its completion is published and its
 //! message acked, so a runner dying at any point loses nothing.
 
+mod commit;
 pub mod executor;
 mod log;
 
@@ -38,6 +39,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use commit::{Claim, Committer};
 use executor::{ExecContext, ExecOutcome, LogSink};
 
 /// How a runner runs.
@@ -186,6 +188,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         stops.clone(),
         stops.drain.clone(),
     ));
+    let committer = Committer::start(config.db.clone(), config.id.clone());
     let mut running = tokio::task::JoinSet::new();
     info!(runner = %config.id, queues = ?config.queues, slots = config.slots, "runner started");
 
@@ -215,8 +218,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
                     let js = js.clone();
                     let logs = logs.clone();
                     let stops = stops.clone();
+                    let committer = committer.clone();
                     running.spawn(async move {
-                        handle_work(&config, &js, &logs, message, &stops).await;
+                        handle_work(&config, &js, &logs, &committer, message, &stops).await;
                         drop(permit);
                     });
                 }
@@ -340,6 +344,7 @@ async fn handle_work(
     config: &Config,
     js: &Context,
     logs: &ObjectStore,
+    committer: &Committer,
     message: jetstream::Message,
     stops: &Stops,
 ) {
@@ -358,7 +363,7 @@ async fn handle_work(
     };
     let span = info_span!("task", dag_run_id = work.dag_run_id, task_instance_id = work.task_instance_id, attempt = work.attempt, task = %work.spec.task.name);
     async {
-        let ack = match attempt(config, js, logs, &message, &work, stops).await {
+        let ack = match attempt(config, js, logs, committer, &message, &work, stops).await {
             Ok(ack) => ack,
             Err(e) => {
                 warn!(error = %e, "database error; message will be redelivered");
@@ -378,38 +383,20 @@ async fn attempt(
     config: &Config,
     js: &Context,
     logs: &ObjectStore,
+    committer: &Committer,
     message: &jetstream::Message,
     work: &WorkMsg,
     stops: &Stops,
 ) -> Result<AckKind, DbErr> {
     let start = Utc::now();
-    // The claim and the attempt's execution row commit together, so a
-    // claimed attempt always has its row and a failed insert leaves the
-    // instance QUEUED for the redelivery.
-    let txn = datajump_shared::db::begin_write(&config.db).await?;
-    let Some(row) =
-        state::start(&txn, work.task_instance_id, work.attempt, &config.id, start).await?
-    else {
-        txn.rollback().await?;
+    let claim = Claim {
+        task_instance_id: work.task_instance_id,
+        attempt: work.attempt,
+        start,
+    };
+    let Some((row, exec_row)) = committer.claim(claim).await? else {
         return not_claimed(config, js, work).await;
     };
-    let exec_row = execution::ActiveModel {
-        task_instance_id: Set(row.id),
-        dag_run_id: Set(row.dag_run_id),
-        task_id: Set(row.task_id),
-        schedule_id: Set(None),
-        biz_date: Set(row.biz_date),
-        status: Set(TaskStatus::Running),
-        attempt: Set(work.attempt),
-        trigger_type: Set(row.trigger_type),
-        worker: Set(config.id.clone()),
-        start_time: Set(start),
-        created_at: Set(start),
-        ..Default::default()
-    }
-    .insert(&txn)
-    .await?;
-    txn.commit().await?;
     if let Some(queued) = row.queued_at {
         metrics::task_dispatched(queued, start);
     }
@@ -423,7 +410,7 @@ async fn attempt(
         kill: &kill,
         drain: &stops.drain,
     };
-    let ack = run_claimed(config, js, logs, &claimed).await;
+    let ack = run_claimed(config, js, logs, committer, &claimed).await;
     stops.unregister(row.id);
     ack
 }
@@ -445,6 +432,7 @@ async fn run_claimed(
     config: &Config,
     js: &Context,
     logs: &ObjectStore,
+    committer: &Committer,
     claimed: &Claimed<'_>,
 ) -> Result<AckKind, DbErr> {
     let Claimed {
@@ -510,11 +498,24 @@ async fn run_claimed(
     let log_path = store_full_log(logs, exec_row.id, finished_log.full).await;
     let abandoned = outcome == ExecOutcome::Cancelled && drain.is_cancelled();
 
-    let ended = Ended {
-        outcome: &outcome,
+    let verdict = judge(&outcome, &task.retry, row.retries_used, end);
+    let (status, reason) = if abandoned {
+        let why = "the runner shut down; the task went back to the queue";
+        (TaskStatus::Failed, Some(why.to_owned()))
+    } else {
+        (verdict.attempt_status, verdict.reason)
+    };
+    let ended = commit::End {
+        task_instance_id: row.id,
+        attempt: work.attempt,
+        execution_id: exec_row.id,
         abandoned,
+        instance_end: verdict.end,
+        status,
+        reason,
         end,
         duration_ms,
+        exit_code: outcome.exit_code(),
         log_tail: finished_log.tail,
         log_path,
     };
@@ -526,7 +527,7 @@ async fn run_claimed(
     let mut retry_in = Duration::from_millis(200);
     let mut retried = false;
     let (finished, requeued) = loop {
-        match record_end(config, claimed, &ended).await {
+        match committer.end(ended.clone()).await {
             Ok(recorded) => break recorded,
             Err(e) if drain.is_cancelled() => return Err(e),
             Err(e) => {
@@ -577,77 +578,6 @@ async fn run_claimed(
         }
     }
     Ok(AckKind::Ack)
-}
-
-/// How an attempt ended, as [`record_end`] commits it.
-struct Ended<'a> {
-    outcome: &'a ExecOutcome,
-    /// Stopped at the drain timeout: the task goes back to the queue.
-    abandoned: bool,
-    end: DateTime<Utc>,
-    duration_ms: i64,
-    log_tail: String,
-    log_path: Option<String>,
-}
-
-/// Commits the end of a claimed attempt in one transaction: the instance's
-/// new state and its execution row. Returns the instance if this attempt
-/// ended it (terminal or waiting for a retry), and the instance put back in
-/// the queue if the attempt was abandoned at the drain timeout.
-async fn record_end(
-    config: &Config,
-    claimed: &Claimed<'_>,
-    ended: &Ended<'_>,
-) -> Result<(Option<task_instance::Model>, Option<task_instance::Model>), DbErr> {
-    let Claimed {
-        work,
-        row,
-        exec_row,
-        ..
-    } = *claimed;
-    let Ended {
-        outcome,
-        abandoned,
-        end,
-        duration_ms,
-        ..
-    } = *ended;
-    let task = &work.spec.task;
-    let txn = datajump_shared::db::begin_write(&config.db).await?;
-    let (finished, requeued, exec_status, reason) = if abandoned {
-        let requeued =
-            state::requeue_abandoned(&txn, row.id, work.attempt, &config.id, end).await?;
-        let reason = "the runner shut down; the task went back to the queue".to_owned();
-        (None, requeued, TaskStatus::Failed, Some(reason))
-    } else {
-        let verdict = judge(outcome, &task.retry, row.retries_used, end);
-        let finished = state::finish_attempt(
-            &txn,
-            row.id,
-            work.attempt,
-            &config.id,
-            &verdict.end,
-            verdict.reason.as_deref(),
-            end,
-        )
-        .await?;
-        (finished, None, verdict.attempt_status, verdict.reason)
-    };
-    execution::ActiveModel {
-        id: Set(exec_row.id),
-        status: Set(exec_status),
-        end_time: Set(Some(end)),
-        duration_ms: Set(Some(duration_ms)),
-        exit_code: Set(outcome.exit_code()),
-        log_tail: Set(Some(ended.log_tail.clone())),
-        log_path: Set(ended.log_path.clone()),
-        error_msg: Set(reason),
-        ..Default::default()
-    }
-    .update(&txn)
-    .await?;
-    txn.commit().await?;
-    Ok((finished, requeued))
 }
 
 /// Test-only fault injection, for the fault tests of `datajump-tests`: with
