@@ -13,6 +13,7 @@ mod m20261129_000002_dependency_wait;
 mod m20261130_000003_secret;
 mod m20261130_000004_retry_options;
 mod m20261130_000006_alert;
+mod m20261130_000007_run_plan;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000003_secret::Migration),
             Box::new(m20261130_000004_retry_options::Migration),
             Box::new(m20261130_000006_alert::Migration),
+            Box::new(m20261130_000007_run_plan::Migration),
         ]
     }
 }

@@ -21,7 +21,7 @@ use async_nats::jetstream::{self, AckKind, Context};
 use chrono::Utc;
 use datajump_nats::{NatsError, publish_work, pull_consumer};
 use datajump_shared::dag_file::OverlapPolicy;
-use datajump_shared::entities::{dag, dag_run, schedule, task_instance};
+use datajump_shared::entities::{dag, dag_run, dag_run_plan, schedule, task_instance};
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, MessageError, VERSION};
 use datajump_shared::plan::{DepType, InstanceSpec, Plan, params_to_json};
 use datajump_shared::state::{self, Released};
@@ -455,7 +455,6 @@ async fn create_run(
         trigger_type: Set(fire.trigger_type),
         biz_date: Set(fire.biz_date),
         logical_time: Set(fire.logical_time),
-        plan: Set(serde_json::to_value(plan).unwrap_or_default()),
         params: Set(params_to_json(&fire.params)),
         status: Set(status),
         pending_instances: Set(i32::try_from(plan.tasks.len()).unwrap_or(i32::MAX)),
@@ -476,6 +475,12 @@ async fn create_run(
         Err(DbErr::RecordNotInserted) => return Ok(FireOutcome::Exists),
         Err(e) => return Err(e),
     };
+    dag_run_plan::Entity::insert(dag_run_plan::ActiveModel {
+        dag_run_id: Set(run_id),
+        plan: Set(serde_json::to_value(plan).unwrap_or_default()),
+    })
+    .exec_without_returning(txn)
+    .await?;
     let rows = instance_rows(plan, fire, run_id, now);
     for chunk in rows.chunks(200) {
         task_instance::Entity::insert_many(chunk.to_vec())

@@ -13,7 +13,7 @@ use std::time::Duration;
 use async_nats::jetstream::Context;
 use chrono::Utc;
 use datajump_shared::entities::{
-    alert, dag_run, dependency_wait, execution, schedule, task_instance,
+    alert, dag_run, dag_run_plan, dependency_wait, execution, schedule, task_instance,
 };
 use datajump_shared::subjects;
 use futures::StreamExt;
@@ -97,6 +97,10 @@ pub async fn remove_old_runs(
             .await?;
         task_instance::Entity::delete_many()
             .filter(task_instance::Column::DagRunId.is_in(runs.clone()))
+            .exec(&txn)
+            .await?;
+        dag_run_plan::Entity::delete_many()
+            .filter(dag_run_plan::Column::DagRunId.is_in(runs.clone()))
             .exec(&txn)
             .await?;
         dag_run::Entity::delete_many()

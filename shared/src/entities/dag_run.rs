@@ -4,7 +4,9 @@ use sea_orm::entity::prelude::*;
 
 use crate::{RunStatus, TriggerType};
 
-/// A run. `dedup_key` is unique, so a repeated fire creates nothing.
+/// A run. `dedup_key` is unique, so a repeated fire creates nothing. Its
+/// plan snapshot is in [`super::dag_run_plan`], apart from the counters
+/// every completion updates.
 ///
 /// Invariant: `pending_instances` counts the run's instances not yet
 /// propagated; the propagation that takes it to zero finishes the run, and
@@ -30,8 +32,6 @@ pub struct Model {
     pub biz_date: Date,
     /// Scheduled instant (trigger instant for manual runs).
     pub logical_time: DateTimeUtc,
-    /// Snapshot of the DAG's tasks and edges when the run was created.
-    pub plan: Json,
     /// Run parameters given by the trigger.
     pub params: Json,
     /// Run status.

@@ -6,6 +6,7 @@
 pub mod alert;
 pub mod dag;
 pub mod dag_run;
+pub mod dag_run_plan;
 pub mod datasource;
 pub mod dependency_wait;
 pub mod execution;

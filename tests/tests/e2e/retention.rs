@@ -1,12 +1,12 @@
 //! Retention: finished runs older than the retention period go, with their
-//! task instances and executions; recent runs stay.
+//! task instances, executions and plan snapshots; recent runs stay.
 
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 both_dbs!(retention_removes_old_runs_only, |env| async move {
-    use datajump_shared::entities::{alert, dag_run, execution, task_instance};
+    use datajump_shared::entities::{alert, dag_run, dag_run_plan, execution, task_instance};
     use sea_orm::{
         ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter,
     };
@@ -78,15 +78,19 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
                     .count(&db)
                     .await
                     .expect("count"),
+                dag_run_plan::Entity::find_by_id(run)
+                    .count(&db)
+                    .await
+                    .expect("count"),
             )
         }
     };
     assert_eq!(
         count(old.id).await,
-        (0, 0),
-        "its instances and executions went with it"
+        (0, 0, 0),
+        "its instances, executions and plan went with it"
     );
-    assert_eq!(count(recent.id).await, (1, 1), "the recent run is kept");
+    assert_eq!(count(recent.id).await, (1, 1, 1), "the recent run is kept");
     let alerts: Vec<String> = alert::Entity::find()
         .all(&env.db)
         .await

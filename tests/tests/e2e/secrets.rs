@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use datajump_shared::entities::{dag_run, task, task_instance};
+use datajump_shared::entities::{dag_run_plan, task, task_instance};
 use datajump_shared::{RunStatus, logs, secrets, subjects};
 use futures::StreamExt;
 use sea_orm::EntityTrait;
@@ -101,11 +101,11 @@ tasks:
     let rows = [
         serde_json::to_string(&task::Entity::find().all(&env.db).await.expect("tasks")[0].content),
         serde_json::to_string(
-            &dag_run::Entity::find_by_id(run.id)
+            &dag_run_plan::Entity::find_by_id(run.id)
                 .one(&env.db)
                 .await
-                .expect("run")
-                .expect("run")
+                .expect("run plan")
+                .expect("run plan")
                 .plan,
         ),
         serde_json::to_string(
