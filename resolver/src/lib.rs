@@ -216,6 +216,34 @@ async fn settle_message(message: &jetstream::Message, stream: &str, verdict: Ver
 /// Work messages published at once after a commit.
 const PUBLISH_IN_FLIGHT: usize = 256;
 
+/// Decodes a batch of messages: each decodable one with its index, and a
+/// verdict slot per message, already Poison for those that do not decode.
+fn decode_batch<M: Message>(
+    messages: &[jetstream::Message],
+) -> (Vec<Option<Verdict>>, Vec<(usize, M)>) {
+    let mut verdicts: Vec<Option<Verdict>> = messages.iter().map(|_| None).collect();
+    let mut decoded = Vec::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        match M::decode(&message.payload) {
+            Ok(body) => decoded.push((index, body)),
+            Err(e) => verdicts[index] = Some(e.into()),
+        }
+    }
+    (verdicts, decoded)
+}
+
+/// Settles each message of a batch by its verdict; one left without a
+/// verdict was handled and is acked.
+async fn settle_batch(
+    messages: &[jetstream::Message],
+    stream: &str,
+    verdicts: Vec<Option<Verdict>>,
+) {
+    for (message, verdict) in messages.iter().zip(verdicts) {
+        settle_message(message, stream, verdict.unwrap_or(Verdict::Ack)).await;
+    }
+}
+
 /// Publishes the work of everything committed transactions queued — all at
 /// once, not one acknowledgement after another, so the fiftieth child of a
 /// fan-out is not held behind the other forty-nine — and logs the rest. A
@@ -255,14 +283,7 @@ async fn publish_released(js: &Context, released: Vec<Released>) {
 /// message settled. If the batch fails, its fires are tried one at a time,
 /// so one fire the database keeps refusing holds back no other.
 async fn handle_fires(config: &Config, js: &Context, messages: &[jetstream::Message]) {
-    let mut verdicts: Vec<Option<Verdict>> = messages.iter().map(|_| None).collect();
-    let mut fires = Vec::with_capacity(messages.len());
-    for (index, message) in messages.iter().enumerate() {
-        match FireMsg::decode(&message.payload) {
-            Ok(fire) => fires.push((index, fire)),
-            Err(e) => verdicts[index] = Some(e.into()),
-        }
-    }
+    let (mut verdicts, fires) = decode_batch::<FireMsg>(messages);
     let outcomes = match create_runs(&config.db, &fires).await {
         Ok(outcomes) => outcomes,
         Err(e) if fires.len() == 1 => {
@@ -295,10 +316,7 @@ async fn handle_fires(config: &Config, js: &Context, messages: &[jetstream::Mess
         });
     }
     publish_released(js, released).await;
-    for (message, verdict) in messages.iter().zip(verdicts) {
-        let verdict = verdict.unwrap_or(Verdict::Ack);
-        settle_message(message, subjects::FIRE_STREAM, verdict).await;
-    }
+    settle_batch(messages, subjects::FIRE_STREAM, verdicts).await;
 }
 
 /// Why a scheduled fire must not start a run now, if it must not, given
@@ -649,14 +667,7 @@ fn instance_rows(
 /// not in its run, is poison and skipped), then the work it released is
 /// published and each message settled. A database error retries the batch.
 async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Message]) {
-    let mut verdicts: Vec<Option<Verdict>> = messages.iter().map(|_| None).collect();
-    let mut dones = Vec::with_capacity(messages.len());
-    for (index, message) in messages.iter().enumerate() {
-        match DoneMsg::decode(&message.payload) {
-            Ok(done) => dones.push((index, done)),
-            Err(e) => verdicts[index] = Some(e.into()),
-        }
-    }
+    let (mut verdicts, dones) = decode_batch::<DoneMsg>(messages);
     let mut to_publish = Vec::new();
     match propagate_dones(config, &dones).await {
         Ok(settled) => {
@@ -683,10 +694,7 @@ async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Mess
         }
     }
     publish_released(js, to_publish).await;
-    for (message, verdict) in messages.iter().zip(verdicts) {
-        let verdict = verdict.unwrap_or(Verdict::Ack);
-        settle_message(message, subjects::DONE_STREAM, verdict).await;
-    }
+    settle_batch(messages, subjects::DONE_STREAM, verdicts).await;
 }
 
 /// A completion's verdict and, when it was propagated, the parent's end
