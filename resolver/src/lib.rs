@@ -255,11 +255,11 @@ async fn publish_released(js: &Context, released: Vec<Released>) {
         for row in &released.settled {
             info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, "task settled");
         }
-        if let Some((run_id, status)) = released.finished_run {
+        for (run_id, status) in released.finished_runs {
             metrics::run_finished(status);
             info!(dag_run_id = run_id, %status, "run finished");
         }
-        if let Some(run_id) = released.started_run {
+        for run_id in released.started_runs {
             info!(dag_run_id = run_id, "waiting run started");
         }
         queued.extend(released.queued);
@@ -670,21 +670,14 @@ async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Mess
     let (mut verdicts, dones) = decode_batch::<DoneMsg>(messages);
     let mut to_publish = Vec::new();
     match propagate_dones(config, &dones).await {
-        Ok(settled) => {
-            for (index, verdict, released) in settled {
+        Ok((checked, released)) => {
+            for (index, verdict) in checked {
                 verdicts[index] = Some(verdict);
-                let Some((parent_end, released)) = released else {
-                    continue;
-                };
-                if let Some(parent_end) = parent_end {
-                    for child in &released.queued {
-                        if let Some(queued) = child.queued_at {
-                            metrics::edge_released(parent_end, queued);
-                        }
-                    }
-                }
-                to_publish.push(released);
             }
+            for (parent_end, queued) in &released.edges {
+                metrics::edge_released(*parent_end, *queued);
+            }
+            to_publish.push(released);
         }
         Err(e) => {
             let why = format!("database: {e}");
@@ -697,75 +690,55 @@ async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Mess
     settle_batch(messages, subjects::DONE_STREAM, verdicts).await;
 }
 
-/// A completion's verdict and, when it was propagated, the parent's end
-/// time and what the propagation released.
-type Settled = (
-    usize,
-    Verdict,
-    Option<(Option<chrono::DateTime<Utc>>, Released)>,
-);
-
-/// Propagates `dones` (message index, completion) in one transaction.
+/// Checks `dones` (message index, completion) against the database and
+/// propagates the valid ones together in one transaction; returns each
+/// message's verdict and what the propagation released.
 async fn propagate_dones(
     config: &Config,
     dones: &[(usize, DoneMsg)],
-) -> Result<Vec<Settled>, DbErr> {
+) -> Result<(Vec<(usize, Verdict)>, Released), DbErr> {
     if dones.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Released::default()));
     }
     let txn = datajump_shared::db::begin_write(&config.db).await?;
     // Only what the check needs: the rows' specs and children can be large.
-    let found: std::collections::HashMap<i64, (i64, Option<chrono::DateTime<Utc>>)> =
-        task_instance::Entity::find()
-            .select_only()
-            .columns([
-                task_instance::Column::Id,
-                task_instance::Column::DagRunId,
-                task_instance::Column::FinishedAt,
-            ])
-            .filter(task_instance::Column::Id.is_in(dones.iter().map(|(_, d)| d.task_instance_id)))
-            .into_tuple::<(i64, i64, Option<chrono::DateTime<Utc>>)>()
-            .all(&txn)
-            .await?
-            .into_iter()
-            .map(|(id, run, finished)| (id, (run, finished)))
-            .collect();
-    let now = Utc::now();
-    let mut settled = Vec::with_capacity(dones.len());
+    let runs: std::collections::HashMap<i64, i64> = task_instance::Entity::find()
+        .select_only()
+        .columns([task_instance::Column::Id, task_instance::Column::DagRunId])
+        .filter(task_instance::Column::Id.is_in(dones.iter().map(|(_, d)| d.task_instance_id)))
+        .into_tuple::<(i64, i64)>()
+        .all(&txn)
+        .await?
+        .into_iter()
+        .collect();
+    let mut checked = Vec::with_capacity(dones.len());
+    let mut valid = Vec::with_capacity(dones.len());
     for (index, done) in dones {
-        let span = info_span!(
-            "done",
-            dag_run_id = done.dag_run_id,
-            task_instance_id = done.task_instance_id,
-            attempt = done.attempt
-        );
-        match found.get(&done.task_instance_id) {
-            None => settled.push((
-                *index,
-                Verdict::Poison(format!(
-                    "task instance {} does not exist",
-                    done.task_instance_id
-                )),
-                None,
+        let verdict = match runs.get(&done.task_instance_id) {
+            None => Verdict::Poison(format!(
+                "task instance {} does not exist",
+                done.task_instance_id
             )),
-            Some((run, _)) if *run != done.dag_run_id => settled.push((
-                *index,
-                Verdict::Poison(format!(
-                    "task instance {} is not in run {}",
-                    done.task_instance_id, done.dag_run_id
-                )),
-                None,
+            Some(run) if *run != done.dag_run_id => Verdict::Poison(format!(
+                "task instance {} is not in run {}",
+                done.task_instance_id, done.dag_run_id
             )),
-            Some((_, finished)) => {
-                let released = state::propagate(&txn, done.task_instance_id, now)
-                    .instrument(span)
-                    .await?;
-                settled.push((*index, Verdict::Ack, Some((*finished, released))));
+            Some(_) => {
+                debug!(
+                    dag_run_id = done.dag_run_id,
+                    task_instance_id = done.task_instance_id,
+                    attempt = done.attempt,
+                    "propagating"
+                );
+                valid.push(done.task_instance_id);
+                Verdict::Ack
             }
-        }
+        };
+        checked.push((*index, verdict));
     }
+    let released = state::propagate_many(&txn, valid, Utc::now()).await?;
     txn.commit().await?;
-    Ok(settled)
+    Ok((checked, released))
 }
 
 async fn handle_event(config: &Config, js: &Context, message: &jetstream::Message) -> Verdict {

@@ -7,6 +7,9 @@
 //! into its children's counters and its run's counter in the same way, so a
 //! join is released by exactly one transaction however its parents race, and
 //! a completion costs work proportional to its out-degree, not to the DAG.
+//! Propagation is set-based: a batch of completions is counted into its
+//! children and runs in a few statements, not a few per completion, because
+//! on PostgreSQL every statement is a round trip.
 
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
@@ -41,16 +44,42 @@ pub async fn queue<C: ConnectionTrait>(
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<task_instance::Model>, DbErr> {
-    update_instance(
-        conn,
+    Ok(queue_many(conn, &[id], now).await?.pop())
+}
+
+/// [`queue`] for many instances, in one statement per [`IN_LIST_MAX`] ids.
+async fn queue_many<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[i64],
+    now: DateTime<Utc>,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    update_chunked(conn, ids, |chunk| {
         Ti::update_many()
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
             .col_expr(TiCol::QueuedAt, Expr::value(now))
             .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
-            .filter(TiCol::Id.eq(id))
-            .filter(TiCol::Status.is_in([TaskStatus::Pending, TaskStatus::UpForRetry])),
-    )
+            .filter(TiCol::Id.is_in(chunk.iter().copied()))
+            .filter(TiCol::Status.is_in([TaskStatus::Pending, TaskStatus::UpForRetry]))
+    })
     .await
+}
+
+/// The most ids one statement lists: far under SQLite's and PostgreSQL's
+/// bound-parameter limits, and small enough to keep a statement's plan cheap.
+const IN_LIST_MAX: usize = 1000;
+
+/// Runs the update `build` makes for each [`IN_LIST_MAX`] chunk of `ids`
+/// and returns every updated row.
+async fn update_chunked<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[i64],
+    build: impl Fn(&[i64]) -> sea_orm::UpdateMany<Ti>,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    let mut rows = Vec::new();
+    for chunk in ids.chunks(IN_LIST_MAX) {
+        rows.extend(build(chunk).exec_with_returning(conn).await?);
+    }
+    Ok(rows)
 }
 
 /// Pushes a QUEUED instance's republish deadline forward; returns the row if
@@ -218,7 +247,7 @@ pub async fn kill_run<C: ConnectionTrait>(
         .await?;
     let mut released = Released::default();
     if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
-        released.started_run = Some(started);
+        released.started_runs.push(started);
         release_roots(conn, started, now, &mut released).await?;
     }
     Ok(Some(KilledRun { killed, released }))
@@ -313,22 +342,21 @@ pub async fn take_over<C: ConnectionTrait>(
 }
 
 /// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running.
-async fn settle<C: ConnectionTrait>(
+async fn settle_many<C: ConnectionTrait>(
     conn: &C,
-    id: i64,
+    ids: &[i64],
     to: TaskStatus,
     reason: &str,
     now: DateTime<Utc>,
-) -> Result<Option<task_instance::Model>, DbErr> {
-    update_instance(
-        conn,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    update_chunked(conn, ids, |chunk| {
         Ti::update_many()
             .col_expr(TiCol::Status, Expr::value(to.as_str()))
             .col_expr(TiCol::Reason, Expr::value(reason))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
-            .filter(TiCol::Id.eq(id))
-            .filter(TiCol::Status.eq(TaskStatus::Pending)),
-    )
+            .filter(TiCol::Id.is_in(chunk.iter().copied()))
+            .filter(TiCol::Status.eq(TaskStatus::Pending))
+    })
     .await
 }
 
@@ -391,59 +419,48 @@ pub struct Released {
     pub queued: Vec<task_instance::Model>,
     /// Instances that became terminal without running (SKIPPED, UPSTREAM_FAILED).
     pub settled: Vec<task_instance::Model>,
-    /// The run, if this finished it, with its final status.
-    pub finished_run: Option<(i64, RunStatus)>,
-    /// A waiting run of the same DAG that this started in the freed slot.
-    pub started_run: Option<i64>,
+    /// Runs this finished, with their final status.
+    pub finished_runs: Vec<(i64, RunStatus)>,
+    /// Waiting runs that this started in the slots it freed.
+    pub started_runs: Vec<i64>,
+    /// `(latest parent end, queued at)` of each instance a propagation
+    /// queued: the resolver's half of the edge latency.
+    pub edges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
-/// Applies a strategy's decision to a PENDING instance: QUEUED if it may
-/// run and is enabled, SKIPPED if disabled, UPSTREAM_FAILED if its
-/// parents failed it. Terminal outcomes are propagated in turn.
-pub async fn release<C: ConnectionTrait>(
+/// Applies the strategy's decision to each PENDING instance of `rows`, a
+/// statement per outcome rather than per row: QUEUED if it may run and is
+/// enabled, SKIPPED if disabled, UPSTREAM_FAILED if its parents failed it.
+/// The ids of instances that became terminal are pushed to `settled` for
+/// propagation.
+async fn evaluate_all<C: ConnectionTrait>(
     conn: &C,
-    row: &task_instance::Model,
-    now: DateTime<Utc>,
-    out: &mut Released,
-) -> Result<(), DbErr> {
-    let mut settled = Vec::new();
-    evaluate(conn, row, now, out, &mut settled).await?;
-    propagate_all(conn, settled, now, out).await
-}
-
-async fn evaluate<C: ConnectionTrait>(
-    conn: &C,
-    row: &task_instance::Model,
+    rows: &[task_instance::Model],
     now: DateTime<Utc>,
     out: &mut Released,
     settled: &mut Vec<i64>,
 ) -> Result<(), DbErr> {
-    if row.status != TaskStatus::Pending {
-        return Ok(());
+    let (mut run, mut disabled, mut upstream_failed) = (Vec::new(), Vec::new(), Vec::new());
+    for row in rows.iter().filter(|r| r.status == TaskStatus::Pending) {
+        match decide(row, spec_strategy(row)) {
+            Decision::Wait => {}
+            Decision::Run if spec_enabled(row) => run.push(row.id),
+            Decision::Run => disabled.push(row.id),
+            Decision::UpstreamFailed => upstream_failed.push(row.id),
+        }
     }
-    let terminal = match decide(row, spec_strategy(row)) {
-        Decision::Wait => return Ok(()),
-        Decision::Run if spec_enabled(row) => {
-            if let Some(queued) = queue(conn, row.id, now).await? {
-                out.queued.push(queued);
-            }
-            return Ok(());
-        }
-        Decision::Run => settle(conn, row.id, TaskStatus::Skipped, "task is disabled", now).await?,
-        Decision::UpstreamFailed => {
-            settle(
-                conn,
-                row.id,
-                TaskStatus::UpstreamFailed,
-                "an upstream task did not succeed",
-                now,
-            )
-            .await?
-        }
-    };
-    if let Some(terminal) = terminal {
-        settled.push(terminal.id);
-        out.settled.push(terminal);
+    out.queued.extend(queue_many(conn, &run, now).await?);
+    for (ids, to, reason) in [
+        (disabled, TaskStatus::Skipped, "task is disabled"),
+        (
+            upstream_failed,
+            TaskStatus::UpstreamFailed,
+            "an upstream task did not succeed",
+        ),
+    ] {
+        let terminal = settle_many(conn, &ids, to, reason, now).await?;
+        settled.extend(terminal.iter().map(|t| t.id));
+        out.settled.extend(terminal);
     }
     Ok(())
 }
@@ -457,8 +474,22 @@ pub async fn propagate<C: ConnectionTrait>(
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<Released, DbErr> {
+    propagate_many(conn, vec![id], now).await
+}
+
+/// [`propagate`] for many terminal instances at once — a resolver's batch
+/// of completions — in a fixed number of statements per wave however many
+/// instances, children and runs it touches: one marks them propagated, one
+/// per distinct counter increment counts them into their children and
+/// their runs, one per outcome releases the children. Instances a wave
+/// settles (SKIPPED, UPSTREAM_FAILED) are the next wave.
+pub async fn propagate_many<C: ConnectionTrait>(
+    conn: &C,
+    ids: Vec<i64>,
+    now: DateTime<Utc>,
+) -> Result<Released, DbErr> {
     let mut out = Released::default();
-    propagate_all(conn, vec![id], now, &mut out).await?;
+    propagate_all(conn, ids, now, &mut out).await?;
     Ok(out)
 }
 
@@ -468,79 +499,123 @@ async fn propagate_all<C: ConnectionTrait>(
     now: DateTime<Utc>,
     out: &mut Released,
 ) -> Result<(), DbErr> {
-    while let Some(id) = work.pop() {
-        let Some(parent) = update_instance(
-            conn,
+    while !work.is_empty() {
+        work.sort_unstable();
+        work.dedup();
+        let parents = update_chunked(conn, &work, |chunk| {
             Ti::update_many()
                 .col_expr(TiCol::Propagated, Expr::value(true))
-                .filter(TiCol::Id.eq(id))
+                .filter(TiCol::Id.is_in(chunk.iter().copied()))
                 .filter(TiCol::Propagated.eq(false))
-                .filter(TiCol::Status.is_in(TaskStatus::TERMINAL)),
-        )
-        .await?
-        else {
-            continue;
-        };
+                .filter(TiCol::Status.is_in(TaskStatus::TERMINAL))
+        })
+        .await?;
+        let mut next = Vec::new();
+        count_into_children(conn, &parents, now, out, &mut next).await?;
+        release_waiters(conn, &parents, now, out, &mut next).await?;
+        count_off_runs(conn, &parents, now, out, &mut next).await?;
+        work = next;
+    }
+    Ok(())
+}
+
+/// What one wave's parents add to one child's counters.
+#[derive(Debug, Default)]
+struct ParentResults {
+    ended: i32,
+    strong_ok: i32,
+    strong_failed: i32,
+    latest_end: Option<DateTime<Utc>>,
+}
+
+/// Counts `parents` into their children, one UPDATE per distinct increment
+/// (almost always one: each child has one parent ending, a strong success),
+/// and releases the children whose strategy is now decided.
+async fn count_into_children<C: ConnectionTrait>(
+    conn: &C,
+    parents: &[task_instance::Model],
+    now: DateTime<Utc>,
+    out: &mut Released,
+    settled: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    use std::collections::BTreeMap;
+    let mut counted: BTreeMap<(i64, i64), ParentResults> = BTreeMap::new();
+    for parent in parents {
         let ok = parent.status.counts_as_success();
-        for (child_task_id, dep_type) in children(&parent) {
-            let child = count_parent(
-                conn,
-                Ti::update_many()
-                    .filter(TiCol::DagRunId.eq(parent.dag_run_id))
-                    .filter(TiCol::TaskId.eq(child_task_id)),
-                dep_type,
-                ok,
-            )
-            .await?;
-            if let Some(child) = child {
-                evaluate(conn, &child, now, out, &mut work).await?;
-            }
-        }
-        release_waiters(conn, &parent, now, out, &mut work).await?;
-        let run = dag_run::Entity::update_many()
-            .col_expr(
-                dag_run::Column::PendingInstances,
-                Expr::col(dag_run::Column::PendingInstances).sub(1),
-            )
-            .col_expr(
-                dag_run::Column::FailedInstances,
-                Expr::col(dag_run::Column::FailedInstances).add(i32::from(!ok)),
-            )
-            .filter(dag_run::Column::Id.eq(parent.dag_run_id))
-            .exec(conn)
-            .await?;
-        // Read back only the counters: RETURNING * would carry the run's
-        // whole plan on every completion. Our UPDATE holds the row until
-        // commit, so this read sees exactly our decrement.
-        let counters: Option<(i64, i64, i32, i32)> = dag_run::Entity::find_by_id(parent.dag_run_id)
-            .select_only()
-            .column(dag_run::Column::Id)
-            .column(dag_run::Column::DagId)
-            .column(dag_run::Column::PendingInstances)
-            .column(dag_run::Column::FailedInstances)
-            .into_tuple()
-            .one(conn)
-            .await?;
-        if run.rows_affected == 1
-            && let Some((run_id, dag_id, 0, failed_instances)) = counters
-        {
-            let status = if failed_instances == 0 {
-                RunStatus::Success
-            } else {
-                RunStatus::Failed
-            };
-            if finish_run(conn, run_id, status, now).await? {
-                out.finished_run = Some((run_id, status));
-                if let Some(started) = start_waiting_run(conn, dag_id).await? {
-                    out.started_run = Some(started);
-                    for root in pending_roots(conn, started).await? {
-                        evaluate(conn, &root, now, out, &mut work).await?;
-                    }
+        for (child_task_id, dep_type) in children(parent) {
+            let child = counted
+                .entry((parent.dag_run_id, child_task_id))
+                .or_default();
+            child.ended += 1;
+            if dep_type == DepType::Strong {
+                if ok {
+                    child.strong_ok += 1;
+                } else {
+                    child.strong_failed += 1;
                 }
             }
+            child.latest_end = Ord::max(child.latest_end, parent.finished_at);
+        }
+    }
+    let mut by_increment: BTreeMap<(i32, i32, i32), Vec<(i64, i64)>> = BTreeMap::new();
+    for (key, results) in &counted {
+        by_increment
+            .entry((results.ended, results.strong_ok, results.strong_failed))
+            .or_default()
+            .push(*key);
+    }
+    let mut rows = Vec::new();
+    for ((ended, ok, failed), keys) in by_increment {
+        for chunk in keys.chunks(IN_LIST_MAX) {
+            let mut by_run: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+            for (run, task) in chunk {
+                by_run.entry(*run).or_default().push(*task);
+            }
+            let selected =
+                by_run
+                    .into_iter()
+                    .fold(sea_orm::Condition::any(), |any, (run, tasks)| {
+                        any.add(TiCol::DagRunId.eq(run).and(TiCol::TaskId.is_in(tasks)))
+                    });
+            rows.extend(
+                count_parents(conn, Ti::update_many().filter(selected), ended, ok, failed).await?,
+            );
+        }
+    }
+    let first_queued = out.queued.len();
+    evaluate_all(conn, &rows, now, out, settled).await?;
+    for child in &out.queued[first_queued..] {
+        let parent_end = counted
+            .get(&(child.dag_run_id, child.task_id))
+            .and_then(|c| c.latest_end);
+        if let (Some(ended), Some(queued)) = (parent_end, child.queued_at) {
+            out.edges.push((ended, queued));
         }
     }
     Ok(())
+}
+
+/// Counts ended parents into the instances `update` selects: `ended` fewer
+/// pending, `ok` and `failed` more strong results.
+async fn count_parents<C: ConnectionTrait>(
+    conn: &C,
+    update: sea_orm::UpdateMany<Ti>,
+    ended: i32,
+    ok: i32,
+    failed: i32,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    update
+        .col_expr(
+            TiCol::PendingParents,
+            Expr::col(TiCol::PendingParents).sub(ended),
+        )
+        .col_expr(TiCol::StrongOk, Expr::col(TiCol::StrongOk).add(ok))
+        .col_expr(
+            TiCol::StrongFailed,
+            Expr::col(TiCol::StrongFailed).add(failed),
+        )
+        .exec_with_returning(conn)
+        .await
 }
 
 /// Counts one parent's result into the instance `update` selects.
@@ -551,42 +626,108 @@ async fn count_parent<C: ConnectionTrait>(
     ok: bool,
 ) -> Result<Option<task_instance::Model>, DbErr> {
     let strong = dep_type == DepType::Strong;
-    update_instance(
+    let rows = count_parents(
         conn,
-        update
-            .col_expr(
-                TiCol::PendingParents,
-                Expr::col(TiCol::PendingParents).sub(1),
-            )
-            .col_expr(
-                TiCol::StrongOk,
-                Expr::col(TiCol::StrongOk).add(i32::from(strong && ok)),
-            )
-            .col_expr(
-                TiCol::StrongFailed,
-                Expr::col(TiCol::StrongFailed).add(i32::from(strong && !ok)),
-            ),
+        update,
+        1,
+        i32::from(strong && ok),
+        i32::from(strong && !ok),
     )
-    .await
+    .await?;
+    Ok(rows.into_iter().next())
 }
 
-/// Satisfies the cross-run dependencies waiting for `parent`'s task and
-/// business date: each wait row is deleted by exactly one propagation (row
-/// count 1), which counts the result into the waiter and evaluates it if
-/// its run is running.
-async fn release_waiters<C: ConnectionTrait>(
+/// Counts `parents` off their runs, one UPDATE per distinct decrement, and
+/// finishes each run whose count reaches zero; a finished run's slot goes
+/// to the DAG's oldest waiting run, whose roots are released.
+async fn count_off_runs<C: ConnectionTrait>(
     conn: &C,
-    parent: &task_instance::Model,
+    parents: &[task_instance::Model],
     now: DateTime<Utc>,
     out: &mut Released,
-    work: &mut Vec<i64>,
+    settled: &mut Vec<i64>,
 ) -> Result<(), DbErr> {
-    let waits = dependency_wait::Entity::find()
-        .filter(dependency_wait::Column::TargetTaskId.eq(parent.task_id))
-        .filter(dependency_wait::Column::TargetBizDate.eq(parent.biz_date))
-        .all(conn)
-        .await?;
+    use std::collections::BTreeMap;
+    let mut per_run: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
+    for parent in parents {
+        let counts = per_run.entry(parent.dag_run_id).or_default();
+        counts.0 += 1;
+        counts.1 += i32::from(!parent.status.counts_as_success());
+    }
+    let mut by_decrement: BTreeMap<(i32, i32), Vec<i64>> = BTreeMap::new();
+    for (run, counts) in per_run {
+        by_decrement.entry(counts).or_default().push(run);
+    }
+    let mut runs = Vec::new();
+    for ((ended, failed), run_ids) in by_decrement {
+        for chunk in run_ids.chunks(IN_LIST_MAX) {
+            runs.extend(
+                dag_run::Entity::update_many()
+                    .col_expr(
+                        dag_run::Column::PendingInstances,
+                        Expr::col(dag_run::Column::PendingInstances).sub(ended),
+                    )
+                    .col_expr(
+                        dag_run::Column::FailedInstances,
+                        Expr::col(dag_run::Column::FailedInstances).add(failed),
+                    )
+                    .filter(dag_run::Column::Id.is_in(chunk.iter().copied()))
+                    .exec_with_returning(conn)
+                    .await?,
+            );
+        }
+    }
+    for run in runs.iter().filter(|r| r.pending_instances == 0) {
+        let status = if run.failed_instances == 0 {
+            RunStatus::Success
+        } else {
+            RunStatus::Failed
+        };
+        if !finish_run(conn, run.id, status, now).await? {
+            continue;
+        }
+        out.finished_runs.push((run.id, status));
+        if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
+            out.started_runs.push(started);
+            let roots = pending_roots(conn, started).await?;
+            evaluate_all(conn, &roots, now, out, settled).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Satisfies the cross-run dependencies waiting for `parents`' tasks and
+/// business dates (one query finds them all): each wait row is deleted by
+/// exactly one propagation (row count 1), which counts the result into the
+/// waiter and evaluates it if its run is running.
+async fn release_waiters<C: ConnectionTrait>(
+    conn: &C,
+    parents: &[task_instance::Model],
+    now: DateTime<Utc>,
+    out: &mut Released,
+    settled: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    use std::collections::HashMap;
+    let ended: HashMap<(i64, chrono::NaiveDate), bool> = parents
+        .iter()
+        .map(|p| ((p.task_id, p.biz_date), p.status.counts_as_success()))
+        .collect();
+    let mut tasks: Vec<i64> = parents.iter().map(|p| p.task_id).collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    let mut waits = Vec::new();
+    for chunk in tasks.chunks(IN_LIST_MAX) {
+        waits.extend(
+            dependency_wait::Entity::find()
+                .filter(dependency_wait::Column::TargetTaskId.is_in(chunk.iter().copied()))
+                .all(conn)
+                .await?,
+        );
+    }
     for wait in waits {
+        let Some(&ok) = ended.get(&(wait.target_task_id, wait.target_biz_date)) else {
+            continue;
+        };
         let deleted = dependency_wait::Entity::delete_many()
             .filter(dependency_wait::Column::Id.eq(wait.id))
             .exec(conn)
@@ -598,7 +739,7 @@ async fn release_waiters<C: ConnectionTrait>(
             conn,
             Ti::update_many().filter(TiCol::Id.eq(wait.waiter_instance_id)),
             DepType::from_stored(&wait.dep_type),
-            parent.status.counts_as_success(),
+            ok,
         )
         .await?
         else {
@@ -625,7 +766,7 @@ async fn release_waiters<C: ConnectionTrait>(
             .await?
             .is_some_and(|run| run.status == RunStatus::Running);
         if run_running {
-            evaluate(conn, &waiter, now, out, work).await?;
+            evaluate_all(conn, std::slice::from_ref(&waiter), now, out, settled).await?;
         }
     }
     Ok(())
@@ -796,10 +937,16 @@ pub async fn release_roots<C: ConnectionTrait>(
     now: DateTime<Utc>,
     out: &mut Released,
 ) -> Result<(), DbErr> {
-    for root in &pending_roots(conn, run_id).await? {
-        release(conn, root, now, out).await?;
-    }
-    Ok(())
+    let mut settled = Vec::new();
+    evaluate_all(
+        conn,
+        &pending_roots(conn, run_id).await?,
+        now,
+        out,
+        &mut settled,
+    )
+    .await?;
+    propagate_all(conn, settled, now, out).await
 }
 
 /// QUEUED → RUNNING for the oldest waiting run of a DAG, when a slot is

@@ -127,7 +127,7 @@ async fn wait_timed_out(
             warn!(task_instance_id = row.id, error = %e, "publishing work failed; next scan retries");
         }
     }
-    if let Some((_, status)) = released.finished_run {
+    for (_, status) in released.finished_runs {
         metrics::run_finished(status);
     }
     Ok(())

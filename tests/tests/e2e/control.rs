@@ -180,7 +180,7 @@ tasks:
         .expect("kill run")
         .expect("the run was live");
     assert!(
-        killed.released.started_run.is_some(),
+        !killed.released.started_runs.is_empty(),
         "the waiting run took the slot"
     );
     let first_run = env.wait_run(&first, Duration::from_secs(10)).await;

@@ -78,3 +78,106 @@ both_dbs!(twenty_joins_two_resolvers, |env| async move {
         }
     }
 });
+
+both_dbs!(
+    one_propagation_counts_a_batch_into_each_join,
+    |env| async move {
+        use datajump_shared::entities::task_instance;
+        use sea_orm::sea_query::Expr;
+        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+
+        env.apply(
+            r#"
+name: batch
+tasks:
+  - { name: a, command: "true" }
+  - { name: b, command: "true" }
+  - { name: c, command: "true" }
+  - { name: all, command: "true", depends_on: [a, b, c] }
+  - { name: any, command: "true", depends_on: [a, b], strategy: ONE_SUCCESS }
+"#,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let key = env.trigger("batch").await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let run = loop {
+            if let Some(run) = env.run_by_key(&key).await {
+                let queued = env
+                    .instances(run.id)
+                    .await
+                    .iter()
+                    .filter(|i| i.status == TaskStatus::Queued)
+                    .count();
+                if queued == 3 {
+                    break run;
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "roots not queued");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        // Three parents end at once, as a runner's batch would report them.
+        let roots = env.instances_by_name(run.id).await;
+        let ids: Vec<i64> = ["a", "b", "c"].iter().map(|n| roots[*n].id).collect();
+        for (name, status) in [
+            ("a", TaskStatus::Success),
+            ("b", TaskStatus::Failed),
+            ("c", TaskStatus::Success),
+        ] {
+            task_instance::Entity::update_many()
+                .col_expr(task_instance::Column::Status, Expr::value(status.as_str()))
+                .col_expr(
+                    task_instance::Column::FinishedAt,
+                    Expr::value(chrono::Utc::now()),
+                )
+                .filter(task_instance::Column::Id.eq(roots[name].id))
+                .exec(&env.db)
+                .await
+                .expect("end a parent");
+        }
+        let propagate = || async {
+            let txn = datajump_shared::db::begin_write(&env.db)
+                .await
+                .expect("begin");
+            let released =
+                datajump_shared::state::propagate_many(&txn, ids.clone(), chrono::Utc::now())
+                    .await
+                    .expect("propagate");
+            txn.commit().await.expect("commit");
+            released
+        };
+        let released = propagate().await;
+        let names = |rows: &[task_instance::Model]| {
+            rows.iter().map(|r| r.task_name.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(names(&released.queued), ["any"], "one success is enough");
+        assert_eq!(names(&released.settled), ["all"]);
+        assert_eq!(
+            released.edges.len(),
+            1,
+            "the queued join's edge is measured"
+        );
+        let after = env.instances_by_name(run.id).await;
+        let counters = |name: &str| {
+            let i = &after[name];
+            (i.status, i.pending_parents, i.strong_ok, i.strong_failed)
+        };
+        assert_eq!(counters("all"), (TaskStatus::UpstreamFailed, 0, 2, 1));
+        assert_eq!(counters("any"), (TaskStatus::Queued, 0, 1, 1));
+        let run = env.run_by_key(&key).await.expect("run");
+        assert_eq!(
+            (run.status, run.pending_instances, run.failed_instances),
+            (RunStatus::Running, 1, 2),
+            "a, b, c and the settled join counted off once each"
+        );
+
+        let again = propagate().await;
+        assert!(
+            again.queued.is_empty() && again.settled.is_empty() && again.edges.is_empty(),
+            "a second propagation of the same instances is a no-op"
+        );
+        let run = env.run_by_key(&key).await.expect("run");
+        assert_eq!((run.pending_instances, run.failed_instances), (1, 2));
+        assert_eq!(env.instances_by_name(run.id).await["all"].strong_failed, 1);
+    }
+);
