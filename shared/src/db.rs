@@ -25,7 +25,10 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(if url.starts_with("sqlite") { 8 } else { 16 })
-        .min_connections(1)
+        // Opened at start, not when load first needs them: a PostgreSQL
+        // connection to a database no backend has used yet takes ~100 ms
+        // (its catalog cache is built), which a task edge would otherwise pay.
+        .min_connections(4)
         .acquire_timeout(Duration::from_secs(30))
         .sqlx_logging(false)
         .map_sqlx_sqlite_opts(|o| {

@@ -743,6 +743,17 @@ fn throughput_rows(workload: &str, kind: TaskKind, runs: &[RunTimes], suffix: &s
             _ => f64::NAN,
         })
         .collect();
+    let ramp_up: Vec<f64> = runs
+        .iter()
+        .map(|r| {
+            r.first_start()
+                .map_or(f64::NAN, |first| ms(first - r.published))
+        })
+        .collect();
+    let wind_down: Vec<f64> = runs
+        .iter()
+        .map(|r| r.last_end().map_or(f64::NAN, |last| ms(r.finished - last)))
+        .collect();
     vec![
         Row::new(
             workload,
@@ -760,6 +771,22 @@ fn throughput_rows(workload: &str, kind: TaskKind, runs: &[RunTimes], suffix: &s
             Unit::PerS,
             Better::Higher,
             &busy,
+        ),
+        Row::new(
+            workload,
+            kind,
+            &format!("  ramp-up: trigger → first start (run created, roots queued){suffix}"),
+            Unit::Ms,
+            Better::Lower,
+            &ramp_up,
+        ),
+        Row::new(
+            workload,
+            kind,
+            &format!("  wind-down: last end → run SUCCESS{suffix}"),
+            Unit::Ms,
+            Better::Lower,
+            &wind_down,
         ),
     ]
 }
