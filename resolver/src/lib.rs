@@ -12,7 +12,10 @@
 //! waiting (up to [`DONE_BATCH`]) are propagated in one transaction, so a
 //! wide DAG's completions pay one commit (and one turn of the run row's lock)
 //! per batch instead of one each; a lone completion is still handled the
-//! moment it arrives.
+//! moment it arrives. Fires are batched the same way. A batch's released
+//! work is published, and its messages acknowledged, while the next batch's
+//! transaction runs: the database, not the broker's round trips, sets the
+//! pace.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -158,20 +161,35 @@ async fn consume(
                 )
             });
         match kind {
-            // One batch at a time: batches of one resolver never wait on
-            // each other's row locks, and the next batch is whatever arrived
-            // meanwhile.
+            // One transaction at a time: batches of one resolver never wait
+            // on each other's row locks, and the next batch is whatever
+            // arrived meanwhile. Publishing a batch's work and acknowledging
+            // its messages overlaps the next batch's transaction.
             Kind::Done => {
-                messages
-                    .ready_chunks(DONE_BATCH)
-                    .for_each(|batch| async move { handle_dones(config, js, &batch).await })
-                    .await;
+                pipeline(
+                    messages,
+                    DONE_BATCH,
+                    js,
+                    subjects::DONE_STREAM,
+                    |batch| async move {
+                        let committed = commit_dones(config, &batch).await;
+                        (batch, committed)
+                    },
+                )
+                .await;
             }
             Kind::Fire => {
-                messages
-                    .ready_chunks(FIRE_BATCH)
-                    .for_each(|batch| async move { handle_fires(config, js, &batch).await })
-                    .await;
+                pipeline(
+                    messages,
+                    FIRE_BATCH,
+                    js,
+                    subjects::FIRE_STREAM,
+                    |batch| async move {
+                        let committed = commit_fires(config, &batch).await;
+                        (batch, committed)
+                    },
+                )
+                .await;
             }
             Kind::Event => {
                 messages
@@ -184,6 +202,37 @@ async fn consume(
         }
     }
     Ok(())
+}
+
+/// What a batch's transaction decided: a verdict per message (`None`:
+/// handled, ack it) and the work it released.
+struct Committed {
+    verdicts: Vec<Option<Verdict>>,
+    released: Vec<Released>,
+}
+
+/// Batches whose work is being published and messages acknowledged while
+/// the next batch's transaction runs.
+const BATCHES_SETTLING: usize = 4;
+
+/// Commits batches of up to `batch` messages one after another, and
+/// publishes what each released and settles its messages concurrently with
+/// the following batches: a message is acknowledged only after its
+/// transaction committed and its released work was published.
+async fn pipeline<S, F, Fut>(messages: S, batch: usize, js: &Context, stream: &str, commit: F)
+where
+    S: futures::Stream<Item = jetstream::Message>,
+    F: FnMut(Vec<jetstream::Message>) -> Fut,
+    Fut: std::future::Future<Output = (Vec<jetstream::Message>, Committed)>,
+{
+    messages
+        .ready_chunks(batch)
+        .then(commit)
+        .for_each_concurrent(BATCHES_SETTLING, |(messages, committed)| async move {
+            publish_released(js, committed.released).await;
+            settle_batch(&messages, stream, committed.verdicts).await;
+        })
+        .await;
 }
 
 async fn settle_message(message: &jetstream::Message, stream: &str, verdict: Verdict) {
@@ -279,10 +328,9 @@ async fn publish_released(js: &Context, released: Vec<Released>) {
 }
 
 /// Turns a batch of fires into runs: one transaction creates every run
-/// (see [`create_runs`]), then the released work is published and each
-/// message settled. If the batch fails, its fires are tried one at a time,
-/// so one fire the database keeps refusing holds back no other.
-async fn handle_fires(config: &Config, js: &Context, messages: &[jetstream::Message]) {
+/// (see [`create_runs`]). If the batch fails, its fires are tried one at a
+/// time, so one fire the database keeps refusing holds back no other.
+async fn commit_fires(config: &Config, messages: &[jetstream::Message]) -> Committed {
     let (mut verdicts, fires) = decode_batch::<FireMsg>(messages);
     let outcomes = match create_runs(&config.db, &fires).await {
         Ok(outcomes) => outcomes,
@@ -315,8 +363,7 @@ async fn handle_fires(config: &Config, js: &Context, messages: &[jetstream::Mess
             FireOutcome::Ignored | FireOutcome::Exists | FireOutcome::Skipped => Verdict::Ack,
         });
     }
-    publish_released(js, released).await;
-    settle_batch(messages, subjects::FIRE_STREAM, verdicts).await;
+    Committed { verdicts, released }
 }
 
 /// Why a scheduled fire must not start a run now, if it must not, given
@@ -664,20 +711,20 @@ fn instance_rows(
 
 /// Settles a batch of completions: one transaction propagates every
 /// decodable one (a completion naming an instance that does not exist, or
-/// not in its run, is poison and skipped), then the work it released is
-/// published and each message settled. A database error retries the batch.
-async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Message]) {
+/// not in its run, is poison and skipped). A database error retries the
+/// batch.
+async fn commit_dones(config: &Config, messages: &[jetstream::Message]) -> Committed {
     let (mut verdicts, dones) = decode_batch::<DoneMsg>(messages);
-    let mut to_publish = Vec::new();
+    let mut released = Vec::new();
     match propagate_dones(config, &dones).await {
-        Ok((checked, released)) => {
+        Ok((checked, work)) => {
             for (index, verdict) in checked {
                 verdicts[index] = Some(verdict);
             }
-            for (parent_end, queued) in &released.edges {
+            for (parent_end, queued) in &work.edges {
                 metrics::edge_released(*parent_end, *queued);
             }
-            to_publish.push(released);
+            released.push(work);
         }
         Err(e) => {
             let why = format!("database: {e}");
@@ -686,8 +733,7 @@ async fn handle_dones(config: &Config, js: &Context, messages: &[jetstream::Mess
             }
         }
     }
-    publish_released(js, to_publish).await;
-    settle_batch(messages, subjects::DONE_STREAM, verdicts).await;
+    Committed { verdicts, released }
 }
 
 /// Checks `dones` (message index, completion) against the database and

@@ -551,18 +551,23 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
         Workload::Fanout50 => {
             let runs = repeat_runs(bench, "fanout50", bench.runners, kind, &fanout(50)).await?;
             let mut fan_out = Vec::new();
-            let mut joins = Vec::new();
+            let (mut joins, mut join_queued, mut join_dispatch) =
+                (Vec::new(), Vec::new(), Vec::new());
             for run in &runs {
-                let mut last_parent_end = None;
+                let mut last_parent = None;
                 for i in 0..50 {
                     let middle = format!("m{i}");
                     fan_out.push(run.edge_ms("start", &middle)?);
                     let end = run.task(&middle)?.end;
-                    last_parent_end = last_parent_end.max(Some(end));
+                    if last_parent.as_ref().is_none_or(|(_, last)| end > *last) {
+                        last_parent = Some((middle, end));
+                    }
                 }
-                let join_start = run.task("join")?.start;
-                if let Some(end) = last_parent_end {
-                    joins.push(ms(join_start - end));
+                if let Some((parent, _)) = last_parent {
+                    joins.push(run.edge_ms(&parent, "join")?);
+                    let (queued, dispatch) = run.edge_parts_ms(&parent, "join")?;
+                    join_queued.push(queued);
+                    join_dispatch.push(dispatch);
                 }
             }
             Ok(vec![
@@ -587,6 +592,18 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
                     joins,
                 )
                 .targets(edge_targets()),
+                row(
+                    "  join part: last parent end → join queued",
+                    Unit::Ms,
+                    Better::Lower,
+                    join_queued,
+                ),
+                row(
+                    "  join part: join queued → join start",
+                    Unit::Ms,
+                    Better::Lower,
+                    join_dispatch,
+                ),
             ])
         }
         Workload::Wide200 | Workload::Wide10k => {
