@@ -245,8 +245,23 @@ async fn fire_due(
         }
     }
     let entries = &schedules.entries;
-    let settled: Vec<_> = futures::stream::iter(due)
-        .map(|(index, at)| async move { (index, at, fire(js, kv, &entries[index], at).await) })
+    let published: Vec<_> = futures::stream::iter(due)
+        .map(|(index, at)| async move { (index, at, publish(js, &entries[index], at).await) })
+        .buffer_unordered(FIRES_IN_FLIGHT)
+        .collect()
+        .await;
+    // The last-fired records are written once every fire of the pass is
+    // out: interleaved, they would compete with the fires still waiting
+    // for the broker. A crash in between republishes those fires, which
+    // the stream's duplicate window drops.
+    let settled: Vec<_> = futures::stream::iter(published)
+        .map(|(index, at, published)| async move {
+            let recorded = match published {
+                Ok(()) => record(kv, &entries[index], at).await,
+                Err(e) => Err(e),
+            };
+            (index, at, recorded)
+        })
         .buffer_unordered(FIRES_IN_FLIGHT)
         .collect()
         .await;
@@ -453,13 +468,20 @@ enum LoadError {
     Nats(#[from] NatsError),
 }
 
-/// Publishes the fire of `entry` at `at`, then records it in `dj_ticker`.
+/// Publishes the fire of `entry` scheduled at `at` and then records it as
+/// the schedule's last fire.
 async fn fire(
     js: &Context,
     kv: &kv::Store,
     entry: &Entry,
     at: DateTime<Utc>,
 ) -> Result<(), NatsError> {
+    publish(js, entry, at).await?;
+    record(kv, entry, at).await
+}
+
+/// Publishes the fire of `entry` scheduled at `at`.
+async fn publish(js: &Context, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
     let unix = at.timestamp();
     let message = FireMsg {
         v: VERSION,
@@ -477,16 +499,21 @@ async fn fire(
     if !duplicate {
         datajump_shared::metrics::fire_published(at, Utc::now());
     }
+    debug!(schedule_id = entry.schedule_id, fire = %at, duplicate, "fired");
+    Ok(())
+}
+
+/// Records `at` as the last fire of `entry` in `dj_ticker`.
+async fn record(kv: &kv::Store, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
     kv.put(
         subjects::ticker_key(entry.schedule_id),
-        unix.to_string().into(),
+        at.timestamp().to_string().into(),
     )
     .await
     .map_err(|e| NatsError::JetStream {
         what: "write dj_ticker".to_owned(),
         source: e.into(),
     })?;
-    debug!(schedule_id = entry.schedule_id, fire = %at, duplicate, "fired");
     Ok(())
 }
 

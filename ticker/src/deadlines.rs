@@ -33,7 +33,7 @@ pub(crate) async fn run(
     js: &Context,
     shutdown: &CancellationToken,
 ) -> Result<(), TickerError> {
-    let mut unserved = BTreeMap::new();
+    let (mut seen_last, mut unserved) = (BTreeMap::new(), BTreeMap::new());
     let mut next_queue_check = Instant::now();
     while !shutdown.is_cancelled() {
         if let Err(e) = scan(config, js).await {
@@ -42,10 +42,20 @@ pub(crate) async fn run(
         if Instant::now() >= next_queue_check {
             next_queue_check = Instant::now() + QUEUE_CHECK_EVERY;
             match unserved_queues(config, js).await {
-                Ok(now) => {
-                    report_unserved(&unserved, &now);
-                    metrics::set_unserved_queues(now.clone());
-                    unserved = now;
+                Ok(seen) => {
+                    // Unserved only when two checks in a row say so: one
+                    // listing of the heartbeats can miss a live runner (seen
+                    // once under a machine-wide overload), and a false
+                    // alarm misleads an operator.
+                    let confirmed: BTreeMap<String, u64> = seen
+                        .iter()
+                        .filter(|(queue, _)| seen_last.contains_key(*queue))
+                        .map(|(queue, waiting)| (queue.clone(), *waiting))
+                        .collect();
+                    report_unserved(&unserved, &confirmed);
+                    metrics::set_unserved_queues(confirmed.clone());
+                    unserved = confirmed;
+                    seen_last = seen;
                 }
                 Err(e) => warn!(error = %e, "cannot check queues for live runners; retrying"),
             }
