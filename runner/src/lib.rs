@@ -445,11 +445,7 @@ async fn run_claimed(
     } = *claimed;
     let start = exec_row.start_time;
     let task = &work.spec.task;
-    let full_log = tempfile::Builder::new()
-        .prefix("datajump-log-")
-        .tempfile()
-        .ok();
-    let log = LogSink::new(Some((config.nats.clone(), exec_row.id)), full_log.as_ref());
+    let log = LogSink::new(Some((config.nats.clone(), exec_row.id)));
     log.header(task.task_id, &task.name, &task.task_type, start);
     let outcome = match executor::for_type(&task.task_type) {
         None => ExecOutcome::Invalid(format!("this runner cannot run {} tasks", task.task_type)),
@@ -494,7 +490,7 @@ async fn run_claimed(
         log.line(&format!("[datajump] {why}"));
     }
     log.footer(outcome.exit_code(), duration_ms);
-    let finished_log = log.finish(full_log);
+    let finished_log = log.finish();
     let log_path = store_full_log(logs, exec_row.id, finished_log.full).await;
     let abandoned = outcome == ExecOutcome::Cancelled && drain.is_cancelled();
 

@@ -2,11 +2,12 @@
 //! written three ways at once. Each line goes live to `dj.log.<execution_id>`
 //! (core NATS, header `Dj-Seq` = line number, for `datajump logs --follow`,
 //! which asks the sink for the lines before it subscribed),
-//! into a capped tail the database keeps, and into a temporary file that
-//! becomes the full log in the `dj_logs` object store when the attempt ends
-//! — only if the tail could not hold it all. Most logs fit the tail, and
+//! into a capped tail the database keeps, and — once the tail has to cut
+//! its first line — into a temporary file that becomes the full log in the
+//! `dj_logs` object store when the attempt ends. Most logs fit the tail:
 //! storing them twice cost every task an object-store put (three JetStream
-//! round trips and a rollup), the largest per-task NATS cost there was.
+//! round trips and a rollup), and even creating and deleting an unused
+//! temporary file per task showed up in profiles (ext4 inode allocation).
 //!
 //! The sink is a cheap clonable handle, so the runner can snapshot the tail
 //! into the database while an executor is still writing.
@@ -27,8 +28,46 @@ struct Inner {
     tail: VecDeque<String>,
     tail_bytes: usize,
     seq: u64,
-    full: Option<std::io::BufWriter<std::fs::File>>,
+    /// Where the whole log goes once the tail has cut a line.
+    full: Spill,
     live: Option<mpsc::UnboundedSender<(u64, String)>>,
+}
+
+/// The full copy of a log, which exists only for logs the tail cannot hold.
+#[derive(Default)]
+enum Spill {
+    /// The tail still holds every line.
+    #[default]
+    NotNeeded,
+    /// Every line so far is in the file.
+    Writing(tempfile::NamedTempFile, std::io::BufWriter<std::fs::File>),
+    /// The file could not be created or written: the tail is all there is.
+    Failed,
+}
+
+impl Spill {
+    /// Starts the file with `lines`, the whole log so far.
+    fn start<'a>(lines: impl Iterator<Item = &'a String>) -> Spill {
+        let started = (|| {
+            let file = tempfile::Builder::new()
+                .prefix("datajump-log-")
+                .tempfile()?;
+            let mut writer = std::io::BufWriter::new(file.reopen()?);
+            for line in lines {
+                writeln!(writer, "{line}")?;
+            }
+            Ok::<_, std::io::Error>(Spill::Writing(file, writer))
+        })();
+        started.unwrap_or(Spill::Failed)
+    }
+
+    fn write(&mut self, line: &str) {
+        if let Spill::Writing(_, writer) = self
+            && writeln!(writer, "{line}").is_err()
+        {
+            *self = Spill::Failed;
+        }
+    }
 }
 
 /// Collects an execution's log lines.
@@ -46,20 +85,10 @@ pub struct FinishedLog {
 }
 
 impl LogSink {
-    /// A sink publishing live lines on `dj.log.<execution_id>`, answering
-    /// tail requests on [`subjects::log_tail_request`] until it finishes, and
-    /// keeping the full log in `file`.
-    pub fn new(
-        nats: Option<(async_nats::Client, i64)>,
-        file: Option<&tempfile::NamedTempFile>,
-    ) -> LogSink {
-        let full = file
-            .and_then(|f| f.reopen().ok())
-            .map(std::io::BufWriter::new);
-        let sink = LogSink(Arc::new(Mutex::new(Inner {
-            full,
-            ..Default::default()
-        })));
+    /// A sink publishing live lines on `dj.log.<execution_id>` and answering
+    /// tail requests on [`subjects::log_tail_request`] until it finishes.
+    pub fn new(nats: Option<(async_nats::Client, i64)>) -> LogSink {
+        let sink = LogSink::default();
         if let Some((client, execution_id)) = nats {
             let (sender, receiver) = mpsc::unbounded_channel::<(u64, String)>();
             sink.with(|inner| inner.live = Some(sender));
@@ -81,16 +110,17 @@ impl LogSink {
     pub fn line(&self, line: &str) {
         self.with(|inner| {
             inner.seq += 1;
-            if let Some(full) = inner.full.as_mut()
-                && writeln!(full, "{line}").is_err()
-            {
-                inner.full = None;
-            }
             if let Some(live) = &inner.live {
                 let _ = live.send((inner.seq, line.to_owned()));
             }
             inner.tail_bytes += line.len() + 1;
             inner.tail.push_back(line.to_owned());
+            if inner.tail_bytes > TAIL_BYTES && matches!(inner.full, Spill::NotNeeded) {
+                // The first cut: the tail still holds the whole log.
+                inner.full = Spill::start(inner.tail.iter());
+            } else {
+                inner.full.write(line);
+            }
             while inner.tail_bytes > TAIL_BYTES && inner.tail.len() > 1 {
                 if let Some(old) = inner.tail.pop_front() {
                     inner.tail_bytes -= old.len() + 1;
@@ -143,20 +173,19 @@ impl LogSink {
         })
     }
 
-    /// Ends the log: stops live publishing and flushes the full copy, kept
-    /// only when the tail is not the whole log.
-    pub fn finish(&self, file: Option<tempfile::NamedTempFile>) -> FinishedLog {
-        let (flushed, cut) = self.with(|inner| {
+    /// Ends the log: stops live publishing and flushes the full copy, which
+    /// exists only when the tail is not the whole log.
+    pub fn finish(&self) -> FinishedLog {
+        let full = self.with(|inner| {
             inner.live = None;
-            let flushed = inner
-                .full
-                .take()
-                .is_some_and(|mut full| full.flush().is_ok());
-            (flushed, inner.seq > inner.tail.len() as u64)
+            match std::mem::take(&mut inner.full) {
+                Spill::Writing(file, mut writer) => writer.flush().is_ok().then_some(file),
+                Spill::NotNeeded | Spill::Failed => None,
+            }
         });
         FinishedLog {
             tail: self.tail(),
-            full: file.filter(|_| flushed && cut),
+            full,
         }
     }
 }
@@ -228,23 +257,22 @@ mod tests {
 
     #[test]
     fn only_a_cut_log_keeps_its_full_copy() {
-        let short = tempfile::NamedTempFile::new().expect("temp file");
-        let sink = LogSink::new(None, Some(&short));
+        let sink = LogSink::new(None);
         sink.line("a");
-        let finished = sink.finish(Some(short));
+        let finished = sink.finish();
         assert!(finished.full.is_none(), "the tail is the whole log");
         assert_eq!(finished.tail, "a\n");
 
-        let long = tempfile::NamedTempFile::new().expect("temp file");
-        let sink = LogSink::new(None, Some(&long));
-        let line = "x".repeat(1000);
-        for _ in 0..200 {
-            sink.line(&line);
+        let sink = LogSink::new(None);
+        for i in 0..200 {
+            sink.line(&format!("{i:04} {}", "x".repeat(1000)));
         }
-        let finished = sink.finish(Some(long));
+        let finished = sink.finish();
         let full = finished.full.expect("a cut log keeps its full copy");
         let text = std::fs::read_to_string(full.path()).expect("read");
-        assert_eq!(text.lines().count(), 200);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 200, "lines before and after the first cut");
+        assert!(lines[0].starts_with("0000 ") && lines[199].starts_with("0199 "));
         assert!(dropped_lines(&finished.tail) > 0);
     }
 

@@ -100,12 +100,11 @@ impl Run {
             timeout: self.timeout,
             cancel: self.cancel,
         };
-        let file = tempfile::NamedTempFile::new().expect("log file");
-        let sink = LogSink::new(None, Some(&file));
+        let sink = LogSink::new(None);
         let start = Instant::now();
         let outcome = executor.execute(&ctx, &sink).await;
         let took = start.elapsed();
-        let finished = sink.finish(Some(file));
+        let finished = sink.finish();
         // A log the tail holds whole has no separate full copy.
         let log = match finished.full {
             Some(full) => std::fs::read_to_string(full.path()).expect("log"),
