@@ -12,10 +12,13 @@
 
 use chrono::{DateTime, Utc};
 use datajump_shared::TaskStatus;
-use datajump_shared::db::{WriteTxn, begin_write};
+use std::collections::HashMap;
+
+use datajump_shared::db::{WriteTxn, begin_write, per_row};
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::state::{self, AttemptEnd};
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DbErr};
+use sea_orm::sea_query::Value;
+use sea_orm::{ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
 use tokio::sync::{mpsc, oneshot};
 use tracing::warn;
 
@@ -26,7 +29,6 @@ const MAX_BATCH: usize = 128;
 pub(crate) struct Claim {
     pub task_instance_id: i64,
     pub attempt: i32,
-    pub start: DateTime<Utc>,
 }
 
 /// The instance and its new execution row, if this runner won the claim.
@@ -158,86 +160,167 @@ async fn serve(
     }
 }
 
-/// Applies `writes` in one transaction, answering each in order.
+/// Applies `writes` in one transaction, answering each in order. However
+/// many there are, the claims cost two statements (claim, insert the
+/// executions) and the ends two (the instances, the executions): on
+/// PostgreSQL every statement is a round trip, and one per write was most of
+/// the runner's time under load.
 async fn write_all(
     db: &DatabaseConnection,
     owner: &str,
     writes: &[&Write],
 ) -> Result<Vec<Written>, DbErr> {
     let txn = begin_write(db).await?;
-    let mut written = Vec::with_capacity(writes.len());
-    for write in writes {
-        written.push(match write {
-            Write::Claim(claim) => Written::Claim(apply_claim(&txn, owner, claim).await?),
-            Write::End(end) => Written::End(apply_end(&txn, owner, end).await?),
-        });
-    }
+    let claims: Vec<&Claim> = writes
+        .iter()
+        .filter_map(|write| match write {
+            Write::Claim(claim) => Some(claim),
+            Write::End(_) => None,
+        })
+        .collect();
+    let ends: Vec<&End> = writes
+        .iter()
+        .filter_map(|write| match write {
+            Write::End(end) => Some(end),
+            Write::Claim(_) => None,
+        })
+        .collect();
+    let mut claimed = apply_claims(&txn, owner, &claims).await?;
+    let mut ended = apply_ends(&txn, owner, &ends).await?;
     txn.commit().await?;
-    Ok(written)
+    Ok(writes
+        .iter()
+        .map(|write| match write {
+            // Two copies of one work message in a batch: the first gets the row.
+            Write::Claim(claim) => Written::Claim(claimed.remove(&claim.task_instance_id)),
+            Write::End(end) => {
+                Written::End(ended.remove(&end.task_instance_id).unwrap_or((None, None)))
+            }
+        })
+        .collect())
 }
 
-async fn apply_claim(txn: &WriteTxn, owner: &str, claim: &Claim) -> Result<Claimed, DbErr> {
-    let Some(row) = state::start(
-        txn,
-        claim.task_instance_id,
-        claim.attempt,
-        owner,
-        claim.start,
-    )
-    .await?
-    else {
-        return Ok(None);
-    };
-    let execution = execution::ActiveModel {
-        task_instance_id: Set(row.id),
-        dag_run_id: Set(row.dag_run_id),
-        task_id: Set(row.task_id),
-        schedule_id: Set(None),
-        biz_date: Set(row.biz_date),
-        status: Set(TaskStatus::Running),
-        attempt: Set(claim.attempt),
-        trigger_type: Set(row.trigger_type),
-        worker: Set(owner.to_owned()),
-        start_time: Set(claim.start),
-        created_at: Set(claim.start),
-        ..Default::default()
+/// Claims the instances and inserts an execution row for each one won, all
+/// started now; returns them by instance.
+async fn apply_claims(
+    txn: &WriteTxn,
+    owner: &str,
+    claims: &[&Claim],
+) -> Result<HashMap<i64, (task_instance::Model, execution::Model)>, DbErr> {
+    let now = Utc::now();
+    let keys: Vec<(i64, i32)> = claims
+        .iter()
+        .map(|claim| (claim.task_instance_id, claim.attempt))
+        .collect();
+    let won = state::start_many(txn, &keys, owner, now).await?;
+    if won.is_empty() {
+        return Ok(HashMap::new());
     }
-    .insert(txn)
+    let executions = execution::Entity::insert_many(won.iter().map(|row| {
+        execution::ActiveModel {
+            task_instance_id: Set(row.id),
+            dag_run_id: Set(row.dag_run_id),
+            task_id: Set(row.task_id),
+            schedule_id: Set(None),
+            biz_date: Set(row.biz_date),
+            status: Set(TaskStatus::Running),
+            // The claim added one: the execution is the 0-based attempt.
+            attempt: Set(row.attempt - 1),
+            trigger_type: Set(row.trigger_type),
+            worker: Set(owner.to_owned()),
+            start_time: Set(now),
+            created_at: Set(now),
+            ..Default::default()
+        }
+    }))
+    .exec_with_returning(&**txn)
     .await?;
-    Ok(Some((row, execution)))
+    let mut executions: HashMap<i64, execution::Model> = executions
+        .into_iter()
+        .map(|execution| (execution.task_instance_id, execution))
+        .collect();
+    Ok(won
+        .into_iter()
+        .filter_map(|row| {
+            let execution = executions.remove(&row.id)?;
+            Some((row.id, (row, execution)))
+        })
+        .collect())
 }
 
-async fn apply_end(txn: &WriteTxn, owner: &str, end: &End) -> Result<Ended, DbErr> {
-    let (finished, requeued) = if end.abandoned {
+/// Records the ends: the instances' new states, then every execution row;
+/// returns what became of each instance, by instance.
+async fn apply_ends(
+    txn: &WriteTxn,
+    owner: &str,
+    ends: &[&End],
+) -> Result<HashMap<i64, Ended>, DbErr> {
+    let mut ended = HashMap::with_capacity(ends.len());
+    if ends.is_empty() {
+        return Ok(ended);
+    }
+    let finishes: Vec<state::Finish<'_>> = ends
+        .iter()
+        .filter(|end| !end.abandoned)
+        .map(|end| state::Finish {
+            id: end.task_instance_id,
+            attempt: end.attempt,
+            end: &end.instance_end,
+            reason: end.reason.as_deref(),
+            at: end.end,
+        })
+        .collect();
+    for row in state::finish_many(txn, &finishes, owner).await? {
+        ended.insert(row.id, (Some(row), None));
+    }
+    // Only at a drain timeout: not worth a set-based statement.
+    for end in ends.iter().filter(|end| end.abandoned) {
         let requeued =
             state::requeue_abandoned(txn, end.task_instance_id, end.attempt, owner, end.end)
                 .await?;
-        (None, requeued)
-    } else {
-        let finished = state::finish_attempt(
-            txn,
-            end.task_instance_id,
-            end.attempt,
-            owner,
-            &end.instance_end,
-            end.reason.as_deref(),
-            end.end,
-        )
-        .await?;
-        (finished, None)
-    };
-    execution::ActiveModel {
-        id: Set(end.execution_id),
-        status: Set(end.status),
-        end_time: Set(Some(end.end)),
-        duration_ms: Set(Some(end.duration_ms)),
-        exit_code: Set(end.exit_code),
-        log_tail: Set(Some(end.log_tail.clone())),
-        log_path: Set(end.log_path.clone()),
-        error_msg: Set(end.reason.clone()),
-        ..Default::default()
+        ended.insert(end.task_instance_id, (None, requeued));
     }
-    .update(txn)
-    .await?;
-    Ok((finished, requeued))
+    let by_execution = |value: fn(&End) -> Value| -> Vec<(i64, Value)> {
+        ends.iter()
+            .map(|end| (end.execution_id, value(end)))
+            .collect()
+    };
+    type Ex = execution::Column;
+    execution::Entity::update_many()
+        .col_expr(
+            Ex::Status,
+            per_row(Ex::Id, by_execution(|e| e.status.as_str().into()), None),
+        )
+        .col_expr(
+            Ex::EndTime,
+            per_row(Ex::Id, by_execution(|e| Some(e.end).into()), None),
+        )
+        .col_expr(
+            Ex::DurationMs,
+            per_row(Ex::Id, by_execution(|e| Some(e.duration_ms).into()), None),
+        )
+        .col_expr(
+            Ex::ExitCode,
+            per_row(Ex::Id, by_execution(|e| e.exit_code.into()), None),
+        )
+        .col_expr(
+            Ex::LogTail,
+            per_row(
+                Ex::Id,
+                by_execution(|e| Some(e.log_tail.clone()).into()),
+                None,
+            ),
+        )
+        .col_expr(
+            Ex::LogPath,
+            per_row(Ex::Id, by_execution(|e| e.log_path.clone().into()), None),
+        )
+        .col_expr(
+            Ex::ErrorMsg,
+            per_row(Ex::Id, by_execution(|e| e.reason.clone().into()), None),
+        )
+        .filter(Ex::Id.is_in(ends.iter().map(|end| end.execution_id)))
+        .exec(&**txn)
+        .await?;
+    Ok(ended)
 }

@@ -5,7 +5,7 @@
 //! all the slots, no prefetch), so a buffered low-band message can never jump
 //! ahead of a later high-band one. A core subscription to its queues' work subjects is only a
 //! doorbell that wakes the fetch loop. A task starts only through the
-//! conditional claim in `datajump_shared::state::start`; the attempt's
+//! conditional claim in `datajump_shared::state::start_many`; the attempt's
 //! terminal state is committed before its completion is published and its
 //! message acked, so a runner dying at any point loses nothing.
 
@@ -388,17 +388,15 @@ async fn attempt(
     work: &WorkMsg,
     stops: &Stops,
 ) -> Result<AckKind, DbErr> {
-    let start = Utc::now();
     let claim = Claim {
         task_instance_id: work.task_instance_id,
         attempt: work.attempt,
-        start,
     };
     let Some((row, exec_row)) = committer.claim(claim).await? else {
         return not_claimed(config, js, work).await;
     };
     if let Some(queued) = row.queued_at {
-        metrics::task_dispatched(queued, start);
+        metrics::task_dispatched(queued, exec_row.start_time);
     }
     info!(runner = %config.id, "task started");
     let kill = stops.register(row.id);

@@ -10,11 +10,12 @@
 
 use std::time::Duration;
 
+use sea_orm::sea_query::{CaseStatement, Expr, Value};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, ExecResult, QueryResult, SqliteTransactionMode, Statement, TransactionOptions,
-    TransactionTrait,
+    ColumnTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection,
+    DatabaseTransaction, DbBackend, DbErr, ExecResult, QueryResult, SqliteTransactionMode,
+    Statement, TransactionOptions, TransactionTrait,
 };
 
 /// Default database: a SQLite file in the working directory.
@@ -116,6 +117,33 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
         })
         .await?;
     Ok(WriteTxn { txn, _gate: gate })
+}
+
+/// A column's new value per row in a set-based UPDATE, keyed by `key`:
+/// `CASE WHEN key = k1 THEN v1 … ELSE otherwise END`. `values` must not be
+/// empty. With `otherwise` set to `None` the caller promises `values` names
+/// every row the statement changes; then one value shared by all of them
+/// (the common case) is written as itself, a shorter statement.
+pub fn per_row<K, V>(key: K, mut values: Vec<(i64, V)>, otherwise: Option<Expr>) -> Expr
+where
+    K: ColumnTrait,
+    V: Into<Value> + PartialEq,
+{
+    if otherwise.is_none()
+        && values.windows(2).all(|pair| pair[0].1 == pair[1].1)
+        && let Some((_, shared)) = values.pop()
+    {
+        return Expr::value(shared);
+    }
+    let case = values
+        .into_iter()
+        .fold(CaseStatement::new(), |case, (k, v)| {
+            case.case(key.eq(k), Expr::value(v))
+        });
+    match otherwise {
+        Some(otherwise) => case.finally(otherwise).into(),
+        None => case.into(),
+    }
 }
 
 /// Tells a transient database error (worth a retry or NAK) from one that

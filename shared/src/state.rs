@@ -13,10 +13,13 @@
 
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
+};
 
 use sea_orm::{PaginatorTrait, QueryOrder, QuerySelect};
 
+use crate::db::per_row;
 use crate::entities::{dag, dag_run, dependency_wait, execution, task_instance};
 use crate::plan::{DepType, Strategy};
 use crate::{RunStatus, TaskStatus};
@@ -99,32 +102,51 @@ pub async fn touch_queued<C: ConnectionTrait>(
     .await
 }
 
-/// QUEUED → RUNNING for attempt `attempt` (0-based), owned by `owner`. This
-/// is the claim: of any number of runners holding a copy of the work
-/// message, exactly one gets the row back.
-pub async fn start<C: ConnectionTrait>(
+/// QUEUED → RUNNING for each `(id, attempt)` (attempt 0-based), owned by
+/// `owner` and started at `now`. This is the claim: of any number of runners
+/// holding a copy of a work message, exactly one gets the row back. Returns
+/// the rows won, in no particular order; a batch costs one statement.
+pub async fn start_many<C: ConnectionTrait>(
     conn: &C,
-    id: i64,
-    attempt: i32,
+    claims: &[(i64, i32)],
     owner: &str,
     now: DateTime<Utc>,
-) -> Result<Option<task_instance::Model>, DbErr> {
-    update_instance(
-        conn,
-        Ti::update_many()
-            .col_expr(TiCol::Status, Expr::value(TaskStatus::Running.as_str()))
-            .col_expr(TiCol::Attempt, Expr::col(TiCol::Attempt).add(1))
-            .col_expr(TiCol::Owner, Expr::value(owner))
-            .col_expr(TiCol::StartedAt, Expr::value(now))
-            .col_expr(
-                TiCol::DeadlineAt,
-                Expr::value(Option::<DateTime<Utc>>::None),
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ti::update_many()
+        .col_expr(TiCol::Status, Expr::value(TaskStatus::Running.as_str()))
+        .col_expr(TiCol::Attempt, Expr::col(TiCol::Attempt).add(1))
+        .col_expr(TiCol::Owner, Expr::value(owner))
+        .col_expr(TiCol::StartedAt, Expr::value(now))
+        .col_expr(
+            TiCol::DeadlineAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(TiCol::Status.eq(TaskStatus::Queued))
+        .filter(at_attempts(claims.iter().copied()))
+        .exec_with_returning(conn)
+        .await
+}
+
+/// `(id = … AND attempt = …) OR …` for `(id, attempt)` pairs, written as one
+/// `attempt = a AND id IN (…)` term per distinct attempt (nearly always
+/// one), so the database looks the rows up by primary key.
+fn at_attempts(pairs: impl Iterator<Item = (i64, i32)>) -> Condition {
+    let mut by_attempt: std::collections::BTreeMap<i32, Vec<i64>> = Default::default();
+    for (id, attempt) in pairs {
+        by_attempt.entry(attempt).or_default().push(id);
+    }
+    by_attempt
+        .into_iter()
+        .fold(Condition::any(), |any, (attempt, ids)| {
+            any.add(
+                Condition::all()
+                    .add(TiCol::Attempt.eq(attempt))
+                    .add(TiCol::Id.is_in(ids)),
             )
-            .filter(TiCol::Id.eq(id))
-            .filter(TiCol::Status.eq(TaskStatus::Queued))
-            .filter(TiCol::Attempt.eq(attempt)),
-    )
-    .await
+        })
 }
 
 /// How an attempt ended, as the runner saw it.
@@ -139,32 +161,84 @@ pub enum AttemptEnd {
     },
 }
 
-/// RUNNING → the attempt's end, only for the owner of attempt `attempt`.
-pub async fn finish_attempt<C: ConnectionTrait>(
+/// The end of one attempt, as [`finish_many`] records it.
+#[derive(Debug, Clone, Copy)]
+pub struct Finish<'a> {
+    /// The instance.
+    pub id: i64,
+    /// The attempt (0-based) that ended.
+    pub attempt: i32,
+    /// What becomes of the instance.
+    pub end: &'a AttemptEnd,
+    /// Why, when it did not succeed.
+    pub reason: Option<&'a str>,
+    /// When it ended.
+    pub at: DateTime<Utc>,
+}
+
+/// RUNNING → each attempt's end, only for attempts `owner` runs: a terminal
+/// status with its finish time, or UP_FOR_RETRY until the retry time with
+/// one more retry used. Returns the rows changed, in no particular order; a
+/// batch costs one statement, whose per-row values are `CASE` expressions.
+pub async fn finish_many<C: ConnectionTrait>(
     conn: &C,
-    id: i64,
-    attempt: i32,
+    finishes: &[Finish<'_>],
     owner: &str,
-    end: &AttemptEnd,
-    reason: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<Option<task_instance::Model>, DbErr> {
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    if finishes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut status = Vec::with_capacity(finishes.len());
+    let mut finished_at = Vec::new();
+    let mut retry_at = Vec::new();
+    for finish in finishes {
+        match finish.end {
+            AttemptEnd::Terminal(end) => {
+                status.push((finish.id, end.as_str()));
+                finished_at.push((finish.id, finish.at));
+            }
+            AttemptEnd::Retry { retry_at: at } => {
+                status.push((finish.id, TaskStatus::UpForRetry.as_str()));
+                retry_at.push((finish.id, *at));
+            }
+        }
+    }
+    let reasons: Vec<(i64, Option<String>)> = finishes
+        .iter()
+        .map(|f| (f.id, f.reason.map(str::to_owned)))
+        .collect();
     let mut update = Ti::update_many()
-        .col_expr(TiCol::Reason, Expr::value(reason.map(str::to_owned)))
-        .filter(TiCol::Id.eq(id))
+        .col_expr(TiCol::Status, per_row(TiCol::Id, status, None))
+        .col_expr(TiCol::Reason, per_row(TiCol::Id, reasons, None));
+    if !finished_at.is_empty() {
+        update = update.col_expr(
+            TiCol::FinishedAt,
+            per_row(TiCol::Id, finished_at, Some(Expr::col(TiCol::FinishedAt))),
+        );
+    }
+    if !retry_at.is_empty() {
+        let retried: Vec<i64> = retry_at.iter().map(|(id, _)| *id).collect();
+        update = update
+            .col_expr(
+                TiCol::DeadlineAt,
+                per_row(TiCol::Id, retry_at, Some(Expr::col(TiCol::DeadlineAt))),
+            )
+            .col_expr(
+                TiCol::RetriesUsed,
+                Expr::case(
+                    TiCol::Id.is_in(retried),
+                    Expr::col(TiCol::RetriesUsed).add(1),
+                )
+                .finally(Expr::col(TiCol::RetriesUsed))
+                .into(),
+            );
+    }
+    update
         .filter(TiCol::Status.eq(TaskStatus::Running))
-        .filter(TiCol::Attempt.eq(attempt + 1))
-        .filter(TiCol::Owner.eq(owner));
-    update = match end {
-        AttemptEnd::Terminal(status) => update
-            .col_expr(TiCol::Status, Expr::value(status.as_str()))
-            .col_expr(TiCol::FinishedAt, Expr::value(now)),
-        AttemptEnd::Retry { retry_at } => update
-            .col_expr(TiCol::Status, Expr::value(TaskStatus::UpForRetry.as_str()))
-            .col_expr(TiCol::DeadlineAt, Expr::value(*retry_at))
-            .col_expr(TiCol::RetriesUsed, Expr::col(TiCol::RetriesUsed).add(1)),
-    };
-    update_instance(conn, update).await
+        .filter(TiCol::Owner.eq(owner))
+        .filter(at_attempts(finishes.iter().map(|f| (f.id, f.attempt + 1))))
+        .exec_with_returning(conn)
+        .await
 }
 
 /// Statuses a kill applies to: everything not yet terminal.

@@ -379,3 +379,115 @@ tasks:
     );
     assert_eq!(executions[1].status, TaskStatus::Success);
 });
+
+// A runner commits the attempts that end together in one transaction: each
+// must still be recorded as it ended, not as its neighbour did.
+both_dbs!(
+    attempts_ending_together_are_recorded_each_as_it_ended,
+    |env| async move {
+        let marker = env.path("marker");
+        let yaml = format!(
+            r#"
+name: together
+tasks:
+  - {{ name: ok_a, command: "sleep 0.3; echo said-ok_a" }}
+  - {{ name: ok_b, command: "sleep 0.3; echo said-ok_b" }}
+  - {{ name: exit_3, command: "sleep 0.3; echo said-exit_3; exit 3", retry: {{ max: 0 }} }}
+  - {{ name: exit_4, command: "sleep 0.3; exit 4", retry: {{ max: 0 }} }}
+  - name: flaky
+    script: |
+      sleep 0.3
+      if [ -f {marker} ]; then echo said-again; exit 0; else touch {marker}; exit 5; fi
+    retry: {{ max: 1, interval: 1 }}
+"#,
+            marker = shell_path(&marker)
+        );
+        env.apply(&yaml).await;
+        let _ticker = env.spawn_ticker().await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("runner-1", &["default"], 8).await;
+
+        let key = env.trigger("together").await;
+        let run = env.wait_run(&key, MINUTE).await;
+        assert_eq!(
+            run.status,
+            RunStatus::Failed,
+            "{}",
+            env.describe_run(&run).await
+        );
+        assert_eq!(run.pending_instances, 0);
+
+        let instances = env.instances_by_name(run.id).await;
+        for (name, status, retries_used) in [
+            ("ok_a", TaskStatus::Success, 0),
+            ("ok_b", TaskStatus::Success, 0),
+            ("exit_3", TaskStatus::Failed, 0),
+            ("exit_4", TaskStatus::Failed, 0),
+            ("flaky", TaskStatus::Success, 1),
+        ] {
+            let instance = &instances[name];
+            assert_eq!(instance.status, status, "task {name}");
+            assert_eq!(instance.retries_used, retries_used, "task {name}");
+            assert!(
+                instance.finished_at.is_some(),
+                "task {name} has a finish time"
+            );
+        }
+        assert!(instances["ok_a"].reason.is_none());
+        assert!(
+            instances["exit_3"]
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains('3')),
+            "{:?}",
+            instances["exit_3"].reason
+        );
+
+        let executions = env.executions_by_name(run.id).await;
+        let attempt = |name: &str, index: usize| &executions[name][index];
+        for (name, index, status, exit_code, said) in [
+            ("ok_a", 0, TaskStatus::Success, Some(0), Some("said-ok_a")),
+            ("ok_b", 0, TaskStatus::Success, Some(0), Some("said-ok_b")),
+            (
+                "exit_3",
+                0,
+                TaskStatus::Failed,
+                Some(3),
+                Some("said-exit_3"),
+            ),
+            ("exit_4", 0, TaskStatus::Failed, Some(4), None),
+            ("flaky", 0, TaskStatus::Failed, Some(5), None),
+            ("flaky", 1, TaskStatus::Success, Some(0), Some("said-again")),
+        ] {
+            let execution = attempt(name, index);
+            assert_eq!(
+                execution.attempt,
+                i32::try_from(index).expect("small"),
+                "{name}"
+            );
+            assert_eq!(execution.status, status, "{name} attempt {index}");
+            assert_eq!(execution.exit_code, exit_code, "{name} attempt {index}");
+            let tail = execution.log_tail.as_deref().unwrap_or_default();
+            for other in ["said-ok_a", "said-ok_b", "said-exit_3", "said-again"] {
+                assert_eq!(
+                    tail.contains(other),
+                    said == Some(other),
+                    "{name} attempt {index} log: {tail}"
+                );
+            }
+            let end = execution.end_time.expect("ended");
+            assert!(
+                execution.duration_ms.is_some_and(|ms| ms >= 300),
+                "{name} attempt {index} took {:?} ms",
+                execution.duration_ms
+            );
+            assert!(end >= execution.start_time, "{name} attempt {index}");
+            assert_eq!(
+                execution.error_msg.is_some(),
+                status != TaskStatus::Success,
+                "{name} attempt {index}"
+            );
+        }
+        assert_eq!(executions["flaky"].len(), 2);
+    }
+);
