@@ -7,8 +7,12 @@
 //! was most of the runner's database time. So one task takes the runner's
 //! writes in order and commits whatever is waiting in one transaction.
 //! Nothing waits for company: a lone write commits at once, and the writes
-//! that arrive meanwhile form the next batch. A batch the database refuses
-//! is redone one write per transaction, so only the write at fault fails.
+//! that arrive meanwhile form the next batch. Inside the transaction the
+//! batch is set-based too — four statements however many writes — because
+//! with one statement per write, timing one runner under load showed this
+//! transaction busy 88% of the time on PostgreSQL round trips. A batch the
+//! database refuses is redone one write per transaction, so only the write
+//! at fault fails.
 
 use chrono::{DateTime, Utc};
 use datajump_shared::TaskStatus;

@@ -9,7 +9,9 @@
 //! a completion costs work proportional to its out-degree, not to the DAG.
 //! Propagation is set-based: a batch of completions is counted into its
 //! children and runs in a few statements, not a few per completion, because
-//! on PostgreSQL every statement is a round trip.
+//! on PostgreSQL every statement is a round trip. For the same reason a
+//! runner's claims ([`start_many`]) and attempt ends ([`finish_many`]) take
+//! one statement per batch, with the same conditions per row.
 
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
