@@ -3,11 +3,14 @@
 //! Stateless and scaled by replica count. It fills its free slots from its
 //! queues' high, then normal, then low band consumers (one fetch per band for
 //! all the slots, no prefetch), so a buffered low-band message can never jump
-//! ahead of a later high-band one. A core subscription to its queues' work subjects is only a
-//! doorbell that wakes the fetch loop. A task starts only through the
-//! conditional claim in `datajump_shared::state::start_many`; the attempt's
-//! terminal state is committed before its completion is published and its
-//! message acked, so a runner dying at any point loses nothing.
+//! ahead of a later high-band one. A band a fetch found empty is skipped
+//! until its doorbell rings (or a quiet second passes, for redeliveries). A
+//! core subscription to its queues' work subjects is only that doorbell: it
+//! wakes the fetch loop and says which bands to ask. A task starts only
+//! through the conditional claim in `datajump_shared::state::start_many`;
+//! the attempt's terminal state is committed before its completion is
+//! published and its message acked, so a runner dying at any point loses
+//! nothing.
 
 mod commit;
 pub mod executor;
@@ -15,7 +18,7 @@ mod log;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{
     self, AckKind, Context, consumer::PullConsumer, object_store::ObjectStore,
@@ -31,7 +34,7 @@ use datajump_shared::params::{ParamContext, env_name};
 use datajump_shared::plan::RetryPolicy;
 use datajump_shared::state::{self, AttemptEnd};
 use datajump_shared::subjects::{self, Band};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait};
 use serde::Serialize;
 use thiserror::Error;
@@ -154,7 +157,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     let js = jetstream::new(config.nats.clone());
     datajump_nats::ensure_topology(&js).await?;
     let logs = datajump_nats::logs_store(&js).await?;
-    let mut consumers: Vec<PullConsumer> = Vec::new();
+    let mut sources: Vec<WorkSource> = Vec::new();
     let mut doorbell = futures::stream::SelectAll::new();
     for queue in &config.queues {
         datajump_nats::ensure_queue(&js, queue).await?;
@@ -169,7 +172,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     for band in Band::ALL {
         for queue in &config.queues {
             let name = subjects::runner_consumer(queue, band);
-            consumers.push(pull_consumer(&js, subjects::WORK_STREAM, &name).await?);
+            sources.push(WorkSource {
+                queue: queue.clone(),
+                band,
+                consumer: pull_consumer(&js, subjects::WORK_STREAM, &name).await?,
+                backlog: Backlog::default(),
+            });
         }
     }
     let slots = Arc::new(Semaphore::new(config.slots));
@@ -211,7 +219,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             {
                 permits.push(more);
             }
-            let messages = fetch_batch(&consumers, permits.len()).await;
+            while let Some(Some(ring)) = doorbell.next().now_or_never() {
+                rung(&mut sources, &ring.subject);
+            }
+            let messages = fetch_batch(&mut sources, permits.len()).await;
             if !messages.is_empty() {
                 for (message, permit) in messages.into_iter().zip(permits.drain(..)) {
                     let config = config.clone();
@@ -238,7 +249,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
                 Duration::from_secs(1)
             };
             tokio::select! {
-                _ = doorbell.next() => rang = true,
+                ring = doorbell.next() => {
+                    if let Some(ring) = ring {
+                        rung(&mut sources, &ring.subject);
+                    }
+                    rang = true;
+                }
                 () = tokio::time::sleep(idle) => {},
                 () = shutdown.cancelled() => break 'fetching,
             }
@@ -280,17 +296,80 @@ const RECHECK_AFTER_RING: Duration = Duration::from_millis(5);
 /// Most messages one fetch loop turn takes (and slots it fills at once).
 const MAX_FETCH: usize = 64;
 
-/// Up to `wanted` messages, taken from the consumers in order (high band
-/// first), so a saturated runner always takes higher bands first.
-async fn fetch_batch(consumers: &[PullConsumer], wanted: usize) -> Vec<jetstream::Message> {
+/// How long a band a fetch found empty is left alone when its doorbell has
+/// not rung: work that arrives without a publish (a redelivery after a NAK
+/// or an ack timeout) or whose ring was lost waits at most this long.
+const RECHECK_QUIET_AFTER: Duration = Duration::from_secs(1);
+
+/// How long before a fetch that found a band empty a ring of that band may
+/// still be for a message the stream had not stored yet (see
+/// [`RECHECK_AFTER_RING`]): the band is asked again.
+const RING_RACE: Duration = Duration::from_millis(50);
+
+/// One band of one queue's work.
+struct WorkSource {
+    queue: String,
+    band: Band,
+    consumer: PullConsumer,
+    backlog: Backlog,
+}
+
+/// What the runner last learned of a band's backlog. Asking a band that has
+/// nothing costs a NATS round trip, and a fetch used to ask all three bands
+/// in turn while nearly all work sits in one: two of every three requests
+/// came back empty, one of them on every task's way to starting. So a band
+/// a fetch found empty is asked again only when its doorbell rings or
+/// [`RECHECK_QUIET_AFTER`] has passed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Backlog {
+    /// When a fetch last came back with less than it asked for.
+    drained_at: Option<Instant>,
+    /// When the doorbell last rang for this band.
+    rang_at: Option<Instant>,
+}
+
+impl Backlog {
+    /// Whether a fetch should ask this band at `now`.
+    fn worth_asking(&self, now: Instant) -> bool {
+        let Some(drained) = self.drained_at else {
+            return true;
+        };
+        now.duration_since(drained) >= RECHECK_QUIET_AFTER
+            || self.rang_at.is_some_and(|rang| rang + RING_RACE >= drained)
+    }
+}
+
+/// Notes a doorbell ring (the core copy of a work publish) on its band.
+fn rung(sources: &mut [WorkSource], subject: &str) {
+    if let Some((queue, band)) = subjects::parse_work(subject)
+        && let Some(source) = sources
+            .iter_mut()
+            .find(|s| s.band == band && s.queue == queue)
+    {
+        source.backlog.rang_at = Some(Instant::now());
+    }
+}
+
+/// Up to `wanted` messages, taken from the bands worth asking in order
+/// (high band first), so a saturated runner always takes higher bands first.
+async fn fetch_batch(sources: &mut [WorkSource], wanted: usize) -> Vec<jetstream::Message> {
     let mut taken = Vec::with_capacity(wanted);
-    for consumer in consumers {
+    for source in sources {
         let room = wanted - taken.len();
         if room == 0 {
             break;
         }
+        let asked_at = Instant::now();
+        if !source.backlog.worth_asking(asked_at) {
+            continue;
+        }
         let fetched = tokio::time::timeout(FETCH_TIMEOUT, async {
-            let mut batch = consumer.fetch().max_messages(room).messages().await?;
+            let mut batch = source
+                .consumer
+                .fetch()
+                .max_messages(room)
+                .messages()
+                .await?;
             let mut messages = Vec::with_capacity(room);
             while let Some(message) = batch.next().await {
                 match message {
@@ -302,7 +381,10 @@ async fn fetch_batch(consumers: &[PullConsumer], wanted: usize) -> Vec<jetstream
         })
         .await;
         match fetched {
-            Ok(Ok(messages)) => taken.extend(messages),
+            Ok(Ok(messages)) => {
+                source.backlog.drained_at = (messages.len() < room).then_some(asked_at);
+                taken.extend(messages);
+            }
             Ok(Err(e)) => debug!(error = %e, "fetch failed"),
             Err(_) => warn!("no answer to a fetch within {FETCH_TIMEOUT:?}; asking again"),
         }
@@ -768,6 +850,49 @@ mod tests {
             max_interval_secs: 3600,
             jitter_pct: 0,
         }
+    }
+
+    #[test]
+    fn an_empty_band_is_asked_again_after_a_ring_or_a_quiet_second() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let unknown = Backlog::default();
+        assert!(unknown.worth_asking(at(0)), "never asked: ask");
+
+        let drained = Backlog {
+            drained_at: Some(at(100)),
+            rang_at: None,
+        };
+        assert!(!drained.worth_asking(at(101)), "found empty, no ring since");
+        assert!(!drained.worth_asking(at(1_099)));
+        assert!(
+            drained.worth_asking(at(1_100)),
+            "a quiet second: redeliveries"
+        );
+
+        let rang_after = Backlog {
+            rang_at: Some(at(150)),
+            ..drained
+        };
+        assert!(
+            rang_after.worth_asking(at(151)),
+            "rang since it was found empty"
+        );
+
+        let rang_just_before = Backlog {
+            rang_at: Some(at(70)),
+            ..drained
+        };
+        assert!(
+            rang_just_before.worth_asking(at(105)),
+            "the ring may have beaten the stream's store: ask again"
+        );
+
+        let rang_long_before = Backlog {
+            rang_at: Some(at(10)),
+            ..drained
+        };
+        assert!(!rang_long_before.worth_asking(at(105)));
     }
 
     fn retries(verdict: &Verdict) -> bool {
