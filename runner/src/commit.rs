@@ -175,20 +175,13 @@ async fn write_all(
     writes: &[&Write],
 ) -> Result<Vec<Written>, DbErr> {
     let txn = begin_write(db).await?;
-    let claims: Vec<&Claim> = writes
-        .iter()
-        .filter_map(|write| match write {
-            Write::Claim(claim) => Some(claim),
-            Write::End(_) => None,
-        })
-        .collect();
-    let ends: Vec<&End> = writes
-        .iter()
-        .filter_map(|write| match write {
-            Write::End(end) => Some(end),
-            Write::Claim(_) => None,
-        })
-        .collect();
+    let (mut claims, mut ends): (Vec<&Claim>, Vec<&End>) = (Vec::new(), Vec::new());
+    for write in writes {
+        match write {
+            Write::Claim(claim) => claims.push(claim),
+            Write::End(end) => ends.push(end),
+        }
+    }
     let mut claimed = apply_claims(&txn, owner, &claims).await?;
     let mut ended = apply_ends(&txn, owner, &ends).await?;
     txn.commit().await?;
