@@ -36,7 +36,7 @@ use sea_orm::{
 };
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, error, info, info_span, warn};
+use tracing::{debug, error, info, warn};
 
 /// How the resolver runs.
 #[derive(Clone)]
@@ -332,8 +332,12 @@ async fn publish_released(js: &Context, released: Vec<Released>) {
 /// time, so one fire the database keeps refusing holds back no other.
 async fn commit_fires(config: &Config, messages: &[jetstream::Message]) -> Committed {
     let (mut verdicts, fires) = decode_batch::<FireMsg>(messages);
+    let mut released = Vec::new();
     let outcomes = match create_runs(&config.db, &fires).await {
-        Ok(outcomes) => outcomes,
+        Ok((outcomes, work)) => {
+            released.push(work);
+            outcomes
+        }
         Err(e) if fires.len() == 1 => {
             verdicts[fires[0].0] = Some(e.into());
             Vec::new()
@@ -343,24 +347,25 @@ async fn commit_fires(config: &Config, messages: &[jetstream::Message]) -> Commi
             let mut outcomes = Vec::with_capacity(fires.len());
             for fire in &fires {
                 match create_runs(&config.db, std::slice::from_ref(fire)).await {
-                    Ok(one) => outcomes.extend(one),
+                    Ok((one, work)) => {
+                        outcomes.extend(one);
+                        released.push(work);
+                    }
                     Err(e) => verdicts[fire.0] = Some(e.into()),
                 }
             }
             outcomes
         }
     };
-    let mut released = Vec::new();
     for (index, outcome) in outcomes {
         verdicts[index] = Some(match outcome {
             FireOutcome::UnknownDag(dag_id) => {
                 Verdict::Poison(format!("DAG {dag_id} does not exist"))
             }
-            FireOutcome::Created(_, _, work) => {
-                released.push(work);
-                Verdict::Ack
-            }
-            FireOutcome::Ignored | FireOutcome::Exists | FireOutcome::Skipped => Verdict::Ack,
+            FireOutcome::Created
+            | FireOutcome::Ignored
+            | FireOutcome::Exists
+            | FireOutcome::Skipped => Verdict::Ack,
         });
     }
     Committed { verdicts, released }
@@ -400,21 +405,30 @@ enum FireOutcome {
     Exists,
     /// The DAG was at `max_active_runs` under overlap policy `skip`.
     Skipped,
-    /// A new run, RUNNING (roots released) or QUEUED (waiting for a slot).
-    Created(i64, RunStatus, Released),
+    /// A new run, RUNNING (roots released), QUEUED (waiting for a slot) or,
+    /// with no tasks, SUCCESS.
+    Created,
 }
 
-/// Creates the runs of `fires` (message index, fire) in one transaction:
-/// the DAGs, schedules and plans of the whole batch are read in a handful
-/// of queries, then each run is created ([`create_run`]). Fires are taken
-/// in DAG order, so resolvers batching concurrently lock DAG rows in the
-/// same order and cannot deadlock each other.
+/// Rows one multi-row INSERT carries: a few thousand bound parameters at
+/// most, far under either database's limit.
+const INSERT_CHUNK: usize = 200;
+
+/// Creates the runs of `fires` (message index, fire) in one transaction, in
+/// a fixed number of statements however many fires: the DAGs, schedules
+/// and plans of the whole batch are read at once, the DAGs' run slots
+/// counted and locked at once, and the runs, plan snapshots and instances
+/// inserted and the roots released in multi-row statements. A cron
+/// minute's thousand fires are a few batches, so per-fire statements were
+/// what held run creation back on PostgreSQL. Returns each fire's outcome
+/// and the work released.
 async fn create_runs(
     db: &DatabaseConnection,
     fires: &[(usize, FireMsg)],
-) -> Result<Vec<(usize, FireOutcome)>, DbErr> {
+) -> Result<(Vec<(usize, FireOutcome)>, Released), DbErr> {
+    let mut released = Released::default();
     if fires.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), released));
     }
     let txn = datajump_shared::db::begin_write(db).await?;
     let dags: HashMap<i64, dag::Model> = dag::Entity::find()
@@ -438,126 +452,187 @@ async fn create_runs(
             .into_iter()
             .collect()
     };
-    let mut ignored = Vec::new();
+    let mut outcomes = Vec::new();
     let mut runnable = Vec::new();
     for (index, fire) in fires {
         match dags.get(&fire.dag_id) {
             None => {
-                ignored.push((*index, FireOutcome::UnknownDag(fire.dag_id)));
+                outcomes.push((*index, FireOutcome::UnknownDag(fire.dag_id)));
             }
             Some(dag) => match skip_reason(fire, dag, &schedules_active) {
                 Some(why) => {
                     info!(dag = %dag.name, dedup_key = %fire.dedup_key, skip = why, "fire ignored");
-                    ignored.push((*index, FireOutcome::Ignored));
+                    outcomes.push((*index, FireOutcome::Ignored));
                 }
                 None => runnable.push((*index, fire, dag)),
             },
         }
     }
+    // Fires are taken in DAG order, so a batch's runs (and the external
+    // parents they lock) come in the same order in every resolver.
     runnable.sort_by_key(|(_, fire, _)| fire.dag_id);
     let plans = catalog::current_plans(&txn, runnable.iter().map(|(_, _, dag)| *dag)).await?;
+    let limited: Vec<&dag::Model> = runnable
+        .iter()
+        .map(|(_, _, dag)| *dag)
+        .filter(|dag| dag.overlap_policy != OverlapPolicy::Parallel.as_str())
+        .collect();
+    // Slots are counted (and the DAG rows locked) before looking for
+    // existing runs, so a concurrent resolver's run of the same fire is
+    // committed and seen by then.
+    let mut free_slots = state::free_run_slots(&txn, &limited).await?;
+    let existing = existing_dedup_keys(&txn, runnable.iter().map(|(_, fire, _)| *fire)).await?;
     let now = Utc::now();
-    let mut outcomes = ignored;
-    let mut created = Vec::with_capacity(runnable.len());
-    for (index, fire, dag) in &runnable {
+    let mut new_runs = Vec::with_capacity(runnable.len());
+    let mut keys = std::collections::HashSet::new();
+    for (index, fire, dag) in runnable {
         let Some(plan) = plans.get(&dag.id) else {
             continue;
         };
-        let span = info_span!("fire", dag_id = fire.dag_id, dedup_key = %fire.dedup_key);
-        let outcome = create_run(&txn, fire, dag, plan, now)
-            .instrument(span)
-            .await?;
-        created.push((*index, fire, dag, outcome));
-    }
-    txn.commit().await?;
-    for (index, fire, dag, outcome) in created {
-        match &outcome {
-            FireOutcome::Exists => {
-                debug!(dag = %dag.name, dedup_key = %fire.dedup_key, "run already exists")
-            }
-            FireOutcome::Skipped => {
-                info!(dag = %dag.name, dedup_key = %fire.dedup_key, max_active_runs = dag.max_active_runs, "fire skipped: the DAG is at max_active_runs (overlap: skip)")
-            }
-            FireOutcome::Created(run_id, status, _) => {
-                info!(dag = %dag.name, dag_run_id = run_id, %status, trigger = fire.trigger_type.as_str(), biz_date = %fire.biz_date, "run created")
-            }
-            FireOutcome::UnknownDag(_) | FireOutcome::Ignored => {}
+        if existing.contains(&fire.dedup_key) || !keys.insert(fire.dedup_key.as_str()) {
+            debug!(dag = %dag.name, dedup_key = %fire.dedup_key, "run already exists");
+            outcomes.push((index, FireOutcome::Exists));
+            continue;
         }
-        outcomes.push((index, outcome));
+        let slot_free = dag.overlap_policy == OverlapPolicy::Parallel.as_str()
+            || free_slots.get_mut(&dag.id).is_some_and(|free| {
+                let some = *free > 0;
+                *free = free.saturating_sub(1);
+                some
+            });
+        let status = match (plan.tasks.is_empty(), slot_free) {
+            (true, _) => RunStatus::Success,
+            (false, true) => RunStatus::Running,
+            (false, false) if dag.overlap_policy == OverlapPolicy::Skip.as_str() => {
+                info!(dag = %dag.name, dedup_key = %fire.dedup_key, max_active_runs = dag.max_active_runs, "fire skipped: the DAG is at max_active_runs (overlap: skip)");
+                outcomes.push((index, FireOutcome::Skipped));
+                continue;
+            }
+            (false, false) => RunStatus::Queued,
+        };
+        new_runs.push(NewRun {
+            index,
+            fire,
+            dag,
+            plan,
+            status,
+        });
     }
-    Ok(outcomes)
+    let run_ids = insert_runs(&txn, &new_runs, now).await?;
+    let mut running = Vec::new();
+    let mut instances = Vec::new();
+    let mut created = Vec::with_capacity(new_runs.len());
+    for run in &new_runs {
+        let Some(&run_id) = run_ids.get(run.fire.dedup_key.as_str()) else {
+            // Another resolver created it after our look for existing runs.
+            outcomes.push((run.index, FireOutcome::Exists));
+            continue;
+        };
+        instances.extend(instance_rows(run.plan, run.fire, run_id, now));
+        if run.status == RunStatus::Running {
+            running.push(run_id);
+        }
+        created.push((run, run_id));
+    }
+    for chunk in created.chunks(INSERT_CHUNK) {
+        dag_run_plan::Entity::insert_many(chunk.iter().map(|(run, run_id)| {
+            dag_run_plan::ActiveModel {
+                dag_run_id: Set(*run_id),
+                plan: Set(serde_json::to_value(run.plan).unwrap_or_default()),
+            }
+        }))
+        .exec_without_returning(&txn)
+        .await?;
+    }
+    for chunk in instances.chunks(INSERT_CHUNK) {
+        task_instance::Entity::insert_many(chunk.to_vec())
+            .exec_without_returning(&txn)
+            .await?;
+    }
+    for (run, run_id) in &created {
+        link_external_parents(&txn, run.plan, run.dag, *run_id, run.fire.biz_date, now).await?;
+    }
+    state::release_roots(&txn, &running, now, &mut released).await?;
+    txn.commit().await?;
+    for (run, run_id) in created {
+        info!(dag = %run.dag.name, dag_run_id = run_id, status = %run.status, trigger = run.fire.trigger_type.as_str(), biz_date = %run.fire.biz_date, "run created");
+        outcomes.push((run.index, FireOutcome::Created));
+    }
+    Ok((outcomes, released))
 }
 
-/// Creates the run of a fire within `txn`: the `dag_run` (unless its
-/// `dedup_key` exists), its plan snapshot, one instance per task with its
-/// parent counters, and — when the DAG has a free run slot — the release of
-/// its roots. Without a free slot the overlap policy decides: `wait` creates
-/// the run QUEUED (started when a run of the DAG finishes), `skip` creates
-/// nothing, `parallel` ignores the limit.
-async fn create_run(
+/// A run a fire is about to create.
+struct NewRun<'a> {
+    /// The fire's message index in its batch.
+    index: usize,
+    fire: &'a FireMsg,
+    dag: &'a dag::Model,
+    plan: &'a Plan,
+    status: RunStatus,
+}
+
+/// Which of the fires' `dedup_key`s already have a run.
+async fn existing_dedup_keys<'a>(
     txn: &sea_orm::DatabaseTransaction,
-    fire: &FireMsg,
-    dag: &dag::Model,
-    plan: &Plan,
+    fires: impl Iterator<Item = &'a FireMsg>,
+) -> Result<std::collections::HashSet<String>, DbErr> {
+    let keys: Vec<&str> = fires.map(|fire| fire.dedup_key.as_str()).collect();
+    let mut existing = std::collections::HashSet::new();
+    for chunk in keys.chunks(INSERT_CHUNK) {
+        existing.extend(
+            dag_run::Entity::find()
+                .select_only()
+                .column(dag_run::Column::DedupKey)
+                .filter(dag_run::Column::DedupKey.is_in(chunk.iter().copied()))
+                .into_tuple::<String>()
+                .all(txn)
+                .await?,
+        );
+    }
+    Ok(existing)
+}
+
+/// Inserts the `dag_run` rows of `runs`, a multi-row statement per
+/// [`INSERT_CHUNK`], and returns the new run ids by `dedup_key`. A run whose
+/// key another resolver inserted meanwhile is left out (`ON CONFLICT DO
+/// NOTHING`), not an error.
+async fn insert_runs(
+    txn: &sea_orm::DatabaseTransaction,
+    runs: &[NewRun<'_>],
     now: chrono::DateTime<Utc>,
-) -> Result<FireOutcome, DbErr> {
-    let empty = plan.tasks.is_empty();
-    let slot_free = dag.overlap_policy == OverlapPolicy::Parallel.as_str()
-        || state::run_slot_free(txn, dag).await?;
-    let status = match (empty, slot_free) {
-        (true, _) => RunStatus::Success,
-        (false, true) => RunStatus::Running,
-        (false, false) if dag.overlap_policy == OverlapPolicy::Skip.as_str() => {
-            return Ok(FireOutcome::Skipped);
-        }
-        (false, false) => RunStatus::Queued,
-    };
-    let inserted = dag_run::Entity::insert(dag_run::ActiveModel {
-        dag_id: Set(dag.id),
-        dag_version: Set(plan.version),
-        schedule_id: Set(fire.schedule_id),
-        dedup_key: Set(fire.dedup_key.clone()),
-        trigger_type: Set(fire.trigger_type),
-        biz_date: Set(fire.biz_date),
-        logical_time: Set(fire.logical_time),
-        params: Set(params_to_json(&fire.params)),
-        status: Set(status),
-        pending_instances: Set(i32::try_from(plan.tasks.len()).unwrap_or(i32::MAX)),
-        failed_instances: Set(0),
-        created_at: Set(now),
-        finished_at: Set(empty.then_some(now)),
-        ..Default::default()
-    })
-    .on_conflict(
-        OnConflict::column(dag_run::Column::DedupKey)
-            .do_nothing()
-            .to_owned(),
-    )
-    .exec(txn)
-    .await;
-    let run_id = match inserted {
-        Ok(result) => result.last_insert_id,
-        Err(DbErr::RecordNotInserted) => return Ok(FireOutcome::Exists),
-        Err(e) => return Err(e),
-    };
-    dag_run_plan::Entity::insert(dag_run_plan::ActiveModel {
-        dag_run_id: Set(run_id),
-        plan: Set(serde_json::to_value(plan).unwrap_or_default()),
-    })
-    .exec_without_returning(txn)
-    .await?;
-    let rows = instance_rows(plan, fire, run_id, now);
-    for chunk in rows.chunks(200) {
-        task_instance::Entity::insert_many(chunk.to_vec())
-            .exec_without_returning(txn)
+) -> Result<HashMap<String, i64>, DbErr> {
+    let mut ids = HashMap::with_capacity(runs.len());
+    for chunk in runs.chunks(INSERT_CHUNK) {
+        let rows = chunk.iter().map(|run| {
+            let empty = run.plan.tasks.is_empty();
+            dag_run::ActiveModel {
+                dag_id: Set(run.dag.id),
+                dag_version: Set(run.plan.version),
+                schedule_id: Set(run.fire.schedule_id),
+                dedup_key: Set(run.fire.dedup_key.clone()),
+                trigger_type: Set(run.fire.trigger_type),
+                biz_date: Set(run.fire.biz_date),
+                logical_time: Set(run.fire.logical_time),
+                params: Set(params_to_json(&run.fire.params)),
+                status: Set(run.status),
+                pending_instances: Set(i32::try_from(run.plan.tasks.len()).unwrap_or(i32::MAX)),
+                failed_instances: Set(0),
+                created_at: Set(now),
+                finished_at: Set(empty.then_some(now)),
+                ..Default::default()
+            }
+        });
+        let inserted = dag_run::Entity::insert_many(rows)
+            .on_conflict(
+                OnConflict::column(dag_run::Column::DedupKey)
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .exec_with_returning(txn)
             .await?;
+        ids.extend(inserted.into_iter().map(|run| (run.dedup_key, run.id)));
     }
-    link_external_parents(txn, plan, dag, run_id, fire.biz_date, now).await?;
-    let mut released = Released::default();
-    if status == RunStatus::Running {
-        state::release_roots(txn, run_id, now, &mut released).await?;
-    }
-    Ok(FireOutcome::Created(run_id, status, released))
+    Ok(ids)
 }
 
 /// Resolves each `offset_day` / `other_dag/task` edge of a new run to the
@@ -736,9 +811,12 @@ async fn commit_dones(config: &Config, messages: &[jetstream::Message]) -> Commi
     Committed { verdicts, released }
 }
 
-/// Checks `dones` (message index, completion) against the database and
-/// propagates the valid ones together in one transaction; returns each
-/// message's verdict and what the propagation released.
+/// Propagates `dones` (message index, completion) together in one
+/// transaction and checks them against the database; returns each
+/// message's verdict and what the propagation released. A completion is
+/// only a hint to look at its instance, whose terminal row is the truth: one
+/// naming the wrong run is poison, but its instance is propagated all the
+/// same.
 async fn propagate_dones(
     config: &Config,
     dones: &[(usize, DoneMsg)],
@@ -747,43 +825,47 @@ async fn propagate_dones(
         return Ok((Vec::new(), Released::default()));
     }
     let txn = datajump_shared::db::begin_write(&config.db).await?;
-    // Only what the check needs: the rows' specs and children can be large.
-    let runs: std::collections::HashMap<i64, i64> = task_instance::Entity::find()
-        .select_only()
-        .columns([task_instance::Column::Id, task_instance::Column::DagRunId])
-        .filter(task_instance::Column::Id.is_in(dones.iter().map(|(_, d)| d.task_instance_id)))
-        .into_tuple::<(i64, i64)>()
-        .all(&txn)
-        .await?
-        .into_iter()
+    let ids: Vec<i64> = dones.iter().map(|(_, d)| d.task_instance_id).collect();
+    let released = state::propagate_many(&txn, ids, Utc::now()).await?;
+    // A completion its propagation counted names a real instance; only the
+    // rest (repeats, and ids that may not exist) are looked up, so a batch
+    // of fresh completions pays no extra round trip for the check.
+    let mut runs: HashMap<i64, i64> = released.propagated.iter().copied().collect();
+    let unseen: Vec<i64> = dones
+        .iter()
+        .map(|(_, d)| d.task_instance_id)
+        .filter(|id| !runs.contains_key(id))
         .collect();
-    let mut checked = Vec::with_capacity(dones.len());
-    let mut valid = Vec::with_capacity(dones.len());
-    for (index, done) in dones {
-        let verdict = match runs.get(&done.task_instance_id) {
-            None => Verdict::Poison(format!(
-                "task instance {} does not exist",
-                done.task_instance_id
-            )),
-            Some(run) if *run != done.dag_run_id => Verdict::Poison(format!(
-                "task instance {} is not in run {}",
-                done.task_instance_id, done.dag_run_id
-            )),
-            Some(_) => {
-                debug!(
-                    dag_run_id = done.dag_run_id,
-                    task_instance_id = done.task_instance_id,
-                    attempt = done.attempt,
-                    "propagating"
-                );
-                valid.push(done.task_instance_id);
-                Verdict::Ack
-            }
-        };
-        checked.push((*index, verdict));
+    if !unseen.is_empty() {
+        // Only what the check needs: the rows' specs and children can be large.
+        runs.extend(
+            task_instance::Entity::find()
+                .select_only()
+                .columns([task_instance::Column::Id, task_instance::Column::DagRunId])
+                .filter(task_instance::Column::Id.is_in(unseen))
+                .into_tuple::<(i64, i64)>()
+                .all(&txn)
+                .await?,
+        );
     }
-    let released = state::propagate_many(&txn, valid, Utc::now()).await?;
     txn.commit().await?;
+    let checked = dones
+        .iter()
+        .map(|(index, done)| {
+            let verdict = match runs.get(&done.task_instance_id) {
+                None => Verdict::Poison(format!(
+                    "task instance {} does not exist",
+                    done.task_instance_id
+                )),
+                Some(run) if *run != done.dag_run_id => Verdict::Poison(format!(
+                    "task instance {} is not in run {}",
+                    done.task_instance_id, done.dag_run_id
+                )),
+                Some(_) => Verdict::Ack,
+            };
+            (*index, verdict)
+        })
+        .collect();
     Ok((checked, released))
 }
 

@@ -13,6 +13,8 @@
 //! runner's claims ([`start_many`]) and attempt ends ([`finish_many`]) take
 //! one statement per batch, with the same conditions per row.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
@@ -324,7 +326,7 @@ pub async fn kill_run<C: ConnectionTrait>(
     let mut released = Released::default();
     if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
         released.started_runs.push(started);
-        release_roots(conn, started, now, &mut released).await?;
+        release_roots(conn, &[started], now, &mut released).await?;
     }
     Ok(Some(KilledRun { killed, released }))
 }
@@ -436,21 +438,35 @@ async fn settle_many<C: ConnectionTrait>(
     .await
 }
 
-/// RUNNING → the run's final status.
-async fn finish_run<C: ConnectionTrait>(
+/// RUNNING → SUCCESS (no instance failed) or FAILED for each run of `runs`
+/// with no pending instances, one statement per final status; returns the
+/// runs finished, each once however many batches race to finish it.
+async fn finish_runs<C: ConnectionTrait>(
     conn: &C,
-    run_id: i64,
-    status: RunStatus,
+    runs: &[dag_run::Model],
     now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
-    let result = dag_run::Entity::update_many()
-        .col_expr(dag_run::Column::Status, Expr::value(status.as_str()))
-        .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
-        .filter(dag_run::Column::Id.eq(run_id))
-        .filter(dag_run::Column::Status.eq(RunStatus::Running))
-        .exec(conn)
-        .await?;
-    Ok(result.rows_affected == 1)
+) -> Result<Vec<dag_run::Model>, DbErr> {
+    let mut finished = Vec::new();
+    for status in [RunStatus::Success, RunStatus::Failed] {
+        let ids: Vec<i64> = runs
+            .iter()
+            .filter(|run| run.pending_instances == 0)
+            .filter(|run| (run.failed_instances == 0) == (status == RunStatus::Success))
+            .map(|run| run.id)
+            .collect();
+        for chunk in ids.chunks(IN_LIST_MAX) {
+            finished.extend(
+                dag_run::Entity::update_many()
+                    .col_expr(dag_run::Column::Status, Expr::value(status.as_str()))
+                    .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
+                    .filter(dag_run::Column::Id.is_in(chunk.iter().copied()))
+                    .filter(dag_run::Column::Status.eq(RunStatus::Running))
+                    .exec_with_returning(conn)
+                    .await?,
+            );
+        }
+    }
+    Ok(finished)
 }
 
 /// What a strategy says about a PENDING instance given its counters.
@@ -502,6 +518,9 @@ pub struct Released {
     /// `(latest parent end, queued at)` of each instance a propagation
     /// queued: the resolver's half of the edge latency.
     pub edges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    /// `(id, run id)` of each instance a propagation counted into its
+    /// children and run (each is counted once, by one propagation).
+    pub propagated: Vec<(i64, i64)>,
 }
 
 /// Applies the strategy's decision to each PENDING instance of `rows`, a
@@ -586,6 +605,8 @@ async fn propagate_all<C: ConnectionTrait>(
                 .filter(TiCol::Status.is_in(TaskStatus::TERMINAL))
         })
         .await?;
+        out.propagated
+            .extend(parents.iter().map(|p| (p.id, p.dag_run_id)));
         let mut next = Vec::new();
         count_into_children(conn, &parents, now, out, &mut next).await?;
         release_waiters(conn, &parents, now, out, &mut next).await?;
@@ -753,19 +774,32 @@ async fn count_off_runs<C: ConnectionTrait>(
             );
         }
     }
-    for run in runs.iter().filter(|r| r.pending_instances == 0) {
-        let status = if run.failed_instances == 0 {
-            RunStatus::Success
-        } else {
-            RunStatus::Failed
-        };
-        if !finish_run(conn, run.id, status, now).await? {
-            continue;
-        }
-        out.finished_runs.push((run.id, status));
+    let finished = finish_runs(conn, &runs, now).await?;
+    out.finished_runs
+        .extend(finished.iter().map(|run| (run.id, run.status)));
+    // A finished run frees a slot of its DAG; most DAGs have no run waiting
+    // for one, so they are found in one query rather than asked one by one.
+    let mut dags: Vec<i64> = finished.iter().map(|run| run.dag_id).collect();
+    dags.sort_unstable();
+    dags.dedup();
+    let mut waiting = std::collections::HashSet::new();
+    for chunk in dags.chunks(IN_LIST_MAX) {
+        waiting.extend(
+            dag_run::Entity::find()
+                .select_only()
+                .column(dag_run::Column::DagId)
+                .distinct()
+                .filter(dag_run::Column::DagId.is_in(chunk.iter().copied()))
+                .filter(dag_run::Column::Status.eq(RunStatus::Queued))
+                .into_tuple::<i64>()
+                .all(conn)
+                .await?,
+        );
+    }
+    for run in finished.iter().filter(|run| waiting.contains(&run.dag_id)) {
         if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
             out.started_runs.push(started);
-            let roots = pending_roots(conn, started).await?;
+            let roots = pending_roots(conn, &[started]).await?;
             evaluate_all(conn, &roots, now, out, settled).await?;
         }
     }
@@ -783,7 +817,6 @@ async fn release_waiters<C: ConnectionTrait>(
     out: &mut Released,
     settled: &mut Vec<i64>,
 ) -> Result<(), DbErr> {
-    use std::collections::HashMap;
     let ended: HashMap<(i64, chrono::NaiveDate), bool> = parents
         .iter()
         .map(|p| ((p.task_id, p.biz_date), p.status.counts_as_success()))
@@ -979,44 +1012,96 @@ pub async fn fail_wait_timeout<C: ConnectionTrait>(
 }
 
 /// Whether a DAG may start one more run now, under its `max_active_runs`.
-/// Locks the DAG's row (PostgreSQL; SQLite write transactions are already
-/// serial), so run starts of one DAG cannot race past the limit.
+/// Locks the DAG's row (see [`free_run_slots`]).
 pub async fn run_slot_free<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result<bool, DbErr> {
-    dag::Entity::find_by_id(dag.id)
-        .lock_exclusive()
-        .one(conn)
-        .await?;
-    let running = dag_run::Entity::find()
-        .filter(dag_run::Column::DagId.eq(dag.id))
-        .filter(dag_run::Column::Status.eq(RunStatus::Running))
-        .count(conn)
-        .await?;
-    Ok(running < u64::try_from(Ord::max(dag.max_active_runs, 1)).unwrap_or(1))
+    Ok(free_run_slots(conn, &[dag])
+        .await?
+        .get(&dag.id)
+        .is_some_and(|free| *free > 0))
 }
 
+/// How many more runs each of `dags` may start now under its
+/// `max_active_runs`, keyed by DAG id. Locks the DAGs' rows in id order
+/// (PostgreSQL; SQLite write transactions are already serial), so run starts
+/// of one DAG cannot race past the limit and two transactions locking
+/// several DAGs cannot deadlock. Two statements however many DAGs: the
+/// resolver asks once for a whole batch of fires.
+pub async fn free_run_slots<C: ConnectionTrait>(
+    conn: &C,
+    dags: &[&dag::Model],
+) -> Result<HashMap<i64, u64>, DbErr> {
+    let mut ids: Vec<i64> = dags.iter().map(|d| d.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    dag::Entity::find()
+        .select_only()
+        .column(dag::Column::Id)
+        .filter(dag::Column::Id.is_in(ids.iter().copied()))
+        .order_by_asc(dag::Column::Id)
+        .lock_exclusive()
+        .into_tuple::<i64>()
+        .all(conn)
+        .await?;
+    let running: HashMap<i64, i64> = dag_run::Entity::find()
+        .select_only()
+        .column(dag_run::Column::DagId)
+        .column_as(dag_run::Column::Id.count(), "running")
+        .filter(dag_run::Column::DagId.is_in(ids))
+        .filter(dag_run::Column::Status.eq(RunStatus::Running))
+        .group_by(dag_run::Column::DagId)
+        .into_tuple::<(i64, i64)>()
+        .all(conn)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(dags
+        .iter()
+        .map(|dag| {
+            let limit = i64::from(Ord::max(dag.max_active_runs, 1));
+            let taken = running.get(&dag.id).copied().unwrap_or(0);
+            (dag.id, u64::try_from(limit - taken).unwrap_or(0))
+        })
+        .collect())
+}
+
+/// The PENDING instances without pending parents of `run_ids`.
 async fn pending_roots<C: ConnectionTrait>(
     conn: &C,
-    run_id: i64,
+    run_ids: &[i64],
 ) -> Result<Vec<task_instance::Model>, DbErr> {
-    Ti::find()
-        .filter(TiCol::DagRunId.eq(run_id))
-        .filter(TiCol::PendingParents.eq(0))
-        .filter(TiCol::Status.eq(TaskStatus::Pending))
-        .all(conn)
-        .await
+    let mut roots = Vec::new();
+    for chunk in run_ids.chunks(IN_LIST_MAX) {
+        roots.extend(
+            Ti::find()
+                .filter(TiCol::DagRunId.is_in(chunk.iter().copied()))
+                .filter(TiCol::PendingParents.eq(0))
+                .filter(TiCol::Status.eq(TaskStatus::Pending))
+                .all(conn)
+                .await?,
+        );
+    }
+    Ok(roots)
 }
 
-/// Releases the roots (instances with no same-run parents) of a RUNNING run.
+/// Releases the roots (instances with no pending parents) of RUNNING runs,
+/// in a fixed number of statements however many runs: the resolver
+/// releases a whole batch of new runs at once.
 pub async fn release_roots<C: ConnectionTrait>(
     conn: &C,
-    run_id: i64,
+    run_ids: &[i64],
     now: DateTime<Utc>,
     out: &mut Released,
 ) -> Result<(), DbErr> {
+    if run_ids.is_empty() {
+        return Ok(());
+    }
     let mut settled = Vec::new();
     evaluate_all(
         conn,
-        &pending_roots(conn, run_id).await?,
+        &pending_roots(conn, run_ids).await?,
         now,
         out,
         &mut settled,
@@ -1109,7 +1194,7 @@ pub async fn reset<C: ConnectionTrait>(
     scope: ResetScope,
     now: DateTime<Utc>,
 ) -> Result<Released, ResetError> {
-    use std::collections::{HashMap, HashSet};
+    use std::collections::HashSet;
     let run = dag_run::Entity::find_by_id(run_id)
         .one(conn)
         .await?
@@ -1257,7 +1342,7 @@ pub async fn reset<C: ConnectionTrait>(
         .await?;
     let mut out = Released::default();
     if reopened {
-        release_roots(conn, run_id, now, &mut out).await?;
+        release_roots(conn, &[run_id], now, &mut out).await?;
     }
     Ok(out)
 }

@@ -49,6 +49,83 @@ tasks:
     }
 });
 
+both_dbs!(
+    a_batch_of_fires_shares_the_run_slots_it_finds,
+    |env| async move {
+        use datajump_shared::messages::Message;
+        env.apply(
+            r#"
+name: pair
+max_active_runs: 2
+overlap: wait
+tasks:
+  - { name: work, command: "sleep 1" }
+"#,
+        )
+        .await;
+        // Published before the resolver starts, so one batch takes them all:
+        // five fires, and a second copy of the first under another message
+        // id (JetStream would drop a copy with the same id).
+        let mut keys = Vec::new();
+        let mut first = None;
+        for _ in 0..5 {
+            let fire = env.manual_fire("pair").await;
+            datajump_nats::publish_fire(&env.js, &fire)
+                .await
+                .expect("publish fire");
+            keys.push(fire.dedup_key.clone());
+            first.get_or_insert(fire);
+        }
+        let first = first.expect("five fires");
+        env.js
+            .publish(
+                datajump_shared::subjects::fire(first.dag_id),
+                first.encode().into(),
+            )
+            .await
+            .expect("publish copy")
+            .await
+            .expect("copy stored");
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let mut spans = Vec::new();
+        for key in &keys {
+            let run = env.wait_run(key, TIMEOUT).await;
+            assert_eq!(
+                run.status,
+                RunStatus::Success,
+                "{}",
+                env.describe_run(&run).await
+            );
+            let executions = env.executions(run.id).await;
+            assert_eq!(executions.len(), 1, "one attempt per run");
+            spans.push((
+                executions[0].start_time,
+                executions[0].end_time.expect("ended"),
+            ));
+        }
+        assert_eq!(
+            env.runs_of(first.dag_id).await.len(),
+            5,
+            "the copy of a fire created no run"
+        );
+        let most_at_once = spans
+            .iter()
+            .map(|(start, _)| {
+                spans
+                    .iter()
+                    .filter(|(s, e)| s <= start && start < e)
+                    .count()
+            })
+            .max();
+        assert_eq!(
+            most_at_once,
+            Some(2),
+            "max_active_runs 2: two runs at a time, not fewer, not more: {spans:?}"
+        );
+    }
+);
+
 both_dbs!(overlap_skip_drops_the_fire, |env| async move {
     env.apply(
         r#"

@@ -250,12 +250,24 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
         chrono::Utc::now().date_naive(),
         Params::new(),
     );
+    let missing_instance = DoneMsg {
+        v: VERSION,
+        dag_run_id: 1,
+        task_instance_id: 987_654_321,
+        attempt: 0,
+        status: TaskStatus::Success,
+    };
     let normal = Band::Normal;
     let mut expected = BTreeSet::from([
         (
             subjects::DONE_STREAM.to_owned(),
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
             publish(subjects::done(1), b"\xff\x00garbage{".to_vec()).await,
+        ),
+        (
+            subjects::DONE_STREAM.to_owned(),
+            subjects::RESOLVER_DONE_CONSUMER.to_owned(),
+            publish(subjects::done(1), missing_instance.encode()).await,
         ),
         (
             subjects::FIRE_STREAM.to_owned(),
