@@ -418,7 +418,8 @@ const INSERT_CHUNK: usize = 200;
 /// a fixed number of statements however many fires: the DAGs, schedules
 /// and plans of the whole batch are read at once, the DAGs' run slots
 /// counted and locked at once, and the runs, plan snapshots and instances
-/// inserted and the roots released in multi-row statements. A cron
+/// inserted in multi-row statements, the roots of running runs already
+/// QUEUED (`state::queue_new`). A cron
 /// minute's thousand fires are a few batches, so per-fire statements were
 /// what held run creation back on PostgreSQL. Returns each fire's outcome
 /// and the work released.
@@ -520,7 +521,7 @@ async fn create_runs(
     }
     let run_ids = insert_runs(&txn, &new_runs, now).await?;
     let mut running = Vec::new();
-    let mut instances = Vec::new();
+    let (mut queued, mut pending) = (Vec::new(), Vec::new());
     let mut created = Vec::with_capacity(new_runs.len());
     for run in &new_runs {
         let Some(&run_id) = run_ids.get(run.fire.dedup_key.as_str()) else {
@@ -528,9 +529,18 @@ async fn create_runs(
             outcomes.push((run.index, FireOutcome::Exists));
             continue;
         };
-        instances.extend(instance_rows(run.plan, run.fire, run_id, now));
+        let rows = instance_rows(run.plan, run.fire, run_id, now);
         if run.status == RunStatus::Running {
             running.push(run_id);
+            for (mut row, task) in rows.into_iter().zip(&run.plan.tasks) {
+                if state::queue_new(&mut row, task.enabled, now) {
+                    queued.push(row);
+                } else {
+                    pending.push(row);
+                }
+            }
+        } else {
+            pending.extend(rows);
         }
         created.push((run, run_id));
     }
@@ -544,14 +554,27 @@ async fn create_runs(
         .exec_without_returning(&txn)
         .await?;
     }
-    for chunk in instances.chunks(INSERT_CHUNK) {
-        task_instance::Entity::insert_many(chunk.to_vec())
+    // Moved into the statements chunk by chunk, not cloned: an instance row
+    // carries its spec.
+    let mut queued = queued.into_iter();
+    while queued.len() > 0 {
+        released.queued.extend(
+            task_instance::Entity::insert_many(queued.by_ref().take(INSERT_CHUNK))
+                .exec_with_returning(&txn)
+                .await?,
+        );
+    }
+    let mut pending = pending.into_iter();
+    while pending.len() > 0 {
+        task_instance::Entity::insert_many(pending.by_ref().take(INSERT_CHUNK))
             .exec_without_returning(&txn)
             .await?;
     }
     for (run, run_id) in &created {
         link_external_parents(&txn, run.plan, run.dag, *run_id, run.fire.biz_date, now).await?;
     }
+    // What did not start QUEUED but may run now: disabled roots (settled
+    // SKIPPED) and instances whose parents in other runs had already ended.
     state::release_roots(&txn, &running, now, &mut released).await?;
     txn.commit().await?;
     for (run, run_id) in created {
@@ -699,6 +722,8 @@ async fn link_external_parents(
     Ok(())
 }
 
+/// The new instances of a run: one per task of `plan`, in the plan's order,
+/// PENDING, with their parent counters and children.
 fn instance_rows(
     plan: &Plan,
     fire: &FireMsg,

@@ -54,6 +54,21 @@ pub async fn queue<C: ConnectionTrait>(
     Ok(queue_many(conn, &[id], now).await?.pop())
 }
 
+/// Makes a new instance of a RUNNING run start QUEUED when it may run at
+/// once — no parents pending and its task enabled, which is what
+/// [`release_roots`] would decide for it — so creating a run needs no
+/// lookup and update of its roots afterwards. Returns whether it did; an
+/// instance left PENDING is released by [`release_roots`] or propagation.
+pub fn queue_new(row: &mut task_instance::ActiveModel, enabled: bool, now: DateTime<Utc>) -> bool {
+    let ready = row.pending_parents.try_as_ref() == Some(&0);
+    if ready && enabled {
+        row.status = Set(TaskStatus::Queued);
+        row.queued_at = Set(Some(now));
+        row.deadline_at = Set(Some(now + REPUBLISH_AFTER));
+    }
+    ready && enabled
+}
+
 /// [`queue`] for many instances, in one statement per [`IN_LIST_MAX`] ids.
 async fn queue_many<C: ConnectionTrait>(
     conn: &C,
