@@ -794,9 +794,12 @@ async fn count_off_runs<C: ConnectionTrait>(
         .extend(finished.iter().map(|run| (run.id, run.status)));
     // A finished run frees a slot of its DAG; most DAGs have no run waiting
     // for one, so they are found in one query rather than asked one by one.
+    // Locked first: a run created QUEUED concurrently is then either seen
+    // here or created after this commit, seeing these runs finished.
     let mut dags: Vec<i64> = finished.iter().map(|run| run.dag_id).collect();
     dags.sort_unstable();
     dags.dedup();
+    lock_dags(conn, &dags).await?;
     let mut waiting = std::collections::HashSet::new();
     for chunk in dags.chunks(IN_LIST_MAX) {
         waiting.extend(
@@ -1051,15 +1054,7 @@ pub async fn free_run_slots<C: ConnectionTrait>(
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    dag::Entity::find()
-        .select_only()
-        .column(dag::Column::Id)
-        .filter(dag::Column::Id.is_in(ids.iter().copied()))
-        .order_by_asc(dag::Column::Id)
-        .lock_exclusive()
-        .into_tuple::<i64>()
-        .all(conn)
-        .await?;
+    lock_dags(conn, &ids).await?;
     let running: HashMap<i64, i64> = dag_run::Entity::find()
         .select_only()
         .column(dag_run::Column::DagId)
@@ -1080,6 +1075,25 @@ pub async fn free_run_slots<C: ConnectionTrait>(
             (dag.id, u64::try_from(limit - taken).unwrap_or(0))
         })
         .collect())
+}
+
+/// Locks the rows of DAGs `ids` (sorted, distinct) in id order, so
+/// transactions that count or free a DAG's run slots take turns: one
+/// creating a run sees another's finished run, or the other sees its new
+/// QUEUED run (PostgreSQL; SQLite write transactions are already serial).
+async fn lock_dags<C: ConnectionTrait>(conn: &C, ids: &[i64]) -> Result<(), DbErr> {
+    for chunk in ids.chunks(IN_LIST_MAX) {
+        dag::Entity::find()
+            .select_only()
+            .column(dag::Column::Id)
+            .filter(dag::Column::Id.is_in(chunk.iter().copied()))
+            .order_by_asc(dag::Column::Id)
+            .lock_exclusive()
+            .into_tuple::<i64>()
+            .all(conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// The PENDING instances without pending parents of `run_ids`.
