@@ -6,6 +6,30 @@ use datajump_shared::{RunStatus, TaskStatus};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+type Span = (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>);
+
+/// Waits for each run of `keys` to succeed with one attempt; returns each
+/// attempt's (start, end).
+async fn successful_attempt_spans(env: &crate::harness::TestEnv, keys: &[String]) -> Vec<Span> {
+    let mut spans = Vec::new();
+    for key in keys {
+        let run = env.wait_run(key, TIMEOUT).await;
+        assert_eq!(
+            run.status,
+            RunStatus::Success,
+            "{}",
+            env.describe_run(&run).await
+        );
+        let executions = env.executions(run.id).await;
+        assert_eq!(executions.len(), 1, "one attempt per run");
+        spans.push((
+            executions[0].start_time,
+            executions[0].end_time.expect("ended"),
+        ));
+    }
+    spans
+}
+
 both_dbs!(overlap_wait_runs_one_at_a_time, |env| async move {
     env.apply(
         r#"
@@ -24,22 +48,7 @@ tasks:
         env.trigger("serial").await,
         env.trigger("serial").await,
     ];
-    let mut spans = Vec::new();
-    for key in &keys {
-        let run = env.wait_run(key, TIMEOUT).await;
-        assert_eq!(
-            run.status,
-            RunStatus::Success,
-            "{}",
-            env.describe_run(&run).await
-        );
-        let executions = env.executions(run.id).await;
-        assert_eq!(executions.len(), 1);
-        spans.push((
-            executions[0].start_time,
-            executions[0].end_time.expect("ended"),
-        ));
-    }
+    let mut spans = successful_attempt_spans(&env, &keys).await;
     spans.sort();
     for pair in spans.windows(2) {
         assert!(
@@ -88,22 +97,7 @@ tasks:
             .expect("copy stored");
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 4).await;
-        let mut spans = Vec::new();
-        for key in &keys {
-            let run = env.wait_run(key, TIMEOUT).await;
-            assert_eq!(
-                run.status,
-                RunStatus::Success,
-                "{}",
-                env.describe_run(&run).await
-            );
-            let executions = env.executions(run.id).await;
-            assert_eq!(executions.len(), 1, "one attempt per run");
-            spans.push((
-                executions[0].start_time,
-                executions[0].end_time.expect("ended"),
-            ));
-        }
+        let spans = successful_attempt_spans(&env, &keys).await;
         assert_eq!(
             env.runs_of(first.dag_id).await.len(),
             5,
