@@ -60,8 +60,15 @@ pub struct BenchArgs {
     db: DbKind,
     /// PostgreSQL server for `--db postgres`: a database of it the user may
     /// create databases from. Each repetition creates `dj_bench_<uuid>`
-    /// there and drops it afterwards.
-    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    /// there and drops it afterwards, connecting with this URL's query
+    /// string. The default turns TLS off: the server is on this machine,
+    /// where encrypting every round trip buys nothing and cost about a
+    /// quarter of the edge latency (docs/BENCHMARKS.md); drop
+    /// `sslmode=disable` to measure with it.
+    #[arg(
+        long,
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+    )]
     postgres_url: String,
     /// Runners of every workload but `scale` (which uses 1, 2 and 4).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]

@@ -158,12 +158,16 @@ impl Backend {
     }
 }
 
-/// `url` with its database name replaced by `name` (query string dropped).
+/// `url` with its database name replaced by `name`; its query string
+/// (`sslmode`, `host` of a Unix socket, …) is kept.
 fn with_database(url: &str, name: &str) -> String {
-    let base = url.split('?').next().unwrap_or(url);
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (url, String::new()),
+    };
     let (scheme, rest) = base.split_once("://").unwrap_or(("postgres", base));
     let host = rest.split('/').next().unwrap_or(rest);
-    format!("{scheme}://{host}/{name}")
+    format!("{scheme}://{host}/{name}{query}")
 }
 
 /// How the runners of a system run.
@@ -561,7 +565,7 @@ mod tests {
         );
         assert_eq!(
             with_database("postgres://u:p@h/db?sslmode=disable", "b"),
-            "postgres://u:p@h/b"
+            "postgres://u:p@h/b?sslmode=disable"
         );
         assert_eq!(with_database("postgres://h", "b"), "postgres://h/b");
     }
