@@ -23,10 +23,12 @@ use async_nats::jetstream::{
     object_store,
     stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
 };
+use datajump_shared::metrics;
+use datajump_shared::state::Released;
 use datajump_shared::subjects::{self, Band};
 use futures::StreamExt;
 use thiserror::Error;
-use tracing::warn;
+use tracing::{info, warn};
 
 /// How long JetStream remembers message ids for deduplication.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
@@ -576,6 +578,48 @@ pub async fn publish_work(
     let msg_id = subjects::work_msg_id(row.id, row.attempt);
     publish(js, subject, &msg_id, work.encode()).await?;
     Ok(())
+}
+
+/// Work messages published at once after a commit.
+const PUBLISH_IN_FLIGHT: usize = 256;
+
+/// Publishes the work of everything committed transactions released — all
+/// at once, not one acknowledgement after another, so the fiftieth child of
+/// a fan-out is not held behind the other forty-nine — and logs and counts
+/// the rest. A publish that fails is left to the ticker's deadline scan,
+/// which republishes the work of QUEUED instances: the commit already
+/// happened. Resolvers call it after their batches, runners after the
+/// group commits that propagated their tasks' ends.
+pub async fn publish_released(js: &Context, released: Vec<Released>) {
+    let mut queued = Vec::new();
+    for released in released {
+        for (parent_end, queued_at) in released.edges {
+            metrics::edge_released(parent_end, queued_at);
+        }
+        for row in &released.settled {
+            info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, "task settled");
+        }
+        for (run_id, status) in released.finished_runs {
+            metrics::run_finished(status);
+            info!(dag_run_id = run_id, %status, "run finished");
+        }
+        for run_id in released.started_runs {
+            info!(dag_run_id = run_id, "waiting run started");
+        }
+        queued.extend(released.queued);
+    }
+    futures::stream::iter(&queued)
+        .for_each_concurrent(PUBLISH_IN_FLIGHT, |row| async move {
+            match publish_work(js, row).await {
+                Ok(()) => {
+                    info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
+                }
+                Err(e) => {
+                    warn!(dag_run_id = row.dag_run_id, task_instance_id = row.id, error = %e, "publishing work failed; the deadline scan will republish it");
+                }
+            }
+        })
+        .await;
 }
 
 /// Publishes the completion of attempt `attempt` of a terminal (or retrying) instance.

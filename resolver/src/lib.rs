@@ -8,6 +8,12 @@
 //! decoded or names ids that cannot exist is terminated (never redelivered);
 //! a database error NAKs it so nothing is dropped.
 //!
+//! A runner propagates the ends of its own tasks in the transaction that
+//! records them (see `datajump-runner`'s commit module), so `dj.done.*`
+//! carries only the ends made elsewhere — kills, takeovers of a lost
+//! runner's task — and completions republished after a crash; propagating
+//! one twice is a no-op.
+//!
 //! Completions are settled in batches: whatever `dj.done.*` messages are
 //! waiting (up to [`DONE_BATCH`]) are propagated in one transaction, so a
 //! wide DAG's completions pay one commit (and one turn of the run row's lock)
@@ -22,7 +28,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, Context};
 use chrono::Utc;
-use datajump_nats::{NatsError, publish_work, pull_consumer};
+use datajump_nats::{NatsError, publish_released, pull_consumer};
 use datajump_shared::dag_file::OverlapPolicy;
 use datajump_shared::entities::{dag, dag_run, dag_run_plan, schedule, task_instance};
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, MessageError, VERSION};
@@ -262,9 +268,6 @@ async fn settle_message(message: &jetstream::Message, stream: &str, verdict: Ver
     }
 }
 
-/// Work messages published at once after a commit.
-const PUBLISH_IN_FLIGHT: usize = 256;
-
 /// Decodes a batch of messages: each decodable one with its index, and a
 /// verdict slot per message, already Poison for those that do not decode.
 fn decode_batch<M: Message>(
@@ -291,40 +294,6 @@ async fn settle_batch(
     for (message, verdict) in messages.iter().zip(verdicts) {
         settle_message(message, stream, verdict.unwrap_or(Verdict::Ack)).await;
     }
-}
-
-/// Publishes the work of everything committed transactions queued — all at
-/// once, not one acknowledgement after another, so the fiftieth child of a
-/// fan-out is not held behind the other forty-nine — and logs the rest. A
-/// publish that fails is left to the ticker's deadline scan, which
-/// republishes the work of QUEUED instances: the commit already happened.
-async fn publish_released(js: &Context, released: Vec<Released>) {
-    let mut queued = Vec::new();
-    for released in released {
-        for row in &released.settled {
-            info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, "task settled");
-        }
-        for (run_id, status) in released.finished_runs {
-            metrics::run_finished(status);
-            info!(dag_run_id = run_id, %status, "run finished");
-        }
-        for run_id in released.started_runs {
-            info!(dag_run_id = run_id, "waiting run started");
-        }
-        queued.extend(released.queued);
-    }
-    futures::stream::iter(&queued)
-        .for_each_concurrent(PUBLISH_IN_FLIGHT, |row| async move {
-            match publish_work(js, row).await {
-                Ok(()) => {
-                    info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
-                }
-                Err(e) => {
-                    warn!(dag_run_id = row.dag_run_id, task_instance_id = row.id, error = %e, "publishing work failed; the deadline scan will republish it");
-                }
-            }
-        })
-        .await;
 }
 
 /// Turns a batch of fires into runs: one transaction creates every run
@@ -820,9 +789,6 @@ async fn commit_dones(config: &Config, messages: &[jetstream::Message]) -> Commi
         Ok((checked, work)) => {
             for (index, verdict) in checked {
                 verdicts[index] = Some(verdict);
-            }
-            for (parent_end, queued) in &work.edges {
-                metrics::edge_released(*parent_end, *queued);
             }
             released.push(work);
         }

@@ -13,14 +13,26 @@
 //! transaction busy 88% of the time on PostgreSQL round trips. A batch the
 //! database refuses is redone one write per transaction, so only the write
 //! at fault fails.
+//!
+//! The transaction that records a task's end also propagates it (DESIGN.md
+//! "Propagation"): children are counted and released, the run counted down
+//! and finished, before the commit. Sending a completion to a resolver
+//! instead cost every edge a second transaction and two more NATS hops, and
+//! on two cores the resolver's work competed with the runner's for the same
+//! CPU. The released work is published after the commit, and a task's end
+//! is answered only after that, so its work message is acknowledged only
+//! once its children's work is out: a runner dying in between leaves the
+//! parent's work message to be redelivered, and the runner that finds the
+//! parent finished republishes the children's work.
 
 use chrono::{DateTime, Utc};
 use datajump_shared::TaskStatus;
 use std::collections::HashMap;
 
+use async_nats::jetstream::Context;
 use datajump_shared::db::{WriteTxn, begin_write, per_row};
 use datajump_shared::entities::{execution, task_instance};
-use datajump_shared::state::{self, AttemptEnd};
+use datajump_shared::state::{self, AttemptEnd, Released};
 use sea_orm::sea_query::Value;
 use sea_orm::{ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
 use tokio::sync::{mpsc, oneshot};
@@ -72,9 +84,11 @@ enum Written {
     End(Ended),
 }
 
+type Reply = oneshot::Sender<Result<Written, DbErr>>;
+
 struct Pending {
     write: Write,
-    reply: oneshot::Sender<Result<Written, DbErr>>,
+    reply: Reply,
 }
 
 /// The handle a runner's tasks send their writes to. The committing task
@@ -85,10 +99,11 @@ pub(crate) struct Committer {
 }
 
 impl Committer {
-    /// Starts committing writes for the runner `owner`.
-    pub fn start(db: DatabaseConnection, owner: String) -> Committer {
+    /// Starts committing writes for the runner `owner`; the work the ends
+    /// release is published through `js`.
+    pub fn start(db: DatabaseConnection, js: Context, owner: String) -> Committer {
         let (sender, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(serve(db, owner, receiver));
+        tokio::spawn(serve(db, js, owner, receiver));
         Committer { sender }
     }
 
@@ -101,8 +116,9 @@ impl Committer {
         }
     }
 
-    /// Commits the end of a claimed attempt: the instance's new state and
-    /// its execution row.
+    /// Commits the end of a claimed attempt — the instance's new state and
+    /// its execution row — and propagates it if it is terminal; answers
+    /// once the work that released is published.
     pub async fn end(&self, end: End) -> Result<Ended, DbErr> {
         match self.send(Write::End(end)).await? {
             Written::End(ended) => Ok(ended),
@@ -129,6 +145,7 @@ fn mismatch() -> DbErr {
 
 async fn serve(
     db: DatabaseConnection,
+    js: Context,
     owner: String,
     mut receiver: mpsc::UnboundedReceiver<Pending>,
 ) {
@@ -141,10 +158,9 @@ async fn serve(
         }
         let writes: Vec<&Write> = batch.iter().map(|p| &p.write).collect();
         match write_all(&db, &owner, &writes).await {
-            Ok(written) => {
-                for (pending, written) in batch.into_iter().zip(written) {
-                    let _ = pending.reply.send(Ok(written));
-                }
+            Ok((written, released)) => {
+                let replies = batch.into_iter().map(|pending| pending.reply);
+                answer(&js, replies.zip(written).collect(), released);
             }
             Err(e) if batch.len() == 1 => {
                 if let Some(pending) = batch.pop() {
@@ -154,26 +170,81 @@ async fn serve(
             Err(e) => {
                 warn!(error = %e, writes = batch.len(), "a batch of claims and ends failed; committing them one at a time");
                 for pending in batch {
-                    let result = write_all(&db, &owner, &[&pending.write])
-                        .await
-                        .and_then(|written| written.into_iter().next().ok_or_else(mismatch));
-                    let _ = pending.reply.send(result);
+                    match write_all(&db, &owner, &[&pending.write]).await {
+                        Ok((written, released)) => {
+                            answer(
+                                &js,
+                                vec![pending.reply].into_iter().zip(written).collect(),
+                                released,
+                            );
+                        }
+                        Err(e) => {
+                            let _ = pending.reply.send(Err(e));
+                        }
+                    }
                 }
             }
         }
     }
 }
 
-/// Applies `writes` in one transaction, answering each in order. However
-/// many there are, the claims cost two statements (claim, insert the
-/// executions) and the ends two (the instances, the executions): on
-/// PostgreSQL every statement is a round trip, and one per write was most of
-/// the runner's time under load.
+/// Answers a committed batch: claims at once, ends after the work their
+/// propagation released is published (in the background, so the next batch
+/// commits meanwhile).
+fn answer(js: &Context, written: Vec<(Reply, Written)>, released: Released) {
+    abort_after_commit_if_asked(&written);
+    let (claims, ends): (Vec<_>, Vec<_>) = written
+        .into_iter()
+        .partition(|(_, written)| matches!(written, Written::Claim(_)));
+    for (reply, claimed) in claims {
+        let _ = reply.send(Ok(claimed));
+    }
+    if ends.is_empty() {
+        return;
+    }
+    let js = js.clone();
+    tokio::spawn(async move {
+        datajump_nats::publish_released(&js, vec![released]).await;
+        for (reply, ended) in ends {
+            let _ = reply.send(Ok(ended));
+        }
+    });
+}
+
+/// Test-only fault injection, for the fault tests of `datajump-tests`: with
+/// `DATAJUMP_FAULT_EXIT_AFTER_COMMIT=1` in its environment the runner process
+/// aborts right after committing an attempt's terminal state, before it
+/// publishes the work that released and acks the work message — the crash
+/// window that redelivery must close (DESIGN.md "Ownership, redelivery and
+/// crashes"). Never set it in production. This is the only place that reads
+/// it.
+fn abort_after_commit_if_asked(written: &[(Reply, Written)]) {
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let asked = *ASKED.get_or_init(|| {
+        std::env::var("DATAJUMP_FAULT_EXIT_AFTER_COMMIT").is_ok_and(|value| value == "1")
+    });
+    let ended_a_task = || {
+        written.iter().any(|(_, written)| {
+            matches!(written, Written::End((Some(row), _)) if row.status.is_terminal())
+        })
+    };
+    if asked && ended_a_task() {
+        warn!("DATAJUMP_FAULT_EXIT_AFTER_COMMIT=1: aborting after the commit (test-only fault)");
+        std::process::abort();
+    }
+}
+
+/// Applies `writes` in one transaction, answering each in order, and
+/// propagates the tasks the ends finished; returns what that released.
+/// However many writes there are, the claims cost two statements (claim,
+/// insert the executions) and the ends two (the instances, the executions)
+/// plus the propagation's few: on PostgreSQL every statement is a round
+/// trip, and one per write was most of the runner's time under load.
 async fn write_all(
     db: &DatabaseConnection,
     owner: &str,
     writes: &[&Write],
-) -> Result<Vec<Written>, DbErr> {
+) -> Result<(Vec<Written>, Released), DbErr> {
     let txn = begin_write(db).await?;
     let (mut claims, mut ends): (Vec<&Claim>, Vec<&End>) = (Vec::new(), Vec::new());
     for write in writes {
@@ -184,8 +255,15 @@ async fn write_all(
     }
     let mut claimed = apply_claims(&txn, owner, &claims).await?;
     let mut ended = apply_ends(&txn, owner, &ends).await?;
+    let finished: Vec<i64> = ended
+        .values()
+        .filter_map(|(finished, _)| finished.as_ref())
+        .filter(|row| row.status.is_terminal())
+        .map(|row| row.id)
+        .collect();
+    let released = state::propagate_many(&txn, finished, Utc::now()).await?;
     txn.commit().await?;
-    Ok(writes
+    let written = writes
         .iter()
         .map(|write| match write {
             // Two copies of one work message in a batch: the first gets the row.
@@ -194,7 +272,8 @@ async fn write_all(
                 Written::End(ended.remove(&end.task_instance_id).unwrap_or((None, None)))
             }
         })
-        .collect())
+        .collect();
+    Ok((written, released))
 }
 
 /// Claims the instances and inserts an execution row for each one won, all

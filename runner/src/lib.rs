@@ -196,7 +196,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         stops.clone(),
         stops.drain.clone(),
     ));
-    let committer = Committer::start(config.db.clone(), config.id.clone());
+    let committer = Committer::start(config.db.clone(), js.clone(), config.id.clone());
     let mut running = tokio::task::JoinSet::new();
     info!(runner = %config.id, queues = ?config.queues, slots = config.slots, "runner started");
 
@@ -624,13 +624,6 @@ async fn run_claimed(
             }
         }
     };
-    if finished
-        .as_ref()
-        .is_some_and(|row| row.status.is_terminal())
-    {
-        abort_after_commit_if_asked();
-    }
-
     if let Some(requeued) = requeued {
         info!("task returned to the queue (runner shutting down)");
         if let Err(e) = publish_work(js, &requeued).await {
@@ -640,21 +633,15 @@ async fn run_claimed(
     }
     match finished {
         Some(row) => {
+            // Its end was propagated in the same transaction, and the work
+            // that released is published: nothing is left for a resolver.
             metrics::attempt_ended(row.status);
             info!(status = %row.status, duration_ms, "task finished");
-            if row.status.is_terminal()
-                && let Err(e) = publish_done(js, &row, work.attempt).await
-            {
-                // The state is committed; a redelivered work message finds
-                // it terminal and republishes the completion.
-                warn!(error = %e, "publishing completion failed");
-                return Ok(AckKind::Nak(Some(Duration::from_secs(1))));
-            }
         }
         None if retried => {
             // A failed commit may have reached the database before the
-            // connection broke: a redelivered copy republishes the
-            // completion if the instance is finished.
+            // connection broke: a redelivered copy republishes the work it
+            // released if the instance is finished.
             info!("attempt's end recorded after a retry; redelivering to check its completion");
             return Ok(AckKind::Nak(Some(Duration::from_secs(1))));
         }
@@ -663,23 +650,6 @@ async fn run_claimed(
         }
     }
     Ok(AckKind::Ack)
-}
-
-/// Test-only fault injection, for the fault tests of `datajump-tests`: with
-/// `DATAJUMP_FAULT_EXIT_AFTER_COMMIT=1` in its environment the runner process
-/// aborts right after committing an attempt's terminal state, before it
-/// publishes the completion and acks the work message — the crash window that
-/// redelivery must close (DESIGN.md "Ownership, redelivery and crashes").
-/// Never set it in production. This is the only place that reads it.
-fn abort_after_commit_if_asked() {
-    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let asked = *ASKED.get_or_init(|| {
-        std::env::var("DATAJUMP_FAULT_EXIT_AFTER_COMMIT").is_ok_and(|value| value == "1")
-    });
-    if asked {
-        warn!("DATAJUMP_FAULT_EXIT_AFTER_COMMIT=1: aborting after the commit (test-only fault)");
-        std::process::abort();
-    }
 }
 
 /// Uploads a full log the tail could not hold to the `dj_logs` object
@@ -725,9 +695,19 @@ async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<Ac
         return Ok(AckKind::Term);
     };
     if row.status.is_terminal() {
-        // A runner may have died between commit and publish.
-        debug!(status = %row.status, "work for a finished task: republishing its completion");
-        return Ok(match publish_done(js, &row, row.attempt - 1).await {
+        // A runner may have died between commit and publish: its end
+        // released children whose work may never have gone out. The
+        // completion is republished too, for ends made elsewhere (a kill,
+        // a takeover) that a resolver propagates.
+        debug!(status = %row.status, "work for a finished task: republishing its completion and its queued children");
+        let children = state::queued_children(&config.db, &row).await?;
+        let published = async {
+            for child in &children {
+                publish_work(js, child).await?;
+            }
+            publish_done(js, &row, row.attempt - 1).await
+        };
+        return Ok(match published.await {
             Ok(()) => AckKind::Ack,
             Err(_) => AckKind::Nak(Some(Duration::from_secs(1))),
         });

@@ -519,6 +519,25 @@ pub fn children(row: &task_instance::Model) -> Vec<(i64, DepType)> {
     serde_json::from_value(row.children.clone()).unwrap_or_default()
 }
 
+/// The children of `row` in its run that are QUEUED: after a crash between
+/// the commit that released them and the publish of their work, the work
+/// to publish again.
+pub async fn queued_children<C: ConnectionTrait>(
+    conn: &C,
+    row: &task_instance::Model,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    let child_tasks: Vec<i64> = children(row).into_iter().map(|(task, _)| task).collect();
+    if child_tasks.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ti::find()
+        .filter(TiCol::DagRunId.eq(row.dag_run_id))
+        .filter(TiCol::TaskId.is_in(child_tasks))
+        .filter(TiCol::Status.eq(TaskStatus::Queued))
+        .all(conn)
+        .await
+}
+
 /// What a release or propagation decided, to act on after commit.
 #[derive(Debug, Default)]
 pub struct Released {
@@ -531,7 +550,7 @@ pub struct Released {
     /// Waiting runs that this started in the slots it freed.
     pub started_runs: Vec<i64>,
     /// `(latest parent end, queued at)` of each instance a propagation
-    /// queued: the resolver's half of the edge latency.
+    /// queued: the first half of an edge's latency.
     pub edges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
     /// `(id, run id)` of each instance a propagation counted into its
     /// children and run (each is counted once, by one propagation).

@@ -465,12 +465,12 @@ tasks:
     );
 }
 
-/// `kill -9` a runner between committing a task's terminal state and
-/// publishing its completion (the runner's test-only switch
-/// `DATAJUMP_FAULT_EXIT_AFTER_COMMIT`): the unacknowledged work message is
-/// redelivered to another runner, which finds the task finished and
-/// republishes the completion, so the children are released — and the task
-/// does not run again.
+/// Abort a runner between committing a task's terminal state — which also
+/// released its children — and publishing their work (the runner's
+/// test-only switch `DATAJUMP_FAULT_EXIT_AFTER_COMMIT`): the unacknowledged
+/// work message is redelivered to another runner, which finds the task
+/// finished and republishes its queued children's work, so they run — and
+/// the task does not run again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn runner_dying_after_commit_still_releases_children() {
     let env = TestEnv::new(Backend::Postgres).await;
@@ -506,15 +506,16 @@ tasks:
     let run = env.run_by_key(&key).await.expect("the run");
     let before = env.instances_by_name(run.id).await;
     assert_eq!(before["a"].status, TaskStatus::Success, "a was committed");
-    assert_eq!(
-        before["b"].status,
-        TaskStatus::Pending,
-        "b not yet released"
-    );
-    assert_eq!(
-        before["c"].status,
-        TaskStatus::Pending,
-        "c not yet released"
+    for child in ["b", "c"] {
+        assert_eq!(
+            before[child].status,
+            TaskStatus::Queued,
+            "{child} released in a's commit, its work not yet published"
+        );
+    }
+    assert!(
+        !env.executions_by_name(run.id).await.contains_key("b"),
+        "b has not started"
     );
 
     let _healthy = start_runner(&env, "runner-healthy", 2, &[]).await;
@@ -530,6 +531,20 @@ tasks:
         1,
         "a ran once"
     );
+    // The redelivered work of `a` (after ACK_WAIT) got the children going,
+    // not the deadline scan, which would wait REPUBLISH_AFTER.
+    let executions = env.executions_by_name(run.id).await;
+    let after = env.instances_by_name(run.id).await;
+    for child in ["b", "c"] {
+        let queued = after[child]
+            .queued_at
+            .expect("a queued child has queued_at");
+        let waited = executions[child][0].start_time - queued;
+        assert!(
+            waited < datajump_shared::state::REPUBLISH_AFTER,
+            "{child} waited {waited} in the queue: its work came from the deadline scan"
+        );
+    }
 }
 
 /// Garbage bytes on `dj.fire.*`, `dj.work.*` and `dj.done.*` reach the real

@@ -296,7 +296,8 @@ struct RunTimes {
     tasks: HashMap<String, TaskTimes>,
 }
 
-/// When a task was queued (by the resolver), started and ended (by the runner).
+/// When a task was queued (by a resolver, or by the runner that ended its
+/// last parent), started and ended (by the runner).
 #[derive(Clone, Copy)]
 struct TaskTimes {
     queued: Option<DateTime<Utc>>,
@@ -734,7 +735,7 @@ fn edge_part_rows(label: &str, kind: TaskKind, runs: &[RunTimes], n: usize) -> R
         Row::new(
             label,
             kind,
-            "  edge part: parent end → child queued (log upload, commit, done msg, resolver)",
+            "  edge part: parent end → child queued (log upload, end + propagation commit)",
             Unit::Ms,
             Better::Lower,
             &report,
@@ -742,7 +743,7 @@ fn edge_part_rows(label: &str, kind: TaskKind, runs: &[RunTimes], n: usize) -> R
         Row::new(
             label,
             kind,
-            "  edge part: child queued → child start (propagation commit, work msg, fetch)",
+            "  edge part: child queued → child start (work msg, fetch, claim commit)",
             Unit::Ms,
             Better::Lower,
             &dispatch,
