@@ -1,11 +1,15 @@
 //! Cron fires: a min-heap of next fire times over every active schedule.
 //!
 //! A ticker may serve a million schedules, so loading them is bulk work:
-//! schedule rows come in pages of [`PAGE`] (joined to their DAG's online
-//! flag, only the columns firing needs) while the last fire of every
-//! schedule streams from `dj_ticker` in one pass ([`datajump_nats::kv_scan`]),
-//! both at once. Entries keep only what computing fires needs, and schedules
-//! with the same cron text share one parsed expression.
+//! schedule rows stream from one query (joined to their DAG's online flag,
+//! only the columns firing needs) while the last fire of every schedule
+//! streams from `dj_ticker` in one pass ([`datajump_nats::kv_scan`]), both
+//! at once. One query rather than keyset pages because a page's cost
+//! depends on the planner: PostgreSQL without fresh statistics (right after
+//! a bulk insert) planned each page as a scan of every schedule, which made
+//! a million-schedule load quadratic (30 s where one pass takes a few).
+//! Entries keep only what computing fires needs, and schedules with the
+//! same cron text share one parsed expression.
 //!
 //! Reloads (on a change notice or the slow timer) run in their own task
 //! while the current heap keeps firing, so a reload that takes seconds
@@ -29,8 +33,7 @@ use datajump_shared::plan::Params;
 use datajump_shared::{TriggerType, subjects};
 use futures::StreamExt;
 use sea_orm::{
-    ColumnTrait, DbErr, EntityTrait, FromQueryResult, JoinType, QueryFilter, QueryOrder,
-    QuerySelect,
+    ColumnTrait, DbErr, EntityTrait, FromQueryResult, JoinType, QueryFilter, QuerySelect,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -44,10 +47,6 @@ const RELOAD_EVERY: Duration = Duration::from_secs(30);
 const RETRY_LOAD: Duration = Duration::from_secs(1);
 /// Catch-up never walks more fire times than this per schedule.
 const CATCHUP_SCAN_LIMIT: usize = 100_000;
-/// Schedule rows read per query: large enough that a million schedules
-/// take a hundred round trips, small enough that a page's rows (with
-/// their strings) stay a few megabytes.
-const PAGE: u64 = 10_000;
 
 /// A schedule as the ticker needs it: small, because there may be a
 /// million of them.
@@ -298,7 +297,8 @@ fn spawn_load(
 /// catch-up policy and builds the heap.
 async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules, LoadError> {
     let started = Instant::now();
-    let (entries, last_fires) = tokio::try_join!(read_schedules(config), read_last_fires(js))?;
+    let ((entries, rows_ms), (last_fires, last_fires_ms)) =
+        tokio::try_join!(timed(read_schedules(config)), timed(read_last_fires(js)))?;
     let read_ms = started.elapsed().as_millis();
     let now = Utc::now();
     let mut next_fires = Vec::with_capacity(entries.len());
@@ -325,6 +325,8 @@ async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules
     info!(
         schedules = entries.len(),
         last_fires = last_fires.len(),
+        rows_ms,
+        last_fires_ms,
         read_ms,
         elapsed_ms = started.elapsed().as_millis(),
         "schedules loaded"
@@ -337,91 +339,88 @@ async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules
     })
 }
 
+/// Runs `read` and says how long it took, in milliseconds.
+async fn timed<T>(
+    read: impl Future<Output = Result<T, LoadError>>,
+) -> Result<(T, u128), LoadError> {
+    let started = Instant::now();
+    let value = read.await?;
+    Ok((value, started.elapsed().as_millis()))
+}
+
 /// Every active cron schedule of an online DAG in this ticker's shard,
-/// read a page at a time in id order.
+/// streamed from one query.
 async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
     let mut parsed: HashMap<String, Arc<CronExpr>> = HashMap::new();
     let mut entries = Vec::new();
-    let mut after = i64::MIN;
-    loop {
-        let page: Vec<Row> = schedule::Entity::find()
-            .select_only()
-            .columns([
-                schedule::Column::Id,
-                schedule::Column::DagId,
-                schedule::Column::CronExpr,
-                schedule::Column::Timezone,
-                schedule::Column::StartDate,
-                schedule::Column::EndDate,
-                schedule::Column::Catchup,
-                schedule::Column::CatchupLimit,
-                schedule::Column::MisfireGraceSecs,
-                schedule::Column::BizDateOffsetDays,
-            ])
-            .join(
-                JoinType::InnerJoin,
-                schedule::Entity::belongs_to(dag::Entity)
-                    .from(schedule::Column::DagId)
-                    .to(dag::Column::Id)
-                    .into(),
-            )
-            .filter(dag::Column::Online.eq(true))
-            .filter(schedule::Column::Kind.eq("CRON"))
-            .filter(schedule::Column::Active.eq(true))
-            .filter(schedule::Column::Id.gt(after))
-            .order_by_asc(schedule::Column::Id)
-            .limit(PAGE)
-            .into_model::<Row>()
-            .all(&config.db)
-            .await?;
-        let Some(last) = page.last() else {
-            return Ok(entries);
+    let mut rows = schedule::Entity::find()
+        .select_only()
+        .columns([
+            schedule::Column::Id,
+            schedule::Column::DagId,
+            schedule::Column::CronExpr,
+            schedule::Column::Timezone,
+            schedule::Column::StartDate,
+            schedule::Column::EndDate,
+            schedule::Column::Catchup,
+            schedule::Column::CatchupLimit,
+            schedule::Column::MisfireGraceSecs,
+            schedule::Column::BizDateOffsetDays,
+        ])
+        .join(
+            JoinType::InnerJoin,
+            schedule::Entity::belongs_to(dag::Entity)
+                .from(schedule::Column::DagId)
+                .to(dag::Column::Id)
+                .into(),
+        )
+        .filter(dag::Column::Online.eq(true))
+        .filter(schedule::Column::Kind.eq("CRON"))
+        .filter(schedule::Column::Active.eq(true))
+        .into_model::<Row>()
+        .stream(&config.db)
+        .await?;
+    while let Some(row) = rows.next().await {
+        let row = row?;
+        if let Some((k, n)) = config.shard
+            && u64::try_from(row.id).unwrap_or_default() % n != k
+        {
+            continue;
+        }
+        let Some(expr) = row.cron_expr else {
+            continue;
         };
-        after = last.id;
-        let full = page.len() as u64 == PAGE;
-        for row in page {
-            if let Some((k, n)) = config.shard
-                && u64::try_from(row.id).unwrap_or_default() % n != k
-            {
-                continue;
-            }
-            let Some(expr) = row.cron_expr else {
-                continue;
-            };
-            let cron = match parsed.get(&expr) {
-                Some(cron) => Arc::clone(cron),
-                None => match CronExpr::parse(&expr) {
-                    Ok(cron) => {
-                        let cron = Arc::new(cron);
-                        parsed.insert(expr, Arc::clone(&cron));
-                        cron
-                    }
-                    Err(e) => {
-                        warn!(schedule_id = row.id, error = %e, "stored cron expression is invalid; schedule skipped");
-                        continue;
-                    }
-                },
-            };
-            entries.push(Entry {
-                schedule_id: row.id,
-                dag_id: row.dag_id,
-                cron,
-                tz: parse_time_zone(&row.timezone).unwrap_or(config.default_timezone),
-                start_date: row.start_date,
-                end_date: row.end_date,
-                biz_date_offset_days: row.biz_date_offset_days,
-                catchup_keep: match row.catchup.as_str() {
-                    "none" => 0,
-                    "all" => u32::try_from(row.catchup_limit).unwrap_or_default(),
-                    _ => 1,
-                },
-                misfire_grace_secs: row.misfire_grace_secs,
-            });
-        }
-        if !full {
-            return Ok(entries);
-        }
+        let cron = match parsed.get(&expr) {
+            Some(cron) => Arc::clone(cron),
+            None => match CronExpr::parse(&expr) {
+                Ok(cron) => {
+                    let cron = Arc::new(cron);
+                    parsed.insert(expr, Arc::clone(&cron));
+                    cron
+                }
+                Err(e) => {
+                    warn!(schedule_id = row.id, error = %e, "stored cron expression is invalid; schedule skipped");
+                    continue;
+                }
+            },
+        };
+        entries.push(Entry {
+            schedule_id: row.id,
+            dag_id: row.dag_id,
+            cron,
+            tz: parse_time_zone(&row.timezone).unwrap_or(config.default_timezone),
+            start_date: row.start_date,
+            end_date: row.end_date,
+            biz_date_offset_days: row.biz_date_offset_days,
+            catchup_keep: match row.catchup.as_str() {
+                "none" => 0,
+                "all" => u32::try_from(row.catchup_limit).unwrap_or_default(),
+                _ => 1,
+            },
+            misfire_grace_secs: row.misfire_grace_secs,
+        });
     }
+    Ok(entries)
 }
 
 /// The last fire (unix) of every schedule in `dj_ticker`, in one pass.

@@ -1,11 +1,13 @@
-//! Cron fires: one run per fire time, with one ticker or two.
+//! Cron fires: one run per fire time, with one ticker or two, and only for
+//! the active schedules of online DAGs.
 
 use std::time::Duration;
 
-use datajump_shared::entities::schedule;
+use datajump_shared::entities::{dag, schedule};
 use datajump_shared::messages::scheduled_run_key;
 use datajump_shared::{RunStatus, TriggerType, subjects};
-use sea_orm::EntityTrait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
 use crate::harness::TestEnv;
 
@@ -113,3 +115,62 @@ both_dbs!(schedule_every_second_one_ticker, |env| async move {
 both_dbs!(schedule_every_second_two_tickers, |env| async move {
     one_run_per_fire(env, 2).await;
 });
+
+both_dbs!(
+    ticker_fires_only_active_schedules_of_online_dags,
+    |env| async move {
+        for name in ["fires", "offline", "paused"] {
+            env.apply(&format!(
+                r#"
+name: {name}
+schedules:
+  - cron: "* * * * * ?"
+tasks:
+  - {{ name: tick, command: "true" }}
+"#
+            ))
+            .await;
+        }
+        let fires = env.dag_id("fires").await;
+        let offline = env.dag_id("offline").await;
+        let paused = env.dag_id("paused").await;
+        dag::Entity::update_many()
+            .col_expr(dag::Column::Online, Expr::value(false))
+            .filter(dag::Column::Id.eq(offline))
+            .exec(&env.db)
+            .await
+            .expect("take a DAG offline");
+        schedule::Entity::update_many()
+            .col_expr(schedule::Column::Active, Expr::value(false))
+            .filter(schedule::Column::DagId.eq(paused))
+            .exec(&env.db)
+            .await
+            .expect("pause a schedule");
+
+        let ticker = env.spawn_ticker().await;
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        ticker.stop().await;
+
+        let stream = env
+            .js
+            .get_stream(subjects::FIRE_STREAM)
+            .await
+            .expect("fire stream");
+        assert!(
+            stream
+                .get_last_raw_message_by_subject(&subjects::fire(fires))
+                .await
+                .is_ok(),
+            "the active schedule of the online DAG fired"
+        );
+        for (what, dag_id) in [("offline DAG", offline), ("paused schedule", paused)] {
+            assert!(
+                stream
+                    .get_last_raw_message_by_subject(&subjects::fire(dag_id))
+                    .await
+                    .is_err(),
+                "the {what} did not fire"
+            );
+        }
+    }
+);
