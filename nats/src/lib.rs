@@ -405,10 +405,15 @@ const SCAN_IDLE: Duration = Duration::from_secs(30);
 /// [`ensure_topology`] in one pass, calling `each(key, value)` per live key;
 /// returns how many keys it saw. Deleted and purged keys are skipped.
 ///
-/// One ordered push consumer on the bucket's stream delivers the last
-/// message per subject — a single streamed read, where `kv.get` per key
-/// would cost a round trip per key (a million of them at a ticker's
-/// start). Values written while it reads may or may not be seen.
+/// One ordered push consumer on the bucket's stream delivers every stored
+/// message — a single streamed read, where `kv.get` per key would cost a
+/// round trip per key (a million of them at a ticker's start). Every
+/// bucket keeps one message per key (`max_messages_per_subject: 1`), so
+/// all of them is the last of each: asking the server for "last per
+/// subject" instead made nats-server 2.9 work out that set first, which
+/// for a million keys was most of the scan. Values written while it reads
+/// may or may not be seen, and a key rewritten meanwhile may be seen
+/// twice, its newer value last.
 pub async fn kv_scan(
     js: &Context,
     bucket: &str,
@@ -424,7 +429,7 @@ pub async fn kv_scan(
         .create_consumer(jetstream::consumer::push::OrderedConfig {
             deliver_subject: js.client().new_inbox(),
             filter_subject: format!("{prefix}>"),
-            deliver_policy: DeliverPolicy::LastPerSubject,
+            deliver_policy: DeliverPolicy::All,
             replay_policy: jetstream::consumer::ReplayPolicy::Instant,
             ..Default::default()
         })
@@ -446,6 +451,8 @@ pub async fn kv_scan(
             Ok(None) => return Err(js_err(what())("the consumer closed".into())),
             Err(_) => return Err(js_err(what())("no message for 30 s".into())),
         };
+        // Messages arrive buffered; give the runtime back now and then.
+        tokio::task::coop::consume_budget().await;
         let info = message.info().map_err(|e| js_err(what())(e))?;
         let pending = info.pending;
         let removed = message

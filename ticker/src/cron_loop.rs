@@ -41,8 +41,14 @@ use tracing::{debug, info, warn};
 
 use crate::{Config, TickerError};
 
-/// Schedules are reloaded this often even without a change notice.
+/// Schedules are reloaded at least this long apart even without a change
+/// notice (a safety net: notices are core NATS and can be lost).
 const RELOAD_EVERY: Duration = Duration::from_secs(30);
+/// ...and at least this many times the last load's duration apart, so that
+/// a ticker whose load takes seconds (a million schedules: ~12 s of CPU)
+/// spends a tenth of its time on the safety net, not half. Changes still
+/// reload at once, on their notice.
+const RELOAD_COST_FACTOR: u32 = 10;
 /// A failed load is retried after this long.
 const RETRY_LOAD: Duration = Duration::from_secs(1);
 /// Catch-up never walks more fire times than this per schedule.
@@ -96,6 +102,15 @@ struct Schedules {
     /// Last fire (unix) per schedule that the previous heap made while this
     /// one loaded: a heap item at or before it was already fired.
     fired_while_loading: HashMap<i64, i64>,
+    /// How long the load took.
+    took: Duration,
+}
+
+impl Schedules {
+    /// When the next reload on the timer is due, counted from now.
+    fn next_reload(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + RELOAD_EVERY.max(self.took * RELOAD_COST_FACTOR)
+    }
 }
 
 /// The columns of a `schedule` row that loading reads.
@@ -166,7 +181,7 @@ pub(crate) async fn run(
                     Ok(Ok(mut new)) => {
                         new.fired_while_loading = std::mem::take(&mut fired_while_loading);
                         schedules = new;
-                        reload_at = tokio::time::Instant::now() + RELOAD_EVERY;
+                        reload_at = schedules.next_reload();
                     }
                     Ok(Err(e)) => {
                         warn!(error = %e, "cannot load schedules; retrying");
@@ -303,6 +318,7 @@ async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules
     let now = Utc::now();
     let mut next_fires = Vec::with_capacity(entries.len());
     for (index, entry) in entries.iter().enumerate() {
+        tokio::task::coop::consume_budget().await;
         let last = last_fires
             .get(&entry.schedule_id)
             .and_then(|unix| DateTime::from_timestamp(*unix, 0));
@@ -336,6 +352,7 @@ async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules
         // Heapifying the whole vector is linear; pushing one by one is not.
         heap: Heap::from(next_fires),
         fired_while_loading: HashMap::new(),
+        took: started.elapsed(),
     })
 }
 
@@ -382,6 +399,9 @@ async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
         .await?;
     while let Some(row) = rows.next().await {
         let row = row?;
+        // Rows arrive buffered, so without this the loop would hold a
+        // runtime worker for seconds while the firing loop waits.
+        tokio::task::coop::consume_budget().await;
         if let Some((k, n)) = config.shard
             && u64::try_from(row.id).unwrap_or_default() % n != k
         {

@@ -256,7 +256,8 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
             let env = Environment {
                 title: format!("{}: schedules1m", env.title),
                 setup: format!(
-                    "{} schedules, a {} s window per repetition; the ticker alone as a \
+                    "{} schedules, a {} s window per repetition with a schedule-change \
+                     notice (a full reload) halfway; the ticker alone as a \
                      `datajump ticker` process (no resolver, no runners: the fire is the \
                      measured event); {} repetitions",
                     args.schedules1m_count, args.schedules1m_seconds, args.repeat

@@ -409,8 +409,23 @@ async fn measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<Rep> {
     let seconds = i64::try_from(bench.schedules1m_seconds).unwrap_or(60);
     let window_end = window_start + seconds;
     let until = DateTime::from_timestamp(window_end, 0).context("bad window")? + DRAIN;
+    // A schedule change halfway through, as a user's `dag apply` would send:
+    // the window then holds one full reload, the costliest thing a ticker
+    // does while it fires (its timer reload may not fall in the window).
+    let change_at =
+        DateTime::from_timestamp(window_start + seconds / 2, 0).context("bad window")?;
+    let mut changed = false;
     while Utc::now() < until {
         system.check_alive()?;
+        if !changed && Utc::now() >= change_at {
+            system
+                .js
+                .client()
+                .publish(subjects::SCHEDULES_CHANGED, "".into())
+                .await
+                .context("cannot announce a schedule change")?;
+            changed = true;
+        }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let peak = memory_mib(pid, "VmHWM").context("cannot read the ticker's memory")?;
