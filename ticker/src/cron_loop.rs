@@ -46,7 +46,7 @@ use crate::{Config, TickerError};
 const RELOAD_EVERY: Duration = Duration::from_secs(30);
 /// ...and at least this many times the last load's duration apart, so that
 /// a ticker whose load takes seconds (a million schedules: ~12 s of CPU)
-/// spends a tenth of its time on the safety net, not half. Changes still
+/// spends a tenth of its time on the safety net, not 40 %. Changes still
 /// reload at once, on their notice.
 const RELOAD_COST_FACTOR: u32 = 10;
 /// A failed load is retried after this long.
