@@ -103,7 +103,9 @@ pub struct BenchArgs {
     /// Schedules of `schedules1m` (the issue's 1,000,000; fewer for a quick run).
     #[arg(long, default_value_t = schedules::ISSUE_SCHEDULES as u64, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     schedules1m_count: u64,
-    /// Length of the `schedules1m` measuring window, in seconds.
+    /// Length of the `schedules1m` measuring window, in seconds. Halfway
+    /// through it the bench announces a schedule change, so the window also
+    /// measures firing during one full reload.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=3600))]
     schedules1m_seconds: u64,
     /// Also write the report into this Markdown file (its section for this
