@@ -314,7 +314,6 @@ async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules
     let started = Instant::now();
     let ((entries, rows_ms), (last_fires, last_fires_ms)) =
         tokio::try_join!(timed(read_schedules(config)), timed(read_last_fires(js)))?;
-    let read_ms = started.elapsed().as_millis();
     let now = Utc::now();
     let mut next_fires = Vec::with_capacity(entries.len());
     for (index, entry) in entries.iter().enumerate() {
@@ -338,13 +337,13 @@ async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules
             next_fires.push(Reverse((next.timestamp(), index)));
         }
     }
+    let took = started.elapsed();
     info!(
         schedules = entries.len(),
         last_fires = last_fires.len(),
         rows_ms,
         last_fires_ms,
-        read_ms,
-        elapsed_ms = started.elapsed().as_millis(),
+        elapsed_ms = took.as_millis(),
         "schedules loaded"
     );
     Ok(Schedules {
@@ -352,7 +351,7 @@ async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules
         // Heapifying the whole vector is linear; pushing one by one is not.
         heap: Heap::from(next_fires),
         fired_while_loading: HashMap::new(),
-        took: started.elapsed(),
+        took,
     })
 }
 

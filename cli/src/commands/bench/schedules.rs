@@ -506,7 +506,7 @@ mod tests {
 
     #[test]
     fn ready_line_gives_the_load_time() {
-        let line = "2026-01-01T00:00:00Z  INFO datajump_ticker::cron_loop: schedules loaded schedules=1000000 last_fires=1000000 read_ms=9000 elapsed_ms=12345";
+        let line = "2026-01-01T00:00:00Z  INFO datajump_ticker::cron_loop: schedules loaded schedules=1000000 last_fires=1000000 rows_ms=2500 last_fires_ms=9000 elapsed_ms=12345";
         assert_eq!(load_secs(line), Some(12.345));
         assert_eq!(load_secs("schedules loaded"), None);
         let coloured = "schedules loaded \x1b[3melapsed_ms\x1b[0m\x1b[2m=\x1b[0m250";
