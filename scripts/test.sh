@@ -20,7 +20,7 @@ echo "== tests with $("$oldest" --version)"
 DATAJUMP_TEST_NATS_SERVER="$oldest" cargo nextest run --workspace --no-fail-fast
 
 echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
-# The fault tests (faults::) ran above; DESIGN.md "Testing" runs them with one
+# The fault tests (faults::) ran above; docs/ARCHITECTURE.md "Testing" runs them with one
 # server version, so this second pass leaves them out.
 DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not test(/^faults::/)'
 echo "== all tests passed"

@@ -1,4 +1,4 @@
-//! The request and response bodies of the API (camelCase JSON, `003_*` §6).
+//! The request and response bodies of the API (camelCase JSON, the product's API field names).
 //!
 //! Requests reject unknown fields. Answers derive `Deserialize` too: the
 //! `datajump` CLI reads them with these very types, so the two cannot
@@ -66,7 +66,7 @@ pub struct PageQuery {
 }
 
 /// `GET /api/v1/dags/{dagId}/executions` query: task instances by business
-/// date and task (`000_*`: "what happened to `load` on 2024-01-02?").
+/// date and task ("what happened to `load` on 2024-01-02?", the question the data model's index answers).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecutionsQuery {
@@ -146,7 +146,7 @@ impl From<&dag::Model> for DagSummary {
     }
 }
 
-/// A canvas edge (`003_*` §6.2, §6.3): its target depends on its source.
+/// A canvas edge: its target depends on its source.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Edge {
@@ -204,7 +204,7 @@ pub struct TriggerResponse {
     pub status_url: String,
 }
 
-/// A DAG run (`003_*`: DAG instance).
+/// A DAG run (the product's API calls it a DAG instance).
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDto {
@@ -290,7 +290,7 @@ pub struct RunStatusDto {
 pub struct TaskInstanceDto {
     /// Task instance id.
     pub id: i64,
-    /// The run (`003_*`: dag instance).
+    /// The run (the API's "dag instance").
     pub dag_instance_id: i64,
     /// The DAG.
     pub dag_id: i64,
@@ -364,7 +364,7 @@ pub struct TaskInstanceDetail {
     pub executions: Vec<ExecutionDto>,
 }
 
-/// One attempt of a task instance (`000_*` §4.4).
+/// One attempt of a task instance.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionDto {
@@ -422,7 +422,7 @@ pub struct KillResponse {
     pub killed_task_instances: Vec<i64>,
 }
 
-/// A DAG's schedule (`003_*` §6.5).
+/// A DAG's schedule.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleDto {
@@ -684,7 +684,7 @@ pub struct BackfillResponse {
     pub skipped: Vec<BackfillSkip>,
 }
 
-/// `POST /api/v1/dags/{dagId}/canvas` body (`003_*` §6.2).
+/// `POST /api/v1/dags/{dagId}/canvas` body: the canvas positions the product's editor saves.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CanvasSave {

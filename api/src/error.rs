@@ -94,15 +94,6 @@ impl From<datajump_nats::NatsError> for Error {
     }
 }
 
-impl From<datajump_nats::control::ControlError> for Error {
-    fn from(e: datajump_nats::control::ControlError) -> Error {
-        match e {
-            datajump_nats::control::ControlError::Db(e) => Error::Db(e),
-            datajump_nats::control::ControlError::Nats(e) => e.into(),
-        }
-    }
-}
-
 /// The JSON body of every error answer.
 #[derive(Debug, Serialize)]
 pub struct ErrorBody {

@@ -1,4 +1,4 @@
-//! The HTTP control plane (axum): the REST API of `003_*` §6 and what users
+//! The HTTP control plane (axum): the product's REST API and what users
 //! need beyond it (kills, external events, the runner list), plus health and
 //! readiness probes.
 //!
@@ -7,7 +7,7 @@
 //! API is a thin layer over the same domain code the CLI uses: DAGs are
 //! stored by [`datajump_shared::catalog::apply`] (so they are validated
 //! exactly like DAG files), runs are started by publishing a fire that a
-//! resolver takes, and kills go through [`datajump_nats::control`].
+//! resolver takes, and kills go through the engine (`datajump_engine::kill_instance`).
 //!
 //! Modules: [`routes`] (one module per resource), [`dto`] (bodies),
 //! [`definition`] (DAG definitions as JSON), [`error`] (the error shape),

@@ -71,7 +71,7 @@ pub struct Global {
     )]
     pub nats_url: String,
     /// Default time zone of schedules that name none (IANA name).
-    #[arg(long, global = true, env = "DATAJUMP_TIMEZONE", default_value = datajump_shared::cron::DEFAULT_TIME_ZONE)]
+    #[arg(long, global = true, env = "DATAJUMP_TIMEZONE", default_value = datajump_cron::DEFAULT_TIME_ZONE)]
     pub timezone: String,
 }
 

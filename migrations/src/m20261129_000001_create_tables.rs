@@ -1,4 +1,4 @@
-//! The initial schema: every table of DESIGN.md "Tables" with its full columns.
+//! The initial schema: every table of docs/ARCHITECTURE.md "Tables" with its full columns.
 
 use sea_orm_migration::{prelude::*, schema::*};
 

@@ -1,10 +1,12 @@
-//! DataJump's JetStream topology and the few NATS operations every role shares.
+//! DataJump's JetStream topology and the few NATS operations every role
+//! shares: topology and transport only, no database (the engine decides
+//! what to publish after its commits).
 //!
-//! [`ensure_topology`] creates each stream, consumer and bucket of DESIGN.md
-//! "Subjects and streams" that is missing and only *reports* differences in
-//! those that exist. It never updates: nats-server 2.9 ignores the
-//! create/update action field, so an "update" could silently rewrite an
-//! operator's tuning (deps.md §3). Every role calls it at start; concurrent
+//! [`ensure_topology`] creates each stream, consumer and bucket of
+//! docs/ARCHITECTURE.md "Subjects and streams" that is missing and only
+//! *reports* differences in those that exist. It never updates: nats-server
+//! 2.9 ignores the create/update action field of stream and consumer
+//! requests, so an "update" could silently rewrite an operator's tuning. Every role calls it at start; concurrent
 //! callers race only into "already exists", which is treated as success.
 //! Everything here works on nats-server 2.9.10: no multi-filter consumers,
 //! no per-message TTL, and KV buckets are created through their backing
@@ -12,8 +14,6 @@
 
 use std::collections::BTreeSet;
 use std::time::Duration;
-
-pub mod control;
 
 use async_nats::jetstream::{
     self, Context,
@@ -23,12 +23,10 @@ use async_nats::jetstream::{
     object_store,
     stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
 };
-use datajump_shared::metrics;
-use datajump_shared::state::Released;
 use datajump_shared::subjects::{self, Band};
 use futures::StreamExt;
 use thiserror::Error;
-use tracing::{info, warn};
+use tracing::warn;
 
 /// How long JetStream remembers message ids for deduplication.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
@@ -141,7 +139,7 @@ fn work_queue(name: &str, subject: &str) -> stream::Config {
     }
 }
 
-/// The streams of DESIGN.md, as DataJump creates them.
+/// The streams of docs/ARCHITECTURE.md "Subjects and streams", as DataJump creates them.
 pub fn stream_configs() -> Vec<stream::Config> {
     vec![
         work_queue(subjects::FIRE_STREAM, subjects::FIRE_ALL),
@@ -569,81 +567,4 @@ pub async fn publish_fire(
         _ => fire.dedup_key.clone(),
     };
     publish(js, subjects::fire(fire.dag_id), &msg_id, fire.encode()).await
-}
-
-/// Publishes the work message of a QUEUED instance to its queue and band.
-pub async fn publish_work(
-    js: &Context,
-    row: &datajump_shared::entities::task_instance::Model,
-) -> Result<(), NatsError> {
-    use datajump_shared::messages::{Message, WorkMsg};
-    let work = WorkMsg::for_queued(row).map_err(|e| NatsError::JetStream {
-        what: format!("encode work of task instance {}", row.id),
-        source: e.into(),
-    })?;
-    let subject = subjects::work(&row.queue, Band::of_priority(row.priority));
-    let msg_id = subjects::work_msg_id(row.id, row.attempt);
-    publish(js, subject, &msg_id, work.encode()).await?;
-    Ok(())
-}
-
-/// Work messages published at once after a commit.
-const PUBLISH_IN_FLIGHT: usize = 256;
-
-/// Publishes the work of everything committed transactions released — all
-/// at once, not one acknowledgement after another, so the fiftieth child of
-/// a fan-out is not held behind the other forty-nine — and logs and counts
-/// the rest. A publish that fails is left to the ticker's deadline scan,
-/// which republishes the work of QUEUED instances: the commit already
-/// happened. Resolvers call it after their batches, runners after the
-/// group commits that propagated their tasks' ends.
-pub async fn publish_released(js: &Context, released: Vec<Released>) {
-    let mut queued = Vec::new();
-    for released in released {
-        for (parent_end, queued_at) in released.edges {
-            metrics::edge_released(parent_end, queued_at);
-        }
-        for row in &released.settled {
-            info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, "task settled");
-        }
-        for (run_id, status) in released.finished_runs {
-            metrics::run_finished(status);
-            info!(dag_run_id = run_id, %status, "run finished");
-        }
-        for run_id in released.started_runs {
-            info!(dag_run_id = run_id, "waiting run started");
-        }
-        queued.extend(released.queued);
-    }
-    futures::stream::iter(&queued)
-        .for_each_concurrent(PUBLISH_IN_FLIGHT, |row| async move {
-            match publish_work(js, row).await {
-                Ok(()) => {
-                    info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
-                }
-                Err(e) => {
-                    warn!(dag_run_id = row.dag_run_id, task_instance_id = row.id, error = %e, "publishing work failed; the deadline scan will republish it");
-                }
-            }
-        })
-        .await;
-}
-
-/// Publishes the completion of attempt `attempt` of a terminal (or retrying) instance.
-pub async fn publish_done(
-    js: &Context,
-    row: &datajump_shared::entities::task_instance::Model,
-    attempt: i32,
-) -> Result<(), NatsError> {
-    use datajump_shared::messages::{DoneMsg, Message, VERSION};
-    let done = DoneMsg {
-        v: VERSION,
-        dag_run_id: row.dag_run_id,
-        task_instance_id: row.id,
-        attempt,
-        status: row.status,
-    };
-    let msg_id = subjects::done_msg_id(row.id, attempt);
-    publish(js, subjects::done(row.dag_run_id), &msg_id, done.encode()).await?;
-    Ok(())
 }

@@ -7,8 +7,8 @@
 //! until its doorbell rings (or a quiet second passes, for redeliveries). A
 //! core subscription to its queues' work subjects is only that doorbell: it
 //! wakes the fetch loop and says which bands to ask. A task starts only
-//! through the conditional claim in `datajump_shared::state::start_many`;
-//! the attempt's terminal state is committed before its completion is
+//! through the engine's conditional claim (`datajump_engine::record`); the
+//! attempt's end is committed, and propagated, before what it released is
 //! published and its message acked, so a runner dying at any point loses
 //! nothing.
 
@@ -24,15 +24,15 @@ use async_nats::jetstream::{
     self, AckKind, Context, consumer::PullConsumer, object_store::ObjectStore,
 };
 use chrono::{DateTime, Utc};
-use datajump_nats::{NatsError, publish_done, publish_work, pull_consumer};
+use datajump_cron::parse_time_zone;
+use datajump_engine::AttemptEnd;
+use datajump_nats::{NatsError, pull_consumer};
 use datajump_shared::TaskStatus;
-use datajump_shared::cron::parse_time_zone;
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
 use datajump_shared::metrics::{self, RetryCause};
 use datajump_shared::params::{ParamContext, env_name};
 use datajump_shared::plan::RetryPolicy;
-use datajump_shared::state::{self, AttemptEnd};
 use datajump_shared::subjects::{self, Band};
 use futures::{FutureExt, StreamExt};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait};
@@ -42,7 +42,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use commit::{Claim, Committer};
+use commit::Committer;
 use executor::{ExecContext, ExecOutcome, LogSink};
 
 /// How a runner runs.
@@ -473,7 +473,7 @@ async fn attempt(
     stops: &Stops,
     slot: OwnedSemaphorePermit,
 ) -> Result<AckKind, DbErr> {
-    let claim = Claim {
+    let claim = datajump_engine::Claim {
         task_instance_id: work.task_instance_id,
         attempt: work.attempt,
     };
@@ -493,7 +493,7 @@ async fn attempt(
         kill: &kill,
         drain: &stops.drain,
     };
-    let ack = run_claimed(config, js, logs, committer, &claimed, slot).await;
+    let ack = run_claimed(config, logs, committer, &claimed, slot).await;
     stops.unregister(row.id);
     ack
 }
@@ -517,7 +517,6 @@ struct Claimed<'a> {
 /// quick tasks idle for most of each task's turn.
 async fn run_claimed(
     config: &Config,
-    js: &Context,
     logs: &ObjectStore,
     committer: &Committer,
     claimed: &Claimed<'_>,
@@ -590,7 +589,7 @@ async fn run_claimed(
     } else {
         (verdict.attempt_status, verdict.reason)
     };
-    let ended = commit::End {
+    let ended = datajump_engine::End {
         task_instance_id: row.id,
         attempt: work.attempt,
         execution_id: exec_row.id,
@@ -611,7 +610,7 @@ async fn run_claimed(
     // and wait for it forever.
     let mut retry_in = Duration::from_millis(200);
     let mut retried = false;
-    let (finished, requeued) = loop {
+    let datajump_engine::Ended { finished, requeued } = loop {
         match committer.end(ended.clone()).await {
             Ok(recorded) => break recorded,
             Err(e) if drain.is_cancelled() => return Err(e),
@@ -624,11 +623,9 @@ async fn run_claimed(
             }
         }
     };
-    if let Some(requeued) = requeued {
+    if requeued.is_some() {
+        // Its work went out with the commit's effects.
         info!("task returned to the queue (runner shutting down)");
-        if let Err(e) = publish_work(js, &requeued).await {
-            warn!(error = %e, "republishing work failed; the deadline scan will");
-        }
         return Ok(AckKind::Ack);
     }
     match finished {
@@ -678,7 +675,7 @@ fn param_context(work: &WorkMsg) -> ParamContext {
     ParamContext {
         biz_date: work.biz_date,
         logical_time: work.spec.logical_time,
-        time_zone: parse_time_zone(&work.spec.time_zone).unwrap_or(chrono_tz::Asia::Shanghai),
+        time_zone: parse_time_zone(&work.spec.time_zone).unwrap_or(datajump_cron::DEFAULT_TZ),
         run_id: work.dag_run_id,
         task_name: work.spec.task.name.clone(),
         params: work.spec.params.clone(),
@@ -700,14 +697,8 @@ async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<Ac
         // completion is republished too, for ends made elsewhere (a kill,
         // a takeover) that a resolver propagates.
         debug!(status = %row.status, "work for a finished task: republishing its completion and its queued children");
-        let children = state::queued_children(&config.db, &row).await?;
-        let published = async {
-            for child in &children {
-                publish_work(js, child).await?;
-            }
-            publish_done(js, &row, row.attempt - 1).await
-        };
-        return Ok(match published.await {
+        let owed = datajump_engine::owed_by_finished(&config.db, &row).await?;
+        return Ok(match owed.publish(js).await {
             Ok(()) => AckKind::Ack,
             Err(_) => AckKind::Nak(Some(Duration::from_secs(1))),
         });
@@ -717,20 +708,15 @@ async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<Ac
             debug!(owner = ?row.owner, "task is running elsewhere");
             return Ok(AckKind::Nak(Some(OWNED_ELSEWHERE_DELAY)));
         }
-        let txn = datajump_shared::db::begin_write(&config.db).await?;
-        let taken = state::take_over(&txn, &row, Utc::now()).await?;
-        txn.commit().await?;
-        if let Some(taken) = taken {
+        if let Some((taken, effects)) =
+            datajump_engine::take_over(&config.db, &row, Utc::now()).await?
+        {
             warn!(lost_owner = ?row.owner, status = %taken.status, "runner lost: task taken over");
-            let published = if taken.status.is_terminal() {
-                publish_done(js, &taken, row.attempt - 1).await
-            } else {
+            if !taken.status.is_terminal() {
                 metrics::task_retried(RetryCause::RunnerLost);
-                publish_work(js, &taken).await
-            };
-            if let Err(e) = published {
-                warn!(error = %e, "publishing after the takeover failed; the deadline scan republishes");
             }
+            // A failed publish is logged; the deadline scan republishes.
+            let _ = effects.publish(js).await;
         }
         return Ok(AckKind::Ack);
     }
@@ -817,7 +803,7 @@ fn environment(work: &WorkMsg, row: &task_instance::Model) -> BTreeMap<String, S
         "DJ_TRIGGER_TYPE".into(),
         row.trigger_type.as_str().to_owned(),
     );
-    // The seed's names (`003_*` §4.4).
+    // The names the engine requirements give the executor's variables.
     env.insert("bizdate".into(), biz_date);
     env.insert("task_id".into(), task.task_id.to_string());
     env.insert("task_name".into(), task.name.clone());

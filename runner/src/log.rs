@@ -1,4 +1,4 @@
-//! An execution's log: the `003_*` §4.5 header and footer around the output,
+//! An execution's log: the required log header and footer around the output,
 //! written three ways at once. Each line goes live to `dj.log.<execution_id>`
 //! (core NATS, header `Dj-Seq` = line number, for `datajump logs --follow`,
 //! which asks the sink for the lines before it subscribed),

@@ -14,10 +14,10 @@ use thiserror::Error;
 
 use crate::TriggerType;
 use crate::biz_date::{scheduled_fire_for, shift};
-use crate::cron::{CronError, CronExpr, parse_time_zone};
 use crate::entities::schedule;
 use crate::messages::{FireMsg, scheduled_run_key};
 use crate::plan::Params;
+use datajump_cron::{CronError, CronExpr, parse_time_zone};
 
 /// Why a backfill could not be planned.
 #[derive(Debug, Error)]

@@ -1,8 +1,8 @@
-//! Business dates (DESIGN.md "Business date").
+//! Business dates (docs/ARCHITECTURE.md, "Business date and cron").
 //!
 //! A run's `biz_date` is the date of the data it processes: by default the
 //! logical time's local date in the schedule's zone minus one day, as
-//! DolphinScheduler's `${system.biz.date}` (`000_*` §4.4: the 01-15
+//! DolphinScheduler's `${system.biz.date}` (the data model's example: the 01-15
 //! early-morning run processes 01-14).
 
 use chrono::{DateTime, Days, NaiveDate, Utc};
@@ -34,7 +34,7 @@ pub fn shift(date: NaiveDate, days: i32) -> NaiveDate {
 /// key (`sched:<schedule>:<unix>`) a scheduled fire had or would have.
 pub fn scheduled_fire_for(
     biz_date: NaiveDate,
-    cron: &crate::cron::CronExpr,
+    cron: &datajump_cron::CronExpr,
     tz: Tz,
     offset_days: i32,
 ) -> Option<DateTime<Utc>> {
@@ -63,13 +63,13 @@ mod tests {
 
     #[test]
     fn backfill_finds_the_fire_of_a_business_date() {
-        let daily = crate::cron::CronExpr::parse("0 0 2 * * ?").unwrap();
+        let daily = datajump_cron::CronExpr::parse("0 0 2 * * ?").unwrap();
         let tz = chrono_tz::Asia::Shanghai;
         let biz = NaiveDate::from_ymd_opt(2024, 1, 14).unwrap();
         let fire = scheduled_fire_for(biz, &daily, tz, DEFAULT_OFFSET_DAYS).unwrap();
         assert_eq!(fire.to_rfc3339(), "2024-01-14T18:00:00+00:00"); // 01-15 02:00 local
         assert_eq!(biz_date_for(fire, tz, DEFAULT_OFFSET_DAYS), biz);
-        let mondays = crate::cron::CronExpr::parse("0 0 2 ? * MON").unwrap();
+        let mondays = datajump_cron::CronExpr::parse("0 0 2 ? * MON").unwrap();
         assert!(scheduled_fire_for(biz, &mondays, tz, DEFAULT_OFFSET_DAYS).is_some()); // 01-15 is a Monday
         let tuesday = NaiveDate::from_ymd_opt(2024, 1, 15).unwrap();
         assert!(scheduled_fire_for(tuesday, &mondays, tz, DEFAULT_OFFSET_DAYS).is_none());

@@ -12,10 +12,10 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::cron::{CronExpr, parse_time_zone};
 use crate::naming::{validate_event, validate_queue};
 use crate::plan::{DEFAULT_RETRY_MAX_INTERVAL_SECS, DepType, Params, RetryStrategy, Strategy};
 use crate::subjects::DEFAULT_QUEUE;
+use datajump_cron::{CronExpr, parse_time_zone};
 
 /// Task types this build can run (`NOOP` succeeds at once, for benchmarks).
 pub const TASK_TYPES: [&str; 5] = ["SHELL", "PYTHON", "SQL", "HTTP", "NOOP"];
@@ -95,7 +95,7 @@ pub struct DagFile {
     /// Free text.
     #[serde(default)]
     pub description: String,
-    /// Project id (`003_*` default 1).
+    /// Project id (default 1).
     #[serde(default = "default_project")]
     pub project: i64,
     /// Responsible person or team.

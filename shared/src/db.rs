@@ -1,6 +1,6 @@
 //! Connecting to the database, the same way in every role.
 //!
-//! SQLite needs three settings SeaORM does not make (deps.md §4): WAL, a real
+//! SQLite needs three settings SeaORM does not make: WAL, a real
 //! pool (SeaORM defaults SQLite to one connection) and IMMEDIATE write
 //! transactions, because a deferred transaction that reads and then writes
 //! fails at once with "database is locked" when another writer got there

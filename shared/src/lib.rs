@@ -15,7 +15,6 @@ pub mod alerts;
 pub mod backfill;
 pub mod biz_date;
 pub mod catalog;
-pub mod cron;
 pub mod dag_file;
 pub mod datasources;
 pub mod db;
@@ -27,7 +26,6 @@ pub mod naming;
 pub mod params;
 pub mod plan;
 pub mod secrets;
-pub mod state;
 pub mod status;
 pub mod subjects;
 

@@ -64,7 +64,7 @@ pub fn manual_run_key(id: uuid::Uuid) -> String {
 }
 
 fn default_time_zone() -> String {
-    crate::cron::DEFAULT_TIME_ZONE.to_owned()
+    datajump_cron::DEFAULT_TIME_ZONE.to_owned()
 }
 
 /// "Start a run of this DAG": on `dj.fire.<dag_id>`.

@@ -1,5 +1,5 @@
 //! Validation of the two names users choose that end up in NATS subjects:
-//! queue names and event names (DESIGN.md "Subjects and streams").
+//! queue names and event names (docs/ARCHITECTURE.md, "Subjects and streams").
 
 use thiserror::Error;
 

@@ -44,7 +44,7 @@ impl DepType {
     }
 }
 
-/// When a task with parents may start (`003_*` §4.2, per task).
+/// When a task with parents may start (the engine requirements' dependency strategies, set per task).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Strategy {
@@ -104,7 +104,7 @@ pub const DEFAULT_RETRY_MAX_INTERVAL_SECS: i32 = 3600;
 /// Longest wait between retries whatever a policy says: one day.
 const RETRY_DELAY_CEILING_SECS: i64 = 24 * 3600;
 
-/// A task's retry policy (`003_*` §4.6).
+/// A task's retry policy: FIXED or EXPONENTIAL, with the exit codes that retry.
 ///
 /// Fields added after the first release have serde defaults, so specs
 /// stored in older runs and work messages still read.
@@ -118,8 +118,9 @@ pub struct RetryPolicy {
     pub strategy: RetryStrategy,
     /// Only these exit codes retry; empty means any failure.
     pub on_exit_codes: Vec<i32>,
-    /// Whether a TIMEOUT attempt is retried like a failure (`003_*` §4.3
-    /// draws no retry arrow from TIMEOUT, so the default is no).
+    /// Whether a TIMEOUT attempt is retried like a failure (the
+    /// requirements' state machine draws no retry arrow from TIMEOUT, so
+    /// the default is no).
     #[serde(default)]
     pub on_timeout: bool,
     /// Cap of the wait in seconds (never below `interval_secs`).

@@ -1,12 +1,12 @@
 //! Task instance and run statuses, and how a run was triggered.
 //!
-//! The names are the ones of `003_*` §4.3 (with KILLED where `000_*` says
-//! CANCELED) and are stored as these strings in the database and in messages.
+//! The names are the ones of the engine requirements' state machine (with
+//! KILLED where the data model says CANCELED) and are stored as these strings in the database and in messages.
 
 use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// Where a task instance is in its life (DESIGN.md "State machine").
+/// Where a task instance is in its life (docs/ARCHITECTURE.md, "State machine").
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
 )]

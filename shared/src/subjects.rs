@@ -78,6 +78,11 @@ pub fn event(name: &str) -> String {
 /// Filter of every event subject.
 pub const EVENT_ALL: &str = "dj.event.>";
 
+/// The event name of an event subject, `None` for any other subject.
+pub fn parse_event(subject: &str) -> Option<&str> {
+    subject.strip_prefix("dj.event.")
+}
+
 /// `dj.work.<queue>.<band>`; the queue must have passed [`crate::naming::validate_queue`].
 pub fn work(queue: &str, band: Band) -> String {
     format!("dj.work.{queue}.{}", band.as_str())

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::{Context, kv};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
+use datajump_cron::{CronExpr, parse_time_zone};
 use datajump_nats::NatsError;
 use datajump_shared::biz_date::biz_date_for;
-use datajump_shared::cron::{CronExpr, parse_time_zone};
 use datajump_shared::entities::{dag, schedule};
 use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
 use datajump_shared::plan::Params;
@@ -537,7 +537,7 @@ async fn record(kv: &kv::Store, entry: &Entry, at: DateTime<Utc>) -> Result<(), 
 
 #[cfg(test)]
 mod tests {
-    use datajump_shared::cron::CronError;
+    use datajump_cron::CronError;
 
     use super::*;
 

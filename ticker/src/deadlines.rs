@@ -6,11 +6,9 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::Context;
 use chrono::Utc;
-use datajump_nats::publish_work;
 use datajump_shared::TaskStatus;
 use datajump_shared::entities::task_instance;
 use datajump_shared::metrics::{self, RetryCause};
-use datajump_shared::state;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use tokio_util::sync::CancellationToken;
@@ -118,31 +116,6 @@ fn report_unserved(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) 
     }
 }
 
-/// Fails an instance whose cross-run dependency wait timed out, and
-/// publishes what its propagation released.
-async fn wait_timed_out(
-    config: &Config,
-    js: &Context,
-    id: i64,
-    now: chrono::DateTime<Utc>,
-) -> Result<(), DbErr> {
-    let txn = datajump_shared::db::begin_write(&config.db).await?;
-    let released = state::fail_wait_timeout(&txn, id, now).await?;
-    txn.commit().await?;
-    for row in &released.settled {
-        warn!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, reason = row.reason.as_deref().unwrap_or(""), "task settled by the deadline scan");
-    }
-    for row in &released.queued {
-        if let Err(e) = publish_work(js, row).await {
-            warn!(task_instance_id = row.id, error = %e, "publishing work failed; next scan retries");
-        }
-    }
-    for (_, status) in released.finished_runs {
-        metrics::run_finished(status);
-    }
-    Ok(())
-}
-
 async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
     let now = Utc::now();
     let due = task_instance::Entity::find()
@@ -157,9 +130,9 @@ async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
         .all(&config.db)
         .await?;
     for row in due {
-        let requeued = match row.status {
+        let owed = match row.status {
             TaskStatus::UpForRetry => {
-                let queued = state::queue(&config.db, row.id, now).await?;
+                let queued = datajump_engine::retry_due(&config.db, row.id, now).await?;
                 if queued.is_some() {
                     metrics::task_retried(RetryCause::Failure);
                     info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "retry due: task queued");
@@ -167,15 +140,14 @@ async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
                 queued
             }
             TaskStatus::Pending => {
-                wait_timed_out(config, js, row.id, now).await?;
-                None
+                Some(datajump_engine::wait_timed_out(&config.db, row.id, now).await?)
             }
-            _ => state::touch_queued(&config.db, row.id, now).await?,
+            _ => datajump_engine::republish_due(&config.db, row.id, now).await?,
         };
-        if let Some(row) = requeued
-            && let Err(e) = publish_work(js, &row).await
+        if let Some(owed) = owed
+            && let Err(e) = owed.publish(js).await
         {
-            warn!(task_instance_id = row.id, error = %e, "republishing work failed; next scan retries");
+            warn!(task_instance_id = row.id, error = %e, "publishing after the deadline scan failed; the next scan retries");
         }
     }
     Ok(())

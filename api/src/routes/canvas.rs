@@ -1,4 +1,4 @@
-//! The canvas (`003_*` §6.2): a DAG's tasks with their positions and the
+//! The canvas: a DAG's tasks with their positions and the
 //! edges between them, as a drawing UI loads and saves them.
 //!
 //! An edge is a same-run STRONG dependency (`dependsOn: [source]` on its

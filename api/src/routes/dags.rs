@@ -1,4 +1,4 @@
-//! DAGs (`003_*` §6.1, §6.3, §6.4 trigger): list, create, get, update,
+//! DAGs: list, create, get, update,
 //! delete, tasks, online/offline, edge validation and manual triggers.
 //!
 //! Creating and updating go through [`crate::definition`] and
@@ -17,8 +17,8 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
+use datajump_cron::parse_time_zone;
 use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
-use datajump_shared::cron::parse_time_zone;
 use datajump_shared::entities::{
     dag, dag_run, execution, schedule, task, task_dependency, task_instance,
 };
@@ -349,7 +349,7 @@ pub fn find_cycle(edges: &[Edge]) -> Option<Vec<String>> {
 }
 
 /// `POST /api/v1/dags/{dagId}/validate`: checks canvas edges for a cycle
-/// (`003_*` §6.3); missing or empty edges are valid.
+/// (the edges of the DAG definition); missing or empty edges are valid.
 pub async fn validate(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,

@@ -1,10 +1,10 @@
-//! Runs and task instances (`003_*` §6.4): a DAG's run history, a run with
+//! Runs and task instances: a DAG's run history, a run with
 //! its task instances and its status, a run by key (where a trigger points),
 //! a task instance with its attempts and its log, task instances by
 //! business date and task (`executions`) — and kills, reruns, clears and
 //! marks.
 //!
-//! `003_*` calls a run a "DAG instance"; the paths keep its names.
+//! The product's API calls a run a "DAG instance"; the paths keep its names.
 
 use std::collections::BTreeMap;
 
@@ -12,10 +12,9 @@ use axum::Json as AxumJson;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use datajump_nats::control::ResetFailed;
+use datajump_engine::{ResetError, ResetScope};
 use datajump_shared::TaskStatus;
 use datajump_shared::entities::{dag_run, execution, task_instance};
-use datajump_shared::state::{ResetError, ResetScope};
 use datajump_shared::{logs, subjects};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use tokio::io::AsyncReadExt;
@@ -269,8 +268,9 @@ pub async fn kill_task(
     Path(id): Path<i64>,
 ) -> Result<AxumJson<KillResponse>> {
     let instance = find_task_instance(&state, id).await?;
-    match datajump_nats::control::kill_instance(&state.db, &state.js, id).await? {
-        Some(row) => {
+    match datajump_engine::kill_instance(&state.db, id).await? {
+        Some((row, effects)) => {
+            effects.publish(&state.js).await?;
             info!(task_instance = id, "task instance killed through the API");
             Ok(AxumJson(KillResponse {
                 id,
@@ -295,13 +295,14 @@ pub async fn kill(
     Path(id): Path<i64>,
 ) -> Result<AxumJson<KillResponse>> {
     find_run(&state, id).await?;
-    match datajump_nats::control::kill_run(&state.db, &state.js, id).await? {
-        Some(killed) => {
+    match datajump_engine::kill_run(&state.db, id).await? {
+        Some((killed, effects)) => {
+            effects.publish(&state.js).await?;
             info!(run = id, "run killed through the API");
             Ok(AxumJson(KillResponse {
                 id,
                 status: datajump_shared::RunStatus::Killed.as_str().to_owned(),
-                killed_task_instances: killed.killed.iter().map(|r| r.id).collect(),
+                killed_task_instances: killed.iter().map(|r| r.id).collect(),
             }))
         }
         None => {
@@ -329,9 +330,11 @@ pub async fn rerun(
     } else {
         ResetScope::All
     };
-    let queued = datajump_nats::control::reset(&state.db, &state.js, id, scope)
+    let effects = datajump_engine::reset(&state.db, id, scope)
         .await
         .map_err(|e| reset_failed(e, &format!("run {id} cannot be rerun now")))?;
+    let queued = effects.queued().to_vec();
+    effects.publish(&state.js).await?;
     let run = find_run(&state, id).await?;
     info!(
         run = id,
@@ -348,14 +351,13 @@ pub async fn rerun(
 
 /// The answer to a refused or failed rerun, clear or mark; `refused` says
 /// what could not be done when something in the way is still live.
-fn reset_failed(e: ResetFailed, refused: &str) -> Error {
+fn reset_failed(e: ResetError, refused: &str) -> Error {
     match e {
-        ResetFailed::Reset(ResetError::Db(e)) => Error::Db(e),
-        ResetFailed::Reset(e @ (ResetError::UnknownRun(_) | ResetError::UnknownInstance(_))) => {
+        ResetError::Db(e) => Error::Db(e),
+        e @ (ResetError::UnknownRun(_) | ResetError::UnknownInstance(_)) => {
             Error::not_found(e.to_string())
         }
-        ResetFailed::Reset(e @ ResetError::Live(..)) => Error::conflict(format!("{refused}: {e}")),
-        ResetFailed::Nats(e) => e.into(),
+        e @ ResetError::Live(..) => Error::conflict(format!("{refused}: {e}")),
     }
 }
 
@@ -389,9 +391,11 @@ pub async fn clear_task(
         task_id: instance.task_id,
         downstream: body.downstream,
     };
-    let queued = datajump_nats::control::reset(&state.db, &state.js, instance.dag_run_id, scope)
+    let effects = datajump_engine::reset(&state.db, instance.dag_run_id, scope)
         .await
         .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be cleared now")))?;
+    let queued = effects.queued().to_vec();
+    effects.publish(&state.js).await?;
     info!(
         task_instance = id,
         downstream = body.downstream,
@@ -416,9 +420,11 @@ pub async fn mark_task(
         )));
     }
     find_task_instance(&state, id).await?;
-    let queued = datajump_nats::control::mark(&state.db, &state.js, id, body.status)
+    let effects = datajump_engine::mark(&state.db, id, body.status)
         .await
         .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be marked now")))?;
+    let queued = effects.queued().to_vec();
+    effects.publish(&state.js).await?;
     info!(task_instance = id, status = %body.status, "task instance marked through the API");
     reset_answer(&state, id, &queued).await
 }

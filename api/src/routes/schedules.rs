@@ -1,9 +1,9 @@
-//! Schedules (`003_*` §6.5): the DAG's primary schedule, its `/schedules`
+//! Schedules: the DAG's primary schedule, its `/schedules`
 //! collection, and cron validation.
 //!
-//! A DAG may have several schedules (`000_*` §4.3): the collection
+//! A DAG may have several schedules (the data model allows many): the collection
 //! `/api/v1/dags/{dagId}/schedules` lists, creates, reads, changes, pauses
-//! and removes them by id, while the singular `/schedule` of `003_*`
+//! and removes them by id, while the product API's singular `/schedule`
 //! addresses the DAG's only one and answers 409 when it has several.
 //! Every change is stored through the DAG's definition, so it is validated
 //! and announced to tickers like any `dag apply`.
@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
-use datajump_shared::cron::{CronExpr, parse_time_zone};
+use datajump_cron::{CronExpr, parse_time_zone};
 use datajump_shared::entities::{dag, schedule};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
-use datajump_shared::cron::{CronExpr, DEFAULT_TIME_ZONE, parse_time_zone};
+use datajump_cron::{CronExpr, DEFAULT_TIME_ZONE, parse_time_zone};
 
 /// Cron subcommands.
 #[derive(Subcommand)]

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use datajump_cron::parse_time_zone;
 use datajump_migrations::{Migrator, MigratorTrait};
-use datajump_shared::cron::parse_time_zone;
 use datajump_shared::naming::validate_queue;
 use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use datajump_shared::cron::parse_time_zone;
+use datajump_cron::parse_time_zone;
 use datajump_shared::dag_file::DagFile;
 use tokio::task::JoinSet;
 

@@ -14,7 +14,7 @@ pub struct Model {
     pub name: String,
     /// Free text.
     pub description: String,
-    /// Project it belongs to (`003_*`: default 1).
+    /// Project it belongs to (default 1).
     pub project_id: i64,
     /// Responsible person or team.
     pub owner: Option<String>,

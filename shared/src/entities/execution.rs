@@ -1,4 +1,4 @@
-//! `execution`: one attempt of a task instance (`000_*` §4.4).
+//! `execution`: one attempt of a task instance, with the fields the data model asks of an execution record.
 
 use sea_orm::entity::prelude::*;
 

@@ -1,4 +1,4 @@
-//! SeaORM entities: one module per table of DESIGN.md "Tables".
+//! SeaORM entities: one module per table of docs/ARCHITECTURE.md "Tables".
 //!
 //! These are the only row types; [`crate::plan`] maps them to the domain
 //! types that travel in messages.

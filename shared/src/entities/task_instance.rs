@@ -6,7 +6,7 @@ use crate::{TaskStatus, TriggerType};
 
 /// A task in a run; `(dag_run_id, task_id)` is unique.
 ///
-/// Invariants kept by [`crate::state`]:
+/// Invariants kept by the transitions of `datajump-engine`:
 /// - `attempt` counts attempts started; the next (or current) attempt's
 ///   0-based number is `attempt` before the claim and `attempt - 1` after it.
 ///   Only the conditional claim increments it.
@@ -79,3 +79,11 @@ pub struct Model {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+impl Model {
+    /// The 0-based number of the attempt last claimed: the one running, or
+    /// the one whose end the row shows (`attempt` counts the claims).
+    pub fn last_attempt(&self) -> i32 {
+        self.attempt - 1
+    }
+}

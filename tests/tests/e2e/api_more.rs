@@ -1,4 +1,4 @@
-//! The REST API beyond `003_*` §6, over real HTTP as in [`crate::api`]: a
+//! The REST API beyond the product's API paths, over real HTTP as in [`crate::api`]: a
 //! DAG's `/schedules` collection, executions by business date and task,
 //! rerun, backfill, and the OpenAPI document covering every route.
 

@@ -180,9 +180,7 @@ tasks:
         };
         tokio::time::sleep(Duration::from_millis(300)).await;
         let sleeper = env.instances_by_name(run.id).await["sleeper"].clone();
-        let killed = datajump_nats::control::kill_instance(&env.db, &env.js, sleeper.id)
-            .await
-            .expect("kill");
+        let killed = env.kill_instance(sleeper.id).await.expect("kill");
         assert!(killed.is_some(), "a running task can be killed");
         let run = env.wait_run(&key, Duration::from_secs(10)).await;
         assert_eq!(
@@ -202,10 +200,7 @@ tasks:
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(!marker.exists(), "no process of the killed task survives");
         assert!(
-            datajump_nats::control::kill_instance(&env.db, &env.js, sleeper.id)
-                .await
-                .expect("kill")
-                .is_none(),
+            env.kill_instance(sleeper.id).await.expect("kill").is_none(),
             "killing a finished task changes nothing"
         );
     }
@@ -246,12 +241,13 @@ tasks:
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let killed = datajump_nats::control::kill_run(&env.db, &env.js, first_run.id)
+    let killed = env
+        .kill_run(first_run.id)
         .await
         .expect("kill run")
         .expect("the run was live");
     assert!(
-        !killed.released.started_runs.is_empty(),
+        !killed.started_runs.is_empty(),
         "the waiting run took the slot"
     );
     let first_run = env.wait_run(&first, Duration::from_secs(10)).await;
@@ -267,9 +263,7 @@ tasks:
     // The second run is running now; kill it too so the test ends quickly.
     let second_run = env.run_by_key(&second).await.expect("second run");
     assert_eq!(second_run.status, RunStatus::Running);
-    datajump_nats::control::kill_run(&env.db, &env.js, second_run.id)
-        .await
-        .expect("kill");
+    env.kill_run(second_run.id).await.expect("kill");
     assert_eq!(
         env.wait_run(&second, Duration::from_secs(10)).await.status,
         RunStatus::Killed

@@ -1,6 +1,6 @@
 //! Fault tests (issue #4): the roles run as real `datajump` processes that the
 //! tests kill with SIGKILL, and nats-server and PostgreSQL are restarted under
-//! them. PostgreSQL only, one nats-server version (DESIGN.md "Testing").
+//! them. PostgreSQL only, one nats-server version (docs/ARCHITECTURE.md, "Testing").
 //!
 //! Each test checks what a user would: every task instance of the run ends
 //! terminal, the run ends as it should, no task instance has more than one
@@ -455,7 +455,7 @@ tasks:
     assert_eq!(slow_runs[0].status, TaskStatus::Failed);
     assert_eq!(
         slow_runs[0].error_msg.as_deref(),
-        Some(datajump_shared::state::RUNNER_LOST)
+        Some(datajump_engine::RUNNER_LOST)
     );
     assert!(is_worker_of(&slow_runs[0].worker, first.pid()));
     assert_eq!(slow_runs[1].status, TaskStatus::Success);
@@ -541,7 +541,7 @@ tasks:
             .expect("a queued child has queued_at");
         let waited = executions[child][0].start_time - queued;
         assert!(
-            waited < datajump_shared::state::REPUBLISH_AFTER,
+            waited < datajump_engine::REPUBLISH_AFTER,
             "{child} waited {waited} in the queue: its work came from the deadline scan"
         );
     }

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer};
 use chrono::Utc;
+use datajump_engine::{Effects, ResetError, ResetScope};
 use datajump_migrations::{Migrator, MigratorTrait};
+use datajump_shared::TaskStatus;
 use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag_run, execution, task_instance};
@@ -27,7 +29,7 @@ use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
 use datajump_shared::subjects;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, Database, DatabaseConnection, EntityTrait, QueryFilter,
+    ColumnTrait, ConnectionTrait, Database, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
     QueryOrder,
 };
 use tempfile::TempDir;
@@ -669,9 +671,63 @@ impl TestEnv {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+
+    /// Kills a task instance as an operator does: the engine's commit, then
+    /// what it owes published. `None` if it had already ended.
+    pub async fn kill_instance(&self, id: i64) -> Result<Option<task_instance::Model>, DbErr> {
+        let Some((row, effects)) = datajump_engine::kill_instance(&self.db, id).await? else {
+            return Ok(None);
+        };
+        effects.publish(&self.js).await.expect("publish the kill");
+        Ok(Some(row))
+    }
+
+    /// Kills a run as an operator does; `None` if it had already ended.
+    pub async fn kill_run(&self, id: i64) -> Result<Option<KilledRun>, DbErr> {
+        let Some((_, effects)) = datajump_engine::kill_run(&self.db, id).await? else {
+            return Ok(None);
+        };
+        let started_runs = effects.started_runs().to_vec();
+        effects.publish(&self.js).await.expect("publish the kill");
+        Ok(Some(KilledRun { started_runs }))
+    }
+
+    /// Reruns or clears instances of a run in place, as `rerun` and `task
+    /// clear` do; returns the instances queued at once.
+    pub async fn reset(
+        &self,
+        run_id: i64,
+        scope: ResetScope,
+    ) -> Result<Vec<task_instance::Model>, ResetError> {
+        let effects = datajump_engine::reset(&self.db, run_id, scope).await?;
+        self.publish(effects).await
+    }
+
+    /// Marks a task instance SUCCESS or FAILED by hand; returns the
+    /// instances queued at once.
+    pub async fn mark(
+        &self,
+        id: i64,
+        to: TaskStatus,
+    ) -> Result<Vec<task_instance::Model>, ResetError> {
+        let effects = datajump_engine::mark(&self.db, id, to).await?;
+        self.publish(effects).await
+    }
+
+    async fn publish(&self, effects: Effects) -> Result<Vec<task_instance::Model>, ResetError> {
+        let queued = effects.queued().to_vec();
+        effects.publish(&self.js).await.expect("publish");
+        Ok(queued)
+    }
 }
 
 /// A file path as a shell word (paths from `tempfile` have no quotes).
+/// What [`TestEnv::kill_run`] did.
+pub struct KilledRun {
+    /// Waiting runs of the DAG that took the freed slot.
+    pub started_runs: Vec<i64>,
+}
+
 pub fn shell_path(path: &Path) -> String {
     format!("'{}'", path.display())
 }

@@ -136,24 +136,18 @@ tasks:
                 .expect("end a parent");
         }
         let propagate = || async {
-            let txn = datajump_shared::db::begin_write(&env.db)
+            datajump_engine::propagate(&env.db, ids.clone())
                 .await
-                .expect("begin");
-            let released =
-                datajump_shared::state::propagate_many(&txn, ids.clone(), chrono::Utc::now())
-                    .await
-                    .expect("propagate");
-            txn.commit().await.expect("commit");
-            released
+                .expect("propagate")
         };
         let released = propagate().await;
         let names = |rows: &[task_instance::Model]| {
             rows.iter().map(|r| r.task_name.clone()).collect::<Vec<_>>()
         };
-        assert_eq!(names(&released.queued), ["any"], "one success is enough");
-        assert_eq!(names(&released.settled), ["all"]);
+        assert_eq!(names(released.queued()), ["any"], "one success is enough");
+        assert_eq!(names(released.settled()), ["all"]);
         assert_eq!(
-            released.edges.len(),
+            released.edges().len(),
             1,
             "the queued join's edge is measured"
         );
@@ -173,7 +167,7 @@ tasks:
 
         let again = propagate().await;
         assert!(
-            again.queued.is_empty() && again.settled.is_empty() && again.edges.is_empty(),
+            again.queued().is_empty() && again.settled().is_empty() && again.edges().is_empty(),
             "a second propagation of the same instances is a no-op"
         );
         let run = env.run_by_key(&key).await.expect("run");

@@ -1,5 +1,5 @@
 //! DataJump end-to-end tests: real `nats-server`, real databases, every role
-//! in-process (DESIGN.md "Testing", "Invariants").
+//! in-process (docs/ARCHITECTURE.md, "Testing", "Invariants").
 //!
 //! One test binary on purpose (each extra `tests/*.rs` links sea-orm and
 //! sqlx again). Each test is generated twice by [`both_dbs!`], as

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use datajump_engine::ResetScope;
 use datajump_shared::entities::{execution, schedule, task_instance};
-use datajump_shared::state::ResetScope;
 use datajump_shared::subjects::{self, Band};
 use datajump_shared::{RunStatus, TaskStatus, TriggerType};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -485,9 +485,7 @@ tasks:
     let transform = env.instances_by_name(run.id).await["transform"].clone();
 
     // Clearing one task alone reruns only it.
-    datajump_nats::control::reset(
-        &env.db,
-        &env.js,
+    env.reset(
         run.id,
         ResetScope::Task {
             task_id: transform.task_id,
@@ -518,9 +516,7 @@ tasks:
     );
 
     // With --downstream its children run again too, and nothing else.
-    datajump_nats::control::reset(
-        &env.db,
-        &env.js,
+    env.reset(
         run.id,
         ResetScope::Task {
             task_id: transform.task_id,

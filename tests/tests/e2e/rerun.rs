@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use datajump_shared::state::ResetScope;
+use datajump_engine::ResetScope;
 use datajump_shared::{RunStatus, TaskStatus, TriggerType};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,10 +33,10 @@ tasks:
         assert_eq!(run.status, RunStatus::Failed);
 
         std::fs::write(&marker, "").expect("fix the data");
-        let released =
-            datajump_nats::control::reset(&env.db, &env.js, run.id, ResetScope::FailedOnly)
-                .await
-                .expect("rerun");
+        let released = env
+            .reset(run.id, ResetScope::FailedOnly)
+            .await
+            .expect("rerun");
         assert_eq!(
             released
                 .iter()
@@ -95,7 +95,7 @@ tasks:
     let run = env.wait_run(&key, TIMEOUT).await;
     assert_eq!(run.status, RunStatus::Failed);
     let broken = env.instances_by_name(run.id).await["broken"].clone();
-    datajump_nats::control::mark(&env.db, &env.js, broken.id, TaskStatus::Success)
+    env.mark(broken.id, TaskStatus::Success)
         .await
         .expect("mark success");
     let run = env.wait_run(&key, TIMEOUT).await;
@@ -116,7 +116,7 @@ tasks:
 
     // Marking the finished leaf FAILED fails the finished run again.
     let next = instances["next"].clone();
-    datajump_nats::control::mark(&env.db, &env.js, next.id, TaskStatus::Failed)
+    env.mark(next.id, TaskStatus::Failed)
         .await
         .expect("mark failed");
     let run = env.run_by_key(&key).await.expect("run");

@@ -492,7 +492,7 @@ mod tests {
             .count();
         assert!((11..=12).contains(&in_second), "{in_second}");
         assert_eq!(daily_cron(3_723), "3 2 1 * * ?");
-        let cron = datajump_shared::cron::CronExpr::parse(&daily_cron(86_399));
+        let cron = datajump_cron::CronExpr::parse(&daily_cron(86_399));
         assert!(cron.is_ok(), "{cron:?}");
     }
 

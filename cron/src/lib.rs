@@ -21,8 +21,12 @@ pub use error::{CronError, CronField, FieldProblem};
 
 use chrono::{DateTime, TimeZone};
 
-/// The time zone schedules use when none is given.
+/// The time zone schedules use when none is given, by name.
 pub const DEFAULT_TIME_ZONE: &str = "Asia/Shanghai";
+
+/// [`DEFAULT_TIME_ZONE`] itself; also what a stored zone that no longer
+/// parses falls back to.
+pub const DEFAULT_TZ: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
 
 /// Which flavour of cron syntax an expression was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,10 +262,7 @@ mod tests {
 
     #[test]
     fn time_zones() {
-        assert_eq!(
-            parse_time_zone(DEFAULT_TIME_ZONE),
-            Ok(chrono_tz::Asia::Shanghai)
-        );
+        assert_eq!(parse_time_zone(DEFAULT_TIME_ZONE), Ok(DEFAULT_TZ));
         assert_eq!(parse_time_zone("UTC"), Ok(chrono_tz::Tz::UTC));
         assert_eq!(
             parse_time_zone("Mars/Olympus").map_err(|e| e.to_string()),

@@ -1,8 +1,8 @@
 //! Runs every case of `tests/data/cron_vectors.jsonl` (the rules in `docs/CRON.md`) against
-//! the cron module, and checks a few descriptions.
+//! the cron crate, and checks a few descriptions.
 
 use chrono::{DateTime, SecondsFormat};
-use datajump_shared::cron::{CronExpr, parse_time_zone};
+use datajump_cron::{CronExpr, parse_time_zone};
 use serde_json::Value;
 
 const VECTORS: &str = include_str!(concat!(

@@ -1,0 +1,381 @@
+//! Claims and attempt ends: QUEUED → RUNNING when a runner takes a task,
+//! RUNNING → an end when its attempt is over, and [`record`], the one
+//! transaction a runner commits for a batch of both.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use datajump_shared::TaskStatus;
+use datajump_shared::db::{WriteTxn, begin_write, per_row};
+use datajump_shared::entities::{execution, task_instance};
+use sea_orm::sea_query::{Expr, ExprTrait, Value};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, QueryFilter,
+};
+
+use crate::effects::Effects;
+use crate::propagation::propagate_all;
+use crate::queue::requeue_abandoned;
+use crate::sql::{Ti, TiCol};
+
+/// QUEUED → RUNNING for each `(id, attempt)` (attempt 0-based), owned by
+/// `owner` and started at `now`. This is the claim: of any number of runners
+/// holding a copy of a work message, exactly one gets the row back. Returns
+/// the rows won, in no particular order; a batch costs one statement.
+async fn start_many<C: ConnectionTrait>(
+    conn: &C,
+    claims: &[(i64, i32)],
+    owner: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ti::update_many()
+        .col_expr(TiCol::Status, Expr::value(TaskStatus::Running.as_str()))
+        .col_expr(TiCol::Attempt, Expr::col(TiCol::Attempt).add(1))
+        .col_expr(TiCol::Owner, Expr::value(owner))
+        .col_expr(TiCol::StartedAt, Expr::value(now))
+        .col_expr(
+            TiCol::DeadlineAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(TiCol::Status.eq(TaskStatus::Queued))
+        .filter(at_attempts(claims.iter().copied()))
+        .exec_with_returning(conn)
+        .await
+}
+
+/// `(id = … AND attempt = …) OR …` for `(id, attempt)` pairs, written as one
+/// `attempt = a AND id IN (…)` term per distinct attempt (nearly always
+/// one), so the database looks the rows up by primary key.
+fn at_attempts(pairs: impl Iterator<Item = (i64, i32)>) -> Condition {
+    let mut by_attempt: std::collections::BTreeMap<i32, Vec<i64>> = Default::default();
+    for (id, attempt) in pairs {
+        by_attempt.entry(attempt).or_default().push(id);
+    }
+    by_attempt
+        .into_iter()
+        .fold(Condition::any(), |any, (attempt, ids)| {
+            any.add(
+                Condition::all()
+                    .add(TiCol::Attempt.eq(attempt))
+                    .add(TiCol::Id.is_in(ids)),
+            )
+        })
+}
+
+/// How an attempt ended, as the runner saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptEnd {
+    /// Terminal: SUCCESS, FAILED, TIMEOUT or KILLED.
+    Terminal(TaskStatus),
+    /// Failed with retries left: UP_FOR_RETRY until `retry_at`.
+    Retry {
+        /// When the ticker requeues it.
+        retry_at: DateTime<Utc>,
+    },
+}
+
+/// The end of one attempt, as [`finish_many`] records it.
+#[derive(Debug, Clone, Copy)]
+struct Finish<'a> {
+    /// The instance.
+    id: i64,
+    /// The attempt (0-based) that ended.
+    attempt: i32,
+    /// What becomes of the instance.
+    end: &'a AttemptEnd,
+    /// Why, when it did not succeed.
+    reason: Option<&'a str>,
+    /// When it ended.
+    at: DateTime<Utc>,
+}
+
+/// RUNNING → each attempt's end, only for attempts `owner` runs: a terminal
+/// status with its finish time, or UP_FOR_RETRY until the retry time with
+/// one more retry used. Returns the rows changed, in no particular order; a
+/// batch costs one statement, whose per-row values are `CASE` expressions.
+async fn finish_many<C: ConnectionTrait>(
+    conn: &C,
+    finishes: &[Finish<'_>],
+    owner: &str,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    if finishes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut status = Vec::with_capacity(finishes.len());
+    let mut finished_at = Vec::new();
+    let mut retry_at = Vec::new();
+    for finish in finishes {
+        match finish.end {
+            AttemptEnd::Terminal(end) => {
+                status.push((finish.id, end.as_str()));
+                finished_at.push((finish.id, finish.at));
+            }
+            AttemptEnd::Retry { retry_at: at } => {
+                status.push((finish.id, TaskStatus::UpForRetry.as_str()));
+                retry_at.push((finish.id, *at));
+            }
+        }
+    }
+    let reasons: Vec<(i64, Option<String>)> = finishes
+        .iter()
+        .map(|f| (f.id, f.reason.map(str::to_owned)))
+        .collect();
+    let mut update = Ti::update_many()
+        .col_expr(TiCol::Status, per_row(TiCol::Id, status, None))
+        .col_expr(TiCol::Reason, per_row(TiCol::Id, reasons, None));
+    if !finished_at.is_empty() {
+        update = update.col_expr(
+            TiCol::FinishedAt,
+            per_row(TiCol::Id, finished_at, Some(Expr::col(TiCol::FinishedAt))),
+        );
+    }
+    if !retry_at.is_empty() {
+        let retried: Vec<i64> = retry_at.iter().map(|(id, _)| *id).collect();
+        update = update
+            .col_expr(
+                TiCol::DeadlineAt,
+                per_row(TiCol::Id, retry_at, Some(Expr::col(TiCol::DeadlineAt))),
+            )
+            .col_expr(
+                TiCol::RetriesUsed,
+                Expr::case(
+                    TiCol::Id.is_in(retried),
+                    Expr::col(TiCol::RetriesUsed).add(1),
+                )
+                .finally(Expr::col(TiCol::RetriesUsed))
+                .into(),
+            );
+    }
+    update
+        .filter(TiCol::Status.eq(TaskStatus::Running))
+        .filter(TiCol::Owner.eq(owner))
+        .filter(at_attempts(finishes.iter().map(|f| (f.id, f.attempt + 1))))
+        .exec_with_returning(conn)
+        .await
+}
+
+/// A runner's claim of attempt `attempt` (0-based) of a QUEUED instance.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim {
+    /// The instance.
+    pub task_instance_id: i64,
+    /// The attempt its work message names.
+    pub attempt: i32,
+}
+
+/// How a claimed attempt ended, as it is recorded.
+#[derive(Debug, Clone)]
+pub struct End {
+    /// The instance.
+    pub task_instance_id: i64,
+    /// The attempt (0-based) that ended.
+    pub attempt: i32,
+    /// The attempt's execution row.
+    pub execution_id: i64,
+    /// Stopped at the drain timeout: the instance goes back to the queue.
+    pub abandoned: bool,
+    /// What becomes of the instance (ignored when abandoned).
+    pub instance_end: AttemptEnd,
+    /// The execution row's status.
+    pub status: TaskStatus,
+    /// Why, when it did not succeed.
+    pub reason: Option<String>,
+    /// When it ended.
+    pub end: DateTime<Utc>,
+    /// How long it ran.
+    pub duration_ms: i64,
+    /// The process's exit code, if it had one.
+    pub exit_code: Option<i32>,
+    /// The last lines of its log.
+    pub log_tail: String,
+    /// Where the full log is, when the tail could not hold it.
+    pub log_path: Option<String>,
+}
+
+/// What recording one attempt's end did to its instance.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// The instance, if this attempt ended it (terminal or waiting for a
+    /// retry); `None` if it was changed elsewhere first (killed, taken over).
+    pub finished: Option<task_instance::Model>,
+    /// The instance, if the attempt was abandoned and it went back to the queue.
+    pub requeued: Option<task_instance::Model>,
+}
+
+/// What [`record`] committed, by instance id.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// Each claim won, with its new execution row.
+    pub claimed: HashMap<i64, (task_instance::Model, execution::Model)>,
+    /// What each end did.
+    pub ended: HashMap<i64, Ended>,
+}
+
+/// Records a runner's batch of claims and attempt ends in one transaction:
+/// the claims won and their execution rows, the ends' instances and
+/// execution rows, and the propagation of every instance the ends finished
+/// (children counted and released, runs counted down and finished). However
+/// many writes, the claims cost two statements and the ends two plus the
+/// propagation's few: on PostgreSQL every statement is a round trip.
+/// Propagating here rather than in a resolver saves every edge a second
+/// transaction and two NATS hops.
+pub async fn record(
+    db: &DatabaseConnection,
+    owner: &str,
+    claims: &[&Claim],
+    ends: &[&End],
+) -> Result<(Recorded, Effects), DbErr> {
+    let txn = begin_write(db).await?;
+    let claimed = apply_claims(&txn, owner, claims).await?;
+    let ended = apply_ends(&txn, owner, ends).await?;
+    let mut effects = Effects::default();
+    let finished: Vec<i64> = ended
+        .values()
+        .filter_map(|ended| ended.finished.as_ref())
+        .filter(|row| row.status.is_terminal())
+        .map(|row| row.id)
+        .collect();
+    propagate_all(&txn, finished, Utc::now(), &mut effects).await?;
+    effects
+        .queued
+        .extend(ended.values().filter_map(|ended| ended.requeued.clone()));
+    txn.commit().await?;
+    Ok((Recorded { claimed, ended }, effects))
+}
+
+/// Claims the instances and inserts an execution row for each one won, all
+/// started now; returns them by instance.
+async fn apply_claims(
+    txn: &WriteTxn,
+    owner: &str,
+    claims: &[&Claim],
+) -> Result<HashMap<i64, (task_instance::Model, execution::Model)>, DbErr> {
+    let now = Utc::now();
+    let keys: Vec<(i64, i32)> = claims
+        .iter()
+        .map(|claim| (claim.task_instance_id, claim.attempt))
+        .collect();
+    let won = start_many(txn, &keys, owner, now).await?;
+    if won.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let executions = execution::Entity::insert_many(won.iter().map(|row| execution::ActiveModel {
+        task_instance_id: Set(row.id),
+        dag_run_id: Set(row.dag_run_id),
+        task_id: Set(row.task_id),
+        schedule_id: Set(None),
+        biz_date: Set(row.biz_date),
+        status: Set(TaskStatus::Running),
+        attempt: Set(row.last_attempt()),
+        trigger_type: Set(row.trigger_type),
+        worker: Set(owner.to_owned()),
+        start_time: Set(now),
+        created_at: Set(now),
+        ..Default::default()
+    }))
+    .exec_with_returning(&**txn)
+    .await?;
+    let mut executions: HashMap<i64, execution::Model> = executions
+        .into_iter()
+        .map(|execution| (execution.task_instance_id, execution))
+        .collect();
+    Ok(won
+        .into_iter()
+        .filter_map(|row| {
+            let execution = executions.remove(&row.id)?;
+            Some((row.id, (row, execution)))
+        })
+        .collect())
+}
+
+/// Records the ends: the instances' new states, then every execution row;
+/// returns what became of each instance, by instance.
+async fn apply_ends(
+    txn: &WriteTxn,
+    owner: &str,
+    ends: &[&End],
+) -> Result<HashMap<i64, Ended>, DbErr> {
+    let mut ended = HashMap::with_capacity(ends.len());
+    if ends.is_empty() {
+        return Ok(ended);
+    }
+    let finishes: Vec<Finish<'_>> = ends
+        .iter()
+        .filter(|end| !end.abandoned)
+        .map(|end| Finish {
+            id: end.task_instance_id,
+            attempt: end.attempt,
+            end: &end.instance_end,
+            reason: end.reason.as_deref(),
+            at: end.end,
+        })
+        .collect();
+    for row in finish_many(txn, &finishes, owner).await? {
+        ended.insert(
+            row.id,
+            Ended {
+                finished: Some(row),
+                requeued: None,
+            },
+        );
+    }
+    // Only at a drain timeout: not worth a set-based statement.
+    for end in ends.iter().filter(|end| end.abandoned) {
+        let requeued =
+            requeue_abandoned(txn, end.task_instance_id, end.attempt, owner, end.end).await?;
+        ended.insert(
+            end.task_instance_id,
+            Ended {
+                finished: None,
+                requeued,
+            },
+        );
+    }
+    let by_execution = |value: fn(&End) -> Value| -> Vec<(i64, Value)> {
+        ends.iter()
+            .map(|end| (end.execution_id, value(end)))
+            .collect()
+    };
+    type Ex = execution::Column;
+    execution::Entity::update_many()
+        .col_expr(
+            Ex::Status,
+            per_row(Ex::Id, by_execution(|e| e.status.as_str().into()), None),
+        )
+        .col_expr(
+            Ex::EndTime,
+            per_row(Ex::Id, by_execution(|e| Some(e.end).into()), None),
+        )
+        .col_expr(
+            Ex::DurationMs,
+            per_row(Ex::Id, by_execution(|e| Some(e.duration_ms).into()), None),
+        )
+        .col_expr(
+            Ex::ExitCode,
+            per_row(Ex::Id, by_execution(|e| e.exit_code.into()), None),
+        )
+        .col_expr(
+            Ex::LogTail,
+            per_row(
+                Ex::Id,
+                by_execution(|e| Some(e.log_tail.clone()).into()),
+                None,
+            ),
+        )
+        .col_expr(
+            Ex::LogPath,
+            per_row(Ex::Id, by_execution(|e| e.log_path.clone().into()), None),
+        )
+        .col_expr(
+            Ex::ErrorMsg,
+            per_row(Ex::Id, by_execution(|e| e.reason.clone().into()), None),
+        )
+        .filter(Ex::Id.is_in(ends.iter().map(|end| end.execution_id)))
+        .exec(&**txn)
+        .await?;
+    Ok(ended)
+}

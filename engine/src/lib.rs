@@ -1,0 +1,45 @@
+//! The DataJump engine: every change of a task's or a run's state, and what
+//! each committed change owes the broker.
+//!
+//! The shaping decision: **the database is the truth and every state change
+//! is a conditional update** (`UPDATE … WHERE id = ? AND status IN (…)`)
+//! whose row count says who won. Messages only wake roles up, so any
+//! handler may run twice, on any replica, and the second run changes
+//! nothing. Each entry point below opens its write transaction, commits it,
+//! and only then returns the [`Effects`] its caller publishes with
+//! [`Effects::publish`]: the rule "commit, then publish what the commit
+//! released" is written once, here, and no role writes a status another
+//! role does not expect. A role makes one call per batch:
+//!
+//! - the resolver: [`create_runs`] for fires, [`propagate_completions`] for
+//!   `dj.done.*`;
+//! - a runner: [`record`] for its claims and attempt ends (propagating the
+//!   ends in the same transaction), [`owed_by_finished`] and [`take_over`]
+//!   when a work message's claim is lost;
+//! - the ticker: [`retry_due`], [`republish_due`] and [`wait_timed_out`]
+//!   from its deadline scan;
+//! - the API: the operator actions [`kill_instance`], [`kill_run`],
+//!   [`reset`] and [`mark`].
+//!
+//! docs/ARCHITECTURE.md describes the state machine, propagation and the
+//! crash cases these functions are built for.
+
+mod claims;
+mod effects;
+mod operator;
+mod propagation;
+mod queue;
+mod redelivery;
+mod runs;
+mod slots;
+mod sql;
+mod waits;
+
+pub use claims::{AttemptEnd, Claim, End, Ended, Recorded, record};
+pub use effects::Effects;
+pub use operator::{ResetError, ResetScope, kill_instance, kill_run, mark, reset};
+pub use propagation::{Completion, CompletionCheck, propagate, propagate_completions};
+pub use queue::{REPUBLISH_AFTER, republish_due, retry_due};
+pub use redelivery::{MAX_RUNNER_LOST, RUNNER_LOST, owed_by_finished, take_over};
+pub use runs::{FireOutcome, create_runs};
+pub use waits::wait_timed_out;

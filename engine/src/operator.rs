@@ -1,0 +1,393 @@
+//! Operator actions: kill a task or a run, rerun a run or clear tasks in
+//! place, mark a task SUCCESS or FAILED. Each is one transaction through the
+//! same transitions as the engine's own, followed by propagation; the
+//! caller publishes the returned [`Effects`] (kill notices, completions,
+//! released work) after it.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use datajump_shared::db::begin_write;
+use datajump_shared::entities::{dag_run, dependency_wait, task_instance};
+use datajump_shared::plan::DepType;
+use datajump_shared::{RunStatus, TaskStatus, TriggerType};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+
+use crate::effects::Effects;
+use crate::propagation::{children, propagate_all};
+use crate::slots::{release_roots, start_waiting_run};
+use crate::sql::{Ti, TiCol, update_instance};
+
+/// Statuses a kill applies to: everything not yet terminal.
+const KILLABLE: [TaskStatus; 5] = [
+    TaskStatus::Created,
+    TaskStatus::Pending,
+    TaskStatus::Queued,
+    TaskStatus::Running,
+    TaskStatus::UpForRetry,
+];
+
+/// Any live status → KILLED (docs/ARCHITECTURE.md, "Kill": the database first, then the
+/// message). Returns the killed instance, `None` if it had already ended
+/// (or does not exist), with its completion owed and, if a runner held it,
+/// a kill notice to that runner.
+pub async fn kill_instance(
+    db: &DatabaseConnection,
+    id: i64,
+) -> Result<Option<(task_instance::Model, Effects)>, DbErr> {
+    let txn = begin_write(db).await?;
+    let killed = kill(&txn, id, Utc::now()).await?;
+    txn.commit().await?;
+    Ok(killed.map(|row| {
+        let mut effects = Effects::default();
+        effects.announce_kills(std::slice::from_ref(&row));
+        (row, effects)
+    }))
+}
+
+async fn kill<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
+            .col_expr(TiCol::Reason, Expr::value("killed by a user"))
+            .col_expr(TiCol::FinishedAt, Expr::value(now))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.is_in(KILLABLE)),
+    )
+    .await
+}
+
+/// RUNNING or QUEUED run → KILLED, with every live instance KILLED; a
+/// waiting run of the DAG takes the freed slot. `None` if the run had
+/// already ended. Returns the instances killed, whose completions and kill
+/// notices are owed with the work of the run that took the slot.
+pub async fn kill_run(
+    db: &DatabaseConnection,
+    run_id: i64,
+) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
+    let txn = begin_write(db).await?;
+    let killed = kill_run_in(&txn, run_id, Utc::now()).await?;
+    txn.commit().await?;
+    Ok(killed)
+}
+
+async fn kill_run_in<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
+    let Some(run) = dag_run::Entity::update_many()
+        .col_expr(
+            dag_run::Column::Status,
+            Expr::value(RunStatus::Killed.as_str()),
+        )
+        .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
+        .filter(dag_run::Column::Id.eq(run_id))
+        .filter(dag_run::Column::Status.is_in([RunStatus::Running, RunStatus::Queued]))
+        .exec_with_returning(conn)
+        .await?
+        .into_iter()
+        .next()
+    else {
+        return Ok(None);
+    };
+    let killed = Ti::update_many()
+        .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
+        .col_expr(TiCol::Reason, Expr::value("the run was killed"))
+        .col_expr(TiCol::FinishedAt, Expr::value(now))
+        .col_expr(
+            TiCol::DeadlineAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(TiCol::DagRunId.eq(run_id))
+        .filter(TiCol::Status.is_in(KILLABLE))
+        .exec_with_returning(conn)
+        .await?;
+    let mut effects = Effects::default();
+    effects.announce_kills(&killed);
+    if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
+        effects.started_runs.push(started);
+        release_roots(conn, &[started], now, &mut effects).await?;
+    }
+    Ok(Some((killed, effects)))
+}
+
+/// Which instances of a run go back to PENDING.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetScope {
+    /// Every instance (`rerun RUN`).
+    All,
+    /// FAILED, TIMEOUT, KILLED and UPSTREAM_FAILED instances and their
+    /// downstream (`rerun RUN --failed-only`).
+    FailedOnly,
+    /// One task, and with `downstream` everything below it (`task clear`).
+    Task {
+        /// The task's id.
+        task_id: i64,
+        /// Include its downstream.
+        downstream: bool,
+    },
+    /// Only the downstream of one task (after `task mark-success|mark-failed`).
+    Below {
+        /// The task's id.
+        task_id: i64,
+    },
+}
+
+/// Why instances cannot be reset.
+#[derive(Debug, thiserror::Error)]
+pub enum ResetError {
+    /// The database failed.
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+    /// No such run.
+    #[error("no run {0}")]
+    UnknownRun(i64),
+    /// No such task instance.
+    #[error("no task instance {0}")]
+    UnknownInstance(i64),
+    /// Something to reset is still live.
+    #[error("task '{0}' is {1}: wait for it to finish or kill it first")]
+    Live(String, TaskStatus),
+}
+
+/// Puts instances of a run back to PENDING for another go, in place
+/// (docs/ARCHITECTURE.md, "Rerun"): `attempt` keeps counting so executions stay
+/// unique, the retry budget restarts, their attempts run with trigger type
+/// RERUN, parent counters are recomputed from the instances left as they
+/// were, and the run is RUNNING again until they finish. Parents in other
+/// runs count as met. Returns what was released.
+pub async fn reset(
+    db: &DatabaseConnection,
+    run_id: i64,
+    scope: ResetScope,
+) -> Result<Effects, ResetError> {
+    let txn = begin_write(db).await?;
+    let effects = reset_in(&txn, run_id, scope, Utc::now()).await?;
+    txn.commit().await?;
+    Ok(effects)
+}
+
+async fn reset_in<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+    scope: ResetScope,
+    now: DateTime<Utc>,
+) -> Result<Effects, ResetError> {
+    use std::collections::HashSet;
+    let run = dag_run::Entity::find_by_id(run_id)
+        .one(conn)
+        .await?
+        .ok_or(ResetError::UnknownRun(run_id))?;
+    let instances = Ti::find()
+        .filter(TiCol::DagRunId.eq(run_id))
+        .all(conn)
+        .await?;
+    let by_task: HashMap<i64, &task_instance::Model> =
+        instances.iter().map(|i| (i.task_id, i)).collect();
+    let downstream = |seeds: Vec<i64>| {
+        let mut set: HashSet<i64> = HashSet::new();
+        let mut stack = seeds;
+        while let Some(task) = stack.pop() {
+            if set.insert(task)
+                && let Some(row) = by_task.get(&task)
+            {
+                stack.extend(children(row).into_iter().map(|(child, _)| child));
+            }
+        }
+        set
+    };
+    let selected: HashSet<i64> = match scope {
+        ResetScope::All => by_task.keys().copied().collect(),
+        ResetScope::FailedOnly => downstream(
+            instances
+                .iter()
+                .filter(|i| {
+                    matches!(
+                        i.status,
+                        TaskStatus::Failed
+                            | TaskStatus::Timeout
+                            | TaskStatus::Killed
+                            | TaskStatus::UpstreamFailed
+                    )
+                })
+                .map(|i| i.task_id)
+                .collect(),
+        ),
+        ResetScope::Task {
+            task_id,
+            downstream: false,
+        } => HashSet::from([task_id]),
+        ResetScope::Task { task_id, .. } => downstream(vec![task_id]),
+        ResetScope::Below { task_id } => {
+            let mut below = downstream(vec![task_id]);
+            below.remove(&task_id);
+            below
+        }
+    };
+    if let Some(live) = selected
+        .iter()
+        .filter_map(|t| by_task.get(t))
+        .find(|i| !i.status.is_terminal() && i.status != TaskStatus::Pending)
+    {
+        return Err(ResetError::Live(live.task_name.clone(), live.status));
+    }
+    // Same-run parents of each selected instance, from the children lists.
+    let mut parents: HashMap<i64, Vec<(i64, DepType)>> = HashMap::new();
+    for row in &instances {
+        for (child, dep_type) in children(row) {
+            parents
+                .entry(child)
+                .or_default()
+                .push((row.task_id, dep_type));
+        }
+    }
+    for task_id in &selected {
+        let Some(row) = by_task.get(task_id) else {
+            continue;
+        };
+        let (mut pending, mut ok, mut failed) = (0, 0, 0);
+        for (parent, dep_type) in parents.get(task_id).map(Vec::as_slice).unwrap_or_default() {
+            let strong = *dep_type == DepType::Strong;
+            match by_task.get(parent) {
+                _ if selected.contains(parent) => pending += 1,
+                Some(p) if strong && p.status.counts_as_success() => ok += 1,
+                Some(_) if strong => failed += 1,
+                _ => {}
+            }
+        }
+        // Parents in other runs are not in the children lists: count them met.
+        let external_strong = row.strong_parents
+            - parents.get(task_id).map_or(0, |p| {
+                p.iter().filter(|(_, d)| *d == DepType::Strong).count() as i32
+            });
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Pending.as_str()))
+            .col_expr(TiCol::TriggerType, Expr::value(TriggerType::Rerun.as_str()))
+            .col_expr(TiCol::PendingParents, Expr::value(pending))
+            .col_expr(
+                TiCol::StrongOk,
+                Expr::value(ok + Ord::max(external_strong, 0)),
+            )
+            .col_expr(TiCol::StrongFailed, Expr::value(failed))
+            .col_expr(TiCol::Propagated, Expr::value(false))
+            .col_expr(TiCol::RetriesUsed, Expr::value(0))
+            .col_expr(TiCol::Reason, Expr::value(Option::<String>::None))
+            .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .col_expr(TiCol::StartedAt, Expr::value(Option::<DateTime<Utc>>::None))
+            .col_expr(
+                TiCol::FinishedAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(TiCol::Id.eq(row.id))
+            .exec(conn)
+            .await?;
+    }
+    let failed_kept = instances
+        .iter()
+        .filter(|i| !selected.contains(&i.task_id) && !i.status.counts_as_success())
+        .count();
+    let pending_instances = i32::try_from(selected.len()).unwrap_or(i32::MAX);
+    let reopened = pending_instances > 0;
+    dag_run::Entity::update_many()
+        .col_expr(
+            dag_run::Column::Status,
+            Expr::value(match (reopened, failed_kept) {
+                (true, _) => RunStatus::Running.as_str(),
+                (false, 0) => RunStatus::Success.as_str(),
+                (false, _) => RunStatus::Failed.as_str(),
+            }),
+        )
+        .col_expr(
+            dag_run::Column::PendingInstances,
+            Expr::value(pending_instances),
+        )
+        .col_expr(
+            dag_run::Column::FailedInstances,
+            Expr::value(i32::try_from(failed_kept).unwrap_or(i32::MAX)),
+        )
+        .col_expr(
+            dag_run::Column::FinishedAt,
+            Expr::value((!reopened).then_some(now).or(run.finished_at)),
+        )
+        .filter(dag_run::Column::Id.eq(run_id))
+        .exec(conn)
+        .await?;
+    let mut out = Effects::default();
+    if reopened {
+        release_roots(conn, &[run_id], now, &mut out).await?;
+    }
+    Ok(out)
+}
+
+/// Marks a task instance SUCCESS or FAILED by hand. A live (not RUNNING)
+/// instance is settled and propagated; a finished one is changed and its
+/// downstream put back to PENDING so it follows the new result. Returns
+/// what was released.
+pub async fn mark(db: &DatabaseConnection, id: i64, to: TaskStatus) -> Result<Effects, ResetError> {
+    let txn = begin_write(db).await?;
+    let effects = mark_in(&txn, id, to, Utc::now()).await?;
+    txn.commit().await?;
+    Ok(effects)
+}
+
+async fn mark_in<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    to: TaskStatus,
+    now: DateTime<Utc>,
+) -> Result<Effects, ResetError> {
+    let row = Ti::find_by_id(id)
+        .one(conn)
+        .await?
+        .ok_or(ResetError::UnknownInstance(id))?;
+    if matches!(row.status, TaskStatus::Running | TaskStatus::Queued) {
+        return Err(ResetError::Live(row.task_name, row.status));
+    }
+    let reason = format!("marked {to} by a user");
+    Ti::update_many()
+        .col_expr(TiCol::Status, Expr::value(to.as_str()))
+        .col_expr(TiCol::Reason, Expr::value(reason))
+        .col_expr(TiCol::FinishedAt, Expr::value(now))
+        .col_expr(
+            TiCol::DeadlineAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(TiCol::Id.eq(id))
+        .exec(conn)
+        .await?;
+    if row.propagated {
+        // The reset also recounts the run's failures with the new result.
+        reset_in(
+            conn,
+            row.dag_run_id,
+            ResetScope::Below {
+                task_id: row.task_id,
+            },
+            now,
+        )
+        .await
+    } else {
+        dependency_wait::Entity::delete_many()
+            .filter(dependency_wait::Column::WaiterInstanceId.eq(id))
+            .exec(conn)
+            .await?;
+        let mut effects = Effects::default();
+        propagate_all(conn, vec![id], now, &mut effects).await?;
+        Ok(effects)
+    }
+}

@@ -1,0 +1,509 @@
+//! Propagation: exactly-once release of joins (docs/ARCHITECTURE.md,
+//! "Propagation").
+//!
+//! Propagating a terminal instance marks it propagated (a second call is a
+//! no-op), counts its result into its children's counters, releases those
+//! whose strategy is now decided, counts it off its run and finishes the run
+//! at zero. Counters rather than reading the parents' states: under
+//! PostgreSQL's READ COMMITTED two parents committed at once would each read
+//! the other as still running and neither would release the join. The work
+//! is set-based: a batch of completions is counted into its children and
+//! runs in a few statements, not a few per completion, because on
+//! PostgreSQL every statement is a round trip.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use datajump_shared::db::begin_write;
+use datajump_shared::entities::{dag_run, task_instance};
+use datajump_shared::plan::{DepType, Strategy};
+use datajump_shared::{RunStatus, TaskStatus};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
+};
+
+use crate::effects::Effects;
+use crate::queue::queue_many;
+use crate::slots::{lock_dags, pending_roots, start_waiting_run};
+use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_chunked};
+use crate::waits::release_waiters;
+
+/// Propagates terminal instances in one transaction: each is marked
+/// propagated (a second call is a no-op), its result counted into its
+/// children, which are released when their strategy is decided, and off
+/// its run, which finishes at zero. A fixed number of statements per wave
+/// however many instances, children and runs it touches: one marks them
+/// propagated, one per distinct counter increment counts them into their
+/// children and their runs, one per outcome releases the children.
+/// Instances a wave settles (SKIPPED, UPSTREAM_FAILED) are the next wave.
+pub async fn propagate(db: &DatabaseConnection, ids: Vec<i64>) -> Result<Effects, DbErr> {
+    let txn = begin_write(db).await?;
+    let mut effects = Effects::default();
+    propagate_all(&txn, ids, Utc::now(), &mut effects).await?;
+    txn.commit().await?;
+    Ok(effects)
+}
+
+/// A completion message as the resolver received it: a hint to look at its
+/// instance, whose terminal row is the truth.
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    /// The instance it names.
+    pub task_instance_id: i64,
+    /// The run it says the instance is in.
+    pub dag_run_id: i64,
+}
+
+/// What a completion message turned out to name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompletionCheck {
+    /// A real instance of the run it names (propagated now or before).
+    Known,
+    /// No such instance.
+    UnknownInstance,
+    /// The instance is in another run than the message says.
+    WrongRun,
+}
+
+/// Propagates the instances `completions` name, in one transaction, and
+/// checks each message against the database. An instance named with the
+/// wrong run is still propagated; its message is poison all the same.
+pub async fn propagate_completions(
+    db: &DatabaseConnection,
+    completions: &[Completion],
+) -> Result<(Vec<CompletionCheck>, Effects), DbErr> {
+    let mut effects = Effects::default();
+    if completions.is_empty() {
+        return Ok((Vec::new(), effects));
+    }
+    let txn = begin_write(db).await?;
+    let ids: Vec<i64> = completions.iter().map(|c| c.task_instance_id).collect();
+    propagate_all(&txn, ids, Utc::now(), &mut effects).await?;
+    // A completion its propagation counted names a real instance; only the
+    // rest (repeats, and ids that may not exist) are looked up, so a batch
+    // of fresh completions pays no extra round trip for the check.
+    let mut runs: HashMap<i64, i64> = effects.propagated.iter().copied().collect();
+    let unseen: Vec<i64> = completions
+        .iter()
+        .map(|c| c.task_instance_id)
+        .filter(|id| !runs.contains_key(id))
+        .collect();
+    if !unseen.is_empty() {
+        // Only what the check needs: the rows' specs and children can be large.
+        runs.extend(
+            Ti::find()
+                .select_only()
+                .columns([TiCol::Id, TiCol::DagRunId])
+                .filter(TiCol::Id.is_in(unseen))
+                .into_tuple::<(i64, i64)>()
+                .all(&txn)
+                .await?,
+        );
+    }
+    txn.commit().await?;
+    let checks = completions
+        .iter()
+        .map(|c| match runs.get(&c.task_instance_id) {
+            None => CompletionCheck::UnknownInstance,
+            Some(run) if *run != c.dag_run_id => CompletionCheck::WrongRun,
+            Some(_) => CompletionCheck::Known,
+        })
+        .collect();
+    Ok((checks, effects))
+}
+
+pub(crate) async fn propagate_all<C: ConnectionTrait>(
+    conn: &C,
+    mut work: Vec<i64>,
+    now: DateTime<Utc>,
+    out: &mut Effects,
+) -> Result<(), DbErr> {
+    while !work.is_empty() {
+        work.sort_unstable();
+        work.dedup();
+        let parents = update_chunked(conn, &work, |chunk| {
+            Ti::update_many()
+                .col_expr(TiCol::Propagated, Expr::value(true))
+                .filter(TiCol::Id.is_in(chunk.iter().copied()))
+                .filter(TiCol::Propagated.eq(false))
+                .filter(TiCol::Status.is_in(TaskStatus::TERMINAL))
+        })
+        .await?;
+        out.propagated
+            .extend(parents.iter().map(|p| (p.id, p.dag_run_id)));
+        let mut next = Vec::new();
+        count_into_children(conn, &parents, now, out, &mut next).await?;
+        release_waiters(conn, &parents, now, out, &mut next).await?;
+        count_off_runs(conn, &parents, now, out, &mut next).await?;
+        work = next;
+    }
+    Ok(())
+}
+
+/// Applies the strategy's decision to each PENDING instance of `rows`, a
+/// statement per outcome rather than per row: QUEUED if it may run and is
+/// enabled, SKIPPED if disabled, UPSTREAM_FAILED if its parents failed it.
+/// The ids of instances that became terminal are pushed to `settled` for
+/// propagation.
+pub(crate) async fn evaluate_all<C: ConnectionTrait>(
+    conn: &C,
+    rows: &[task_instance::Model],
+    now: DateTime<Utc>,
+    out: &mut Effects,
+    settled: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    let (mut run, mut disabled, mut upstream_failed) = (Vec::new(), Vec::new(), Vec::new());
+    for row in rows.iter().filter(|r| r.status == TaskStatus::Pending) {
+        match decide(row, spec_strategy(row)) {
+            Decision::Wait => {}
+            Decision::Run if spec_enabled(row) => run.push(row.id),
+            Decision::Run => disabled.push(row.id),
+            Decision::UpstreamFailed => upstream_failed.push(row.id),
+        }
+    }
+    out.queued.extend(queue_many(conn, &run, now).await?);
+    for (ids, to, reason) in [
+        (disabled, TaskStatus::Skipped, "task is disabled"),
+        (
+            upstream_failed,
+            TaskStatus::UpstreamFailed,
+            "an upstream task did not succeed",
+        ),
+    ] {
+        let terminal = settle_many(conn, &ids, to, reason, now).await?;
+        settled.extend(terminal.iter().map(|t| t.id));
+        out.settled.extend(terminal);
+    }
+    Ok(())
+}
+
+/// What a strategy says about a PENDING instance given its counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    Wait,
+    Run,
+    UpstreamFailed,
+}
+
+fn decide(row: &task_instance::Model, strategy: Strategy) -> Decision {
+    let all_terminal = row.pending_parents <= 0;
+    match strategy {
+        Strategy::AllSuccess if all_terminal && row.strong_failed > 0 => Decision::UpstreamFailed,
+        Strategy::AllSuccess | Strategy::None if all_terminal => Decision::Run,
+        Strategy::OneSuccess if row.strong_ok > 0 => Decision::Run,
+        Strategy::OneSuccess if all_terminal && row.strong_parents > 0 => Decision::UpstreamFailed,
+        Strategy::OneSuccess if all_terminal => Decision::Run,
+        _ => Decision::Wait,
+    }
+}
+
+fn spec_strategy(row: &task_instance::Model) -> Strategy {
+    row.spec["task"]["strategy"]
+        .as_str()
+        .map_or(Strategy::AllSuccess, Strategy::from_stored)
+}
+
+fn spec_enabled(row: &task_instance::Model) -> bool {
+    row.spec["task"]["enabled"].as_bool().unwrap_or(true)
+}
+
+/// Children of an instance in its run: `(task_id, edge type)`.
+pub(crate) fn children(row: &task_instance::Model) -> Vec<(i64, DepType)> {
+    serde_json::from_value(row.children.clone()).unwrap_or_default()
+}
+
+/// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running.
+async fn settle_many<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[i64],
+    to: TaskStatus,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    update_chunked(conn, ids, |chunk| {
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(to.as_str()))
+            .col_expr(TiCol::Reason, Expr::value(reason))
+            .col_expr(TiCol::FinishedAt, Expr::value(now))
+            .filter(TiCol::Id.is_in(chunk.iter().copied()))
+            .filter(TiCol::Status.eq(TaskStatus::Pending))
+    })
+    .await
+}
+
+/// RUNNING → SUCCESS (no instance failed) or FAILED for each run of `runs`
+/// with no pending instances, one statement per final status; returns the
+/// runs finished, each once however many batches race to finish it.
+async fn finish_runs<C: ConnectionTrait>(
+    conn: &C,
+    runs: &[dag_run::Model],
+    now: DateTime<Utc>,
+) -> Result<Vec<dag_run::Model>, DbErr> {
+    let mut finished = Vec::new();
+    for status in [RunStatus::Success, RunStatus::Failed] {
+        let ids: Vec<i64> = runs
+            .iter()
+            .filter(|run| run.pending_instances == 0)
+            .filter(|run| (run.failed_instances == 0) == (status == RunStatus::Success))
+            .map(|run| run.id)
+            .collect();
+        for chunk in ids.chunks(IN_LIST_MAX) {
+            finished.extend(
+                dag_run::Entity::update_many()
+                    .col_expr(dag_run::Column::Status, Expr::value(status.as_str()))
+                    .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
+                    .filter(dag_run::Column::Id.is_in(chunk.iter().copied()))
+                    .filter(dag_run::Column::Status.eq(RunStatus::Running))
+                    .exec_with_returning(conn)
+                    .await?,
+            );
+        }
+    }
+    Ok(finished)
+}
+
+/// What one wave's parents add to one child's counters.
+#[derive(Debug, Default)]
+struct ParentResults {
+    ended: i32,
+    strong_ok: i32,
+    strong_failed: i32,
+    latest_end: Option<DateTime<Utc>>,
+}
+
+/// Counts `parents` into their children, one UPDATE per distinct increment
+/// (almost always one: each child has one parent ending, a strong success),
+/// and releases the children whose strategy is now decided.
+async fn count_into_children<C: ConnectionTrait>(
+    conn: &C,
+    parents: &[task_instance::Model],
+    now: DateTime<Utc>,
+    out: &mut Effects,
+    settled: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    use std::collections::BTreeMap;
+    let mut counted: BTreeMap<(i64, i64), ParentResults> = BTreeMap::new();
+    for parent in parents {
+        let ok = parent.status.counts_as_success();
+        for (child_task_id, dep_type) in children(parent) {
+            let child = counted
+                .entry((parent.dag_run_id, child_task_id))
+                .or_default();
+            child.ended += 1;
+            if dep_type == DepType::Strong {
+                if ok {
+                    child.strong_ok += 1;
+                } else {
+                    child.strong_failed += 1;
+                }
+            }
+            child.latest_end = Ord::max(child.latest_end, parent.finished_at);
+        }
+    }
+    let mut by_increment: BTreeMap<(i32, i32, i32), Vec<(i64, i64)>> = BTreeMap::new();
+    for (key, results) in &counted {
+        by_increment
+            .entry((results.ended, results.strong_ok, results.strong_failed))
+            .or_default()
+            .push(*key);
+    }
+    let mut rows = Vec::new();
+    for ((ended, ok, failed), keys) in by_increment {
+        for chunk in keys.chunks(IN_LIST_MAX) {
+            let mut by_run: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+            for (run, task) in chunk {
+                by_run.entry(*run).or_default().push(*task);
+            }
+            let selected =
+                by_run
+                    .into_iter()
+                    .fold(sea_orm::Condition::any(), |any, (run, tasks)| {
+                        any.add(TiCol::DagRunId.eq(run).and(TiCol::TaskId.is_in(tasks)))
+                    });
+            rows.extend(
+                count_parents(conn, Ti::update_many().filter(selected), ended, ok, failed).await?,
+            );
+        }
+    }
+    let first_queued = out.queued.len();
+    evaluate_all(conn, &rows, now, out, settled).await?;
+    for child in &out.queued[first_queued..] {
+        let parent_end = counted
+            .get(&(child.dag_run_id, child.task_id))
+            .and_then(|c| c.latest_end);
+        if let (Some(ended), Some(queued)) = (parent_end, child.queued_at) {
+            out.edges.push((ended, queued));
+        }
+    }
+    Ok(())
+}
+
+/// Counts ended parents into the instances `update` selects: `ended` fewer
+/// pending, `ok` and `failed` more strong results.
+async fn count_parents<C: ConnectionTrait>(
+    conn: &C,
+    update: sea_orm::UpdateMany<Ti>,
+    ended: i32,
+    ok: i32,
+    failed: i32,
+) -> Result<Vec<task_instance::Model>, DbErr> {
+    update
+        .col_expr(
+            TiCol::PendingParents,
+            Expr::col(TiCol::PendingParents).sub(ended),
+        )
+        .col_expr(TiCol::StrongOk, Expr::col(TiCol::StrongOk).add(ok))
+        .col_expr(
+            TiCol::StrongFailed,
+            Expr::col(TiCol::StrongFailed).add(failed),
+        )
+        .exec_with_returning(conn)
+        .await
+}
+
+/// Counts one parent's result into the instance `update` selects.
+pub(crate) async fn count_parent<C: ConnectionTrait>(
+    conn: &C,
+    update: sea_orm::UpdateMany<Ti>,
+    dep_type: DepType,
+    ok: bool,
+) -> Result<Option<task_instance::Model>, DbErr> {
+    let strong = dep_type == DepType::Strong;
+    let rows = count_parents(
+        conn,
+        update,
+        1,
+        i32::from(strong && ok),
+        i32::from(strong && !ok),
+    )
+    .await?;
+    Ok(rows.into_iter().next())
+}
+
+/// Counts `parents` off their runs, one UPDATE per distinct decrement, and
+/// finishes each run whose count reaches zero; a finished run's slot goes
+/// to the DAG's oldest waiting run, whose roots are released.
+async fn count_off_runs<C: ConnectionTrait>(
+    conn: &C,
+    parents: &[task_instance::Model],
+    now: DateTime<Utc>,
+    out: &mut Effects,
+    settled: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    use std::collections::BTreeMap;
+    let mut per_run: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
+    for parent in parents {
+        let counts = per_run.entry(parent.dag_run_id).or_default();
+        counts.0 += 1;
+        counts.1 += i32::from(!parent.status.counts_as_success());
+    }
+    let mut by_decrement: BTreeMap<(i32, i32), Vec<i64>> = BTreeMap::new();
+    for (run, counts) in per_run {
+        by_decrement.entry(counts).or_default().push(run);
+    }
+    let mut runs = Vec::new();
+    for ((ended, failed), run_ids) in by_decrement {
+        for chunk in run_ids.chunks(IN_LIST_MAX) {
+            runs.extend(
+                dag_run::Entity::update_many()
+                    .col_expr(
+                        dag_run::Column::PendingInstances,
+                        Expr::col(dag_run::Column::PendingInstances).sub(ended),
+                    )
+                    .col_expr(
+                        dag_run::Column::FailedInstances,
+                        Expr::col(dag_run::Column::FailedInstances).add(failed),
+                    )
+                    .filter(dag_run::Column::Id.is_in(chunk.iter().copied()))
+                    .exec_with_returning(conn)
+                    .await?,
+            );
+        }
+    }
+    let finished = finish_runs(conn, &runs, now).await?;
+    out.finished_runs
+        .extend(finished.iter().map(|run| (run.id, run.status)));
+    // A finished run frees a slot of its DAG; most DAGs have no run waiting
+    // for one, so they are found in one query rather than asked one by one.
+    // Locked first: a run created QUEUED concurrently is then either seen
+    // here or created after this commit, seeing these runs finished.
+    let mut dags: Vec<i64> = finished.iter().map(|run| run.dag_id).collect();
+    dags.sort_unstable();
+    dags.dedup();
+    lock_dags(conn, &dags).await?;
+    let mut waiting = std::collections::HashSet::new();
+    for chunk in dags.chunks(IN_LIST_MAX) {
+        waiting.extend(
+            dag_run::Entity::find()
+                .select_only()
+                .column(dag_run::Column::DagId)
+                .distinct()
+                .filter(dag_run::Column::DagId.is_in(chunk.iter().copied()))
+                .filter(dag_run::Column::Status.eq(RunStatus::Queued))
+                .into_tuple::<i64>()
+                .all(conn)
+                .await?,
+        );
+    }
+    for run in finished.iter().filter(|run| waiting.contains(&run.dag_id)) {
+        if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
+            out.started_runs.push(started);
+            let roots = pending_roots(conn, &[started]).await?;
+            evaluate_all(conn, &roots, now, out, settled).await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(pending: i32, strong: i32, ok: i32, failed: i32) -> task_instance::Model {
+        task_instance::Model {
+            id: 1,
+            dag_run_id: 1,
+            dag_id: 1,
+            task_id: 1,
+            task_name: "t".into(),
+            biz_date: chrono::NaiveDate::default(),
+            trigger_type: datajump_shared::TriggerType::Manual,
+            status: TaskStatus::Pending,
+            attempt: 0,
+            retries_used: 0,
+            owner: None,
+            queue: "default".into(),
+            priority: 5,
+            deadline_at: None,
+            pending_parents: pending,
+            strong_parents: strong,
+            strong_ok: ok,
+            strong_failed: failed,
+            propagated: false,
+            children: serde_json::json!([]),
+            spec: serde_json::json!({}),
+            reason: None,
+            created_at: Utc::now(),
+            queued_at: None,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn strategies() {
+        use Decision::*;
+        use Strategy as S;
+        assert_eq!(decide(&row(1, 2, 1, 0), S::AllSuccess), Wait);
+        assert_eq!(decide(&row(0, 2, 2, 0), S::AllSuccess), Run);
+        assert_eq!(decide(&row(0, 2, 1, 1), S::AllSuccess), UpstreamFailed);
+        assert_eq!(decide(&row(0, 0, 0, 0), S::AllSuccess), Run);
+        assert_eq!(decide(&row(1, 2, 1, 0), S::OneSuccess), Run);
+        assert_eq!(decide(&row(1, 2, 0, 1), S::OneSuccess), Wait);
+        assert_eq!(decide(&row(0, 2, 0, 2), S::OneSuccess), UpstreamFailed);
+        assert_eq!(decide(&row(0, 0, 0, 0), S::OneSuccess), Run);
+        assert_eq!(decide(&row(1, 2, 0, 1), S::None), Wait);
+        assert_eq!(decide(&row(0, 2, 0, 2), S::None), Run);
+    }
+}

@@ -1,0 +1,405 @@
+//! Run creation: a batch of fires becomes runs in one transaction.
+//!
+//! Each fire rechecks what may have changed since it was published (the
+//! DAG online, its schedule active), then the DAG's run slots under its
+//! overlap policy; a repeated fire meets its run's unique `dedup_key` and
+//! creates nothing. A new run snapshots the DAG's plan, gets one instance
+//! per task with its parent counters, and its ready roots start QUEUED.
+
+use std::collections::HashMap;
+
+use chrono::Utc;
+use datajump_shared::catalog;
+use datajump_shared::dag_file::OverlapPolicy;
+use datajump_shared::db::begin_write;
+use datajump_shared::entities::{dag, dag_run, dag_run_plan, schedule, task_instance};
+use datajump_shared::messages::FireMsg;
+use datajump_shared::plan::{DepType, InstanceSpec, Plan, params_to_json};
+use datajump_shared::{RunStatus, TaskStatus, TriggerType};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
+    QuerySelect, sea_query::OnConflict,
+};
+use tracing::{debug, info};
+
+use crate::effects::Effects;
+use crate::queue::queue_new;
+use crate::slots::{free_run_slots, release_roots};
+use crate::waits::link_external_parents;
+
+/// Why a scheduled fire must not start a run now, if it must not, given
+/// whether each schedule of the batch is active (absent: deleted).
+fn skip_reason(
+    fire: &FireMsg,
+    dag: &dag::Model,
+    schedules_active: &HashMap<i64, bool>,
+) -> Option<&'static str> {
+    if !matches!(
+        fire.trigger_type,
+        TriggerType::Schedule | TriggerType::Event
+    ) {
+        return None;
+    }
+    if !dag.online {
+        return Some("DAG is offline");
+    }
+    match fire.schedule_id.map(|id| schedules_active.get(&id)) {
+        None => None,
+        Some(None) => Some("schedule was deleted"),
+        Some(Some(false)) => Some("schedule is paused"),
+        Some(Some(true)) => None,
+    }
+}
+
+/// What a fire did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FireOutcome {
+    /// Its DAG does not exist: the fire is poison.
+    UnknownDag(i64),
+    /// It must not start a run (offline DAG, paused or deleted schedule,
+    /// no plan).
+    Ignored,
+    /// Its run already existed (a repeated fire).
+    Exists,
+    /// The DAG was at `max_active_runs` under overlap policy `skip`.
+    Skipped,
+    /// A new run, RUNNING (roots released), QUEUED (waiting for a slot) or,
+    /// with no tasks, SUCCESS.
+    Created,
+}
+
+/// Rows one multi-row INSERT carries: a few thousand bound parameters at
+/// most, far under either database's limit.
+const INSERT_CHUNK: usize = 200;
+
+/// Creates the runs of `fires` in one transaction, in
+/// a fixed number of statements however many fires: the DAGs, schedules
+/// and plans of the whole batch are read at once, the DAGs' run slots
+/// counted and locked at once, and the runs, plan snapshots and instances
+/// inserted in multi-row statements, the roots of running runs already
+/// QUEUED. A cron minute's thousand fires are a few batches, so per-fire
+/// statements were what held run creation back on PostgreSQL. Returns each
+/// fire's outcome, in the order of `fires`, and the work released.
+pub async fn create_runs(
+    db: &DatabaseConnection,
+    fires: &[&FireMsg],
+) -> Result<(Vec<FireOutcome>, Effects), DbErr> {
+    let mut released = Effects::default();
+    let mut outcomes = vec![FireOutcome::Ignored; fires.len()];
+    if fires.is_empty() {
+        return Ok((outcomes, released));
+    }
+    let indexed: Vec<(usize, &FireMsg)> = fires.iter().copied().enumerate().collect();
+    let fires = indexed.as_slice();
+    let txn = begin_write(db).await?;
+    let dags: HashMap<i64, dag::Model> = dag::Entity::find()
+        .filter(dag::Column::Id.is_in(fires.iter().map(|(_, f)| f.dag_id)))
+        .all(&txn)
+        .await?
+        .into_iter()
+        .map(|d| (d.id, d))
+        .collect();
+    let schedule_ids: Vec<i64> = fires.iter().filter_map(|(_, f)| f.schedule_id).collect();
+    let schedules_active: HashMap<i64, bool> = if schedule_ids.is_empty() {
+        HashMap::new()
+    } else {
+        schedule::Entity::find()
+            .select_only()
+            .columns([schedule::Column::Id, schedule::Column::Active])
+            .filter(schedule::Column::Id.is_in(schedule_ids))
+            .into_tuple::<(i64, bool)>()
+            .all(&txn)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    let mut runnable = Vec::new();
+    for (index, fire) in fires {
+        match dags.get(&fire.dag_id) {
+            None => {
+                outcomes[*index] = FireOutcome::UnknownDag(fire.dag_id);
+            }
+            Some(dag) => match skip_reason(fire, dag, &schedules_active) {
+                Some(why) => {
+                    info!(dag = %dag.name, dedup_key = %fire.dedup_key, skip = why, "fire ignored");
+                    outcomes[*index] = FireOutcome::Ignored;
+                }
+                None => runnable.push((*index, *fire, dag)),
+            },
+        }
+    }
+    // Fires are taken in DAG order, so a batch's runs (and the external
+    // parents they lock) come in the same order in every resolver.
+    runnable.sort_by_key(|(_, fire, _)| fire.dag_id);
+    let plans = catalog::current_plans(&txn, runnable.iter().map(|(_, _, dag)| *dag)).await?;
+    let limited: Vec<&dag::Model> = runnable
+        .iter()
+        .map(|(_, _, dag)| *dag)
+        .filter(|dag| dag.overlap_policy != OverlapPolicy::Parallel.as_str())
+        .collect();
+    // Slots are counted (and the DAG rows locked) before looking for
+    // existing runs, so a concurrent resolver's run of the same fire is
+    // committed and seen by then.
+    let mut free_slots = free_run_slots(&txn, &limited).await?;
+    let existing = existing_dedup_keys(&txn, runnable.iter().map(|(_, fire, _)| *fire)).await?;
+    let now = Utc::now();
+    let mut new_runs = Vec::with_capacity(runnable.len());
+    let mut keys = std::collections::HashSet::new();
+    for (index, fire, dag) in runnable {
+        let Some(plan) = plans.get(&dag.id) else {
+            continue;
+        };
+        if existing.contains(&fire.dedup_key) || !keys.insert(fire.dedup_key.as_str()) {
+            debug!(dag = %dag.name, dedup_key = %fire.dedup_key, "run already exists");
+            outcomes[index] = FireOutcome::Exists;
+            continue;
+        }
+        let slot_free = dag.overlap_policy == OverlapPolicy::Parallel.as_str()
+            || free_slots.get_mut(&dag.id).is_some_and(|free| {
+                let some = *free > 0;
+                *free = free.saturating_sub(1);
+                some
+            });
+        let status = match (plan.tasks.is_empty(), slot_free) {
+            (true, _) => RunStatus::Success,
+            (false, true) => RunStatus::Running,
+            (false, false) if dag.overlap_policy == OverlapPolicy::Skip.as_str() => {
+                info!(dag = %dag.name, dedup_key = %fire.dedup_key, max_active_runs = dag.max_active_runs, "fire skipped: the DAG is at max_active_runs (overlap: skip)");
+                outcomes[index] = FireOutcome::Skipped;
+                continue;
+            }
+            (false, false) => RunStatus::Queued,
+        };
+        new_runs.push(NewRun {
+            index,
+            fire,
+            dag,
+            plan,
+            status,
+        });
+    }
+    let run_ids = insert_runs(&txn, &new_runs, now).await?;
+    let mut running = Vec::new();
+    let (mut queued, mut pending) = (Vec::new(), Vec::new());
+    let mut created = Vec::with_capacity(new_runs.len());
+    for run in &new_runs {
+        let Some(&run_id) = run_ids.get(run.fire.dedup_key.as_str()) else {
+            // Another resolver created it after our look for existing runs.
+            outcomes[run.index] = FireOutcome::Exists;
+            continue;
+        };
+        let rows = instance_rows(run.plan, run.fire, run_id, now);
+        if run.status == RunStatus::Running {
+            running.push(run_id);
+            for (mut row, task) in rows.into_iter().zip(&run.plan.tasks) {
+                if queue_new(&mut row, task.enabled, now) {
+                    queued.push(row);
+                } else {
+                    pending.push(row);
+                }
+            }
+        } else {
+            pending.extend(rows);
+        }
+        created.push((run, run_id));
+    }
+    for chunk in created.chunks(INSERT_CHUNK) {
+        dag_run_plan::Entity::insert_many(chunk.iter().map(|(run, run_id)| {
+            dag_run_plan::ActiveModel {
+                dag_run_id: Set(*run_id),
+                plan: Set(serde_json::to_value(run.plan).unwrap_or_default()),
+            }
+        }))
+        .exec_without_returning(&txn)
+        .await?;
+    }
+    // Moved into the statements chunk by chunk, not cloned: an instance row
+    // carries its spec.
+    let mut queued = queued.into_iter();
+    while queued.len() > 0 {
+        released.queued.extend(
+            task_instance::Entity::insert_many(queued.by_ref().take(INSERT_CHUNK))
+                .exec_with_returning(&txn)
+                .await?,
+        );
+    }
+    let mut pending = pending.into_iter();
+    while pending.len() > 0 {
+        task_instance::Entity::insert_many(pending.by_ref().take(INSERT_CHUNK))
+            .exec_without_returning(&txn)
+            .await?;
+    }
+    for (run, run_id) in &created {
+        link_external_parents(&txn, run.plan, run.dag, *run_id, run.fire.biz_date, now).await?;
+    }
+    // What did not start QUEUED but may run now: disabled roots (settled
+    // SKIPPED) and instances whose parents in other runs had already ended.
+    release_roots(&txn, &running, now, &mut released).await?;
+    txn.commit().await?;
+    for (run, run_id) in created {
+        info!(dag = %run.dag.name, dag_run_id = run_id, status = %run.status, trigger = run.fire.trigger_type.as_str(), biz_date = %run.fire.biz_date, "run created");
+        outcomes[run.index] = FireOutcome::Created;
+    }
+    Ok((outcomes, released))
+}
+
+/// A run a fire is about to create.
+struct NewRun<'a> {
+    /// The fire's index in the batch.
+    index: usize,
+    fire: &'a FireMsg,
+    dag: &'a dag::Model,
+    plan: &'a Plan,
+    status: RunStatus,
+}
+
+/// Which of the fires' `dedup_key`s already have a run.
+async fn existing_dedup_keys<'a>(
+    txn: &sea_orm::DatabaseTransaction,
+    fires: impl Iterator<Item = &'a FireMsg>,
+) -> Result<std::collections::HashSet<String>, DbErr> {
+    let keys: Vec<&str> = fires.map(|fire| fire.dedup_key.as_str()).collect();
+    let mut existing = std::collections::HashSet::new();
+    for chunk in keys.chunks(INSERT_CHUNK) {
+        existing.extend(
+            dag_run::Entity::find()
+                .select_only()
+                .column(dag_run::Column::DedupKey)
+                .filter(dag_run::Column::DedupKey.is_in(chunk.iter().copied()))
+                .into_tuple::<String>()
+                .all(txn)
+                .await?,
+        );
+    }
+    Ok(existing)
+}
+
+/// Inserts the `dag_run` rows of `runs`, a multi-row statement per
+/// [`INSERT_CHUNK`], and returns the new run ids by `dedup_key`. A run whose
+/// key another resolver inserted meanwhile is left out (`ON CONFLICT DO
+/// NOTHING`), not an error.
+async fn insert_runs(
+    txn: &sea_orm::DatabaseTransaction,
+    runs: &[NewRun<'_>],
+    now: chrono::DateTime<Utc>,
+) -> Result<HashMap<String, i64>, DbErr> {
+    let mut ids = HashMap::with_capacity(runs.len());
+    for chunk in runs.chunks(INSERT_CHUNK) {
+        let rows = chunk.iter().map(|run| {
+            let empty = run.plan.tasks.is_empty();
+            dag_run::ActiveModel {
+                dag_id: Set(run.dag.id),
+                dag_version: Set(run.plan.version),
+                schedule_id: Set(run.fire.schedule_id),
+                dedup_key: Set(run.fire.dedup_key.clone()),
+                trigger_type: Set(run.fire.trigger_type),
+                biz_date: Set(run.fire.biz_date),
+                logical_time: Set(run.fire.logical_time),
+                params: Set(params_to_json(&run.fire.params)),
+                status: Set(run.status),
+                pending_instances: Set(i32::try_from(run.plan.tasks.len()).unwrap_or(i32::MAX)),
+                failed_instances: Set(0),
+                created_at: Set(now),
+                finished_at: Set(empty.then_some(now)),
+                ..Default::default()
+            }
+        });
+        let inserted = dag_run::Entity::insert_many(rows)
+            .on_conflict(
+                OnConflict::column(dag_run::Column::DedupKey)
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .exec_with_returning(txn)
+            .await?;
+        ids.extend(inserted.into_iter().map(|run| (run.dedup_key, run.id)));
+    }
+    Ok(ids)
+}
+
+/// The new instances of a run: one per task of `plan`, in the plan's order,
+/// PENDING, with their parent counters and children.
+fn instance_rows(
+    plan: &Plan,
+    fire: &FireMsg,
+    run_id: i64,
+    now: chrono::DateTime<Utc>,
+) -> Vec<task_instance::ActiveModel> {
+    use std::collections::HashMap;
+    let id_of: HashMap<&str, i64> = plan
+        .tasks
+        .iter()
+        .map(|t| (t.name.as_str(), t.task_id))
+        .collect();
+    let mut children: HashMap<&str, Vec<(i64, DepType)>> = HashMap::new();
+    let mut parents: HashMap<&str, (i32, i32)> = HashMap::new();
+    for edge in &plan.edges {
+        let Some(&child_id) = id_of.get(edge.child.as_str()) else {
+            continue;
+        };
+        // A parent in another run is counted here and linked by
+        // `link_external_parents`; a same-run parent lists the child.
+        if edge.is_same_run() {
+            if !id_of.contains_key(edge.parent.as_str()) {
+                continue;
+            }
+            children
+                .entry(edge.parent.as_str())
+                .or_default()
+                .push((child_id, edge.dep_type));
+        }
+        let counts = parents.entry(edge.child.as_str()).or_default();
+        counts.0 += 1;
+        counts.1 += i32::from(edge.dep_type == DepType::Strong);
+    }
+    plan.tasks
+        .iter()
+        .map(|task| {
+            let mut params = plan.params.clone();
+            params.extend(task.params.clone());
+            params.extend(fire.params.clone());
+            let spec = InstanceSpec {
+                dag_name: plan.dag_name.clone(),
+                logical_time: fire.logical_time,
+                time_zone: fire.time_zone.clone(),
+                params,
+                task: task.clone(),
+            };
+            let (pending, strong) = parents.get(task.name.as_str()).copied().unwrap_or_default();
+            task_instance::ActiveModel {
+                dag_run_id: Set(run_id),
+                dag_id: Set(plan.dag_id),
+                task_id: Set(task.task_id),
+                task_name: Set(task.name.clone()),
+                biz_date: Set(fire.biz_date),
+                trigger_type: Set(fire.trigger_type),
+                status: Set(TaskStatus::Pending),
+                attempt: Set(0),
+                retries_used: Set(0),
+                owner: Set(None),
+                queue: Set(task.queue.clone()),
+                priority: Set(task.priority),
+                deadline_at: Set(None),
+                pending_parents: Set(pending),
+                strong_parents: Set(strong),
+                strong_ok: Set(0),
+                strong_failed: Set(0),
+                propagated: Set(false),
+                children: Set(serde_json::to_value(
+                    children
+                        .get(task.name.as_str())
+                        .cloned()
+                        .unwrap_or_default(),
+                )
+                .unwrap_or_default()),
+                spec: Set(serde_json::to_value(&spec).unwrap_or_default()),
+                reason: Set(None),
+                created_at: Set(now),
+                queued_at: Set(None),
+                started_at: Set(None),
+                finished_at: Set(None),
+                ..Default::default()
+            }
+        })
+        .collect()
+}

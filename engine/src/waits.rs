@@ -1,0 +1,303 @@
+//! External waits: parents in another run of the same DAG (`offset_day`) or
+//! in another DAG (`other_dag/task`), linked when a run is created and
+//! released when the awaited instance propagates, with a wait timeout
+//! (docs/ARCHITECTURE.md, "Dependency rules").
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+use datajump_shared::db::begin_write;
+use datajump_shared::entities::{dag, dag_run, dependency_wait, task, task_instance};
+use datajump_shared::plan::{DepType, Plan};
+use datajump_shared::{RunStatus, TaskStatus};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+use tracing::warn;
+
+use crate::effects::Effects;
+use crate::propagation::{count_parent, evaluate_all, propagate_all};
+use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_instance};
+
+/// What a cross-run dependency points at, resolved by the caller.
+#[derive(Debug, Clone)]
+pub(crate) struct ExternalParent {
+    /// `(dag_id, task_id)` of the awaited task; `None` when it does not
+    /// exist, which counts as a parent that did not succeed.
+    target: Option<(i64, i64)>,
+    /// The awaited run's business date.
+    biz_date: chrono::NaiveDate,
+    /// STRONG or WEAK.
+    dep_type: DepType,
+    /// `other_dag/task for 2024-01-14`, for reasons and logs.
+    description: String,
+}
+
+/// Links a new instance to a parent in another run (docs/ARCHITECTURE.md, "Dependency
+/// rules"): counted at once if the awaited instance has already propagated
+/// or its run can never exist (its business date is before the awaited
+/// DAG's first run), otherwise registered as a wait that the awaited
+/// instance's propagation releases; a registered wait arms the waiter's
+/// wait timeout. The awaited row is locked so its propagation cannot slip
+/// between the check and the registration.
+async fn link_external_parent<C: ConnectionTrait>(
+    conn: &C,
+    waiter: &task_instance::Model,
+    parent: &ExternalParent,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let by_id = || Ti::update_many().filter(TiCol::Id.eq(waiter.id));
+    let Some((target_dag, target_task)) = parent.target else {
+        count_parent(conn, by_id(), parent.dep_type, false).await?;
+        return Ok(());
+    };
+    let awaited = Ti::find()
+        .filter(TiCol::TaskId.eq(target_task))
+        .filter(TiCol::BizDate.eq(parent.biz_date))
+        .order_by_desc(TiCol::Id)
+        .lock_exclusive()
+        .one(conn)
+        .await?;
+    let settled = match &awaited {
+        Some(awaited) if awaited.propagated => Some(awaited.status.counts_as_success()),
+        Some(_) => None,
+        None => {
+            let first_run = dag_run::Entity::find()
+                .filter(dag_run::Column::DagId.eq(target_dag))
+                .order_by_asc(dag_run::Column::BizDate)
+                .one(conn)
+                .await?;
+            first_run
+                .is_some_and(|first| parent.biz_date < first.biz_date)
+                .then_some(true)
+        }
+    };
+    if let Some(ok) = settled {
+        count_parent(conn, by_id(), parent.dep_type, ok).await?;
+        return Ok(());
+    }
+    dependency_wait::Entity::insert(dependency_wait::ActiveModel {
+        waiter_instance_id: Set(waiter.id),
+        waiter_run_id: Set(waiter.dag_run_id),
+        target_task_id: Set(target_task),
+        target_biz_date: Set(parent.biz_date),
+        dep_type: Set(parent.dep_type.as_str().to_owned()),
+        description: Set(parent.description.clone()),
+        created_at: Set(now),
+        ..Default::default()
+    })
+    .exec_without_returning(conn)
+    .await?;
+    let wait_secs = waiter.spec["task"]["wait_timeout_secs"]
+        .as_i64()
+        .unwrap_or(i64::from(
+            datajump_shared::dag_file::DEFAULT_WAIT_TIMEOUT_SECS,
+        ));
+    Ti::update_many()
+        .col_expr(
+            TiCol::DeadlineAt,
+            Expr::value(now + Duration::seconds(wait_secs)),
+        )
+        .filter(TiCol::Id.eq(waiter.id))
+        .filter(TiCol::DeadlineAt.is_null())
+        .exec(conn)
+        .await?;
+    Ok(())
+}
+
+/// Satisfies the cross-run dependencies waiting for `parents`' tasks and
+/// business dates (one query finds them all): each wait row is deleted by
+/// exactly one propagation (row count 1), which counts the result into the
+/// waiter and evaluates it if its run is running.
+pub(crate) async fn release_waiters<C: ConnectionTrait>(
+    conn: &C,
+    parents: &[task_instance::Model],
+    now: DateTime<Utc>,
+    out: &mut Effects,
+    settled: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    let ended: HashMap<(i64, chrono::NaiveDate), bool> = parents
+        .iter()
+        .map(|p| ((p.task_id, p.biz_date), p.status.counts_as_success()))
+        .collect();
+    let mut tasks: Vec<i64> = parents.iter().map(|p| p.task_id).collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    let mut waits = Vec::new();
+    for chunk in tasks.chunks(IN_LIST_MAX) {
+        waits.extend(
+            dependency_wait::Entity::find()
+                .filter(dependency_wait::Column::TargetTaskId.is_in(chunk.iter().copied()))
+                .all(conn)
+                .await?,
+        );
+    }
+    for wait in waits {
+        let Some(&ok) = ended.get(&(wait.target_task_id, wait.target_biz_date)) else {
+            continue;
+        };
+        let deleted = dependency_wait::Entity::delete_many()
+            .filter(dependency_wait::Column::Id.eq(wait.id))
+            .exec(conn)
+            .await?;
+        if deleted.rows_affected != 1 {
+            continue;
+        }
+        let Some(waiter) = count_parent(
+            conn,
+            Ti::update_many().filter(TiCol::Id.eq(wait.waiter_instance_id)),
+            DepType::from_stored(&wait.dep_type),
+            ok,
+        )
+        .await?
+        else {
+            continue;
+        };
+        let still_waiting = dependency_wait::Entity::find()
+            .filter(dependency_wait::Column::WaiterInstanceId.eq(waiter.id))
+            .count(conn)
+            .await?
+            > 0;
+        if !still_waiting && waiter.status == TaskStatus::Pending {
+            Ti::update_many()
+                .col_expr(
+                    TiCol::DeadlineAt,
+                    Expr::value(Option::<DateTime<Utc>>::None),
+                )
+                .filter(TiCol::Id.eq(waiter.id))
+                .filter(TiCol::Status.eq(TaskStatus::Pending))
+                .exec(conn)
+                .await?;
+        }
+        let run_running = dag_run::Entity::find_by_id(waiter.dag_run_id)
+            .one(conn)
+            .await?
+            .is_some_and(|run| run.status == RunStatus::Running);
+        if run_running {
+            evaluate_all(conn, std::slice::from_ref(&waiter), now, out, settled).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A PENDING instance whose cross-run wait timed out → FAILED, with a
+/// reason naming what it waited for, then propagated. Does nothing for an
+/// instance with no open waits (the ticker's deadline scan).
+pub async fn wait_timed_out(
+    db: &DatabaseConnection,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Effects, DbErr> {
+    let txn = begin_write(db).await?;
+    let effects = fail_wait_timeout(&txn, id, now).await?;
+    txn.commit().await?;
+    Ok(effects)
+}
+
+async fn fail_wait_timeout<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Effects, DbErr> {
+    let mut out = Effects::default();
+    let waits = dependency_wait::Entity::find()
+        .filter(dependency_wait::Column::WaiterInstanceId.eq(id))
+        .all(conn)
+        .await?;
+    if waits.is_empty() {
+        return Ok(out);
+    }
+    let awaited: Vec<&str> = waits.iter().map(|w| w.description.as_str()).collect();
+    let reason = format!(
+        "dependency wait timed out: still waiting for {}",
+        awaited.join(", ")
+    );
+    let failed = update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Failed.as_str()))
+            .col_expr(TiCol::Reason, Expr::value(reason))
+            .col_expr(TiCol::FinishedAt, Expr::value(now))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Status.eq(TaskStatus::Pending)),
+    )
+    .await?;
+    if let Some(failed) = failed {
+        dependency_wait::Entity::delete_many()
+            .filter(dependency_wait::Column::WaiterInstanceId.eq(id))
+            .exec(conn)
+            .await?;
+        out.settled.push(failed);
+        propagate_all(conn, vec![id], now, &mut out).await?;
+    }
+    Ok(out)
+}
+
+/// Resolves each `offset_day` / `other_dag/task` edge of a new run to the
+/// awaited task and business date and links it (see
+/// [`link_external_parent`]).
+pub(crate) async fn link_external_parents<C: ConnectionTrait>(
+    txn: &C,
+    plan: &Plan,
+    dag: &dag::Model,
+    run_id: i64,
+    biz_date: chrono::NaiveDate,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let external: Vec<_> = plan.edges.iter().filter(|e| !e.is_same_run()).collect();
+    if external.is_empty() {
+        return Ok(());
+    }
+    let instances: std::collections::HashMap<String, task_instance::Model> = Ti::find()
+        .filter(TiCol::DagRunId.eq(run_id))
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(|i| (i.task_name.clone(), i))
+        .collect();
+    for edge in external {
+        let Some(waiter) = instances.get(&edge.child) else {
+            continue;
+        };
+        let target_dag = match &edge.parent_dag {
+            None => Some(dag.clone()),
+            Some(name) => {
+                dag::Entity::find()
+                    .filter(dag::Column::Name.eq(name.as_str()))
+                    .one(txn)
+                    .await?
+            }
+        };
+        let target = match target_dag {
+            None => None,
+            Some(target_dag) => task::Entity::find()
+                .filter(task::Column::DagId.eq(target_dag.id))
+                .filter(task::Column::Name.eq(edge.parent.as_str()))
+                .one(txn)
+                .await?
+                .map(|task| (target_dag.id, task.id)),
+        };
+        let awaited_date = datajump_shared::biz_date::shift(biz_date, edge.offset_day);
+        let parent = ExternalParent {
+            target,
+            biz_date: awaited_date,
+            dep_type: edge.dep_type,
+            description: format!(
+                "{}/{} for {awaited_date}",
+                edge.parent_dag.as_deref().unwrap_or(&dag.name),
+                edge.parent
+            ),
+        };
+        if target.is_none() {
+            warn!(dag_run_id = run_id, awaited = %parent.description, "awaited task does not exist: counted as not succeeded");
+        }
+        link_external_parent(txn, waiter, &parent, now).await?;
+    }
+    Ok(())
+}

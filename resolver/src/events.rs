@@ -1,0 +1,66 @@
+//! `dj.event.>`: an external event becomes a fire for each DAG whose
+//! active event schedule names it.
+
+use async_nats::jetstream::{self, Context};
+use chrono::Utc;
+use datajump_shared::entities::schedule;
+use datajump_shared::messages::{FireMsg, VERSION};
+use datajump_shared::{TriggerType, subjects};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use tracing::info;
+
+use crate::{Config, Verdict};
+
+/// Publishes a fire per active event schedule bound to the event's name,
+/// with the event's JSON object as run parameters.
+pub(crate) async fn handle_event(
+    config: &Config,
+    js: &Context,
+    message: &jetstream::Message,
+) -> Verdict {
+    let Some(name) = subjects::parse_event(message.subject.as_str()) else {
+        return Verdict::Poison("not an event subject".to_owned());
+    };
+    let sequence = message
+        .info()
+        .map(|i| i.stream_sequence)
+        .unwrap_or_default();
+    let params = serde_json::from_slice::<serde_json::Value>(&message.payload)
+        .map(|v| datajump_shared::plan::params_from_json(&v))
+        .unwrap_or_default();
+    let schedules = match schedule::Entity::find()
+        .filter(schedule::Column::Kind.eq("EVENT"))
+        .filter(schedule::Column::EventName.eq(name))
+        .filter(schedule::Column::Active.eq(true))
+        .all(&config.db)
+        .await
+    {
+        Ok(schedules) => schedules,
+        Err(e) => return e.into(),
+    };
+    let now = Utc::now();
+    for schedule in schedules {
+        let tz =
+            datajump_cron::parse_time_zone(&schedule.timezone).unwrap_or(datajump_cron::DEFAULT_TZ);
+        let fire = FireMsg {
+            v: VERSION,
+            dag_id: schedule.dag_id,
+            schedule_id: Some(schedule.id),
+            trigger_type: TriggerType::Event,
+            logical_time: now,
+            time_zone: schedule.timezone.clone(),
+            biz_date: datajump_shared::biz_date::biz_date_for(
+                now,
+                tz,
+                schedule.biz_date_offset_days,
+            ),
+            dedup_key: datajump_shared::messages::event_run_key(schedule.id, sequence),
+            params: params.clone(),
+        };
+        if let Err(e) = datajump_nats::publish_fire(js, &fire).await {
+            return e.into();
+        }
+        info!(event = name, dag_id = schedule.dag_id, "event fired a DAG");
+    }
+    Verdict::Ack
+}
