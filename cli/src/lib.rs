@@ -16,7 +16,7 @@
 
 mod api;
 mod client;
-mod commands;
+pub mod commands;
 mod nats_server;
 mod output;
 
@@ -125,11 +125,11 @@ enum Command {
     /// Check cron expressions: next fire times and descriptions.
     #[command(subcommand)]
     Cron(commands::cron::CronCommand),
-    /// Measure latency, throughput, cron accuracy and scale on fresh systems.
-    Bench(commands::bench::BenchArgs),
 }
 
-fn init_tracing() {
+/// Logs to stderr under the `DATAJUMP_LOG` filter (default `info`), the
+/// same way in every binary that runs roles (`datajump`, `datajump-bench`).
+pub fn init_tracing() {
     let filter = EnvFilter::try_from_env("DATAJUMP_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,async_nats=warn,sea_orm=warn"));
     tracing_subscriber::fmt()
@@ -168,7 +168,6 @@ pub async fn main() -> ExitCode {
         Command::Secret(command) => commands::secret::run(&cli.global, command).await,
         Command::Alerts(command) => commands::alerts::run(&cli.global, command).await,
         Command::Cron(command) => commands::cron::run(command),
-        Command::Bench(args) => commands::bench::run(args).await,
     };
     match result {
         Ok(code) => code,

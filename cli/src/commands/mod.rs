@@ -1,8 +1,9 @@
-//! One module per subcommand.
+//! One module per subcommand. Public for `datajump-bench`, which starts
+//! runners exactly as `datajump runner` does ([`roles::runner_config`]) and
+//! stops on the same signals ([`shutdown_on_signal`]).
 
 pub mod alerts;
 pub mod backfill;
-pub mod bench;
 pub mod cron;
 pub mod dag;
 pub mod datasource;

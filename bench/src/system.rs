@@ -4,7 +4,8 @@
 //! dropped afterwards), migrations, and the roles — ticker and resolver as
 //! in `datajump up`, plus N runners either in this process (each with its
 //! own NATS connection and database pool, as a runner process would have)
-//! or as `datajump runner` child processes.
+//! or as `datajump runner` child processes. Role processes run the real
+//! `datajump` binary ([`datajump_next_to_bench`] or `--datajump`).
 //!
 //! Starting from nothing each time costs a second or two per repetition and
 //! buys independence: no stream backlog, no table growth, no warm pool
@@ -26,7 +27,7 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::roles::{MetricsArgs, RunnerArgs, runner_config};
+use datajump::commands::roles::{MetricsArgs, RunnerArgs, runner_config};
 
 /// The database a bench runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -181,6 +182,32 @@ pub struct RunnerSetup {
     pub processes: bool,
 }
 
+/// How to get the `datajump` binary that role processes run.
+const BUILD_HINT: &str = "build it with `cargo build --release -p datajump -p datajump-bench` \
+     (or name one with --datajump PATH / DATAJUMP_BENCH_DATAJUMP)";
+
+/// The `datajump` executable next to this one: where `cargo build -p datajump
+/// -p datajump-bench` puts both.
+pub fn datajump_next_to_bench() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find the datajump-bench executable")?;
+    let dir = exe
+        .parent()
+        .with_context(|| format!("{} has no folder; pass --datajump PATH", exe.display()))?;
+    Ok(dir.join("datajump"))
+}
+
+/// Fails, saying how to build it, when `path` is not a file: the role
+/// processes of `scale`, `schedules1m` and `--processes` would not start.
+pub fn check_datajump(path: &Path) -> Result<()> {
+    if path.is_file() {
+        return Ok(());
+    }
+    bail!(
+        "the datajump binary {} is missing (runner and ticker processes run it): {BUILD_HINT}",
+        path.display()
+    )
+}
+
 /// A temporary folder removed on drop.
 struct TempDir(PathBuf);
 
@@ -203,6 +230,8 @@ impl Drop for TempDir {
 /// A running system.
 pub struct System<'b> {
     backend: &'b Backend,
+    /// The `datajump` binary role processes run.
+    datajump: &'b Path,
     dir: TempDir,
     nats_server: Child,
     nats_url: String,
@@ -293,8 +322,9 @@ async fn connect_nats(url: &str, name: &str) -> Result<async_nats::Client> {
 
 impl<'b> System<'b> {
     /// Starts NATS and a migrated, empty database; no roles yet, so DAGs
-    /// (and schedules) can be applied before the ticker loads them.
-    pub async fn start(backend: &'b Backend) -> Result<System<'b>> {
+    /// (and schedules) can be applied before the ticker loads them. Role
+    /// processes will run `datajump`.
+    pub async fn start(backend: &'b Backend, datajump: &'b Path) -> Result<System<'b>> {
         let dir = TempDir::new()?;
         let (nats_server, nats_url) = start_nats_server(&dir.0).await?;
         let (db_url, pg_database) = backend.create(&dir.0).await?;
@@ -323,6 +353,7 @@ impl<'b> System<'b> {
         };
         Ok(System {
             backend,
+            datajump,
             dir,
             nats_server,
             nats_url,
@@ -396,11 +427,10 @@ impl<'b> System<'b> {
     }
 
     fn spawn_runner_process(&mut self, index: usize, args: &RunnerArgs) -> Result<()> {
-        let exe = std::env::current_exe().context("cannot find the datajump binary")?;
         let log = self.dir.0.join(format!("runner-{index}.log"));
         let log_file = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
-        let child = Command::new(exe)
+        let child = Command::new(self.datajump)
             .args([
                 "runner",
                 "--queues",
@@ -423,7 +453,12 @@ impl<'b> System<'b> {
             .stderr(log_file)
             .kill_on_drop(true)
             .spawn()
-            .context("cannot start a runner process")?;
+            .with_context(|| {
+                format!(
+                    "cannot start a runner process ({}): {BUILD_HINT}",
+                    self.datajump.display()
+                )
+            })?;
         self.children.push(child);
         Ok(())
     }
@@ -432,11 +467,10 @@ impl<'b> System<'b> {
     /// resolver, no runners), logging at `info` for the ticker's crate into
     /// `ticker.log`; returns its pid and the log's path.
     pub fn spawn_ticker_process(&mut self) -> Result<(u32, PathBuf)> {
-        let exe = std::env::current_exe().context("cannot find the datajump binary")?;
         let log = self.dir.0.join("ticker.log");
         let log_file = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
-        let child = Command::new(exe)
+        let child = Command::new(self.datajump)
             .arg("ticker")
             .env("DATAJUMP_DATABASE_URL", &self.db_url)
             .env("DATAJUMP_NATS_URL", &self.nats_url)
@@ -448,7 +482,12 @@ impl<'b> System<'b> {
             .stderr(log_file)
             .kill_on_drop(true)
             .spawn()
-            .context("cannot start a ticker process")?;
+            .with_context(|| {
+                format!(
+                    "cannot start a ticker process ({}): {BUILD_HINT}",
+                    self.datajump.display()
+                )
+            })?;
         let pid = child.id().context("the ticker process has no pid")?;
         self.ticker = Some(child);
         Ok((pid, log))

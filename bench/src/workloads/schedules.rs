@@ -30,10 +30,10 @@ use sea_orm::{
     QueryFilter,
 };
 
-use super::report::{Row, Target, Unit};
-use super::stats::Better;
-use super::system::System;
-use super::workloads::{Bench, FireWatch, TaskKind, apply, dag_yaml, wide};
+use super::{Bench, FireWatch, TaskKind, apply, dag_yaml, wide};
+use crate::report::{Row, Target, Unit};
+use crate::stats::Better;
+use crate::system::System;
 
 /// The issue's size.
 pub const ISSUE_SCHEDULES: usize = 1_000_000;
@@ -180,7 +180,7 @@ pub async fn run(bench: &Bench<'_>) -> Result<Vec<Row>> {
 }
 
 async fn repetition(bench: &Bench<'_>) -> Result<Rep> {
-    let mut system = System::start(bench.backend).await?;
+    let mut system = System::start(bench.backend, bench.datajump).await?;
     let result = measure(bench, &mut system).await;
     system.stop().await;
     result
@@ -227,7 +227,12 @@ async fn create_schedules(system: &System<'_>, count: usize) -> Result<i64> {
     );
     let dag_id = apply(
         system,
-        &dag_yaml("bench_s1m_0000000", TaskKind::Noop, &wide(1), &header),
+        &dag_yaml(
+            "bench_s1m_0000000",
+            TaskKind::Noop,
+            &wide::tasks(1),
+            &header,
+        ),
     )
     .await?;
     let template_dag = dag::Entity::find_by_id(dag_id)

@@ -1,5 +1,5 @@
-//! `datajump bench`: measures dispatch latency, throughput, cron accuracy and
-//! scale of a whole DataJump system, and compares the figures with the
+//! `datajump-bench`: measures dispatch latency, throughput, cron accuracy
+//! and scale of a whole DataJump system, and compares the figures with the
 //! targets and competitor anchors of issue 6.
 //!
 //! The decision that shapes it: every repetition starts its own system from
@@ -11,12 +11,17 @@
 //! loop. Repetitions are independent, nothing carries over from one workload
 //! to the next, and how often the bench polls cannot bias a figure.
 //!
+//! It is a crate and a binary of its own, not a subcommand of `datajump`, so
+//! the product binary carries none of it. It uses the product as parts: the
+//! role crates run inside this process (ticker, resolver, and runners unless
+//! `--processes`), and runner and ticker processes run the real `datajump`
+//! binary (`--datajump`, by default the one next to this executable).
+//!
 //! The roles log every task at `info`; the bench re-runs itself with
 //! `DATAJUMP_LOG=warn` unless `DATAJUMP_LOG` is set, so tens of thousands of
 //! log lines neither flood the output nor cost time during the measurement.
 
 mod report;
-mod schedules;
 mod stats;
 mod system;
 mod workloads;
@@ -26,11 +31,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use clap::{Args, ValueEnum};
+use clap::{Parser, ValueEnum};
+use datajump::commands::shutdown_on_signal;
 
 use report::{Environment, Row};
 use system::{Backend, DbKind, RunnerSetup};
-use workloads::{Bench, TaskKind, Workload};
+use workloads::{Bench, TaskKind, Workload, schedules};
 
 /// Which task types to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -48,8 +54,30 @@ const ISSUE_WIDE_TASKS: u64 = 10_000;
 /// Default size of `scale`'s DAG (see `--scale-tasks`).
 const DEFAULT_SCALE_TASKS: u64 = 2_000;
 
-/// Arguments of `bench`.
-#[derive(Args)]
+/// Measure latency, throughput, cron accuracy and scale of DataJump on fresh
+/// systems.
+///
+/// Every repetition starts its own system (a nats-server on a free port, an
+/// empty database, migrations, the ticker, the resolver and the runners), and
+/// every figure is read from the timestamps the roles write into the
+/// database. The report gives medians, p99s and worst cases over the
+/// repetitions, judged against issue 6's targets and compared with Airflow's
+/// and Hatchet's figures; `--write` records it in a Markdown file.
+///
+/// Runner and ticker processes (`scale`, `schedules1m`, `--processes`) run
+/// the `datajump` binary next to this one (or `--datajump`): build both with
+/// `cargo build --release -p datajump -p datajump-bench`.
+#[derive(Parser)]
+#[command(
+    name = "datajump-bench",
+    version,
+    about,
+    long_about,
+    after_help = "Examples:
+  datajump-bench --db sqlite --write docs/BENCHMARKS.md
+  datajump-bench chain10 fanout50 --repeat 5 --task noop
+  datajump-bench schedules1m --db postgres --write docs/BENCHMARKS.md"
+)]
 pub struct BenchArgs {
     /// Workloads to run, in order (default: chain10 fanout50 wide200
     /// chain1000 wide10k scale cron; schedules1m runs only when named).
@@ -80,6 +108,11 @@ pub struct BenchArgs {
     /// processes (`scale` always does) instead of inside the bench process.
     #[arg(long)]
     processes: bool,
+    /// The `datajump` binary that runner and ticker processes run (`scale`,
+    /// `schedules1m`, `--processes`); by default the `datajump` next to this
+    /// executable, as `cargo build -p datajump -p datajump-bench` leaves it.
+    #[arg(long, env = "DATAJUMP_BENCH_DATAJUMP", value_name = "PATH")]
+    datajump: Option<PathBuf>,
     /// Repetitions of every measurement, each on a fresh system.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..))]
     repeat: u32,
@@ -116,8 +149,25 @@ pub struct BenchArgs {
     write: Option<PathBuf>,
 }
 
-/// Runs `bench`.
+/// Runs the bench `args` describe; its exit code fails when a workload
+/// failed.
 pub async fn run(args: BenchArgs) -> Result<ExitCode> {
+    let workloads = if args.workloads.is_empty() {
+        Workload::ALL.to_vec()
+    } else {
+        args.workloads.clone()
+    };
+    let datajump = match &args.datajump {
+        Some(path) => path.clone(),
+        None => system::datajump_next_to_bench()?,
+    };
+    if args.processes
+        || workloads
+            .iter()
+            .any(|w| matches!(w, Workload::Scale | Workload::Schedules1m))
+    {
+        system::check_datajump(&datajump)?;
+    }
     if std::env::var_os("DATAJUMP_LOG").is_none() {
         return rerun_quietly().await;
     }
@@ -131,6 +181,7 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
     };
     let bench = Bench {
         backend: &backend,
+        datajump: &datajump,
         repeat: args.repeat,
         runners,
         cron_seconds: args.cron_seconds,
@@ -141,18 +192,13 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
             .unwrap_or(schedules::ISSUE_SCHEDULES),
         schedules1m_seconds: args.schedules1m_seconds,
     };
-    let workloads = if args.workloads.is_empty() {
-        Workload::ALL.to_vec()
-    } else {
-        args.workloads.clone()
-    };
     let kinds: &[TaskKind] = match args.task {
         TaskChoice::Noop => &[TaskKind::Noop],
         TaskChoice::Shell => &[TaskKind::Shell],
         TaskChoice::Both => &[TaskKind::Noop, TaskKind::Shell],
     };
 
-    let shutdown = super::shutdown_on_signal();
+    let shutdown = shutdown_on_signal();
     let measured = tokio::select! {
         measured = measure_all(&bench, &workloads, kinds) => Some(measured),
         () = shutdown.cancelled() => None,
@@ -290,7 +336,7 @@ async fn measure_all(
     let mut rows: Vec<Row> = Vec::new();
     let mut notes = Vec::new();
     eprintln!(
-        "datajump bench on {}: {} × {} repetitions",
+        "datajump-bench on {}: {} × {} repetitions",
         bench.backend.kind.label(),
         workloads
             .iter()
@@ -329,16 +375,16 @@ async fn measure_all(
     (rows, notes)
 }
 
-/// Runs this same command again with `DATAJUMP_LOG=warn`: the subscriber of
+/// Runs this same bench again with `DATAJUMP_LOG=warn`: the subscriber of
 /// this process was set up before any command ran and cannot be changed.
 async fn rerun_quietly() -> Result<ExitCode> {
-    let exe = std::env::current_exe().context("cannot find the datajump binary")?;
+    let exe = std::env::current_exe().context("cannot find the datajump-bench executable")?;
     let mut child = tokio::process::Command::new(exe)
         .args(std::env::args_os().skip(1))
         .env("DATAJUMP_LOG", "warn")
         .spawn()
         .context("cannot run the bench")?;
-    let shutdown = super::shutdown_on_signal();
+    let shutdown = shutdown_on_signal();
     let status = tokio::select! {
         status = child.wait() => status?,
         () = shutdown.cancelled() => {
@@ -404,4 +450,19 @@ fn machine() -> String {
         if cores == 1 { "" } else { "s" },
         std::env::consts::ARCH
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        BenchArgs::command().debug_assert();
+        let help = BenchArgs::command().render_long_help().to_string();
+        assert!(help.contains("datajump-bench"), "{help}");
+        assert!(!help.contains("datajump bench"), "{help}");
+    }
 }
