@@ -14,6 +14,12 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
+# Every transition the engine applies in either run is logged here, and
+# transition-coverage checks the log against the engine's table at the end.
+transitions="$PWD/target/transition-coverage.log"
+mkdir -p target && : > "$transitions"
+export DATAJUMP_TRANSITION_LOG="$transitions"
+
 oldest=/usr/sbin/nats-server
 [ -x "$oldest" ] || oldest="$(command -v nats-server)"
 echo "== tests with $("$oldest" --version)"
@@ -23,4 +29,6 @@ echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
 # The fault tests (faults::) ran above; docs/ARCHITECTURE.md "Testing" runs them with one
 # server version, so this second pass leaves them out.
 DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not test(/^faults::/)'
+echo "== transition coverage (engine/src/transitions.rs)"
+cargo run -q -p datajump-tests --bin transition-coverage -- "$transitions"
 echo "== all tests passed"

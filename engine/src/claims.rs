@@ -18,6 +18,7 @@ use crate::effects::Effects;
 use crate::propagation::propagate_all;
 use crate::queue::requeue_abandoned;
 use crate::sql::{Ti, TiCol};
+use crate::transitions::TaskTransition;
 
 /// QUEUED → RUNNING for each `(id, attempt)` (attempt 0-based), owned by
 /// `owner` and started at `now`. This is the claim: of any number of runners
@@ -32,7 +33,7 @@ async fn start_many<C: ConnectionTrait>(
     if claims.is_empty() {
         return Ok(Vec::new());
     }
-    Ti::update_many()
+    let won = Ti::update_many()
         .col_expr(TiCol::Status, Expr::value(TaskStatus::Running.as_str()))
         .col_expr(TiCol::Attempt, Expr::col(TiCol::Attempt).add(1))
         .col_expr(TiCol::Owner, Expr::value(owner))
@@ -41,10 +42,12 @@ async fn start_many<C: ConnectionTrait>(
             TiCol::DeadlineAt,
             Expr::value(Option::<DateTime<Utc>>::None),
         )
-        .filter(TiCol::Status.eq(TaskStatus::Queued))
+        .filter(TaskTransition::Claim.applies())
         .filter(at_attempts(claims.iter().copied()))
         .exec_with_returning(conn)
-        .await
+        .await?;
+    TaskTransition::Claim.applied_to(&won);
+    Ok(won)
 }
 
 /// `(id = … AND attempt = …) OR …` for `(id, attempt)` pairs, written as one
@@ -150,12 +153,22 @@ async fn finish_many<C: ConnectionTrait>(
                 .into(),
             );
     }
-    update
-        .filter(TiCol::Status.eq(TaskStatus::Running))
+    // End and EndForRetry leave the same status, RUNNING.
+    let ended = update
+        .filter(TaskTransition::End.applies())
         .filter(TiCol::Owner.eq(owner))
         .filter(at_attempts(finishes.iter().map(|f| (f.id, f.attempt + 1))))
         .exec_with_returning(conn)
-        .await
+        .await?;
+    for row in &ended {
+        let transition = if row.status == TaskStatus::UpForRetry {
+            TaskTransition::EndForRetry
+        } else {
+            TaskTransition::End
+        };
+        transition.applied(TaskStatus::Running, row.status);
+    }
+    Ok(ended)
 }
 
 /// A runner's claim of attempt `attempt` (0-based) of a QUEUED instance.

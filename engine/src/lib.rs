@@ -33,6 +33,7 @@ mod redelivery;
 mod runs;
 mod slots;
 mod sql;
+pub mod transitions;
 mod waits;
 
 pub use claims::{AttemptEnd, Claim, End, Ended, Recorded, record};

@@ -12,21 +12,15 @@ use datajump_shared::entities::{dag_run, dependency_wait, task_instance};
 use datajump_shared::plan::DepType;
 use datajump_shared::{RunStatus, TaskStatus, TriggerType};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
+};
 
 use crate::effects::Effects;
 use crate::propagation::{children, propagate_all};
 use crate::slots::{release_roots, start_waiting_run};
 use crate::sql::{Ti, TiCol, update_instance};
-
-/// Statuses a kill applies to: everything not yet terminal.
-const KILLABLE: [TaskStatus; 5] = [
-    TaskStatus::Created,
-    TaskStatus::Pending,
-    TaskStatus::Queued,
-    TaskStatus::Running,
-    TaskStatus::UpForRetry,
-];
+use crate::transitions::{RunTransition, TaskTransition};
 
 /// Any live status → KILLED (docs/ARCHITECTURE.md, "Kill": the database first, then the
 /// message). Returns the killed instance, `None` if it had already ended
@@ -51,7 +45,8 @@ async fn kill<C: ConnectionTrait>(
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<task_instance::Model>, DbErr> {
-    update_instance(
+    let before = live_statuses(conn, TiCol::Id.eq(id)).await?;
+    let killed = update_instance(
         conn,
         Ti::update_many()
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
@@ -62,9 +57,39 @@ async fn kill<C: ConnectionTrait>(
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
             .filter(TiCol::Id.eq(id))
-            .filter(TiCol::Status.is_in(KILLABLE)),
+            .filter(TaskTransition::Kill.applies()),
     )
-    .await
+    .await?;
+    killed_from(&before, killed.as_slice());
+    Ok(killed)
+}
+
+/// The statuses of the instances `selected` that a kill applies to, by id,
+/// locked so they cannot change before the kill's update (an operator
+/// action: the extra read costs nothing that matters).
+async fn live_statuses<C: ConnectionTrait>(
+    conn: &C,
+    selected: sea_orm::sea_query::SimpleExpr,
+) -> Result<HashMap<i64, TaskStatus>, DbErr> {
+    Ok(Ti::find()
+        .select_only()
+        .columns([TiCol::Id, TiCol::Status])
+        .filter(selected)
+        .filter(TaskTransition::Kill.applies())
+        .lock_exclusive()
+        .into_tuple::<(i64, TaskStatus)>()
+        .all(conn)
+        .await?
+        .into_iter()
+        .collect())
+}
+
+fn killed_from(before: &HashMap<i64, TaskStatus>, killed: &[task_instance::Model]) {
+    for row in killed {
+        if let Some(&from) = before.get(&row.id) {
+            TaskTransition::Kill.applied(from, row.status);
+        }
+    }
 }
 
 /// RUNNING or QUEUED run → KILLED, with every live instance KILLED; a
@@ -86,6 +111,13 @@ async fn kill_run_in<C: ConnectionTrait>(
     run_id: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
+    let Some(before) = dag_run::Entity::find_by_id(run_id)
+        .lock_exclusive()
+        .one(conn)
+        .await?
+    else {
+        return Ok(None);
+    };
     let Some(run) = dag_run::Entity::update_many()
         .col_expr(
             dag_run::Column::Status,
@@ -93,7 +125,7 @@ async fn kill_run_in<C: ConnectionTrait>(
         )
         .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
         .filter(dag_run::Column::Id.eq(run_id))
-        .filter(dag_run::Column::Status.is_in([RunStatus::Running, RunStatus::Queued]))
+        .filter(RunTransition::Kill.applies())
         .exec_with_returning(conn)
         .await?
         .into_iter()
@@ -101,6 +133,8 @@ async fn kill_run_in<C: ConnectionTrait>(
     else {
         return Ok(None);
     };
+    RunTransition::Kill.applied(before.status, run.status);
+    let live = live_statuses(conn, TiCol::DagRunId.eq(run_id)).await?;
     let killed = Ti::update_many()
         .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
         .col_expr(TiCol::Reason, Expr::value("the run was killed"))
@@ -110,9 +144,10 @@ async fn kill_run_in<C: ConnectionTrait>(
             Expr::value(Option::<DateTime<Utc>>::None),
         )
         .filter(TiCol::DagRunId.eq(run_id))
-        .filter(TiCol::Status.is_in(KILLABLE))
+        .filter(TaskTransition::Kill.applies())
         .exec_with_returning(conn)
         .await?;
+    killed_from(&live, &killed);
     let mut effects = Effects::default();
     effects.announce_kills(&killed);
     if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
@@ -159,6 +194,12 @@ pub enum ResetError {
     /// Something to reset is still live.
     #[error("task '{0}' is {1}: wait for it to finish or kill it first")]
     Live(String, TaskStatus),
+    /// The run is still QUEUED or RUNNING.
+    #[error("run {0} is {1}: wait for it to finish or kill it first")]
+    RunLive(i64, RunStatus),
+    /// A mark names a status a task cannot be marked.
+    #[error("a task instance can be marked SUCCESS or FAILED, not {0}")]
+    NotAMark(TaskStatus),
 }
 
 /// Puts instances of a run back to PENDING for another go, in place
@@ -186,11 +227,18 @@ async fn reset_in<C: ConnectionTrait>(
 ) -> Result<Effects, ResetError> {
     use std::collections::HashSet;
     let run = dag_run::Entity::find_by_id(run_id)
+        .lock_exclusive()
         .one(conn)
         .await?
         .ok_or(ResetError::UnknownRun(run_id))?;
+    // A live run's counters count its live instances; a reset recounts
+    // them from scratch, so it waits for the run to end.
+    if !RunTransition::Reopen.from().contains(&run.status) {
+        return Err(ResetError::RunLive(run_id, run.status));
+    }
     let instances = Ti::find()
         .filter(TiCol::DagRunId.eq(run_id))
+        .lock_exclusive()
         .all(conn)
         .await?;
     let by_task: HashMap<i64, &task_instance::Model> =
@@ -238,7 +286,7 @@ async fn reset_in<C: ConnectionTrait>(
     if let Some(live) = selected
         .iter()
         .filter_map(|t| by_task.get(t))
-        .find(|i| !i.status.is_terminal() && i.status != TaskStatus::Pending)
+        .find(|i| !TaskTransition::Reset.from().contains(&i.status))
     {
         return Err(ResetError::Live(live.task_name.clone(), live.status));
     }
@@ -294,8 +342,10 @@ async fn reset_in<C: ConnectionTrait>(
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
             .filter(TiCol::Id.eq(row.id))
+            .filter(TaskTransition::Reset.applies())
             .exec(conn)
             .await?;
+        TaskTransition::Reset.applied(row.status, TaskStatus::Pending);
     }
     let failed_kept = instances
         .iter()
@@ -303,15 +353,13 @@ async fn reset_in<C: ConnectionTrait>(
         .count();
     let pending_instances = i32::try_from(selected.len()).unwrap_or(i32::MAX);
     let reopened = pending_instances > 0;
-    dag_run::Entity::update_many()
-        .col_expr(
-            dag_run::Column::Status,
-            Expr::value(match (reopened, failed_kept) {
-                (true, _) => RunStatus::Running.as_str(),
-                (false, 0) => RunStatus::Success.as_str(),
-                (false, _) => RunStatus::Failed.as_str(),
-            }),
-        )
+    let (transition, status) = match (reopened, failed_kept) {
+        (true, _) => (RunTransition::Reopen, RunStatus::Running),
+        (false, 0) => (RunTransition::Recount, RunStatus::Success),
+        (false, _) => (RunTransition::Recount, RunStatus::Failed),
+    };
+    let updated = dag_run::Entity::update_many()
+        .col_expr(dag_run::Column::Status, Expr::value(status.as_str()))
         .col_expr(
             dag_run::Column::PendingInstances,
             Expr::value(pending_instances),
@@ -325,8 +373,12 @@ async fn reset_in<C: ConnectionTrait>(
             Expr::value((!reopened).then_some(now).or(run.finished_at)),
         )
         .filter(dag_run::Column::Id.eq(run_id))
+        .filter(transition.applies())
         .exec(conn)
         .await?;
+    if updated.rows_affected == 1 {
+        transition.applied(run.status, status);
+    }
     let mut out = Effects::default();
     if reopened {
         release_roots(conn, &[run_id], now, &mut out).await?;
@@ -352,10 +404,14 @@ async fn mark_in<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<Effects, ResetError> {
     let row = Ti::find_by_id(id)
+        .lock_exclusive()
         .one(conn)
         .await?
         .ok_or(ResetError::UnknownInstance(id))?;
-    if matches!(row.status, TaskStatus::Running | TaskStatus::Queued) {
+    if !TaskTransition::Mark.to().contains(&to) {
+        return Err(ResetError::NotAMark(to));
+    }
+    if !TaskTransition::Mark.from().contains(&row.status) {
         return Err(ResetError::Live(row.task_name, row.status));
     }
     let reason = format!("marked {to} by a user");
@@ -368,8 +424,10 @@ async fn mark_in<C: ConnectionTrait>(
             Expr::value(Option::<DateTime<Utc>>::None),
         )
         .filter(TiCol::Id.eq(id))
+        .filter(TaskTransition::Mark.applies())
         .exec(conn)
         .await?;
+    TaskTransition::Mark.applied(row.status, to);
     if row.propagated {
         // The reset also recounts the run's failures with the new result.
         reset_in(

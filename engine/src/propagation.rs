@@ -27,6 +27,7 @@ use crate::effects::Effects;
 use crate::queue::queue_many;
 use crate::slots::{lock_dags, pending_roots, start_waiting_run};
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_chunked};
+use crate::transitions::{RunTransition, TaskTransition};
 use crate::waits::release_waiters;
 
 /// Propagates terminal instances in one transaction: each is marked
@@ -162,16 +163,23 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
             Decision::UpstreamFailed => upstream_failed.push(row.id),
         }
     }
-    out.queued.extend(queue_many(conn, &run, now).await?);
-    for (ids, to, reason) in [
-        (disabled, TaskStatus::Skipped, "task is disabled"),
+    out.queued
+        .extend(queue_many(conn, &run, TaskTransition::Release, now).await?);
+    for (ids, transition, to, reason) in [
+        (
+            disabled,
+            TaskTransition::Skip,
+            TaskStatus::Skipped,
+            "task is disabled",
+        ),
         (
             upstream_failed,
+            TaskTransition::UpstreamFail,
             TaskStatus::UpstreamFailed,
             "an upstream task did not succeed",
         ),
     ] {
-        let terminal = settle_many(conn, &ids, to, reason, now).await?;
+        let terminal = settle_many(conn, &ids, transition, to, reason, now).await?;
         settled.extend(terminal.iter().map(|t| t.id));
         out.settled.extend(terminal);
     }
@@ -217,19 +225,22 @@ pub(crate) fn children(row: &task_instance::Model) -> Vec<(i64, DepType)> {
 async fn settle_many<C: ConnectionTrait>(
     conn: &C,
     ids: &[i64],
+    transition: TaskTransition,
     to: TaskStatus,
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<Vec<task_instance::Model>, DbErr> {
-    update_chunked(conn, ids, |chunk| {
+    let settled = update_chunked(conn, ids, |chunk| {
         Ti::update_many()
             .col_expr(TiCol::Status, Expr::value(to.as_str()))
             .col_expr(TiCol::Reason, Expr::value(reason))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
             .filter(TiCol::Id.is_in(chunk.iter().copied()))
-            .filter(TiCol::Status.eq(TaskStatus::Pending))
+            .filter(transition.applies())
     })
-    .await
+    .await?;
+    transition.applied_to(&settled);
+    Ok(settled)
 }
 
 /// RUNNING → SUCCESS (no instance failed) or FAILED for each run of `runs`
@@ -254,12 +265,13 @@ async fn finish_runs<C: ConnectionTrait>(
                     .col_expr(dag_run::Column::Status, Expr::value(status.as_str()))
                     .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
                     .filter(dag_run::Column::Id.is_in(chunk.iter().copied()))
-                    .filter(dag_run::Column::Status.eq(RunStatus::Running))
+                    .filter(RunTransition::Finish.applies())
                     .exec_with_returning(conn)
                     .await?,
             );
         }
     }
+    RunTransition::Finish.applied_to(&finished);
     Ok(finished)
 }
 

@@ -13,6 +13,7 @@ use sea_orm::{
 
 use crate::effects::Effects;
 use crate::sql::{Ti, TiCol, update_chunked, update_instance};
+use crate::transitions::TaskTransition;
 
 /// How long a QUEUED instance may wait before the ticker republishes its
 /// work message, in case the first publish was lost. A republish within the
@@ -27,7 +28,7 @@ pub async fn retry_due(
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<Effects>, DbErr> {
-    let queued = queue_many(db, &[id], now).await?;
+    let queued = queue_many(db, &[id], TaskTransition::RetryDue, now).await?;
     Ok((!queued.is_empty()).then(|| Effects {
         queued,
         ..Effects::default()
@@ -75,21 +76,26 @@ pub(crate) fn queue_new(
     ready && enabled
 }
 
-/// PENDING or UP_FOR_RETRY → QUEUED for many instances, in one statement per [`IN_LIST_MAX`] ids.
+/// Moves many instances to QUEUED by `transition` (a release from PENDING,
+/// a retry come due from UP_FOR_RETRY), in one statement per
+/// [`IN_LIST_MAX`](crate::sql::IN_LIST_MAX) ids.
 pub(crate) async fn queue_many<C: ConnectionTrait>(
     conn: &C,
     ids: &[i64],
+    transition: TaskTransition,
     now: DateTime<Utc>,
 ) -> Result<Vec<task_instance::Model>, DbErr> {
-    update_chunked(conn, ids, |chunk| {
+    let queued = update_chunked(conn, ids, |chunk| {
         Ti::update_many()
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
             .col_expr(TiCol::QueuedAt, Expr::value(now))
             .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
             .filter(TiCol::Id.is_in(chunk.iter().copied()))
-            .filter(TiCol::Status.is_in([TaskStatus::Pending, TaskStatus::UpForRetry]))
+            .filter(transition.applies())
     })
-    .await
+    .await?;
+    transition.applied_to(&queued);
+    Ok(queued)
 }
 
 /// RUNNING → QUEUED for an attempt its runner gave up without a verdict
@@ -102,7 +108,8 @@ pub(crate) async fn requeue_abandoned<C: ConnectionTrait>(
     owner: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<task_instance::Model>, DbErr> {
-    update_instance(
+    let transition = TaskTransition::RequeueOnDrain;
+    let requeued = update_instance(
         conn,
         Ti::update_many()
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
@@ -110,9 +117,11 @@ pub(crate) async fn requeue_abandoned<C: ConnectionTrait>(
             .col_expr(TiCol::DeadlineAt, Expr::value(now))
             .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
             .filter(TiCol::Id.eq(id))
-            .filter(TiCol::Status.eq(TaskStatus::Running))
+            .filter(transition.applies())
             .filter(TiCol::Attempt.eq(attempt + 1))
             .filter(TiCol::Owner.eq(owner)),
     )
-    .await
+    .await?;
+    transition.applied_to(requeued.as_slice());
+    Ok(requeued)
 }

@@ -15,6 +15,7 @@ use crate::effects::Effects;
 use crate::propagation::children;
 use crate::queue::REPUBLISH_AFTER;
 use crate::sql::{Ti, TiCol, update_instance};
+use crate::transitions::TaskTransition;
 
 /// Error text of an attempt whose runner died.
 pub const RUNNER_LOST: &str = "runner lost";
@@ -59,16 +60,21 @@ async fn take_over_in<C: ConnectionTrait>(
         .filter(execution::Column::ErrorMsg.eq(RUNNER_LOST))
         .count(conn)
         .await?;
+    let transition = if lost_before + 1 >= MAX_RUNNER_LOST {
+        TaskTransition::TakeOverLostTooOften
+    } else {
+        TaskTransition::TakeOver
+    };
     let mut update = Ti::update_many()
         .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
         .filter(TiCol::Id.eq(row.id))
-        .filter(TiCol::Status.eq(TaskStatus::Running))
+        .filter(transition.applies())
         .filter(TiCol::Attempt.eq(row.attempt));
     update = match &row.owner {
         Some(owner) => update.filter(TiCol::Owner.eq(owner.as_str())),
         None => update.filter(TiCol::Owner.is_null()),
     };
-    update = if lost_before + 1 >= MAX_RUNNER_LOST {
+    update = if transition == TaskTransition::TakeOverLostTooOften {
         update
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Failed.as_str()))
             .col_expr(
@@ -85,6 +91,7 @@ async fn take_over_in<C: ConnectionTrait>(
     let Some(after) = update_instance(conn, update).await? else {
         return Ok(None);
     };
+    transition.applied_to(std::slice::from_ref(&after));
     execution::Entity::update_many()
         .col_expr(
             execution::Column::Status,

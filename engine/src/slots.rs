@@ -14,6 +14,7 @@ use sea_orm::{
 use crate::effects::Effects;
 use crate::propagation::{evaluate_all, propagate_all};
 use crate::sql::{IN_LIST_MAX, Ti, TiCol};
+use crate::transitions::RunTransition;
 
 /// Whether a DAG may start one more run now, under its `max_active_runs`.
 /// Locks the DAG's row (see [`free_run_slots`]).
@@ -152,8 +153,12 @@ pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
             Expr::value(RunStatus::Running.as_str()),
         )
         .filter(dag_run::Column::Id.eq(waiting.id))
-        .filter(dag_run::Column::Status.eq(RunStatus::Queued))
+        .filter(RunTransition::StartWaiting.applies())
         .exec(conn)
         .await?;
-    Ok((started.rows_affected == 1).then_some(waiting.id))
+    if started.rows_affected != 1 {
+        return Ok(None);
+    }
+    RunTransition::StartWaiting.applied(RunStatus::Queued, RunStatus::Running);
+    Ok(Some(waiting.id))
 }

@@ -20,6 +20,7 @@ use tracing::warn;
 use crate::effects::Effects;
 use crate::propagation::{count_parent, evaluate_all, propagate_all};
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_instance};
+use crate::transitions::TaskTransition;
 
 /// What a cross-run dependency points at, resolved by the caller.
 #[derive(Debug, Clone)]
@@ -225,10 +226,11 @@ async fn fail_wait_timeout<C: ConnectionTrait>(
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
             .filter(TiCol::Id.eq(id))
-            .filter(TiCol::Status.eq(TaskStatus::Pending)),
+            .filter(TaskTransition::WaitTimeout.applies()),
     )
     .await?;
     if let Some(failed) = failed {
+        TaskTransition::WaitTimeout.applied_to(std::slice::from_ref(&failed));
         dependency_wait::Entity::delete_many()
             .filter(dependency_wait::Column::WaiterInstanceId.eq(id))
             .exec(conn)

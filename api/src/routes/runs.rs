@@ -357,7 +357,10 @@ fn reset_failed(e: ResetError, refused: &str) -> Error {
         e @ (ResetError::UnknownRun(_) | ResetError::UnknownInstance(_)) => {
             Error::not_found(e.to_string())
         }
-        e @ ResetError::Live(..) => Error::conflict(format!("{refused}: {e}")),
+        e @ (ResetError::Live(..) | ResetError::RunLive(..)) => {
+            Error::conflict(format!("{refused}: {e}"))
+        }
+        e @ ResetError::NotAMark(_) => Error::bad_request(e.to_string()),
     }
 }
 

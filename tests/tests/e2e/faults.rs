@@ -465,6 +465,73 @@ tasks:
     );
 }
 
+/// A task whose runner dies three times fails for good rather than taking
+/// runner after runner down with it; its own retry budget is not used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_that_loses_its_runner_three_times_fails() {
+    let env = TestEnv::new(Backend::Postgres).await;
+    env.apply(
+        r#"
+name: deadly
+tasks:
+  - { name: slow, command: "sleep 300", retry: { max: 5 } }
+"#,
+    )
+    .await;
+    let _ticker = start_ticker(&env, "ticker").await;
+    let _resolver = start_resolver(&env, "resolver").await;
+    let mut runner = start_runner(&env, "runner-1", 1, &[]).await;
+    let key = env.trigger("deadly").await;
+    for next in 2..=4 {
+        let owned = Instant::now();
+        loop {
+            let run = env.run_by_key(&key).await;
+            let slow = match &run {
+                Some(run) => env.instances_by_name(run.id).await.remove("slow"),
+                None => None,
+            };
+            if let Some(slow) = slow
+                && slow.status == TaskStatus::Running
+                && is_worker_of(slow.owner.as_deref().unwrap_or_default(), runner.pid())
+            {
+                break;
+            }
+            assert!(
+                owned.elapsed() < TWO_MINUTES,
+                "runner-{} never ran slow",
+                next - 1
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let successor = start_runner(&env, &format!("runner-{next}"), 1, &[]).await;
+        runner.kill9();
+        runner = successor;
+    }
+    let run = env.wait_run(&key, TWO_MINUTES).await;
+    assert_eq!(run.status, RunStatus::Failed);
+    let slow = env.instances_by_name(run.id).await["slow"].clone();
+    assert_eq!(slow.status, TaskStatus::Failed);
+    assert_eq!(
+        slow.reason.as_deref(),
+        Some(
+            format!(
+                "{} {} times",
+                datajump_engine::RUNNER_LOST,
+                datajump_engine::MAX_RUNNER_LOST
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(slow.retries_used, 0, "lost runners use no retry");
+    let attempts = &env.executions_by_name(run.id).await["slow"];
+    assert_eq!(attempts.len(), 3, "{attempts:?}");
+    assert!(
+        attempts.iter().all(|a| a.status == TaskStatus::Failed
+            && a.error_msg.as_deref() == Some(datajump_engine::RUNNER_LOST)),
+        "{attempts:?}"
+    );
+}
+
 /// Abort a runner between committing a task's terminal state — which also
 /// released its children — and publishing their work (the runner's
 /// test-only switch `DATAJUMP_FAULT_EXIT_AFTER_COMMIT`): the unacknowledged

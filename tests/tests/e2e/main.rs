@@ -50,6 +50,7 @@ mod idempotence;
 mod joins;
 mod logs;
 mod metrics;
+mod operator;
 mod reliability;
 mod rerun;
 mod retention;
