@@ -10,6 +10,8 @@
 //! Reading them when scraped costs the hot path nothing and can never be
 //! stale. Only the API process (`datajump api`, `datajump up`) adds them, so
 //! a deployment of many role processes reports each cluster figure once.
+//! They are a [`Collector`] of a registry built for the scrape, so the one
+//! encoder of `prometheus-client` writes the whole page.
 //! A source that fails or does not answer within [`SOURCE_TIMEOUT`] leaves
 //! its figures out and says so in `datajump_metrics_source_up`, rather than
 //! failing the whole scrape.
@@ -25,8 +27,11 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use datajump_nats::Backlog;
 use datajump_shared::entities::{dag_run, task_instance};
-use datajump_shared::metrics::{self, Exposition, Kind};
+use datajump_shared::metrics::{self, encode_gauges};
 use datajump_shared::{RunStatus, TaskStatus};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::registry::Registry;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
@@ -50,6 +55,7 @@ pub struct Cluster {
 }
 
 /// Runs and tasks by state, as the database has them now.
+#[derive(Debug)]
 struct StateCounts {
     runs_running: u64,
     /// `(status, queue, tasks)` for QUEUED and RUNNING.
@@ -79,8 +85,8 @@ impl Cluster {
         })
     }
 
-    /// Writes the system-wide gauges.
-    async fn render(&self, out: &mut Exposition) {
+    /// Reads the system-wide gauges.
+    async fn read(&self) -> SystemGauges {
         let (counts, backlog) = tokio::join!(
             tokio::time::timeout(SOURCE_TIMEOUT, self.state_counts()),
             tokio::time::timeout(SOURCE_TIMEOUT, datajump_nats::work_backlog(&self.js)),
@@ -108,31 +114,51 @@ impl Cluster {
             }
         };
 
-        let name = "datajump_metrics_source_up";
-        out.family(
-            name,
-            Kind::Gauge,
-            "1 if this scrape could read the source of the system-wide gauges, 0 if their figures are missing.",
-        );
-        for (source, up) in [
-            ("database", counts.is_some()),
-            ("jetstream", backlog.is_some()),
-        ] {
-            out.sample(name, &[("source", source)], if up { 1.0 } else { 0.0 });
-        }
-        if let Some(counts) = counts {
-            render_state_counts(out, &counts);
-        }
-        if let Some(backlog) = backlog {
-            render_backlog(out, &backlog);
-        }
+        SystemGauges { counts, backlog }
     }
 }
 
-fn render_state_counts(out: &mut Exposition, counts: &StateCounts) {
-    let name = "datajump_dag_runs_running";
-    out.family(name, Kind::Gauge, "DAG runs in state RUNNING.");
-    out.sample(name, &[], counts.runs_running as f64);
+/// The system-wide gauges as one scrape read them; a source that failed is
+/// `None`.
+#[derive(Debug)]
+struct SystemGauges {
+    counts: Option<StateCounts>,
+    backlog: Option<Vec<Backlog>>,
+}
+
+impl Collector for SystemGauges {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        encode_gauges(
+            &mut encoder,
+            "datajump_metrics_source_up",
+            "1 if this scrape could read the source of the system-wide gauges, 0 if their figures are missing.",
+            [
+                ("database", self.counts.is_some()),
+                ("jetstream", self.backlog.is_some()),
+            ]
+            .map(|(source, up)| ([("source", source)], i64::from(up))),
+        )?;
+        if let Some(counts) = &self.counts {
+            encode_state_counts(&mut encoder, counts)?;
+        }
+        if let Some(backlog) = &self.backlog {
+            encode_backlog(&mut encoder, backlog)?;
+        }
+        Ok(())
+    }
+}
+
+fn encode_state_counts(
+    encoder: &mut DescriptorEncoder,
+    counts: &StateCounts,
+) -> Result<(), std::fmt::Error> {
+    let no_labels: [(&str, &str); 0] = [];
+    encode_gauges(
+        encoder,
+        "datajump_dag_runs_running",
+        "DAG runs in state RUNNING.",
+        [(no_labels, counts.runs_running)],
+    )?;
     for (status, name, help) in [
         (
             TaskStatus::Queued,
@@ -145,27 +171,38 @@ fn render_state_counts(out: &mut Exposition, counts: &StateCounts) {
             "Task instances in state RUNNING, per queue.",
         ),
     ] {
-        out.family(name, Kind::Gauge, help);
-        for (_, queue, tasks) in counts.tasks.iter().filter(|(s, _, _)| *s == status) {
-            out.sample(name, &[("queue", queue)], *tasks as f64);
-        }
+        encode_gauges(
+            encoder,
+            name,
+            help,
+            counts
+                .tasks
+                .iter()
+                .filter(|(s, _, _)| *s == status)
+                .map(|(_, queue, tasks)| ([("queue", queue.as_str())], *tasks)),
+        )?;
     }
+    Ok(())
 }
 
-fn render_backlog(out: &mut Exposition, backlog: &[Backlog]) {
-    let name = "datajump_work_backlog_messages";
-    out.family(
-        name,
-        Kind::Gauge,
+fn encode_backlog(
+    encoder: &mut DescriptorEncoder,
+    backlog: &[Backlog],
+) -> Result<(), std::fmt::Error> {
+    encode_gauges(
+        encoder,
+        "datajump_work_backlog_messages",
         "Work messages a queue's band holds: not yet delivered plus delivered and not yet acknowledged (num_pending + num_ack_pending of its consumer).",
-    );
-    for consumer in backlog {
-        out.sample(
-            name,
-            &[("queue", &consumer.queue), ("band", consumer.band.as_str())],
-            consumer.pending.saturating_add(consumer.ack_pending) as f64,
-        );
-    }
+        backlog.iter().map(|consumer| {
+            (
+                [
+                    ("queue", consumer.queue.as_str()),
+                    ("band", consumer.band.as_str()),
+                ],
+                consumer.pending.saturating_add(consumer.ack_pending),
+            )
+        }),
+    )
 }
 
 /// `GET /metrics`: this process's metrics, plus the system-wide gauges of
@@ -177,15 +214,14 @@ pub fn router(cluster: Option<Cluster>) -> Router {
 }
 
 async fn scrape(State(cluster): State<Option<Arc<Cluster>>>) -> impl IntoResponse {
-    let mut out = Exposition::new();
-    metrics::render(&mut out);
+    let mut page = String::new();
+    metrics::render(&mut page);
     if let Some(cluster) = cluster {
-        cluster.render(&mut out).await;
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(cluster.read().await));
+        metrics::encode(&mut page, &registry);
     }
-    (
-        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        out.into_text(),
-    )
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], page)
 }
 
 /// Serves [`router`] on `addr` until `shutdown` is cancelled: a role's

@@ -1,78 +1,60 @@
-//! Process-wide metrics and their Prometheus text exposition (format 0.0.4).
+//! Process-wide metrics, and the page that shows them to Prometheus.
 //!
 //! Roles record what they see through the functions here
 //! ([`task_dispatched`], [`attempt_ended`], [`run_finished`], …); whoever
-//! serves `/metrics` renders them with [`render`] into an [`Exposition`], to
-//! which it may add figures it reads when scraped (the API adds gauges from
-//! the database and JetStream). `docs/METRICS.md` lists every metric.
+//! serves `/metrics` writes them with [`render`], then may add figures it
+//! reads when scraped, with [`encode`] (the API adds gauges from the
+//! database and JetStream, as a [`Collector`]). `docs/METRICS.md` lists every
+//! metric: their names, types, labels and buckets are public interface.
 //!
-//! The shaping decision: **a fixed set of static metrics, each label over a
-//! closed set of values known at compile time**, so recording is one or two
-//! relaxed atomic additions — no lock, no allocation, no map lookup on the
-//! hot path (issue #6 measures per-task cost). Label values that are data
-//! (queue names) only appear in figures computed at scrape time. Kept here,
-//! not in a role, because the endpoint (`datajump-api`, or `datajump up`
-//! serving every role) may not depend on a role's crate; a tiny registry
-//! rather than a metrics crate because a dozen metrics need no more.
+//! The registry and the text encoder are the Prometheus project's Rust
+//! client, `prometheus-client`: one encoder for the whole page, writing the
+//! Prometheus text format 0.0.4 ([`CONTENT_TYPE`]), which every Prometheus
+//! scrapes and whose lines are those this page always had (no `# EOF`, no
+//! `# UNIT`). The library adds `_total` to a counter's name itself, so
+//! counters are registered without it. Kept here, not in a role, because the
+//! endpoint (`datajump-api`, or `datajump up` serving every role) may not
+//! depend on a role's crate.
+//!
+//! The shaping decision: **a fixed set of metrics, each label over a closed
+//! set of values known at compile time, every series resolved once** when
+//! the registry is built, so recording is one or two relaxed atomic
+//! additions — no lock, no allocation, no hash of a label set on the hot
+//! path, which every task's dispatch and end cross. A labelled counter is a [`Family`]
+//! whose series are all created up front (each is exported at 0 from the
+//! start), their handles kept beside their keys: recording finds its key
+//! among a handful and makes one atomic addition. A latency histogram is an
+//! `AtomicHistogram` of this module, which the library's encoder writes: two
+//! atomic additions per observation, where the library's own histogram takes
+//! a mutex on every one, and so contends between threads recording at once. Label values that are data (queue
+//! names) only appear in figures read at scrape time, by a [`Collector`].
+//! `shared/examples/metrics_cost.rs` measures what each recording costs.
 //!
 //! Being process-wide, the figures of roles sharing a process (`datajump up`,
 //! the end-to-end tests) add up.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex};
 
 use chrono::{DateTime, Utc};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet,
+    prometheus_text,
+};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::subjects::{DONE_STREAM, EVENT_STREAM, FIRE_STREAM, WORK_STREAM};
 use crate::{RunStatus, TaskStatus};
 
-/// A monotonic count.
-struct Counter(AtomicU64);
-
-impl Counter {
-    const fn new() -> Counter {
-        Counter(AtomicU64::new(0))
-    }
-
-    fn inc(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// Counters of one metric, one per value of its single label.
-struct LabeledCounters<const N: usize> {
-    values: [&'static str; N],
-    counters: [Counter; N],
-}
-
-impl<const N: usize> LabeledCounters<N> {
-    const fn new(values: [&'static str; N]) -> LabeledCounters<N> {
-        LabeledCounters {
-            values,
-            counters: [const { Counter::new() }; N],
-        }
-    }
-
-    /// Counts one for `value`; a value outside the set is not a series of
-    /// this metric (callers pass only values of the set).
-    fn inc(&self, value: &str) {
-        if let Some(i) = self.values.iter().position(|v| *v == value) {
-            self.counters[i].inc();
-        }
-    }
-
-    fn render(&self, out: &mut Exposition, name: &str, label: &str) {
-        for (value, counter) in self.values.iter().zip(&self.counters) {
-            out.sample(name, &[(label, value)], counter.get() as f64);
-        }
-    }
-}
+/// The `Content-Type` of the page [`render`] and [`encode`] write: the
+/// Prometheus text format, version 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// Upper bounds, in seconds, of the latency histograms' buckets: from a
 /// millisecond (an edge in a fast run) to a minute (a misfire grace).
@@ -80,12 +62,49 @@ const LATENCY_BUCKETS: [f64; 15] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
-/// A histogram of durations over fixed bucket bounds (seconds).
+/// The series of a counter with one label, each created when registered and
+/// found again by its key (a status, a cause, a stream) among a few.
+struct LabeledCounters<K, const N: usize> {
+    series: [(K, Counter); N],
+}
+
+impl<K: Copy, const N: usize> LabeledCounters<K, N> {
+    /// Registers counter `name` (without its `_total`, which the encoder
+    /// adds) with one series per key, labelled `label="value_of(key)"`.
+    fn register(
+        registry: &mut Registry,
+        name: &str,
+        help: &str,
+        label: &'static str,
+        keys: [K; N],
+        value_of: fn(K) -> &'static str,
+    ) -> LabeledCounters<K, N> {
+        let family = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        let series = keys.map(|key| (key, family.get_or_create_owned(&[(label, value_of(key))])));
+        register(registry, name, help, family);
+        LabeledCounters { series }
+    }
+
+    /// Counts one for `key`; a key outside the set is not a series of this
+    /// metric (callers pass only keys of the set).
+    fn inc<Q>(&self, key: Q)
+    where
+        K: PartialEq<Q>,
+    {
+        if let Some((_, counter)) = self.series.iter().find(|(k, _)| *k == key) {
+            counter.inc();
+        }
+    }
+}
+
+/// A histogram of durations over fixed bucket bounds (seconds), lock-free,
+/// that the library's encoder writes.
 ///
-/// Buckets are stored non-cumulative and the count is their total, so an
-/// observation is two atomic additions and a scrape never shows a count
-/// that disagrees with its buckets.
-struct Histogram<const N: usize> {
+/// Buckets are stored non-cumulative, as the encoder wants them, and the
+/// count is their total, so an observation is two atomic additions and a
+/// scrape never shows a count that disagrees with its buckets.
+#[derive(Debug)]
+struct AtomicHistogram<const N: usize> {
     bounds: [f64; N],
     /// `buckets[i]`: observations in `(bounds[i-1], bounds[i]]`.
     buckets: [AtomicU64; N],
@@ -95,10 +114,10 @@ struct Histogram<const N: usize> {
     sum_nanos: AtomicU64,
 }
 
-impl<const N: usize> Histogram<N> {
-    /// An empty histogram over ascending `bounds`.
-    const fn new(bounds: [f64; N]) -> Histogram<N> {
-        Histogram {
+impl<const N: usize> AtomicHistogram<N> {
+    /// An empty histogram over ascending, finite `bounds`.
+    const fn new(bounds: [f64; N]) -> AtomicHistogram<N> {
+        AtomicHistogram {
             bounds,
             buckets: [const { AtomicU64::new(0) }; N],
             overflow: AtomicU64::new(0),
@@ -109,8 +128,7 @@ impl<const N: usize> Histogram<N> {
     /// Records the time from `from` to `to`; a negative span (clocks of two
     /// hosts disagreeing) counts as zero.
     fn observe_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) {
-        let span = (to - from).to_std().unwrap_or_default();
-        self.observe(span);
+        self.observe((to - from).to_std().unwrap_or_default());
     }
 
     /// Records one duration.
@@ -125,187 +143,80 @@ impl<const N: usize> Histogram<N> {
         let nanos = u64::try_from(span.as_nanos()).unwrap_or(u64::MAX);
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
-
-    /// The histogram as of now.
-    fn snapshot(&self) -> HistogramSnapshot {
-        let mut cumulative = 0;
-        let mut buckets = Vec::with_capacity(N + 1);
-        for (bound, bucket) in self.bounds.iter().zip(&self.buckets) {
-            cumulative += bucket.load(Ordering::Relaxed);
-            buckets.push((*bound, cumulative));
-        }
-        cumulative += self.overflow.load(Ordering::Relaxed);
-        buckets.push((f64::INFINITY, cumulative));
-        HistogramSnapshot {
-            buckets,
-            sum: self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9,
-        }
-    }
 }
 
-/// A histogram's figures at one instant.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistogramSnapshot {
-    /// `(upper bound, observations ≤ bound)`, ascending, ending with `+Inf`
-    /// whose count is the total.
-    pub buckets: Vec<(f64, u64)>,
-    /// Sum of observations, in seconds.
-    pub sum: f64,
-}
-
-impl HistogramSnapshot {
-    /// Number of observations.
-    pub fn count(&self) -> u64 {
-        self.buckets.last().map_or(0, |(_, count)| *count)
-    }
-}
-
-/// A metric's type, as its `# TYPE` line says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Only goes up.
-    Counter,
-    /// Goes up and down.
-    Gauge,
-    /// Buckets, sum and count.
-    Histogram,
-}
-
-impl Kind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Kind::Counter => "counter",
-            Kind::Gauge => "gauge",
-            Kind::Histogram => "histogram",
-        }
-    }
-}
-
-/// The `Content-Type` of [`Exposition::into_text`].
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// A page of the Prometheus text format being written: call
-/// [`Exposition::family`] once per metric, then its samples.
-#[derive(Debug, Default)]
-pub struct Exposition {
-    text: String,
-}
-
-impl Exposition {
-    /// An empty page.
-    pub fn new() -> Exposition {
-        Exposition::default()
-    }
-
-    /// Starts metric `name`: its `# HELP` and `# TYPE` lines.
-    pub fn family(&mut self, name: &str, kind: Kind, help: &str) {
-        let help = help.replace('\\', r"\\").replace('\n', r"\n");
-        let _ = writeln!(self.text, "# HELP {name} {help}");
-        let _ = writeln!(self.text, "# TYPE {name} {}", kind.as_str());
-    }
-
-    /// One sample line: `name{labels} value`.
-    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.text.push_str(name);
-        self.labels(labels, None);
-        let _ = writeln!(self.text, " {}", format_value(value));
-    }
-
-    /// The lines of one histogram series: cumulative `_bucket`s ending with
-    /// `le="+Inf"`, then `_sum` and `_count`.
-    pub fn histogram(
-        &mut self,
-        name: &str,
-        labels: &[(&str, &str)],
-        histogram: &HistogramSnapshot,
-    ) {
-        for (bound, count) in &histogram.buckets {
-            let _ = write!(self.text, "{name}_bucket");
-            self.labels(labels, Some(*bound));
-            let _ = writeln!(self.text, " {count}");
-        }
-        self.sample(&format!("{name}_sum"), labels, histogram.sum);
-        self.sample(&format!("{name}_count"), labels, histogram.count() as f64);
-    }
-
-    /// The page.
-    pub fn into_text(self) -> String {
-        self.text
-    }
-
-    fn labels(&mut self, labels: &[(&str, &str)], le: Option<f64>) {
-        if labels.is_empty() && le.is_none() {
-            return;
-        }
-        self.text.push('{');
-        let le = le.map(format_value);
-        let all = labels
+/// The registry holds the histograms, which live in statics, by reference.
+impl<const N: usize> EncodeMetric for &'static AtomicHistogram<N> {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let buckets: Vec<(f64, u64)> = self
+            .bounds
             .iter()
             .copied()
-            .chain(le.as_deref().map(|le| ("le", le)));
-        for (i, (label, value)) in all.enumerate() {
-            if i > 0 {
-                self.text.push(',');
-            }
-            let _ = write!(self.text, "{label}=\"");
-            for c in value.chars() {
-                match c {
-                    '\\' => self.text.push_str(r"\\"),
-                    '"' => self.text.push_str("\\\""),
-                    '\n' => self.text.push_str(r"\n"),
-                    c => self.text.push(c),
-                }
-            }
-            self.text.push('"');
-        }
-        self.text.push('}');
+            .chain([f64::INFINITY])
+            .zip(self.buckets.iter().chain([&self.overflow]))
+            .map(|(bound, n)| (bound, n.load(Ordering::Relaxed)))
+            .collect();
+        let count = buckets.iter().map(|(_, n)| n).sum();
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
     }
 }
 
-/// A sample value as Prometheus reads it (`+Inf`, `-Inf`, `NaN` spelled its way).
-fn format_value(value: f64) -> String {
-    if value.is_nan() {
-        "NaN".to_owned()
-    } else if value == f64::INFINITY {
-        "+Inf".to_owned()
-    } else if value == f64::NEG_INFINITY {
-        "-Inf".to_owned()
-    } else {
-        value.to_string()
-    }
-}
-
-/// Attempt ends the runner records, by the instance's state after them.
-static TASK_ATTEMPTS: LabeledCounters<5> = LabeledCounters::new([
-    TaskStatus::Success.as_str(),
-    TaskStatus::Failed.as_str(),
-    TaskStatus::Timeout.as_str(),
-    TaskStatus::Killed.as_str(),
-    TaskStatus::UpForRetry.as_str(),
-]);
-/// Retries started, by cause.
-static TASK_RETRIES: LabeledCounters<2> = LabeledCounters::new([
-    RetryCause::Failure.as_str(),
-    RetryCause::RunnerLost.as_str(),
-]);
-/// Runs finished, by final status.
-static RUNS_FINISHED: LabeledCounters<3> = LabeledCounters::new([
-    RunStatus::Success.as_str(),
-    RunStatus::Failed.as_str(),
-    RunStatus::Killed.as_str(),
-]);
-/// Messages terminated as undecodable or naming impossible ids, by stream.
-static POISON_MESSAGES: LabeledCounters<4> =
-    LabeledCounters::new([FIRE_STREAM, EVENT_STREAM, WORK_STREAM, DONE_STREAM]);
 /// QUEUED → attempt started.
-static DISPATCH_LATENCY: Histogram<15> = Histogram::new(LATENCY_BUCKETS);
+static DISPATCH_LATENCY: AtomicHistogram<15> = AtomicHistogram::new(LATENCY_BUCKETS);
 /// Parent's end → child QUEUED by the propagation of that end.
-static EDGE_RELEASE_LATENCY: Histogram<15> = Histogram::new(LATENCY_BUCKETS);
+static EDGE_RELEASE_LATENCY: AtomicHistogram<15> = AtomicHistogram::new(LATENCY_BUCKETS);
 /// Scheduled fire time → fire published.
-static FIRE_LAG: Histogram<15> = Histogram::new(LATENCY_BUCKETS);
+static FIRE_LAG: AtomicHistogram<15> = AtomicHistogram::new(LATENCY_BUCKETS);
 /// Tasks waiting QUEUED per queue that no live runner serves, as of the
 /// ticker's last check.
 static UNSERVED_QUEUES: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+
+/// Writes [`UNSERVED_QUEUES`] when scraped: its series are data (queue names)
+/// and come and go as a whole at each check.
+#[derive(Debug)]
+struct UnservedQueues;
+
+impl Collector for UnservedQueues {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        encode_gauges(
+            &mut encoder,
+            "datajump_unserved_queue_tasks",
+            "Tasks QUEUED for over 10 s on a queue no live runner serves, per queue, as of this process's ticker's last check.",
+            unserved_queues()
+                .into_iter()
+                .map(|(queue, waiting)| ([("queue", queue)], waiting)),
+        )
+    }
+}
+
+/// Writes gauge `name` with one sample per `(labels, value)` of `series`
+/// (its `# HELP` and `# TYPE` even when there is none): for a [`Collector`]'s
+/// figures read at scrape time. `help` is written as given.
+///
+/// # Errors
+///
+/// When `encoder` fails to write.
+pub fn encode_gauges<L, V>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (L, V)>,
+) -> Result<(), std::fmt::Error>
+where
+    L: EncodeLabelSet,
+    V: EncodeGaugeValue,
+{
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in series {
+        ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
 
 /// Why a task is tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -325,6 +236,100 @@ impl RetryCause {
     }
 }
 
+/// The registry of every metric this process records, and the counters'
+/// series in it.
+struct Metrics {
+    registry: Registry,
+    /// Attempt ends the runner records, by the instance's state after them.
+    task_attempts: LabeledCounters<TaskStatus, 5>,
+    /// Retries started, by cause.
+    task_retries: LabeledCounters<RetryCause, 2>,
+    /// Runs finished, by final status.
+    runs_finished: LabeledCounters<RunStatus, 3>,
+    /// Messages terminated as undecodable or naming impossible ids, by stream.
+    poison_messages: LabeledCounters<&'static str, 4>,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// Registers `metric` under `name`, with `help` as the page shows it (the
+/// registry adds the final period itself).
+fn register(registry: &mut Registry, name: &str, help: &str, metric: impl Metric) {
+    registry.register(name, help.strip_suffix('.').unwrap_or(help), metric);
+}
+
+impl Metrics {
+    /// The registry, in the order of the page: counters, histograms, gauge.
+    fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let task_attempts = LabeledCounters::register(
+            &mut registry,
+            "datajump_task_attempts",
+            "Task attempts whose end a runner recorded, by the state it left the task in (UP_FOR_RETRY: failed, retry scheduled).",
+            "status",
+            [
+                TaskStatus::Success,
+                TaskStatus::Failed,
+                TaskStatus::Timeout,
+                TaskStatus::Killed,
+                TaskStatus::UpForRetry,
+            ],
+            TaskStatus::as_str,
+        );
+        let task_retries = LabeledCounters::register(
+            &mut registry,
+            "datajump_task_retries",
+            "Tasks queued again for another attempt: a retry that came due (failure) or a takeover from a dead runner (runner_lost).",
+            "cause",
+            [RetryCause::Failure, RetryCause::RunnerLost],
+            RetryCause::as_str,
+        );
+        let runs_finished = LabeledCounters::register(
+            &mut registry,
+            "datajump_dag_runs_finished",
+            "DAG runs finished by a resolver or ticker of this process, by final status.",
+            "status",
+            [RunStatus::Success, RunStatus::Failed, RunStatus::Killed],
+            RunStatus::as_str,
+        );
+        let poison_messages = LabeledCounters::register(
+            &mut registry,
+            "datajump_poison_messages",
+            "Messages terminated, never redelivered, because they could not be decoded or named ids that cannot exist, by stream.",
+            "stream",
+            [FIRE_STREAM, EVENT_STREAM, WORK_STREAM, DONE_STREAM],
+            |stream| stream,
+        );
+        for (name, help, histogram) in [
+            (
+                "datajump_dispatch_latency_seconds",
+                "Time from a task becoming QUEUED to a runner starting its attempt.",
+                &DISPATCH_LATENCY,
+            ),
+            (
+                "datajump_edge_release_latency_seconds",
+                "Time from a parent task's end to its child becoming QUEUED (the first half of an edge; dispatch latency is the second).",
+                &EDGE_RELEASE_LATENCY,
+            ),
+            (
+                "datajump_fire_lag_seconds",
+                "Time from a cron fire's scheduled instant to the ticker publishing it.",
+                &FIRE_LAG,
+            ),
+        ] {
+            register(&mut registry, name, help, histogram);
+        }
+        registry.register_collector(Box::new(UnservedQueues));
+        Metrics {
+            registry,
+            task_attempts,
+            task_retries,
+            runs_finished,
+            poison_messages,
+        }
+    }
+}
+
 /// A runner started an attempt at `started` of an instance QUEUED at `queued`.
 pub fn task_dispatched(queued: DateTime<Utc>, started: DateTime<Utc>) {
     DISPATCH_LATENCY.observe_between(queued, started);
@@ -333,17 +338,17 @@ pub fn task_dispatched(queued: DateTime<Utc>, started: DateTime<Utc>) {
 /// A runner recorded the end of an attempt, leaving its instance in `status`
 /// (terminal, or UP_FOR_RETRY).
 pub fn attempt_ended(status: TaskStatus) {
-    TASK_ATTEMPTS.inc(status.as_str());
+    METRICS.task_attempts.inc(status);
 }
 
 /// A task was put back in its queue for another attempt.
 pub fn task_retried(cause: RetryCause) {
-    TASK_RETRIES.inc(cause.as_str());
+    METRICS.task_retries.inc(cause);
 }
 
 /// A run finished with `status`.
 pub fn run_finished(status: RunStatus) {
-    RUNS_FINISHED.inc(status.as_str());
+    METRICS.runs_finished.inc(status);
 }
 
 /// A parent that ended at `parent_end` released a child, QUEUED at `queued`.
@@ -358,7 +363,7 @@ pub fn fire_published(scheduled: DateTime<Utc>, published: DateTime<Utc>) {
 
 /// A message of `stream` was terminated as poison.
 pub fn poison_message(stream: &str) {
-    POISON_MESSAGES.inc(stream);
+    METRICS.poison_messages.inc(stream);
 }
 
 /// Records the ticker's latest check: waiting tasks per unserved queue.
@@ -375,156 +380,204 @@ pub fn unserved_queues() -> BTreeMap<String, u64> {
         .clone()
 }
 
-fn counter_family<const N: usize>(
-    out: &mut Exposition,
-    name: &str,
-    help: &str,
-    label: &str,
-    counters: &LabeledCounters<N>,
-) {
-    out.family(name, Kind::Counter, help);
-    counters.render(out, name, label);
+/// Appends every metric this process recorded to `out`, in the Prometheus
+/// text format ([`CONTENT_TYPE`]).
+pub fn render(out: &mut String) {
+    encode(out, &METRICS.registry);
 }
 
-/// Writes every metric this process recorded.
-pub fn render(out: &mut Exposition) {
-    counter_family(
-        out,
-        "datajump_task_attempts_total",
-        "Task attempts whose end a runner recorded, by the state it left the task in (UP_FOR_RETRY: failed, retry scheduled).",
-        "status",
-        &TASK_ATTEMPTS,
-    );
-    counter_family(
-        out,
-        "datajump_task_retries_total",
-        "Tasks queued again for another attempt: a retry that came due (failure) or a takeover from a dead runner (runner_lost).",
-        "cause",
-        &TASK_RETRIES,
-    );
-    counter_family(
-        out,
-        "datajump_dag_runs_finished_total",
-        "DAG runs finished by a resolver or ticker of this process, by final status.",
-        "status",
-        &RUNS_FINISHED,
-    );
-    counter_family(
-        out,
-        "datajump_poison_messages_total",
-        "Messages terminated, never redelivered, because they could not be decoded or named ids that cannot exist, by stream.",
-        "stream",
-        &POISON_MESSAGES,
-    );
-    let histograms = [
-        (
-            "datajump_dispatch_latency_seconds",
-            "Time from a task becoming QUEUED to a runner starting its attempt.",
-            &DISPATCH_LATENCY,
-        ),
-        (
-            "datajump_edge_release_latency_seconds",
-            "Time from a parent task's end to its child becoming QUEUED (the first half of an edge; dispatch latency is the second).",
-            &EDGE_RELEASE_LATENCY,
-        ),
-        (
-            "datajump_fire_lag_seconds",
-            "Time from a cron fire's scheduled instant to the ticker publishing it.",
-            &FIRE_LAG,
-        ),
-    ];
-    for (name, help, histogram) in histograms {
-        out.family(name, Kind::Histogram, help);
-        out.histogram(name, &[], &histogram.snapshot());
-    }
-    let name = "datajump_unserved_queue_tasks";
-    out.family(
-        name,
-        Kind::Gauge,
-        "Tasks QUEUED for over 10 s on a queue no live runner serves, per queue, as of this process's ticker's last check.",
-    );
-    for (queue, waiting) in unserved_queues() {
-        out.sample(name, &[("queue", &queue)], waiting as f64);
-    }
+/// Appends the metrics of `registry` to `out` as [`render`] does: for a page
+/// that adds figures read when scraped to this process's.
+pub fn encode(out: &mut String, registry: &Registry) {
+    // Writing to a `String` does not fail, nor does encoding these metrics
+    // (only a native-only histogram, which this crate has not, cannot be
+    // written in this format).
+    let written = prometheus_text::encode(out, registry);
+    debug_assert!(written.is_ok(), "encoding metrics failed");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn page() -> String {
+        let mut out = String::new();
+        render(&mut out);
+        out
+    }
+
+    fn encoded(registry: &Registry) -> String {
+        let mut out = String::new();
+        encode(&mut out, registry);
+        out
+    }
+
+    /// The value of the sample line that starts with `series` and a space.
+    fn sample(page: &str, series: &str) -> Option<f64> {
+        page.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .map(|value| value.parse().expect("a sample value"))
+    }
+
     #[test]
-    fn label_values_are_escaped() {
-        let mut out = Exposition::new();
-        out.family("m", Kind::Gauge, "a \\ help\nline");
-        out.sample("m", &[("queue", "a\"b\\c\nd"), ("band", "high")], 2.0);
-        out.sample("m", &[], 0.5);
-        assert_eq!(
-            out.into_text(),
-            "# HELP m a \\\\ help\\nline\n# TYPE m gauge\n\
-             m{queue=\"a\\\"b\\\\c\\nd\",band=\"high\"} 2\n\
-             m 0.5\n"
-        );
+    fn every_metric_has_help_and_type_and_a_zero_series_from_the_start() {
+        let text = page();
+        for (name, kind) in [
+            ("datajump_task_attempts_total", "counter"),
+            ("datajump_task_retries_total", "counter"),
+            ("datajump_dag_runs_finished_total", "counter"),
+            ("datajump_poison_messages_total", "counter"),
+            ("datajump_dispatch_latency_seconds", "histogram"),
+            ("datajump_edge_release_latency_seconds", "histogram"),
+            ("datajump_fire_lag_seconds", "histogram"),
+            ("datajump_unserved_queue_tasks", "gauge"),
+        ] {
+            assert!(text.contains(&format!("# HELP {name} ")), "{name}");
+            assert!(text.contains(&format!("# TYPE {name} {kind}\n")), "{name}");
+        }
+        for series in [
+            r#"datajump_task_attempts_total{status="UP_FOR_RETRY"}"#,
+            r#"datajump_task_retries_total{cause="runner_lost"}"#,
+            r#"datajump_dag_runs_finished_total{status="KILLED"}"#,
+            r#"datajump_poison_messages_total{stream="DJ_WORK"}"#,
+            r#"datajump_fire_lag_seconds_bucket{le="+Inf"}"#,
+        ] {
+            assert!(sample(&text, series).is_some(), "{series}");
+        }
+        // Only the lines of the 0.0.4 format, and HELP texts as written.
+        for line in text.lines().filter(|line| line.starts_with('#')) {
+            assert!(
+                line.starts_with("# HELP ") || line.starts_with("# TYPE "),
+                "{line}"
+            );
+            assert!(!line.ends_with(".."), "{line}");
+        }
+        assert!(text.contains(
+            "# HELP datajump_dag_runs_finished_total DAG runs finished by a resolver or ticker of this process, by final status.\n"
+        ));
+    }
+
+    #[test]
+    fn recording_counts_in_its_series_only() {
+        let series = r#"datajump_task_attempts_total{status="SUCCESS"}"#;
+        let other = r#"datajump_task_attempts_total{status="FAILED"}"#;
+        let poison = r#"datajump_poison_messages_total{stream="DJ_DONE"}"#;
+        let before = page();
+        attempt_ended(TaskStatus::Success);
+        attempt_ended(TaskStatus::Success);
+        // Not a status an attempt ends in: no series, nothing counted.
+        attempt_ended(TaskStatus::Running);
+        poison_message(DONE_STREAM);
+        poison_message("NOT_A_STREAM");
+        let after = page();
+        let delta = |series| sample(&after, series).unwrap() - sample(&before, series).unwrap();
+        // Tests of this crate are threads of one process: at least ours.
+        assert!(delta(series) >= 2.0);
+        assert!(delta(poison) >= 1.0);
+        assert!(!after.contains("RUNNING"));
+        assert!(!after.contains("NOT_A_STREAM"));
+        assert!(sample(&after, other).is_some());
     }
 
     #[test]
     fn histogram_buckets_are_cumulative_and_end_with_inf() {
-        let histogram = Histogram::new([0.1, 1.0]);
+        static HISTOGRAM: AtomicHistogram<2> = AtomicHistogram::new([0.1, 1.0]);
         for millis in [50, 100, 700, 3_000] {
-            histogram.observe(std::time::Duration::from_millis(millis));
+            HISTOGRAM.observe(std::time::Duration::from_millis(millis));
         }
-        let snapshot = histogram.snapshot();
-        assert_eq!(snapshot.count(), 4);
-        let mut out = Exposition::new();
-        out.histogram("h_seconds", &[("q", "x")], &snapshot);
+        let mut registry = Registry::default();
+        register(&mut registry, "h_seconds", "A histogram.", &HISTOGRAM);
         assert_eq!(
-            out.into_text(),
-            "h_seconds_bucket{q=\"x\",le=\"0.1\"} 2\n\
-             h_seconds_bucket{q=\"x\",le=\"1\"} 3\n\
-             h_seconds_bucket{q=\"x\",le=\"+Inf\"} 4\n\
-             h_seconds_sum{q=\"x\"} 3.85\n\
-             h_seconds_count{q=\"x\"} 4\n"
+            encoded(&registry),
+            "# HELP h_seconds A histogram.\n\
+             # TYPE h_seconds histogram\n\
+             h_seconds_bucket{le=\"0.1\"} 2\n\
+             h_seconds_bucket{le=\"1\"} 3\n\
+             h_seconds_bucket{le=\"+Inf\"} 4\n\
+             h_seconds_sum 3.85\n\
+             h_seconds_count 4\n"
+        );
+    }
+
+    #[test]
+    fn latency_buckets_are_spelled_as_documented() {
+        let text = page();
+        let bounds: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("datajump_dispatch_latency_seconds_bucket{le=\""))
+            .map(|rest| rest.split('"').next().unwrap())
+            .collect();
+        assert_eq!(
+            bounds,
+            [
+                "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+                "2.5", "5", "10", "30", "60", "+Inf"
+            ]
         );
     }
 
     #[test]
     fn negative_spans_count_as_zero() {
-        let histogram = Histogram::new([0.001]);
+        static HISTOGRAM: AtomicHistogram<1> = AtomicHistogram::new([0.001]);
         let now = Utc::now();
-        histogram.observe_between(now, now - chrono::Duration::seconds(5));
-        let snapshot = histogram.snapshot();
-        assert_eq!(snapshot.buckets, vec![(0.001, 1), (f64::INFINITY, 1)]);
-        assert_eq!(snapshot.sum, 0.0);
+        HISTOGRAM.observe_between(now, now - chrono::Duration::seconds(5));
+        let mut registry = Registry::default();
+        register(&mut registry, "h", "H.", &HISTOGRAM);
+        let text = encoded(&registry);
+        assert_eq!(sample(&text, r#"h_bucket{le="0.001"}"#), Some(1.0));
+        assert_eq!(sample(&text, r#"h_bucket{le="+Inf"}"#), Some(1.0));
+        assert_eq!(sample(&text, "h_sum"), Some(0.0));
     }
 
     #[test]
-    fn special_values_are_spelled_the_prometheus_way() {
-        assert_eq!(format_value(f64::INFINITY), "+Inf");
-        assert_eq!(format_value(f64::NEG_INFINITY), "-Inf");
-        assert_eq!(format_value(f64::NAN), "NaN");
-        assert_eq!(format_value(3.0), "3");
-        assert_eq!(format_value(0.0025), "0.0025");
+    fn unserved_queues_are_exported_as_set_with_labels_escaped() {
+        set_unserved_queues(BTreeMap::from([
+            ("etl".to_owned(), 3),
+            ("a\"b\\c\nd".to_owned(), 1),
+        ]));
+        let text = page();
+        assert_eq!(
+            sample(&text, r#"datajump_unserved_queue_tasks{queue="etl"}"#),
+            Some(3.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"datajump_unserved_queue_tasks{queue="a\"b\\c\nd"}"#
+            ),
+            Some(1.0)
+        );
+        set_unserved_queues(BTreeMap::new());
+        let text = page();
+        assert!(text.contains("# TYPE datajump_unserved_queue_tasks gauge\n"));
+        assert!(!text.contains("datajump_unserved_queue_tasks{"));
     }
 
     #[test]
-    fn every_metric_has_help_and_type_and_a_zero_series_from_the_start() {
-        let mut out = Exposition::new();
-        render(&mut out);
-        let text = out.into_text();
-        for name in [
-            "datajump_task_attempts_total",
-            "datajump_task_retries_total",
-            "datajump_dag_runs_finished_total",
-            "datajump_poison_messages_total",
-            "datajump_dispatch_latency_seconds",
-            "datajump_edge_release_latency_seconds",
-            "datajump_fire_lag_seconds",
-            "datajump_unserved_queue_tasks",
-        ] {
-            assert!(text.contains(&format!("# HELP {name} ")), "{name}");
-            assert!(text.contains(&format!("# TYPE {name} ")), "{name}");
+    fn collected_gauges_are_written_as_given() {
+        #[derive(Debug)]
+        struct Gauges;
+        impl Collector for Gauges {
+            fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+                let none: [(&str, &str); 0] = [];
+                encode_gauges(&mut encoder, "g", "A gauge.", [(none, 5_u64)])?;
+                encode_gauges(
+                    &mut encoder,
+                    "q",
+                    "Per queue.",
+                    [([("queue", "a"), ("band", "high")], -2_i64)],
+                )?;
+                let empty: [([(&str, &str); 1], i64); 0] = [];
+                encode_gauges(&mut encoder, "e", "Empty.", empty)
+            }
         }
-        assert!(text.contains("datajump_task_attempts_total{status=\"UP_FOR_RETRY\"} "));
-        assert!(text.contains("datajump_poison_messages_total{stream=\"DJ_WORK\"} "));
-        assert!(text.contains("datajump_fire_lag_seconds_bucket{le=\"+Inf\"} "));
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Gauges));
+        assert_eq!(
+            encoded(&registry),
+            "# HELP g A gauge.\n# TYPE g gauge\ng 5\n\
+             # HELP q Per queue.\n# TYPE q gauge\nq{queue=\"a\",band=\"high\"} -2\n\
+             # HELP e Empty.\n# TYPE e gauge\n"
+        );
     }
 }
