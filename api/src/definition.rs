@@ -13,7 +13,7 @@
 //! an update can change a few fields and re-apply the whole definition.
 
 use chrono::NaiveDate;
-use datajump_shared::dag_file::{DagFile, DagFileError};
+use datajump_shared::dag_file::{DagFile, DagFileError, ScheduleKind};
 use datajump_shared::entities::{dag, schedule, task, task_dependency};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
@@ -286,8 +286,8 @@ fn date(value: Option<NaiveDate>) -> Value {
 pub fn schedule_file(row: &schedule::Model) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), json!(row.name));
-    match (row.kind.as_str(), &row.cron_expr, &row.event_name) {
-        ("EVENT", _, Some(event)) => out.insert("event".into(), json!(event)),
+    match (row.kind, &row.cron_expr, &row.event_name) {
+        (ScheduleKind::Event, _, Some(event)) => out.insert("event".into(), json!(event)),
         (_, cron, _) => out.insert("cron".into(), json!(cron)),
     };
     out.insert("timezone".into(), json!(row.timezone));
@@ -298,7 +298,7 @@ pub fn schedule_file(row: &schedule::Model) -> Value {
         out.insert("end_date".into(), date(row.end_date));
     }
     out.insert("active".into(), json!(row.active));
-    out.insert("catchup".into(), json!(row.catchup.to_ascii_lowercase()));
+    out.insert("catchup".into(), json!(row.catchup.as_str()));
     out.insert("catchup_limit".into(), json!(row.catchup_limit));
     out.insert("misfire_grace".into(), json!(row.misfire_grace_secs));
     out.insert("biz_date_offset".into(), json!(row.biz_date_offset_days));

@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use datajump_shared::TaskStatus;
+use datajump_shared::dag_file::{OverlapPolicy, ScheduleKind};
 use datajump_shared::entities::{dag, dag_run, execution, task_instance};
+use datajump_shared::{RunStatus, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -121,7 +122,7 @@ pub struct DagSummary {
     /// Runs at once.
     pub max_active_runs: i32,
     /// `skip | wait | parallel`.
-    pub overlap: String,
+    pub overlap: OverlapPolicy,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Last change.
@@ -139,7 +140,7 @@ impl From<&dag::Model> for DagSummary {
             online: row.online,
             version: row.version,
             max_active_runs: row.max_active_runs,
-            overlap: row.overlap_policy.clone(),
+            overlap: row.overlap_policy,
             created_at: row.created_at,
             updated_at: row.updated_at,
         }
@@ -225,7 +226,7 @@ pub struct RunDto {
     /// Scheduled (or trigger) instant.
     pub schedule_time: DateTime<Utc>,
     /// QUEUED, RUNNING, SUCCESS, FAILED or KILLED.
-    pub status: String,
+    pub status: RunStatus,
     /// Run parameters.
     pub run_params: Value,
     /// Creation time.
@@ -245,7 +246,7 @@ impl From<&dag_run::Model> for RunDto {
             trigger_type: row.trigger_type.as_str().to_owned(),
             biz_date: row.biz_date,
             schedule_time: row.logical_time,
-            status: row.status.as_str().to_owned(),
+            status: row.status,
             run_params: row.params.clone(),
             start_time: row.created_at,
             end_time: row.finished_at,
@@ -273,7 +274,7 @@ pub struct RunStatusDto {
     /// Run key.
     pub run_key: String,
     /// Run status.
-    pub status: String,
+    pub status: RunStatus,
     /// True once the status is final.
     pub finished: bool,
     /// Task instances by status.
@@ -303,7 +304,7 @@ pub struct TaskInstanceDto {
     /// What started the run.
     pub trigger_type: String,
     /// Status.
-    pub status: String,
+    pub status: TaskStatus,
     /// Attempts started.
     pub attempts: i32,
     /// Retries used of the task's budget.
@@ -336,7 +337,7 @@ impl From<&task_instance::Model> for TaskInstanceDto {
             task_name: row.task_name.clone(),
             biz_date: row.biz_date,
             trigger_type: row.trigger_type.as_str().to_owned(),
-            status: row.status.as_str().to_owned(),
+            status: row.status,
             attempts: row.attempt,
             retry_count: row.retries_used,
             worker_id: row.owner.clone(),
@@ -373,7 +374,7 @@ pub struct ExecutionDto {
     /// 0-based attempt.
     pub attempt: i32,
     /// RUNNING, then the attempt's outcome.
-    pub status: String,
+    pub status: TaskStatus,
     /// What started this attempt.
     pub trigger_type: String,
     /// Runner id.
@@ -397,7 +398,7 @@ impl From<&execution::Model> for ExecutionDto {
         ExecutionDto {
             id: row.id,
             attempt: row.attempt,
-            status: row.status.as_str().to_owned(),
+            status: row.status,
             trigger_type: row.trigger_type.as_str().to_owned(),
             worker_id: row.worker.clone(),
             start_time: row.start_time,
@@ -433,7 +434,7 @@ pub struct ScheduleDto {
     /// Its name within the DAG.
     pub name: String,
     /// `CRON` or `EVENT`.
-    pub kind: String,
+    pub kind: ScheduleKind,
     /// Cron expression (CRON schedules).
     pub cron_expression: Option<String>,
     /// The expression in words.
@@ -598,7 +599,7 @@ pub struct RerunResponse {
     /// The run, rerun in place (same id, same business date).
     pub id: i64,
     /// Its status now (RUNNING).
-    pub status: String,
+    pub status: RunStatus,
     /// Whether only failed tasks were rerun.
     pub failed_only: bool,
     /// Task instances queued at once (the others wait for their parents).
@@ -631,7 +632,7 @@ pub struct TaskResetResponse {
     /// Its run.
     pub dag_instance_id: i64,
     /// Its status now.
-    pub status: String,
+    pub status: TaskStatus,
     /// Task instances queued at once (the others wait for their parents).
     pub queued_task_instances: Vec<TaskInstanceDto>,
 }

@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use datajump_shared::TaskStatus;
 use datajump_shared::db::{WriteTxn, begin_write, per_row};
 use datajump_shared::entities::{execution, task_instance};
+use datajump_shared::{TaskInstanceId, TaskStatus};
 use sea_orm::sea_query::{Expr, ExprTrait, Value};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
@@ -175,7 +175,7 @@ async fn finish_many<C: ConnectionTrait>(
 #[derive(Debug, Clone, Copy)]
 pub struct Claim {
     /// The instance.
-    pub task_instance_id: i64,
+    pub task_instance_id: TaskInstanceId,
     /// The attempt its work message names.
     pub attempt: i32,
 }
@@ -184,7 +184,7 @@ pub struct Claim {
 #[derive(Debug, Clone)]
 pub struct End {
     /// The instance.
-    pub task_instance_id: i64,
+    pub task_instance_id: TaskInstanceId,
     /// The attempt (0-based) that ended.
     pub attempt: i32,
     /// The attempt's execution row.
@@ -223,9 +223,9 @@ pub struct Ended {
 #[derive(Debug, Default)]
 pub struct Recorded {
     /// Each claim won, with its new execution row.
-    pub claimed: HashMap<i64, (task_instance::Model, execution::Model)>,
+    pub claimed: HashMap<TaskInstanceId, (task_instance::Model, execution::Model)>,
     /// What each end did.
-    pub ended: HashMap<i64, Ended>,
+    pub ended: HashMap<TaskInstanceId, Ended>,
 }
 
 /// Records a runner's batch of claims and attempt ends in one transaction:
@@ -266,11 +266,11 @@ async fn apply_claims(
     txn: &WriteTxn,
     owner: &str,
     claims: &[&Claim],
-) -> Result<HashMap<i64, (task_instance::Model, execution::Model)>, DbErr> {
+) -> Result<HashMap<TaskInstanceId, (task_instance::Model, execution::Model)>, DbErr> {
     let now = Utc::now();
     let keys: Vec<(i64, i32)> = claims
         .iter()
-        .map(|claim| (claim.task_instance_id, claim.attempt))
+        .map(|claim| (claim.task_instance_id.0, claim.attempt))
         .collect();
     let won = start_many(txn, &keys, owner, now).await?;
     if won.is_empty() {
@@ -300,7 +300,7 @@ async fn apply_claims(
         .into_iter()
         .filter_map(|row| {
             let execution = executions.remove(&row.id)?;
-            Some((row.id, (row, execution)))
+            Some((row.instance_id(), (row, execution)))
         })
         .collect())
 }
@@ -311,7 +311,7 @@ async fn apply_ends(
     txn: &WriteTxn,
     owner: &str,
     ends: &[&End],
-) -> Result<HashMap<i64, Ended>, DbErr> {
+) -> Result<HashMap<TaskInstanceId, Ended>, DbErr> {
     let mut ended = HashMap::with_capacity(ends.len());
     if ends.is_empty() {
         return Ok(ended);
@@ -320,7 +320,7 @@ async fn apply_ends(
         .iter()
         .filter(|end| !end.abandoned)
         .map(|end| Finish {
-            id: end.task_instance_id,
+            id: end.task_instance_id.0,
             attempt: end.attempt,
             end: &end.instance_end,
             reason: end.reason.as_deref(),
@@ -329,7 +329,7 @@ async fn apply_ends(
         .collect();
     for row in finish_many(txn, &finishes, owner).await? {
         ended.insert(
-            row.id,
+            row.instance_id(),
             Ended {
                 finished: Some(row),
                 requeued: None,
@@ -339,7 +339,7 @@ async fn apply_ends(
     // Only at a drain timeout: not worth a set-based statement.
     for end in ends.iter().filter(|end| end.abandoned) {
         let requeued =
-            requeue_abandoned(txn, end.task_instance_id, end.attempt, owner, end.end).await?;
+            requeue_abandoned(txn, end.task_instance_id.0, end.attempt, owner, end.end).await?;
         ended.insert(
             end.task_instance_id,
             Ended {

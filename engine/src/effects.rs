@@ -14,7 +14,7 @@ use datajump_nats::{NatsError, publish};
 use datajump_shared::entities::task_instance;
 use datajump_shared::messages::{DoneMsg, Message, VERSION, WorkMsg};
 use datajump_shared::subjects::{self, Band};
-use datajump_shared::{RunStatus, metrics};
+use datajump_shared::{RunStatus, TaskInstanceId, metrics};
 use futures::StreamExt;
 use tracing::{info, warn};
 
@@ -44,7 +44,7 @@ pub struct Effects {
     /// Killed instances a runner was holding: their runners are told on
     /// `dj.kill.<id>` (each runner also rechecks its tasks' status, so a lost
     /// notice still takes effect).
-    pub(crate) kill_notices: Vec<i64>,
+    pub(crate) kill_notices: Vec<TaskInstanceId>,
 }
 
 /// Messages published at once after a commit.
@@ -83,7 +83,7 @@ impl Effects {
             killed
                 .iter()
                 .filter(|row| row.owner.is_some())
-                .map(|row| row.id),
+                .map(task_instance::Model::instance_id),
         );
         self.completions.extend(killed.iter().cloned());
     }
@@ -149,7 +149,7 @@ impl Effects {
 
 /// One message a commit owes.
 enum Outgoing<'a> {
-    Kill(i64),
+    Kill(TaskInstanceId),
     Completion(&'a task_instance::Model),
     Work(&'a task_instance::Model),
 }
@@ -188,7 +188,7 @@ async fn publish_work(js: &Context, row: &task_instance::Model) -> Result<(), Na
         source: e.into(),
     })?;
     let subject = subjects::work(&row.queue, Band::of_priority(row.priority));
-    let msg_id = subjects::work_msg_id(row.id, row.attempt);
+    let msg_id = subjects::work_msg_id(row.instance_id(), row.attempt);
     publish(js, subject, &msg_id, work.encode()).await?;
     Ok(())
 }
@@ -199,12 +199,12 @@ async fn publish_done(js: &Context, row: &task_instance::Model) -> Result<(), Na
     let attempt = row.last_attempt();
     let done = DoneMsg {
         v: VERSION,
-        dag_run_id: row.dag_run_id,
-        task_instance_id: row.id,
+        dag_run_id: row.run_id(),
+        task_instance_id: row.instance_id(),
         attempt,
         status: row.status,
     };
-    let msg_id = subjects::done_msg_id(row.id, attempt);
-    publish(js, subjects::done(row.dag_run_id), &msg_id, done.encode()).await?;
+    let msg_id = subjects::done_msg_id(row.instance_id(), attempt);
+    publish(js, subjects::done(row.run_id()), &msg_id, done.encode()).await?;
     Ok(())
 }

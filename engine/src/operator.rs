@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use datajump_shared::db::begin_write;
 use datajump_shared::entities::{dag_run, dependency_wait, task_instance};
 use datajump_shared::plan::DepType;
-use datajump_shared::{RunStatus, TaskStatus, TriggerType};
+use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus, TriggerType};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
@@ -28,10 +28,10 @@ use crate::transitions::{RunTransition, TaskTransition};
 /// a kill notice to that runner.
 pub async fn kill_instance(
     db: &DatabaseConnection,
-    id: i64,
+    id: TaskInstanceId,
 ) -> Result<Option<(task_instance::Model, Effects)>, DbErr> {
     let txn = begin_write(db).await?;
-    let killed = kill(&txn, id, Utc::now()).await?;
+    let killed = kill(&txn, id.0, Utc::now()).await?;
     txn.commit().await?;
     Ok(killed.map(|row| {
         let mut effects = Effects::default();
@@ -98,10 +98,10 @@ fn killed_from(before: &HashMap<i64, TaskStatus>, killed: &[task_instance::Model
 /// notices are owed with the work of the run that took the slot.
 pub async fn kill_run(
     db: &DatabaseConnection,
-    run_id: i64,
+    run_id: RunId,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
     let txn = begin_write(db).await?;
-    let killed = kill_run_in(&txn, run_id, Utc::now()).await?;
+    let killed = kill_run_in(&txn, run_id.0, Utc::now()).await?;
     txn.commit().await?;
     Ok(killed)
 }
@@ -187,16 +187,16 @@ pub enum ResetError {
     Db(#[from] DbErr),
     /// No such run.
     #[error("no run {0}")]
-    UnknownRun(i64),
+    UnknownRun(RunId),
     /// No such task instance.
     #[error("no task instance {0}")]
-    UnknownInstance(i64),
+    UnknownInstance(TaskInstanceId),
     /// Something to reset is still live.
     #[error("task '{0}' is {1}: wait for it to finish or kill it first")]
     Live(String, TaskStatus),
     /// The run is still QUEUED or RUNNING.
     #[error("run {0} is {1}: wait for it to finish or kill it first")]
-    RunLive(i64, RunStatus),
+    RunLive(RunId, RunStatus),
     /// A mark names a status a task cannot be marked.
     #[error("a task instance can be marked SUCCESS or FAILED, not {0}")]
     NotAMark(TaskStatus),
@@ -210,11 +210,11 @@ pub enum ResetError {
 /// runs count as met. Returns what was released.
 pub async fn reset(
     db: &DatabaseConnection,
-    run_id: i64,
+    run_id: RunId,
     scope: ResetScope,
 ) -> Result<Effects, ResetError> {
     let txn = begin_write(db).await?;
-    let effects = reset_in(&txn, run_id, scope, Utc::now()).await?;
+    let effects = reset_in(&txn, run_id.0, scope, Utc::now()).await?;
     txn.commit().await?;
     Ok(effects)
 }
@@ -230,12 +230,7 @@ async fn reset_in<C: ConnectionTrait>(
         .lock_exclusive()
         .one(conn)
         .await?
-        .ok_or(ResetError::UnknownRun(run_id))?;
-    // A live run's counters count its live instances; a reset recounts
-    // them from scratch, so it waits for the run to end.
-    if !RunTransition::Reopen.from().contains(&run.status) {
-        return Err(ResetError::RunLive(run_id, run.status));
-    }
+        .ok_or(ResetError::UnknownRun(RunId(run_id)))?;
     let instances = Ti::find()
         .filter(TiCol::DagRunId.eq(run_id))
         .lock_exclusive()
@@ -289,6 +284,11 @@ async fn reset_in<C: ConnectionTrait>(
         .find(|i| !TaskTransition::Reset.from().contains(&i.status))
     {
         return Err(ResetError::Live(live.task_name.clone(), live.status));
+    }
+    // A live run's counters count its live instances; a reset recounts
+    // them from scratch, so it waits for the run to end.
+    if !RunTransition::Reopen.from().contains(&run.status) {
+        return Err(ResetError::RunLive(RunId(run_id), run.status));
     }
     // Same-run parents of each selected instance, from the children lists.
     let mut parents: HashMap<i64, Vec<(i64, DepType)>> = HashMap::new();
@@ -390,9 +390,13 @@ async fn reset_in<C: ConnectionTrait>(
 /// instance is settled and propagated; a finished one is changed and its
 /// downstream put back to PENDING so it follows the new result. Returns
 /// what was released.
-pub async fn mark(db: &DatabaseConnection, id: i64, to: TaskStatus) -> Result<Effects, ResetError> {
+pub async fn mark(
+    db: &DatabaseConnection,
+    id: TaskInstanceId,
+    to: TaskStatus,
+) -> Result<Effects, ResetError> {
     let txn = begin_write(db).await?;
-    let effects = mark_in(&txn, id, to, Utc::now()).await?;
+    let effects = mark_in(&txn, id.0, to, Utc::now()).await?;
     txn.commit().await?;
     Ok(effects)
 }
@@ -407,7 +411,7 @@ async fn mark_in<C: ConnectionTrait>(
         .lock_exclusive()
         .one(conn)
         .await?
-        .ok_or(ResetError::UnknownInstance(id))?;
+        .ok_or(ResetError::UnknownInstance(TaskInstanceId(id)))?;
     if !TaskTransition::Mark.to().contains(&to) {
         return Err(ResetError::NotAMark(to));
     }

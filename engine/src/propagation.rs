@@ -17,11 +17,12 @@ use chrono::{DateTime, Utc};
 use datajump_shared::db::begin_write;
 use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::plan::{DepType, Strategy};
-use datajump_shared::{RunStatus, TaskStatus};
+use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
 };
+use serde::Deserialize as _;
 
 use crate::effects::Effects;
 use crate::queue::queue_many;
@@ -38,9 +39,13 @@ use crate::waits::release_waiters;
 /// propagated, one per distinct counter increment counts them into their
 /// children and their runs, one per outcome releases the children.
 /// Instances a wave settles (SKIPPED, UPSTREAM_FAILED) are the next wave.
-pub async fn propagate(db: &DatabaseConnection, ids: Vec<i64>) -> Result<Effects, DbErr> {
+pub async fn propagate(
+    db: &DatabaseConnection,
+    ids: Vec<TaskInstanceId>,
+) -> Result<Effects, DbErr> {
     let txn = begin_write(db).await?;
     let mut effects = Effects::default();
+    let ids = ids.into_iter().map(|id| id.0).collect();
     propagate_all(&txn, ids, Utc::now(), &mut effects).await?;
     txn.commit().await?;
     Ok(effects)
@@ -51,9 +56,9 @@ pub async fn propagate(db: &DatabaseConnection, ids: Vec<i64>) -> Result<Effects
 #[derive(Debug, Clone, Copy)]
 pub struct Completion {
     /// The instance it names.
-    pub task_instance_id: i64,
+    pub task_instance_id: TaskInstanceId,
     /// The run it says the instance is in.
-    pub dag_run_id: i64,
+    pub dag_run_id: RunId,
 }
 
 /// What a completion message turned out to name.
@@ -79,7 +84,7 @@ pub async fn propagate_completions(
         return Ok((Vec::new(), effects));
     }
     let txn = begin_write(db).await?;
-    let ids: Vec<i64> = completions.iter().map(|c| c.task_instance_id).collect();
+    let ids: Vec<i64> = completions.iter().map(|c| c.task_instance_id.0).collect();
     propagate_all(&txn, ids, Utc::now(), &mut effects).await?;
     // A completion its propagation counted names a real instance; only the
     // rest (repeats, and ids that may not exist) are looked up, so a batch
@@ -87,7 +92,7 @@ pub async fn propagate_completions(
     let mut runs: HashMap<i64, i64> = effects.propagated.iter().copied().collect();
     let unseen: Vec<i64> = completions
         .iter()
-        .map(|c| c.task_instance_id)
+        .map(|c| c.task_instance_id.0)
         .filter(|id| !runs.contains_key(id))
         .collect();
     if !unseen.is_empty() {
@@ -105,9 +110,9 @@ pub async fn propagate_completions(
     txn.commit().await?;
     let checks = completions
         .iter()
-        .map(|c| match runs.get(&c.task_instance_id) {
+        .map(|c| match runs.get(&c.task_instance_id.0) {
             None => CompletionCheck::UnknownInstance,
-            Some(run) if *run != c.dag_run_id => CompletionCheck::WrongRun,
+            Some(run) if *run != c.dag_run_id.0 => CompletionCheck::WrongRun,
             Some(_) => CompletionCheck::Known,
         })
         .collect();
@@ -206,10 +211,10 @@ fn decide(row: &task_instance::Model, strategy: Strategy) -> Decision {
     }
 }
 
+/// The strategy in the instance's spec (as the plan serialized it); a spec
+/// without one reads as the default.
 fn spec_strategy(row: &task_instance::Model) -> Strategy {
-    row.spec["task"]["strategy"]
-        .as_str()
-        .map_or(Strategy::AllSuccess, Strategy::from_stored)
+    Strategy::deserialize(&row.spec["task"]["strategy"]).unwrap_or_default()
 }
 
 fn spec_enabled(row: &task_instance::Model) -> bool {

@@ -3,8 +3,8 @@
 //! at a runner's drain timeout.
 
 use chrono::{DateTime, Duration, Utc};
-use datajump_shared::TaskStatus;
 use datajump_shared::entities::task_instance;
+use datajump_shared::{TaskInstanceId, TaskStatus};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
@@ -25,10 +25,10 @@ pub const REPUBLISH_AFTER: Duration = Duration::seconds(60);
 /// ticker's deadline scan); `None` if it no longer waits for one.
 pub async fn retry_due(
     db: &DatabaseConnection,
-    id: i64,
+    id: TaskInstanceId,
     now: DateTime<Utc>,
 ) -> Result<Option<Effects>, DbErr> {
-    let queued = queue_many(db, &[id], TaskTransition::RetryDue, now).await?;
+    let queued = queue_many(db, &[id.0], TaskTransition::RetryDue, now).await?;
     Ok((!queued.is_empty()).then(|| Effects {
         queued,
         ..Effects::default()
@@ -40,14 +40,14 @@ pub async fn retry_due(
 /// scan); `None` if it is no longer QUEUED.
 pub async fn republish_due(
     db: &DatabaseConnection,
-    id: i64,
+    id: TaskInstanceId,
     now: DateTime<Utc>,
 ) -> Result<Option<Effects>, DbErr> {
     let touched = update_instance(
         db,
         Ti::update_many()
             .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
-            .filter(TiCol::Id.eq(id))
+            .filter(TiCol::Id.eq(id.0))
             .filter(TiCol::Status.eq(TaskStatus::Queued)),
     )
     .await?;

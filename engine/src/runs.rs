@@ -135,7 +135,7 @@ pub async fn create_runs(
     let limited: Vec<&dag::Model> = runnable
         .iter()
         .map(|(_, _, dag)| *dag)
-        .filter(|dag| dag.overlap_policy != OverlapPolicy::Parallel.as_str())
+        .filter(|dag| dag.overlap_policy != OverlapPolicy::Parallel)
         .collect();
     // Slots are counted (and the DAG rows locked) before looking for
     // existing runs, so a concurrent resolver's run of the same fire is
@@ -154,7 +154,7 @@ pub async fn create_runs(
             outcomes[index] = FireOutcome::Exists;
             continue;
         }
-        let slot_free = dag.overlap_policy == OverlapPolicy::Parallel.as_str()
+        let slot_free = dag.overlap_policy == OverlapPolicy::Parallel
             || free_slots.get_mut(&dag.id).is_some_and(|free| {
                 let some = *free > 0;
                 *free = free.saturating_sub(1);
@@ -163,7 +163,7 @@ pub async fn create_runs(
         let status = match (plan.tasks.is_empty(), slot_free) {
             (true, _) => RunStatus::Success,
             (false, true) => RunStatus::Running,
-            (false, false) if dag.overlap_policy == OverlapPolicy::Skip.as_str() => {
+            (false, false) if dag.overlap_policy == OverlapPolicy::Skip => {
                 info!(dag = %dag.name, dedup_key = %fire.dedup_key, max_active_runs = dag.max_active_runs, "fire skipped: the DAG is at max_active_runs (overlap: skip)");
                 outcomes[index] = FireOutcome::Skipped;
                 continue;

@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use datajump_shared::db::begin_write;
 use datajump_shared::entities::{dag, dag_run, dependency_wait, task, task_instance};
 use datajump_shared::plan::{DepType, Plan};
-use datajump_shared::{RunStatus, TaskStatus};
+use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
@@ -84,7 +84,7 @@ async fn link_external_parent<C: ConnectionTrait>(
         waiter_run_id: Set(waiter.dag_run_id),
         target_task_id: Set(target_task),
         target_biz_date: Set(parent.biz_date),
-        dep_type: Set(parent.dep_type.as_str().to_owned()),
+        dep_type: Set(parent.dep_type),
         description: Set(parent.description.clone()),
         created_at: Set(now),
         ..Default::default()
@@ -149,7 +149,7 @@ pub(crate) async fn release_waiters<C: ConnectionTrait>(
         let Some(waiter) = count_parent(
             conn,
             Ti::update_many().filter(TiCol::Id.eq(wait.waiter_instance_id)),
-            DepType::from_stored(&wait.dep_type),
+            wait.dep_type,
             ok,
         )
         .await?
@@ -188,11 +188,11 @@ pub(crate) async fn release_waiters<C: ConnectionTrait>(
 /// instance with no open waits (the ticker's deadline scan).
 pub async fn wait_timed_out(
     db: &DatabaseConnection,
-    id: i64,
+    id: TaskInstanceId,
     now: DateTime<Utc>,
 ) -> Result<Effects, DbErr> {
     let txn = begin_write(db).await?;
-    let effects = fail_wait_timeout(&txn, id, now).await?;
+    let effects = fail_wait_timeout(&txn, id.0, now).await?;
     txn.commit().await?;
     Ok(effects)
 }

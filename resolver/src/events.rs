@@ -3,6 +3,7 @@
 
 use async_nats::jetstream::{self, Context};
 use chrono::Utc;
+use datajump_shared::dag_file::ScheduleKind;
 use datajump_shared::entities::schedule;
 use datajump_shared::messages::{FireMsg, VERSION};
 use datajump_shared::{TriggerType, subjects};
@@ -29,7 +30,7 @@ pub(crate) async fn handle_event(
         .map(|v| datajump_shared::plan::params_from_json(&v))
         .unwrap_or_default();
     let schedules = match schedule::Entity::find()
-        .filter(schedule::Column::Kind.eq("EVENT"))
+        .filter(schedule::Column::Kind.eq(ScheduleKind::Event))
         .filter(schedule::Column::EventName.eq(name))
         .filter(schedule::Column::Active.eq(true))
         .all(&config.db)

@@ -28,6 +28,7 @@ use datajump_cron::parse_time_zone;
 use datajump_engine::AttemptEnd;
 use datajump_nats::{NatsError, pull_consumer};
 use datajump_shared::TaskStatus;
+use datajump_shared::content::TaskContent;
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
 use datajump_shared::metrics::{self, RetryCause};
@@ -443,7 +444,7 @@ async fn handle_work(
             return;
         }
     };
-    let span = info_span!("task", dag_run_id = work.dag_run_id, task_instance_id = work.task_instance_id, attempt = work.attempt, task = %work.spec.task.name);
+    let span = info_span!("task", dag_run_id = work.dag_run_id.0, task_instance_id = work.task_instance_id.0, attempt = work.attempt, task = %work.spec.task.name);
     async {
         let ack = match attempt(config, js, logs, committer, &message, &work, stops, slot).await {
             Ok(ack) => ack,
@@ -533,19 +534,21 @@ async fn run_claimed(
     let start = exec_row.start_time;
     let task = &work.spec.task;
     let log = LogSink::new(Some((config.nats.clone(), exec_row.id)));
-    log.header(task.task_id, &task.name, &task.task_type, start);
-    let outcome = match executor::for_type(&task.task_type) {
-        None => ExecOutcome::Invalid(format!("this runner cannot run {} tasks", task.task_type)),
-        Some(executor) => {
+    log.header(task.task_id, &task.name, task.task_type.as_str(), start);
+    // Parsed when the DAG was applied; what fails here was stored before
+    // content was checked, and cannot run as written.
+    let outcome = match TaskContent::parse(task.task_type, &task.content) {
+        Err(e) => ExecOutcome::Invalid(format!("the task's content: {e}")),
+        Ok(content) => {
             let ctx = ExecContext {
-                content: task.content.clone(),
+                content,
                 params: param_context(work),
                 env: environment(work, row),
                 db: config.db.clone(),
                 timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),
                 cancel: kill.clone(),
             };
-            let run = executor.execute(&ctx, &log);
+            let run = executor::execute(&ctx, &log);
             tokio::pin!(run);
             loop {
                 tokio::select! {
@@ -590,7 +593,7 @@ async fn run_claimed(
         (verdict.attempt_status, verdict.reason)
     };
     let ended = datajump_engine::End {
-        task_instance_id: row.id,
+        task_instance_id: row.instance_id(),
         attempt: work.attempt,
         execution_id: exec_row.id,
         abandoned,
@@ -676,7 +679,7 @@ fn param_context(work: &WorkMsg) -> ParamContext {
         biz_date: work.biz_date,
         logical_time: work.spec.logical_time,
         time_zone: parse_time_zone(&work.spec.time_zone).unwrap_or(datajump_cron::DEFAULT_TZ),
-        run_id: work.dag_run_id,
+        run_id: work.dag_run_id.0,
         task_name: work.spec.task.name.clone(),
         params: work.spec.params.clone(),
     }
@@ -684,7 +687,7 @@ fn param_context(work: &WorkMsg) -> ParamContext {
 
 /// A claim lost: decide from the instance's current state what the message means.
 async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<AckKind, DbErr> {
-    let Some(row) = task_instance::Entity::find_by_id(work.task_instance_id)
+    let Some(row) = task_instance::Entity::find_by_id(work.task_instance_id.0)
         .one(&config.db)
         .await?
     else {

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, TimeZone, Utc};
 use datajump_migrations::{Migrator, MigratorTrait};
-use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, for_type};
+use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, execute};
+use datajump_shared::content::{TaskContent, TaskType};
 use datajump_shared::datasources::{self, DatasourceError, DatasourceKind, NewDatasource};
 use datajump_shared::params::ParamContext;
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
@@ -90,10 +91,22 @@ impl Run {
         self
     }
 
+    /// Runs the task as a runner does: its content parsed first (a
+    /// content that does not read is an invalid attempt), then executed.
     async fn on(self, db: &DatabaseConnection) -> Ran {
-        let executor = for_type(self.task_type).expect("executor registered");
+        let task_type = TaskType::parse(self.task_type).expect("a task type");
+        let content = match TaskContent::parse(task_type, &self.content) {
+            Ok(content) => content,
+            Err(e) => {
+                return Ran {
+                    outcome: ExecOutcome::Invalid(format!("the task's content: {e}")),
+                    log: String::new(),
+                    took: Duration::ZERO,
+                };
+            }
+        };
         let ctx = ExecContext {
-            content: self.content,
+            content,
             params: self.params,
             env: BTreeMap::new(),
             db: db.clone(),
@@ -102,7 +115,7 @@ impl Run {
         };
         let sink = LogSink::new(None);
         let start = Instant::now();
-        let outcome = executor.execute(&ctx, &sink).await;
+        let outcome = execute(&ctx, &sink).await;
         let took = start.elapsed();
         let finished = sink.finish();
         // A log the tail holds whole has no separate full copy.
@@ -271,7 +284,7 @@ async fn datasource_catalog_add_list_remove() {
     let mut pg = datasource("warehouse", DatasourceKind::Postgresql, "db.internal");
     pg.password = Some("hunter2".to_owned());
     let row = datasources::add(&s.db, pg.clone()).await.expect("add");
-    assert_eq!(row.kind, "POSTGRESQL");
+    assert_eq!(row.kind, DatasourceKind::Postgresql);
     assert!(!format!("{row:?}").contains("hunter2"));
     assert!(matches!(
         datasources::add(&s.db, pg).await,

@@ -21,10 +21,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::sea_query::Query;
+use sea_orm::sea_query::{Expr, Query, StringLen};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, DbErr, DeriveActiveEnum,
+    EntityTrait, EnumIter, QueryFilter, QueryOrder, QuerySelect,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -40,18 +40,36 @@ pub const MAX_ATTEMPTS: i32 = 6;
 pub const LEASE: Duration = Duration::seconds(60);
 
 /// What can be alerted on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    EnumIter,
+    DeriveActiveEnum,
+    Serialize,
+    Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(32))")]
 #[serde(rename_all = "snake_case")]
 pub enum AlertKind {
     /// A run ended FAILED.
+    #[sea_orm(string_value = "run_failed")]
     RunFailed,
     /// A task instance ended FAILED with no retry left.
+    #[sea_orm(string_value = "task_failed")]
     TaskFailed,
     /// An attempt ran past its timeout.
+    #[sea_orm(string_value = "timeout")]
     Timeout,
     /// A run was still not finished `sla` seconds after its logical time.
+    #[sea_orm(string_value = "sla_miss")]
     SlaMiss,
     /// `datajump alerts test`.
+    #[sea_orm(string_value = "test")]
     Test,
 }
 
@@ -159,16 +177,47 @@ impl AlertConfig {
     }
 }
 
-/// Alert rows' `status` values.
-pub mod status {
+/// Where an alert row is in its delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, DeriveActiveEnum, Serialize, Deserialize)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AlertState {
     /// Waiting for its next attempt.
-    pub const PENDING: &str = "PENDING";
+    #[sea_orm(string_value = "PENDING")]
+    Pending,
     /// Held by a sender until its lease ends.
-    pub const SENDING: &str = "SENDING";
+    #[sea_orm(string_value = "SENDING")]
+    Sending,
     /// Accepted by the target (2xx).
-    pub const SENT: &str = "SENT";
-    /// Given up after [`super::MAX_ATTEMPTS`].
-    pub const FAILED: &str = "FAILED";
+    #[sea_orm(string_value = "SENT")]
+    Sent,
+    /// Given up after [`MAX_ATTEMPTS`].
+    #[sea_orm(string_value = "FAILED")]
+    Failed,
+}
+
+impl std::fmt::Display for AlertKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for AlertState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl AlertState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertState::Pending => "PENDING",
+            AlertState::Sending => "SENDING",
+            AlertState::Sent => "SENT",
+            AlertState::Failed => "FAILED",
+        }
+    }
 }
 
 /// An event found by a scan, before it is multiplied by webhooks.
@@ -395,11 +444,11 @@ fn new_row(
         dag_id: Set(dag_id),
         dag_run_id: Set(event.dag_run_id),
         task_instance_id: Set(event.task_instance_id),
-        kind: Set(event.kind.as_str().to_owned()),
+        kind: Set(event.kind),
         dedup_key: Set(dedup_key.to_owned()),
         target: Set(serde_json::to_value(hook).unwrap_or_default()),
         payload: Set(event.payload.clone()),
-        status: Set(status::PENDING.to_owned()),
+        status: Set(AlertState::Pending),
         attempts: Set(0),
         next_attempt_at: Set(now),
         created_at: Set(now),
@@ -448,7 +497,7 @@ pub async fn take_due(
     limit: u64,
 ) -> Result<Vec<alert::Model>, DbErr> {
     let due = alert::Entity::find()
-        .filter(alert::Column::Status.is_in([status::PENDING, status::SENDING]))
+        .filter(alert::Column::Status.is_in([AlertState::Pending, AlertState::Sending]))
         .filter(alert::Column::NextAttemptAt.lte(now))
         .order_by_asc(alert::Column::NextAttemptAt)
         .limit(limit)
@@ -471,7 +520,10 @@ pub async fn take(
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     let won = alert::Entity::update_many()
-        .col_expr(alert::Column::Status, status::SENDING.into())
+        .col_expr(
+            alert::Column::Status,
+            Expr::value(AlertState::Sending.as_str()),
+        )
         .col_expr(alert::Column::NextAttemptAt, (now + LEASE).into())
         .filter(alert::Column::Id.eq(row.id))
         .filter(alert::Column::Status.eq(row.status.as_str()))
@@ -512,19 +564,19 @@ pub async fn record_delivery(
     taken: &alert::Model,
     delivery: &Delivery,
     now: DateTime<Utc>,
-) -> Result<&'static str, DbErr> {
+) -> Result<AlertState, DbErr> {
     let attempts = taken.attempts + 1;
     let mut update = alert::Entity::update_many()
         .col_expr(alert::Column::Attempts, attempts.into())
         .filter(alert::Column::Id.eq(taken.id))
-        .filter(alert::Column::Status.eq(status::SENDING));
+        .filter(alert::Column::Status.eq(AlertState::Sending));
     let new_status = match delivery {
         Delivery::Sent { status: code } => {
             update = update
                 .col_expr(alert::Column::SentAt, Some(now).into())
                 .col_expr(alert::Column::ResponseStatus, Some(i32::from(*code)).into())
                 .col_expr(alert::Column::LastError, Option::<String>::None.into());
-            status::SENT
+            AlertState::Sent
         }
         Delivery::Failed {
             status: code,
@@ -538,14 +590,14 @@ pub async fn record_delivery(
                     (now + retry_delay(attempts)).into(),
                 );
             if attempts >= MAX_ATTEMPTS {
-                status::FAILED
+                AlertState::Failed
             } else {
-                status::PENDING
+                AlertState::Pending
             }
         }
     };
     update
-        .col_expr(alert::Column::Status, new_status.into())
+        .col_expr(alert::Column::Status, Expr::value(new_status.as_str()))
         .exec(db)
         .await?;
     Ok(new_status)

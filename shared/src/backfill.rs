@@ -67,7 +67,7 @@ pub async fn plan<C: ConnectionTrait>(
 ) -> Result<Vec<Planned>, BackfillError> {
     let schedule = schedule::Entity::find()
         .filter(schedule::Column::DagId.eq(dag_id))
-        .filter(schedule::Column::Kind.eq("CRON"))
+        .filter(schedule::Column::Kind.eq(crate::dag_file::ScheduleKind::Cron))
         .filter(schedule::Column::Active.eq(true))
         .order_by_asc(schedule::Column::Id)
         .one(conn)

@@ -14,9 +14,10 @@ use sea_orm::{
 };
 use thiserror::Error;
 
-use crate::dag_file::DagFile;
+use crate::content::TaskType;
+use crate::dag_file::{Catchup, DagFile, ScheduleKind};
 use crate::entities::{dag, schedule, task, task_dependency};
-use crate::plan::{Plan, params_to_json};
+use crate::plan::{Plan, RetryStrategy, Strategy, params_to_json};
 
 /// Why a DAG could not be stored.
 #[derive(Debug, Error)]
@@ -106,13 +107,13 @@ impl std::fmt::Display for ApplyReport {
 #[derive(Debug, PartialEq)]
 struct TaskDefinition {
     description: String,
-    task_type: String,
+    task_type: TaskType,
     content: serde_json::Value,
     params: serde_json::Value,
     priority: i32,
     retry_max: i32,
     retry_interval_secs: i32,
-    retry_strategy: String,
+    retry_strategy: RetryStrategy,
     retry_on_exit_codes: serde_json::Value,
     retry_on_timeout: bool,
     retry_max_interval_secs: i32,
@@ -120,22 +121,22 @@ struct TaskDefinition {
     timeout_secs: i32,
     wait_timeout_secs: i32,
     queue: String,
-    strategy: String,
+    strategy: Strategy,
     enabled: bool,
-    dependencies: Vec<(Option<String>, String, String, i32)>,
+    dependencies: Vec<(Option<String>, String, &'static str, i32)>,
 }
 
 /// The comparable definition of a schedule row.
 #[derive(Debug, PartialEq)]
 struct ScheduleDefinition {
-    kind: String,
+    kind: ScheduleKind,
     cron_expr: Option<String>,
     event_name: Option<String>,
     timezone: String,
     start_date: Option<chrono::NaiveDate>,
     end_date: Option<chrono::NaiveDate>,
     active: bool,
-    catchup: String,
+    catchup: Catchup,
     catchup_limit: i32,
     misfire_grace_secs: i32,
     biz_date_offset_days: i32,
@@ -150,7 +151,7 @@ fn task_definition_of_file(file: &crate::dag_file::TaskFile) -> TaskDefinition {
             (
                 dag.map(str::to_owned),
                 task.to_owned(),
-                dep_type.as_str().to_owned(),
+                dep_type.as_str(),
                 offset_day,
             )
         })
@@ -158,13 +159,13 @@ fn task_definition_of_file(file: &crate::dag_file::TaskFile) -> TaskDefinition {
     dependencies.sort();
     TaskDefinition {
         description: file.description.clone(),
-        task_type: file.canonical_type(),
+        task_type: file.task_type().unwrap_or_default(),
         content: file.content_json(),
         params: params_to_json(&file.params),
         priority: file.priority,
         retry_max: file.retry.max,
         retry_interval_secs: file.retry.interval,
-        retry_strategy: file.retry.strategy.as_str().to_owned(),
+        retry_strategy: file.retry.strategy,
         retry_on_exit_codes: serde_json::json!(file.retry.on_exit_codes),
         retry_on_timeout: file.retry.on_timeout,
         retry_max_interval_secs: file.retry.max_interval_secs(),
@@ -172,7 +173,7 @@ fn task_definition_of_file(file: &crate::dag_file::TaskFile) -> TaskDefinition {
         timeout_secs: file.timeout,
         wait_timeout_secs: file.wait_timeout,
         queue: file.queue.clone(),
-        strategy: file.strategy.as_str().to_owned(),
+        strategy: file.strategy,
         enabled: file.enabled,
         dependencies,
     }
@@ -186,7 +187,7 @@ fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) ->
             (
                 d.parent_dag.clone(),
                 d.parent_task.clone(),
-                d.dep_type.clone(),
+                d.dep_type.as_str(),
                 d.offset_day,
             )
         })
@@ -194,13 +195,13 @@ fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) ->
     dependencies.sort();
     TaskDefinition {
         description: row.description.clone(),
-        task_type: row.task_type.clone(),
+        task_type: row.task_type,
         content: row.content.clone(),
         params: row.params.clone(),
         priority: row.priority,
         retry_max: row.retry_max,
         retry_interval_secs: row.retry_interval_secs,
-        retry_strategy: row.retry_strategy.clone(),
+        retry_strategy: row.retry_strategy,
         retry_on_exit_codes: row.retry_on_exit_codes.clone(),
         retry_on_timeout: row.retry_on_timeout,
         retry_max_interval_secs: row.retry_max_interval_secs,
@@ -208,7 +209,7 @@ fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) ->
         timeout_secs: row.timeout_secs,
         wait_timeout_secs: row.wait_timeout_secs,
         queue: row.queue.clone(),
-        strategy: row.strategy.clone(),
+        strategy: row.strategy,
         enabled: row.enabled,
         dependencies,
     }
@@ -220,11 +221,10 @@ fn schedule_definition_of_file(
 ) -> ScheduleDefinition {
     ScheduleDefinition {
         kind: if file.event.is_some() {
-            "EVENT"
+            ScheduleKind::Event
         } else {
-            "CRON"
-        }
-        .to_owned(),
+            ScheduleKind::Cron
+        },
         cron_expr: file.cron.as_ref().map(|c| c.trim().to_owned()),
         event_name: file.event.clone(),
         timezone: file
@@ -234,7 +234,7 @@ fn schedule_definition_of_file(
         start_date: file.start_date,
         end_date: file.end_date,
         active: file.active,
-        catchup: file.catchup.as_str().to_owned(),
+        catchup: file.catchup,
         catchup_limit: file.catchup_limit,
         misfire_grace_secs: file.misfire_grace,
         biz_date_offset_days: file.biz_date_offset,
@@ -243,14 +243,14 @@ fn schedule_definition_of_file(
 
 fn schedule_definition_of_row(row: &schedule::Model) -> ScheduleDefinition {
     ScheduleDefinition {
-        kind: row.kind.clone(),
+        kind: row.kind,
         cron_expr: row.cron_expr.clone(),
         event_name: row.event_name.clone(),
         timezone: row.timezone.clone(),
         start_date: row.start_date,
         end_date: row.end_date,
         active: row.active,
-        catchup: row.catchup.clone(),
+        catchup: row.catchup,
         catchup_limit: row.catchup_limit,
         misfire_grace_secs: row.misfire_grace_secs,
         biz_date_offset_days: row.biz_date_offset_days,
@@ -290,7 +290,7 @@ pub async fn apply(
                 version: Set(1),
                 params: Set(params),
                 max_active_runs: Set(file.max_active_runs),
-                overlap_policy: Set(file.overlap.as_str().to_owned()),
+                overlap_policy: Set(file.overlap),
                 alert_config: Set(alert_config.clone()),
                 created_at: Set(now),
                 updated_at: Set(now),
@@ -310,7 +310,7 @@ pub async fn apply(
                     "max_active_runs",
                     row.max_active_runs != file.max_active_runs,
                 ),
-                ("overlap", row.overlap_policy != file.overlap.as_str()),
+                ("overlap", row.overlap_policy != file.overlap),
                 ("alerts", row.alert_config != alert_config),
             ];
             report.dag_fields = fields
@@ -325,7 +325,7 @@ pub async fn apply(
             active.online = Set(file.online);
             active.params = Set(params);
             active.max_active_runs = Set(file.max_active_runs);
-            active.overlap_policy = Set(file.overlap.as_str().to_owned());
+            active.overlap_policy = Set(file.overlap);
             active.alert_config = Set(alert_config);
             active.update(&txn).await?
         }
@@ -372,13 +372,13 @@ async fn apply_tasks(
             dag_id: Set(dag_row.id),
             name: Set(task_file.name.clone()),
             description: Set(wanted.description.clone()),
-            task_type: Set(wanted.task_type.clone()),
+            task_type: Set(wanted.task_type),
             content: Set(wanted.content.clone()),
             params: Set(wanted.params.clone()),
             priority: Set(wanted.priority),
             retry_max: Set(wanted.retry_max),
             retry_interval_secs: Set(wanted.retry_interval_secs),
-            retry_strategy: Set(wanted.retry_strategy.clone()),
+            retry_strategy: Set(wanted.retry_strategy),
             retry_on_exit_codes: Set(wanted.retry_on_exit_codes.clone()),
             retry_on_timeout: Set(wanted.retry_on_timeout),
             retry_max_interval_secs: Set(wanted.retry_max_interval_secs),
@@ -386,7 +386,7 @@ async fn apply_tasks(
             timeout_secs: Set(wanted.timeout_secs),
             wait_timeout_secs: Set(wanted.wait_timeout_secs),
             queue: Set(wanted.queue.clone()),
-            strategy: Set(wanted.strategy.clone()),
+            strategy: Set(wanted.strategy),
             enabled: Set(wanted.enabled),
             updated_at: Set(now),
             ..Default::default()
@@ -439,7 +439,7 @@ async fn apply_tasks(
                 parent_task_id: Set(parent_dag.is_none().then(|| ids[parent])),
                 parent_dag: Set(parent_dag.map(str::to_owned)),
                 parent_task: Set(parent.to_owned()),
-                dep_type: Set(dep_type.as_str().to_owned()),
+                dep_type: Set(dep_type),
                 offset_day: Set(offset_day),
                 created_at: Set(now),
                 ..Default::default()
@@ -474,14 +474,14 @@ async fn apply_schedules(
         let active = schedule::ActiveModel {
             dag_id: Set(dag_row.id),
             name: Set(name.clone()),
-            kind: Set(wanted.kind.clone()),
+            kind: Set(wanted.kind),
             cron_expr: Set(wanted.cron_expr.clone()),
             event_name: Set(wanted.event_name.clone()),
             timezone: Set(wanted.timezone.clone()),
             start_date: Set(wanted.start_date),
             end_date: Set(wanted.end_date),
             active: Set(wanted.active),
-            catchup: Set(wanted.catchup.clone()),
+            catchup: Set(wanted.catchup),
             catchup_limit: Set(wanted.catchup_limit),
             misfire_grace_secs: Set(wanted.misfire_grace_secs),
             biz_date_offset_days: Set(wanted.biz_date_offset_days),

@@ -9,16 +9,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::NaiveDate;
+use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::content::{TaskContent, TaskType};
 use crate::naming::{validate_event, validate_queue};
 use crate::plan::{DEFAULT_RETRY_MAX_INTERVAL_SECS, DepType, Params, RetryStrategy, Strategy};
 use crate::subjects::DEFAULT_QUEUE;
 use datajump_cron::{CronExpr, parse_time_zone};
-
-/// Task types this build can run (`NOOP` succeeds at once, for benchmarks).
-pub const TASK_TYPES: [&str; 5] = ["SHELL", "PYTHON", "SQL", "HTTP", "NOOP"];
 
 /// A DAG file that cannot be applied.
 #[derive(Debug, Error)]
@@ -37,15 +36,31 @@ pub enum DagFileError {
 }
 
 /// What a fire does when the DAG already has `max_active_runs` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Deserialize,
+    Serialize,
+    Default,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "lowercase")]
 pub enum OverlapPolicy {
     /// Drop the fire.
+    #[sea_orm(string_value = "skip")]
     Skip,
     /// Keep the run waiting until a slot frees.
     #[default]
+    #[sea_orm(string_value = "wait")]
     Wait,
     /// Run anyway.
+    #[sea_orm(string_value = "parallel")]
     Parallel,
 }
 
@@ -61,16 +76,68 @@ impl OverlapPolicy {
 }
 
 /// Which fires missed while no ticker ran are replayed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Deserialize,
+    Serialize,
+    Default,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "lowercase")]
 pub enum Catchup {
     /// None of them.
+    #[sea_orm(string_value = "none")]
     None,
     /// Only the most recent one.
     #[default]
+    #[sea_orm(string_value = "latest")]
     Latest,
     /// All of them, up to `catchup_limit`.
+    #[sea_orm(string_value = "all")]
     All,
+}
+
+/// What starts a schedule's runs.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Deserialize,
+    Serialize,
+    Default,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ScheduleKind {
+    /// A cron expression's fire times.
+    #[default]
+    #[sea_orm(string_value = "CRON")]
+    Cron,
+    /// An event on `dj.event.<name>`.
+    #[sea_orm(string_value = "EVENT")]
+    Event,
+}
+
+impl ScheduleKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScheduleKind::Cron => "CRON",
+            ScheduleKind::Event => "EVENT",
+        }
+    }
 }
 
 impl Catchup {
@@ -81,6 +148,24 @@ impl Catchup {
             Catchup::Latest => "latest",
             Catchup::All => "all",
         }
+    }
+}
+
+impl std::fmt::Display for OverlapPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Catchup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for ScheduleKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -315,9 +400,41 @@ pub struct TaskFile {
 }
 
 impl TaskFile {
-    /// The task's type in canonical upper case.
-    pub fn canonical_type(&self) -> String {
-        self.task_type.to_ascii_uppercase()
+    /// The task's type; `None` if the file names no known one (a
+    /// validated file always does).
+    pub fn task_type(&self) -> Option<TaskType> {
+        TaskType::parse(&self.task_type)
+    }
+
+    /// What is wrong with the task's content for its type: a required
+    /// field missing, a key the type does not take, a value of the wrong
+    /// shape, a credential written in clear.
+    fn content_problems(&self, task_type: TaskType) -> Vec<String> {
+        let missing = match task_type {
+            TaskType::Shell if self.command.is_none() && self.script.is_none() => {
+                Some("a SHELL task needs 'command' or 'script'")
+            }
+            TaskType::Python if self.script.is_none() => Some("a PYTHON task needs 'script'"),
+            TaskType::Sql if self.sql.is_none() || self.datasource.is_none() => {
+                Some("a SQL task needs 'sql' and 'datasource'")
+            }
+            TaskType::Http if !self.content.contains_key("url") => {
+                Some("an HTTP task needs 'content.url'")
+            }
+            _ => None,
+        };
+        let mut problems: Vec<String> = match missing {
+            Some(missing) => vec![missing.to_owned()],
+            None => TaskContent::parse(task_type, &self.content_json())
+                .err()
+                .map(|e| format!("content: {e}"))
+                .into_iter()
+                .collect(),
+        };
+        if task_type == TaskType::Http {
+            problems.extend(crate::secrets::credential_problems(&self.content));
+        }
+        problems
     }
 
     /// The stored `content` JSON: the shorthand fields folded into `content`.
@@ -541,34 +658,17 @@ impl DagFile {
             if task.name.is_empty() || task.name.len() > 128 || task.name.contains('/') {
                 problems.push(format!("{at}: name must be 1-128 characters without '/'"));
             }
-            let task_type = task.canonical_type();
-            if !TASK_TYPES.contains(&task_type.as_str()) {
-                problems.push(format!(
+            match task.task_type() {
+                None => problems.push(format!(
                     "{at}: unknown type '{}' (known: {})",
                     task.task_type,
-                    TASK_TYPES.join(", ")
-                ));
-            }
-            let missing = match task_type.as_str() {
-                "SHELL" if task.command.is_none() && task.script.is_none() => {
-                    Some("a SHELL task needs 'command' or 'script'")
-                }
-                "PYTHON" if task.script.is_none() => Some("a PYTHON task needs 'script'"),
-                "SQL" if task.sql.is_none() || task.datasource.is_none() => {
-                    Some("a SQL task needs 'sql' and 'datasource'")
-                }
-                "HTTP" if !task.content.contains_key("url") => {
-                    Some("an HTTP task needs 'content.url'")
-                }
-                _ => None,
-            };
-            if let Some(missing) = missing {
-                problems.push(format!("{at}: {missing}"));
-            }
-            if task_type == "HTTP" {
-                for problem in crate::secrets::credential_problems(&task.content) {
-                    problems.push(format!("{at}: {problem}"));
-                }
+                    TaskType::names()
+                )),
+                Some(task_type) => problems.extend(
+                    task.content_problems(task_type)
+                        .into_iter()
+                        .map(|problem| format!("{at}: {problem}")),
+                ),
             }
             if !(1..=10).contains(&task.priority) {
                 problems.push(format!(

@@ -15,9 +15,10 @@ use std::str::FromStr;
 
 use chrono::Utc;
 use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
+use sea_orm::sea_query::StringLen;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, SqlErr,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, DeriveActiveEnum,
+    EntityTrait, EnumIter, QueryFilter, QueryOrder, SqlErr,
 };
 use thiserror::Error;
 
@@ -31,13 +32,17 @@ pub const MASK: &str = "***";
 pub const MAX_NAME_LEN: usize = 128;
 
 /// The database products a datasource can point at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 pub enum DatasourceKind {
     /// PostgreSQL.
+    #[sea_orm(string_value = "POSTGRESQL")]
     Postgresql,
     /// MySQL or MariaDB.
+    #[sea_orm(string_value = "MYSQL")]
     Mysql,
     /// A SQLite file (its path is the datasource's `host`).
+    #[sea_orm(string_value = "SQLITE")]
     Sqlite,
 }
 
@@ -220,7 +225,7 @@ pub async fn add(db: &DatabaseConnection, new: NewDatasource) -> Result<Model, D
     );
     let row = datasource::ActiveModel {
         name: Set(new.name.clone()),
-        kind: Set(new.kind.as_str().to_owned()),
+        kind: Set(new.kind),
         host: Set(new.host),
         port: Set(new.port.map(i32::from)),
         database: Set(new.database),
@@ -271,11 +276,6 @@ pub async fn by_name(db: &DatabaseConnection, name: &str) -> Result<Option<Model
         .await
 }
 
-/// The kind of a stored datasource.
-pub fn kind(model: &Model) -> Result<DatasourceKind, DatasourceError> {
-    model.kind.parse()
-}
-
 /// A connection URL with a password in it. `Display` and `Debug` show
 /// `***` for the password; [`ConnectionUrl::expose`] gives the real URL,
 /// for the driver only.
@@ -323,7 +323,7 @@ const PATH: &AsciiSet = &CONTROLS.add(b'%').add(b'?').add(b'#');
 /// instead of making an empty database); `params.mode = "ro"` makes it
 /// read-only.
 pub fn connection_url(model: &Model) -> Result<ConnectionUrl, DatasourceError> {
-    let kind = kind(model)?;
+    let kind = model.kind;
     let enc = |text: &str| utf8_percent_encode(text, COMPONENT).to_string();
     let mut query: Vec<(String, String)> = match &model.params {
         serde_json::Value::Object(map) => map
@@ -409,10 +409,11 @@ mod tests {
     use super::*;
 
     fn model(kind: &str, host: &str) -> Model {
+        let kind = kind.parse().expect("a kind");
         Model {
             id: 1,
             name: "ds".to_owned(),
-            kind: kind.to_owned(),
+            kind,
             host: host.to_owned(),
             port: None,
             database: None,
@@ -482,10 +483,12 @@ mod tests {
 
     #[test]
     fn unknown_stored_kind_is_an_error() {
-        assert!(matches!(
-            connection_url(&model("ORACLE", "h")),
-            Err(DatasourceError::UnknownKind(k)) if k == "ORACLE"
-        ));
+        use sea_orm::ActiveEnum as _;
+        assert!(DatasourceKind::try_from_value(&"ORACLE".to_owned()).is_err());
+        assert_eq!(
+            DatasourceKind::try_from_value(&"MYSQL".to_owned()).ok(),
+            Some(DatasourceKind::Mysql)
+        );
     }
 
     #[test]

@@ -1,24 +1,29 @@
-//! The DataJump domain, shared by every role.
+//! DataJump's domain data, shared by every role: what the engine and the
+//! roles talk about, not what they do with it.
 //!
-//! Everything two roles must agree on lives here and only here: subject and
-//! stream names, message formats, table rows, task and run statuses, the cron
-//! dialect, the DAG file format and, above all, the state-transition functions.
+//! Everything two roles must agree on is named here once: subject and
+//! stream names ([`subjects`]), message formats ([`messages`]), table rows
+//! ([`entities`]), statuses ([`status`]), the DAG file format and its
+//! validation ([`dag_file`]), task types and their content ([`content`]),
+//! plans and parameter substitution.
 //!
-//! The shaping decision: **the database is the truth and every state change is
-//! a conditional update** (`UPDATE … WHERE id = ? AND status IN (…)`) whose row
-//! count says who won. Messages only wake roles up, so any handler may run
-//! twice, on any replica, and the second run changes nothing. Keeping the
-//! transitions in this one crate means no role can write a status another role
-//! does not expect.
+//! The shaping decision: **parse once into validated types that later code
+//! trusts.** Every column that holds one of a fixed set of values is an
+//! enum stored as its text (`DeriveActiveEnum`), a task's content is parsed
+//! into a type per task type when its DAG is applied, and a DAG file is
+//! checked whole (every problem reported at once) before anything is
+//! stored. State changes are not here: they are `datajump-engine`'s.
 
 pub mod alerts;
 pub mod backfill;
 pub mod biz_date;
 pub mod catalog;
+pub mod content;
 pub mod dag_file;
 pub mod datasources;
 pub mod db;
 pub mod entities;
+pub mod ids;
 pub mod logs;
 pub mod messages;
 pub mod metrics;
@@ -29,4 +34,5 @@ pub mod secrets;
 pub mod status;
 pub mod subjects;
 
+pub use ids::{RunId, TaskInstanceId};
 pub use status::{RunStatus, TaskStatus, TriggerType};

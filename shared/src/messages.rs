@@ -10,7 +10,7 @@ use thiserror::Error;
 
 use crate::entities::task_instance;
 use crate::plan::{InstanceSpec, Params};
-use crate::{TaskStatus, TriggerType};
+use crate::{RunId, TaskInstanceId, TaskStatus, TriggerType};
 
 /// The message format version this build writes and reads.
 pub const VERSION: u32 = 1;
@@ -127,9 +127,9 @@ pub struct WorkMsg {
     /// Format version.
     pub v: u32,
     /// The instance.
-    pub task_instance_id: i64,
+    pub task_instance_id: TaskInstanceId,
     /// Its run.
-    pub dag_run_id: i64,
+    pub dag_run_id: RunId,
     /// 0-based number of the attempt to start.
     pub attempt: i32,
     /// Business date.
@@ -145,8 +145,8 @@ impl WorkMsg {
     pub fn for_queued(row: &task_instance::Model) -> Result<WorkMsg, serde_json::Error> {
         Ok(WorkMsg {
             v: VERSION,
-            task_instance_id: row.id,
-            dag_run_id: row.dag_run_id,
+            task_instance_id: row.instance_id(),
+            dag_run_id: row.run_id(),
             attempt: row.attempt,
             biz_date: row.biz_date,
             trigger_type: row.trigger_type,
@@ -168,9 +168,9 @@ pub struct DoneMsg {
     /// Format version.
     pub v: u32,
     /// The run.
-    pub dag_run_id: i64,
+    pub dag_run_id: RunId,
     /// The instance.
-    pub task_instance_id: i64,
+    pub task_instance_id: TaskInstanceId,
     /// The attempt that ended (stale attempts are ignored).
     pub attempt: i32,
     /// How it ended.
@@ -191,8 +191,8 @@ mod tests {
     fn round_trip_and_reject_other_versions() {
         let done = DoneMsg {
             v: VERSION,
-            dag_run_id: 1,
-            task_instance_id: 2,
+            dag_run_id: RunId(1),
+            task_instance_id: TaskInstanceId(2),
             attempt: 0,
             status: TaskStatus::Success,
         };

@@ -8,20 +8,27 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::content::TaskType;
 use crate::entities::{dag, task, task_dependency};
 
 /// Parameters: names to values.
 pub type Params = BTreeMap<String, String>;
 
 /// How a child's start depends on a parent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(8))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DepType {
     /// The parent's result matters.
+    #[sea_orm(string_value = "STRONG")]
     Strong,
     /// Only that the parent is terminal.
+    #[sea_orm(string_value = "WEAK")]
     Weak,
 }
 
@@ -33,27 +40,34 @@ impl DepType {
             DepType::Weak => "WEAK",
         }
     }
-
-    /// Reads a stored name; anything unknown is STRONG, the safe reading.
-    pub fn from_stored(s: &str) -> DepType {
-        if s.eq_ignore_ascii_case("WEAK") {
-            DepType::Weak
-        } else {
-            DepType::Strong
-        }
-    }
 }
 
 /// When a task with parents may start (the engine requirements' dependency strategies, set per task).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Serialize,
+    Deserialize,
+    Default,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Strategy {
     /// All parents terminal and every STRONG parent SUCCESS or SKIPPED.
     #[default]
+    #[sea_orm(string_value = "ALL_SUCCESS")]
     AllSuccess,
     /// As soon as one STRONG parent succeeds.
+    #[sea_orm(string_value = "ONE_SUCCESS")]
     OneSuccess,
     /// All parents terminal, whatever their results.
+    #[sea_orm(string_value = "NONE")]
     None,
 }
 
@@ -66,25 +80,43 @@ impl Strategy {
             Strategy::None => "NONE",
         }
     }
+}
 
-    /// Reads a stored name; anything unknown is ALL_SUCCESS, the default.
-    pub fn from_stored(s: &str) -> Strategy {
-        match s {
-            "ONE_SUCCESS" => Strategy::OneSuccess,
-            "NONE" => Strategy::None,
-            _ => Strategy::AllSuccess,
-        }
+impl std::fmt::Display for DepType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
 /// How the wait between retries grows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Serialize,
+    Deserialize,
+    Default,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RetryStrategy {
     /// The same interval every time.
     #[default]
+    #[sea_orm(string_value = "FIXED")]
     Fixed,
     /// interval × 2^(attempt−1).
+    #[sea_orm(string_value = "EXPONENTIAL")]
     Exponential,
 }
 
@@ -170,8 +202,8 @@ pub struct TaskSpec {
     pub task_id: i64,
     /// Task name.
     pub name: String,
-    /// `SHELL`, `PYTHON`, `SQL`, `HTTP`, …
-    pub task_type: String,
+    /// What it runs as.
+    pub task_type: TaskType,
     /// Type-specific configuration.
     pub content: serde_json::Value,
     /// Task-level parameters.
@@ -283,18 +315,14 @@ impl TaskSpec {
         TaskSpec {
             task_id: row.id,
             name: row.name.clone(),
-            task_type: row.task_type.clone(),
+            task_type: row.task_type,
             content: row.content.clone(),
             params: params_from_json(&row.params),
             priority: row.priority,
             retry: RetryPolicy {
                 max: row.retry_max,
                 interval_secs: row.retry_interval_secs,
-                strategy: if row.retry_strategy == "EXPONENTIAL" {
-                    RetryStrategy::Exponential
-                } else {
-                    RetryStrategy::Fixed
-                },
+                strategy: row.retry_strategy,
                 on_exit_codes: serde_json::from_value(row.retry_on_exit_codes.clone())
                     .unwrap_or_default(),
                 on_timeout: row.retry_on_timeout,
@@ -304,7 +332,7 @@ impl TaskSpec {
             timeout_secs: row.timeout_secs,
             wait_timeout_secs: row.wait_timeout_secs,
             queue: row.queue.clone(),
-            strategy: Strategy::from_stored(&row.strategy),
+            strategy: row.strategy,
             enabled: row.enabled,
         }
     }
@@ -328,7 +356,7 @@ impl Plan {
                     parent: d.parent_task.clone(),
                     parent_dag: d.parent_dag.clone(),
                     child: (*child).to_owned(),
-                    dep_type: DepType::from_stored(&d.dep_type),
+                    dep_type: d.dep_type,
                     offset_day: d.offset_day,
                 })
             })

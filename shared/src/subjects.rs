@@ -2,6 +2,8 @@
 //! message ids. These names are public interface — operators watch them with
 //! `nats stream report` — so they are spelled here once and nowhere else.
 
+use crate::{RunId, TaskInstanceId};
+
 /// Priority band of a work message; a runner always drains higher bands first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Band {
@@ -109,7 +111,7 @@ pub fn runner_consumer(queue: &str, band: Band) -> String {
 }
 
 /// `dj.done.<dag_run_id>`
-pub fn done(dag_run_id: i64) -> String {
+pub fn done(dag_run_id: RunId) -> String {
     format!("dj.done.{dag_run_id}")
 }
 
@@ -117,7 +119,7 @@ pub fn done(dag_run_id: i64) -> String {
 pub const DONE_ALL: &str = "dj.done.*";
 
 /// Core subject telling runners to kill a task instance.
-pub fn kill(task_instance_id: i64) -> String {
+pub fn kill(task_instance_id: TaskInstanceId) -> String {
     format!("dj.kill.{task_instance_id}")
 }
 
@@ -151,12 +153,12 @@ pub fn fire_msg_id(schedule_id: i64, fire_unix: i64) -> String {
 }
 
 /// `Nats-Msg-Id` of a work message.
-pub fn work_msg_id(task_instance_id: i64, attempt: i32) -> String {
+pub fn work_msg_id(task_instance_id: TaskInstanceId, attempt: i32) -> String {
     format!("work:{task_instance_id}:{attempt}")
 }
 
 /// `Nats-Msg-Id` of a completion.
-pub fn done_msg_id(task_instance_id: i64, attempt: i32) -> String {
+pub fn done_msg_id(task_instance_id: TaskInstanceId, attempt: i32) -> String {
     format!("done:{task_instance_id}:{attempt}")
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::Utc;
-use datajump_shared::alerts::{self, Delivery, Webhook};
+use datajump_shared::alerts::{self, AlertState, Delivery, Webhook};
 use datajump_shared::entities::alert;
 use datajump_shared::params::{secret_names, substitute_secrets};
 use datajump_shared::secrets;
@@ -64,7 +64,7 @@ pub async fn send_taken(
     db: &DatabaseConnection,
     client: &reqwest::Client,
     taken: &alert::Model,
-) -> Result<&'static str, DbErr> {
+) -> Result<AlertState, DbErr> {
     let delivery = deliver(db, client, taken).await;
     let status = alerts::record_delivery(db, taken, &delivery, Utc::now()).await?;
     match &delivery {
@@ -75,7 +75,7 @@ pub async fn send_taken(
             alert_id = taken.id,
             kind = %taken.kind,
             attempts = taken.attempts + 1,
-            status,
+            %status,
             error = %error,
             "alert not delivered"
         ),

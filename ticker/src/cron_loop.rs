@@ -27,6 +27,7 @@ use chrono_tz::Tz;
 use datajump_cron::{CronExpr, parse_time_zone};
 use datajump_nats::NatsError;
 use datajump_shared::biz_date::biz_date_for;
+use datajump_shared::dag_file::{Catchup, ScheduleKind};
 use datajump_shared::entities::{dag, schedule};
 use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
 use datajump_shared::plan::Params;
@@ -122,7 +123,7 @@ struct Row {
     timezone: String,
     start_date: Option<NaiveDate>,
     end_date: Option<NaiveDate>,
-    catchup: String,
+    catchup: Catchup,
     catchup_limit: i32,
     misfire_grace_secs: i32,
     biz_date_offset_days: i32,
@@ -391,7 +392,7 @@ async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
                 .into(),
         )
         .filter(dag::Column::Online.eq(true))
-        .filter(schedule::Column::Kind.eq("CRON"))
+        .filter(schedule::Column::Kind.eq(ScheduleKind::Cron))
         .filter(schedule::Column::Active.eq(true))
         .into_model::<Row>()
         .stream(&config.db)
@@ -431,10 +432,10 @@ async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
             start_date: row.start_date,
             end_date: row.end_date,
             biz_date_offset_days: row.biz_date_offset_days,
-            catchup_keep: match row.catchup.as_str() {
-                "none" => 0,
-                "all" => u32::try_from(row.catchup_limit).unwrap_or_default(),
-                _ => 1,
+            catchup_keep: match row.catchup {
+                Catchup::None => 0,
+                Catchup::All => u32::try_from(row.catchup_limit).unwrap_or_default(),
+                Catchup::Latest => 1,
             },
             misfire_grace_secs: row.misfire_grace_secs,
         });

@@ -132,7 +132,7 @@ async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
     for row in due {
         let owed = match row.status {
             TaskStatus::UpForRetry => {
-                let queued = datajump_engine::retry_due(&config.db, row.id, now).await?;
+                let queued = datajump_engine::retry_due(&config.db, row.instance_id(), now).await?;
                 if queued.is_some() {
                     metrics::task_retried(RetryCause::Failure);
                     info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "retry due: task queued");
@@ -140,9 +140,9 @@ async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
                 queued
             }
             TaskStatus::Pending => {
-                Some(datajump_engine::wait_timed_out(&config.db, row.id, now).await?)
+                Some(datajump_engine::wait_timed_out(&config.db, row.instance_id(), now).await?)
             }
-            _ => datajump_engine::republish_due(&config.db, row.id, now).await?,
+            _ => datajump_engine::republish_due(&config.db, row.instance_id(), now).await?,
         };
         if let Some(owed) = owed
             && let Err(e) = owed.publish(js).await

@@ -4,6 +4,7 @@
 use axum::Json as AxumJson;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
+use datajump_shared::alerts::{AlertKind, AlertState};
 use datajump_shared::entities::alert;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde::Serialize;
@@ -21,7 +22,7 @@ pub struct AlertDto {
     /// Id.
     pub id: i64,
     /// `run_failed`, `task_failed`, `timeout`, `sla_miss` or `test`.
-    pub kind: String,
+    pub kind: AlertKind,
     /// The run it is about.
     pub run_id: Option<i64>,
     /// The task instance it is about.
@@ -29,7 +30,7 @@ pub struct AlertDto {
     /// The webhook's URL.
     pub webhook: String,
     /// `PENDING`, `SENDING`, `SENT` or `FAILED`.
-    pub status: String,
+    pub status: AlertState,
     /// Delivery attempts so far.
     pub attempts: i32,
     /// Why the last attempt failed.

@@ -30,7 +30,7 @@ use crate::extract::{Json, Path};
 
 /// Whether a stored dependency is drawn as an edge.
 fn is_edge(dep: &task_dependency::Model) -> bool {
-    dep.parent_dag.is_none() && dep.offset_day == 0 && dep.dep_type == DepType::Strong.as_str()
+    dep.parent_dag.is_none() && dep.offset_day == 0 && dep.dep_type == DepType::Strong
 }
 
 /// The canvas of DAG `dag_id` as stored.

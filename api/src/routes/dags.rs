@@ -510,7 +510,7 @@ pub async fn backfill(
         }
     }
     let slots = usize::try_from(dag.max_active_runs).unwrap_or(0);
-    if dag.overlap_policy == OverlapPolicy::Skip.as_str() && fires.len() > slots {
+    if dag.overlap_policy == OverlapPolicy::Skip && fires.len() > slots {
         return Err(Error::conflict(format!(
             "DAG '{}' has overlap skip and maxActiveRuns {}: a backfill of {} dates would drop those beyond it; set overlap to wait, or backfill fewer dates at a time",
             dag.name,

@@ -13,8 +13,8 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use datajump_engine::{ResetError, ResetScope};
-use datajump_shared::TaskStatus;
 use datajump_shared::entities::{dag_run, execution, task_instance};
+use datajump_shared::{RunId, TaskInstanceId, TaskStatus};
 use datajump_shared::{logs, subjects};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use tokio::io::AsyncReadExt;
@@ -160,7 +160,7 @@ pub async fn status(
     Ok(AxumJson(RunStatusDto {
         id: run.id,
         run_key: run.dedup_key,
-        status: run.status.as_str().to_owned(),
+        status: run.status,
         finished: run.status.is_terminal(),
         task_counts,
         start_time: run.created_at,
@@ -268,7 +268,7 @@ pub async fn kill_task(
     Path(id): Path<i64>,
 ) -> Result<AxumJson<KillResponse>> {
     let instance = find_task_instance(&state, id).await?;
-    match datajump_engine::kill_instance(&state.db, id).await? {
+    match datajump_engine::kill_instance(&state.db, TaskInstanceId(id)).await? {
         Some((row, effects)) => {
             effects.publish(&state.js).await?;
             info!(task_instance = id, "task instance killed through the API");
@@ -295,7 +295,7 @@ pub async fn kill(
     Path(id): Path<i64>,
 ) -> Result<AxumJson<KillResponse>> {
     find_run(&state, id).await?;
-    match datajump_engine::kill_run(&state.db, id).await? {
+    match datajump_engine::kill_run(&state.db, RunId(id)).await? {
         Some((killed, effects)) => {
             effects.publish(&state.js).await?;
             info!(run = id, "run killed through the API");
@@ -330,7 +330,7 @@ pub async fn rerun(
     } else {
         ResetScope::All
     };
-    let effects = datajump_engine::reset(&state.db, id, scope)
+    let effects = datajump_engine::reset(&state.db, RunId(id), scope)
         .await
         .map_err(|e| reset_failed(e, &format!("run {id} cannot be rerun now")))?;
     let queued = effects.queued().to_vec();
@@ -343,7 +343,7 @@ pub async fn rerun(
     );
     Ok(AxumJson(RerunResponse {
         id,
-        status: run.status.as_str().to_owned(),
+        status: run.status,
         failed_only: body.failed_only,
         queued_task_instances: queued.iter().map(TaskInstanceDto::from).collect(),
     }))
@@ -375,7 +375,7 @@ async fn reset_answer(
     Ok(AxumJson(TaskResetResponse {
         id,
         dag_instance_id: instance.dag_run_id,
-        status: instance.status.as_str().to_owned(),
+        status: instance.status,
         queued_task_instances: queued.iter().map(TaskInstanceDto::from).collect(),
     }))
 }
@@ -394,7 +394,7 @@ pub async fn clear_task(
         task_id: instance.task_id,
         downstream: body.downstream,
     };
-    let effects = datajump_engine::reset(&state.db, instance.dag_run_id, scope)
+    let effects = datajump_engine::reset(&state.db, instance.run_id(), scope)
         .await
         .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be cleared now")))?;
     let queued = effects.queued().to_vec();
@@ -423,7 +423,7 @@ pub async fn mark_task(
         )));
     }
     find_task_instance(&state, id).await?;
-    let effects = datajump_engine::mark(&state.db, id, body.status)
+    let effects = datajump_engine::mark(&state.db, TaskInstanceId(id), body.status)
         .await
         .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be marked now")))?;
     let queued = effects.queued().to_vec();

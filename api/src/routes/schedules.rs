@@ -14,6 +14,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use datajump_cron::{CronExpr, parse_time_zone};
+use datajump_shared::dag_file::ScheduleKind;
 use datajump_shared::entities::{dag, schedule};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
@@ -79,13 +80,13 @@ fn dto(row: &schedule::Model) -> ScheduleDto {
     let cron = row
         .cron_expr
         .as_deref()
-        .filter(|_| row.kind != "EVENT")
+        .filter(|_| row.kind != ScheduleKind::Event)
         .and_then(|c| CronExpr::parse(c).ok());
     ScheduleDto {
         dag_id: row.dag_id,
         schedule_id: row.id,
         name: row.name.clone(),
-        kind: row.kind.clone(),
+        kind: row.kind,
         cron_expression: row.cron_expr.clone(),
         cron_description: cron.as_ref().map(CronExpr::describe),
         event_name: row.event_name.clone(),

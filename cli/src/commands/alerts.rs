@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
-use datajump_shared::alerts::status;
+use datajump_shared::alerts::AlertState;
 use datajump_shared::entities::alert;
 
 use crate::Global;
@@ -46,13 +46,14 @@ pub async fn run(global: &Global, command: AlertsCommand) -> Result<ExitCode> {
             let ended = client.test_alerts(&dag).await?;
             let mut all_sent = true;
             for alert in &ended {
-                all_sent &= alert.status == status::SENT;
+                all_sent &= alert.status == AlertState::Sent;
                 println!(
                     "{}: {}{}",
                     target_url(alert),
                     alert.status,
                     match (&alert.response_status, &alert.last_error) {
-                        (_, Some(error)) if alert.status != status::SENT => format!(" ({error})"),
+                        (_, Some(error)) if alert.status != AlertState::Sent =>
+                            format!(" ({error})"),
                         (Some(code), _) => format!(" (HTTP {code})"),
                         _ => String::new(),
                     }
@@ -73,10 +74,10 @@ pub async fn run(global: &Global, command: AlertsCommand) -> Result<ExitCode> {
                     vec![
                         a.id.to_string(),
                         a.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
-                        a.kind.clone(),
+                        a.kind.to_string(),
                         a.dag_run_id.map(|id| id.to_string()).unwrap_or_default(),
                         target_url(&a),
-                        a.status.clone(),
+                        a.status.to_string(),
                         a.attempts.to_string(),
                         a.last_error.clone().unwrap_or_default(),
                     ]

@@ -134,7 +134,7 @@ pub async fn run(global: &Global, command: DatasourceCommand) -> Result<ExitCode
                     };
                     vec![
                         d.name,
-                        d.kind,
+                        d.kind.as_str().to_owned(),
                         d.host,
                         d.port.map(|p| p.to_string()).unwrap_or_default(),
                         d.database.unwrap_or_default(),

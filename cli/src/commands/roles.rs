@@ -24,8 +24,10 @@ pub struct TickerArgs {
     /// Serve only schedules whose id ≡ K (mod N), written `K/N`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// How long finished runs are kept.
     #[command(flatten)]
     pub retention: RetentionArgs,
+    /// Where this process's own `/metrics` is served.
     #[command(flatten)]
     pub metrics: MetricsArgs,
 }
@@ -60,6 +62,7 @@ pub struct ResolverArgs {
     /// Messages handled at once per consumer.
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
+    /// Where this process's own `/metrics` is served.
     #[command(flatten)]
     pub metrics: MetricsArgs,
 }
@@ -83,6 +86,7 @@ pub struct RunnerArgs {
     pub drain_timeout: u64,
     /// Here rather than beside each command so that `up`, which flattens
     /// these arguments, takes the flag once; it serves every role's metrics.
+    /// Where this process's own `/metrics` is served.
     #[command(flatten)]
     pub metrics: MetricsArgs,
 }
@@ -93,6 +97,7 @@ pub struct ApiArgs {
     /// Address to listen on.
     #[arg(long, env = "DATAJUMP_API_ADDR", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
+    /// Where this process's own `/metrics` is served.
     #[command(flatten)]
     pub metrics: MetricsArgs,
 }

@@ -48,7 +48,7 @@ pub fn print_run(run: &RunDetail) {
             vec![
                 format!("  {}", t.id),
                 t.task_name.clone(),
-                t.status.clone(),
+                t.status.to_string(),
                 t.attempts.to_string(),
                 detail,
             ]

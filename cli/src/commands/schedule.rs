@@ -10,6 +10,8 @@ use clap::{Args, Subcommand};
 use datajump_api::dto::ScheduleDto;
 use serde_json::{Map, Value, json};
 
+use datajump_shared::dag_file::ScheduleKind;
+
 use crate::Global;
 use crate::api::{Api, print_json, read};
 use crate::output::table;
@@ -31,6 +33,7 @@ pub enum ScheduleCommand {
         dag: String,
         /// The schedule's name, unique within the DAG.
         name: String,
+        /// What the schedule fires on, and when.
         #[command(flatten)]
         fields: ScheduleFields,
         /// Add it paused.
@@ -46,6 +49,7 @@ pub enum ScheduleCommand {
         dag: String,
         /// The schedule's name.
         name: String,
+        /// What the schedule fires on, and when.
         #[command(flatten)]
         fields: ScheduleFields,
         /// Print the API's JSON instead of a table.
@@ -228,7 +232,7 @@ const HEADER: &[&str] = &["ID", "NAME", "TRIGGER", "TIMEZONE", "STATE", "NEXT FI
 
 fn row(s: &ScheduleDto) -> Vec<String> {
     let trigger = match (&s.cron_expression, &s.event_name) {
-        (_, Some(event)) if s.kind == "EVENT" => format!("event {event}"),
+        (_, Some(event)) if s.kind == ScheduleKind::Event => format!("event {event}"),
         (Some(cron), _) => cron.clone(),
         _ => String::new(),
     };

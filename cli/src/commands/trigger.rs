@@ -83,7 +83,7 @@ pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
     } else {
         print_run(&run);
     }
-    Ok(if run.run.status == "SUCCESS" {
+    Ok(if run.run.status == datajump_shared::RunStatus::Success {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -24,53 +24,46 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use datajump_shared::content::{HeaderText, HttpContent};
 use datajump_shared::params::secret_names;
 use datajump_shared::secrets::{self, SecretError, is_credential_header};
-use futures::future::BoxFuture;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 
-use super::{ExecContext, ExecOutcome, Executor, LogSink};
+use super::{ExecContext, ExecOutcome, LogSink};
 
 /// Response bytes kept in the log; the rest is not read.
 pub const MAX_BODY: usize = 64 * 1024;
 
 const MASK: &str = "***";
 
-/// Sends `content.url` a request.
-pub struct Http;
-
-impl Executor for Http {
-    fn execute<'a>(&'a self, ctx: &'a ExecContext, log: &'a LogSink) -> BoxFuture<'a, ExecOutcome> {
-        Box::pin(async move {
-            let secrets = match read_secrets(ctx).await {
-                Ok(secrets) => secrets,
-                Err(outcome) => return outcome,
-            };
-            let request = match Request::from_content(ctx, &secrets) {
-                Ok(request) => request,
-                Err(why) => return ExecOutcome::Invalid(why),
-            };
-            let deadline =
-                (!ctx.timeout.is_zero()).then(|| tokio::time::Instant::now() + ctx.timeout);
-            let timeout = async {
-                match deadline {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                outcome = request.send(log) => outcome,
-                () = timeout => {
-                    log.line(&format!("[datajump] timed out after {}s", ctx.timeout.as_secs()));
-                    ExecOutcome::TimedOut
-                }
-                () = ctx.cancel.cancelled() => {
-                    log.line("[datajump] stopped");
-                    ExecOutcome::Cancelled
-                }
-            }
-        })
+/// Sends the request.
+pub(super) async fn run(content: &HttpContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
+    let secrets = match read_secrets(content, ctx).await {
+        Ok(secrets) => secrets,
+        Err(outcome) => return outcome,
+    };
+    let request = match Request::from_content(content, ctx, &secrets) {
+        Ok(request) => request,
+        Err(why) => return ExecOutcome::Invalid(why),
+    };
+    let deadline = (!ctx.timeout.is_zero()).then(|| tokio::time::Instant::now() + ctx.timeout);
+    let timeout = async {
+        match deadline {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        outcome = request.send(log) => outcome,
+        () = timeout => {
+            log.line(&format!("[datajump] timed out after {}s", ctx.timeout.as_secs()));
+            ExecOutcome::TimedOut
+        }
+        () = ctx.cancel.cancelled() => {
+            log.line("[datajump] stopped");
+            ExecOutcome::Cancelled
+        }
     }
 }
 
@@ -89,10 +82,13 @@ struct Request {
 }
 
 /// The secrets the task's header values name, read from the database.
-async fn read_secrets(ctx: &ExecContext) -> Result<BTreeMap<String, String>, ExecOutcome> {
+async fn read_secrets(
+    content: &HttpContent,
+    ctx: &ExecContext,
+) -> Result<BTreeMap<String, String>, ExecOutcome> {
     let mut names = BTreeSet::new();
-    if let serde_json::Value::Object(headers) = &ctx.content["headers"] {
-        for value in headers.values().filter_map(serde_json::Value::as_str) {
+    for value in content.headers.values() {
+        if let HeaderText::Text(value) = value {
             names.extend(secret_names(value).map_err(|e| ExecOutcome::Invalid(e.to_string()))?);
         }
     }
@@ -103,17 +99,15 @@ async fn read_secrets(ctx: &ExecContext) -> Result<BTreeMap<String, String>, Exe
 }
 
 impl Request {
-    /// Reads and substitutes `content`; the error says what is wrong.
+    /// Substitutes the content's parameters and secrets into a request;
+    /// the error says what is wrong.
     fn from_content(
+        content: &HttpContent,
         ctx: &ExecContext,
         secrets: &BTreeMap<String, String>,
     ) -> Result<Request, String> {
-        let content = &ctx.content;
         let text = |value: &str| ctx.text(value).map_err(|e| e.to_string());
-        let Some(url) = content["url"].as_str() else {
-            return Err("HTTP task has no 'url'".to_owned());
-        };
-        let url_text = text(url)?;
+        let url_text = text(&content.url)?;
         let url = Url::parse(&url_text).map_err(|e| format!("invalid url: {e}"))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!(
@@ -121,92 +115,60 @@ impl Request {
                 url.scheme()
             ));
         }
-        let method = match &content["method"] {
-            serde_json::Value::Null => Method::GET,
-            serde_json::Value::String(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
+        let method = match &content.method {
+            None => Method::GET,
+            Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
                 .map_err(|_| format!("invalid method '{m}'"))?,
-            other => return Err(format!("'method' must be a string, not {other}")),
         };
-        let secret: BTreeSet<String> = match &content["secret_headers"] {
-            serde_json::Value::Null => BTreeSet::new(),
-            serde_json::Value::Array(names) => names
-                .iter()
-                .map(|n| {
-                    n.as_str()
-                        .map(str::to_ascii_lowercase)
-                        .ok_or_else(|| "'secret_headers' must list header names".to_owned())
-                })
-                .collect::<Result<_, _>>()?,
-            _ => return Err("'secret_headers' must be a list of header names".to_owned()),
-        };
+        let secret: BTreeSet<String> = content
+            .secret_headers
+            .iter()
+            .map(|name| name.to_ascii_lowercase())
+            .collect();
         let mut headers = HeaderMap::new();
-        match &content["headers"] {
-            serde_json::Value::Null => {}
-            serde_json::Value::Object(map) => {
-                for (name, value) in map {
-                    let header = HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| format!("invalid header name '{name}'"))?;
-                    let names_secret = value
-                        .as_str()
-                        .is_some_and(|v| secret_names(v).is_ok_and(|names| !names.is_empty()));
-                    let value = match value {
-                        serde_json::Value::String(v) => ctx
-                            .params
-                            .substitute_header(v, secrets)
-                            .map_err(|e| e.to_string())?,
-                        serde_json::Value::Number(n) => n.to_string(),
-                        serde_json::Value::Bool(b) => b.to_string(),
-                        _ => return Err(format!("header '{name}' must have a text value")),
-                    };
-                    let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                        format!("header '{name}' has a value that is not valid in HTTP")
-                    })?;
-                    if names_secret || is_credential_header(header.as_str(), &secret) {
-                        value.set_sensitive(true);
-                    }
-                    headers.append(header, value);
-                }
+        for (name, value) in &content.headers {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("invalid header name '{name}'"))?;
+            let (value, names_secret) = match value {
+                HeaderText::Text(v) => (
+                    ctx.params
+                        .substitute_header(v, secrets)
+                        .map_err(|e| e.to_string())?,
+                    secret_names(v).is_ok_and(|names| !names.is_empty()),
+                ),
+                HeaderText::Number(n) => (n.to_string(), false),
+                HeaderText::Bool(b) => (b.to_string(), false),
+            };
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| format!("header '{name}' has a value that is not valid in HTTP"))?;
+            if names_secret || is_credential_header(header.as_str(), &secret) {
+                value.set_sensitive(true);
             }
-            _ => return Err("'headers' must be a map of names to values".to_owned()),
+            headers.append(header, value);
         }
-        let body = match &content["body"] {
-            serde_json::Value::Null => None,
-            serde_json::Value::String(body) => Some(text(body)?),
-            json @ (serde_json::Value::Object(_) | serde_json::Value::Array(_)) => {
+        let body = match &content.body {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(body)) => Some(text(body)?),
+            Some(json @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => {
                 if !headers.contains_key(CONTENT_TYPE) {
                     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 }
                 Some(substitute_json(json, &text)?.to_string())
             }
-            other => Some(other.to_string()),
+            Some(other) => Some(other.to_string()),
         };
-        let success = match &content["success_codes"] {
-            serde_json::Value::Null => None,
-            serde_json::Value::Array(codes) if codes.is_empty() => {
-                return Err("'success_codes' is empty: list the statuses that mean success, or leave it out for any 2xx".to_owned());
-            }
-            serde_json::Value::Array(codes) => Some(
-                codes
-                    .iter()
-                    .map(|c| {
-                        c.as_u64()
-                            .and_then(|c| u16::try_from(c).ok())
-                            .filter(|c| (100..=599).contains(c))
-                            .ok_or_else(|| {
-                                format!("'success_codes': {c} is not an HTTP status (100-599)")
-                            })
-                    })
-                    .collect::<Result<BTreeSet<u16>, _>>()?,
+        // The content's checks made these HTTP statuses, and not an empty list.
+        let success = content
+            .success_codes
+            .as_ref()
+            .map(|codes| codes.iter().copied().collect::<BTreeSet<u16>>());
+        let timeout = match content.request_timeout {
+            None => (!ctx.timeout.is_zero()).then_some(ctx.timeout),
+            Some(0.0) => None,
+            Some(secs) => Some(
+                Duration::try_from_secs_f64(secs)
+                    .map_err(|_| "'request_timeout' must be a number of seconds".to_owned())?,
             ),
-            _ => return Err("'success_codes' must be a list of HTTP statuses".to_owned()),
-        };
-        let timeout = match &content["request_timeout"] {
-            serde_json::Value::Null => (!ctx.timeout.is_zero()).then_some(ctx.timeout),
-            value => match value.as_f64().filter(|s| s.is_finite() && *s >= 0.0) {
-                Some(0.0) => None,
-                Some(secs) => Some(Duration::from_secs_f64(secs)),
-                None => return Err("'request_timeout' must be a number of seconds".to_owned()),
-            },
         };
         Ok(Request {
             method,

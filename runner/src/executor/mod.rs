@@ -1,12 +1,13 @@
-//! Task executors: one module per task type, registered in [`for_type`].
+//! Task executors: one module per task type, dispatched by [`execute`] on
+//! the task's typed content.
 //!
 //! An executor gets everything it needs in an [`ExecContext`] and writes its
 //! output through a [`LogSink`]; the runner owns claiming, state and
-//! messages. Adding a type means adding a module and one line in
-//! [`for_type`], nothing else.
+//! messages. The content was parsed (and refused if wrong) before the
+//! attempt, so an executor reads typed fields, never JSON keys. Adding a type
+//! means a `TaskContent` variant, a module here and one arm in [`execute`].
 
 mod http;
-mod noop;
 mod process;
 mod python;
 mod shell;
@@ -15,6 +16,7 @@ mod sql;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use datajump_shared::content::TaskContent;
 use datajump_shared::params::{Mode, ParamContext, ParamError};
 use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
@@ -23,8 +25,8 @@ pub use crate::log::LogSink;
 
 /// What an executor knows about the attempt it runs.
 pub struct ExecContext {
-    /// Task type-specific configuration, before parameter substitution.
-    pub content: serde_json::Value,
+    /// What the task runs, before parameter substitution.
+    pub content: TaskContent,
     /// Parameters and built-ins for `${…}` and `$[…]`.
     pub params: ParamContext,
     /// Environment variables for processes.
@@ -77,24 +79,15 @@ impl ExecOutcome {
     }
 }
 
-/// Runs one attempt of a task type.
-pub trait Executor: Send + Sync {
-    /// Executes, streaming output to `log`.
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ExecContext,
-        log: &'a LogSink,
-    ) -> futures::future::BoxFuture<'a, ExecOutcome>;
-}
-
-/// The executor of a task type, or `None` if this build cannot run it.
-pub fn for_type(task_type: &str) -> Option<&'static dyn Executor> {
-    match task_type {
-        "SHELL" => Some(&shell::Shell),
-        "PYTHON" => Some(&python::Python),
-        "NOOP" => Some(&noop::Noop),
-        "SQL" => Some(&sql::Sql),
-        "HTTP" => Some(&http::Http),
-        _ => None,
+/// Runs one attempt with the executor of its content's type, streaming
+/// output to `log`. NOOP succeeds at once, in process: it measures the
+/// engine itself without a process's cost.
+pub async fn execute(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
+    match &ctx.content {
+        TaskContent::Shell(content) => shell::run(content, ctx, log).await,
+        TaskContent::Python(content) => python::run(content, ctx, log).await,
+        TaskContent::Sql(content) => sql::run(content, ctx, log).await,
+        TaskContent::Http(content) => http::run(content, ctx, log).await,
+        TaskContent::Noop(_) => ExecOutcome::Success,
     }
 }

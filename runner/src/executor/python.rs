@@ -3,12 +3,9 @@
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use futures::future::BoxFuture;
+use datajump_shared::content::PythonContent;
 
-use super::{ExecContext, ExecOutcome, Executor, LogSink, process};
-
-/// Runs `content.script` with the first of `python3`, `python` on PATH.
-pub struct Python;
+use super::{ExecContext, ExecOutcome, LogSink, process};
 
 /// The first of `python3`, `python` in the directories of `path` (a
 /// `PATH` value): every directory is searched for `python3` before any is
@@ -21,37 +18,31 @@ fn interpreter(path: &OsStr) -> Option<PathBuf> {
     })
 }
 
-impl Executor for Python {
-    fn execute<'a>(&'a self, ctx: &'a ExecContext, log: &'a LogSink) -> BoxFuture<'a, ExecOutcome> {
-        Box::pin(async move {
-            let Some(body) = ctx.content["script"].as_str() else {
-                return ExecOutcome::Invalid("PYTHON task has no 'script'".to_owned());
-            };
-            let body = match ctx.text(body) {
-                Ok(body) => body,
-                Err(e) => return ExecOutcome::Invalid(e.to_string()),
-            };
-            let path = std::env::var_os("PATH").unwrap_or_default();
-            let Some(python) = interpreter(&path) else {
-                return ExecOutcome::Invalid(
-                    "neither python3 nor python is on this runner's PATH".to_owned(),
-                );
-            };
-            let script = match process::script_file(&body, ".py") {
-                Ok(script) => script,
-                Err(e) => {
-                    return ExecOutcome::Invalid(format!("cannot write the script file: {e}"));
-                }
-            };
-            log.line(&format!("[datajump] interpreter: {}", python.display()));
-            let utf8 = [
-                ("PYTHONIOENCODING", "utf-8"),
-                ("PYTHONUNBUFFERED", "1"),
-                ("PYTHONUTF8", "1"),
-            ];
-            process::run(&python, script.path(), &utf8, ctx, log).await
-        })
-    }
+/// Runs the script with the first of `python3`, `python` on PATH.
+pub(super) async fn run(content: &PythonContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
+    let body = match ctx.text(&content.script) {
+        Ok(body) => body,
+        Err(e) => return ExecOutcome::Invalid(e.to_string()),
+    };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let Some(python) = interpreter(&path) else {
+        return ExecOutcome::Invalid(
+            "neither python3 nor python is on this runner's PATH".to_owned(),
+        );
+    };
+    let script = match process::script_file(&body, ".py") {
+        Ok(script) => script,
+        Err(e) => {
+            return ExecOutcome::Invalid(format!("cannot write the script file: {e}"));
+        }
+    };
+    log.line(&format!("[datajump] interpreter: {}", python.display()));
+    let utf8 = [
+        ("PYTHONIOENCODING", "utf-8"),
+        ("PYTHONUNBUFFERED", "1"),
+        ("PYTHONUTF8", "1"),
+    ];
+    process::run(&python, script.path(), &utf8, ctx, log).await
 }
 
 #[cfg(test)]

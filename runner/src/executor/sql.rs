@@ -26,17 +26,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use datajump_shared::content::SqlContent;
 use datajump_shared::datasources::{self, ConnectionUrl, DatasourceKind};
 use datajump_shared::entities::datasource;
 use datajump_shared::params::{Mode, SqlDialect};
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, FromQueryResult, JsonValue,
     QueryResult, Statement, StreamTrait,
 };
 
-use super::{ExecContext, ExecOutcome, Executor, LogSink};
+use super::{ExecContext, ExecOutcome, LogSink};
 
 /// Rows of a result shown in the log; the rest are only counted.
 pub const MAX_ROWS: usize = 100;
@@ -52,15 +52,6 @@ const ROUTINE_WORDS: usize = 12;
 /// How long connecting to a datasource may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Runs `content.sql` against `content.datasource`.
-pub struct Sql;
-
-impl Executor for Sql {
-    fn execute<'a>(&'a self, ctx: &'a ExecContext, log: &'a LogSink) -> BoxFuture<'a, ExecOutcome> {
-        Box::pin(run(ctx, log))
-    }
-}
-
 fn failed(message: String) -> ExecOutcome {
     ExecOutcome::Failed {
         exit_code: None,
@@ -68,13 +59,9 @@ fn failed(message: String) -> ExecOutcome {
     }
 }
 
-async fn run(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
-    let Some(sql) = ctx.content["sql"].as_str() else {
-        return ExecOutcome::Invalid("SQL task has no 'sql'".to_owned());
-    };
-    let Some(name) = ctx.content["datasource"].as_str() else {
-        return ExecOutcome::Invalid("SQL task has no 'datasource'".to_owned());
-    };
+/// Runs the statements against the datasource.
+pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
+    let (sql, name) = (content.sql.as_str(), content.datasource.as_str());
     let source = match datasources::by_name(&ctx.db, name).await {
         Ok(Some(source)) => source,
         Ok(None) => {
@@ -84,10 +71,9 @@ async fn run(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
         }
         Err(e) => return failed(format!("cannot read datasource '{name}': {e}")),
     };
-    let (kind, url) = match datasources::kind(&source)
-        .and_then(|kind| Ok((kind, datasources::connection_url(&source)?)))
-    {
-        Ok(pair) => pair,
+    let kind = source.kind;
+    let url = match datasources::connection_url(&source) {
+        Ok(url) => url,
         Err(e) => return ExecOutcome::Invalid(format!("datasource '{name}': {e}")),
     };
     let dialect = kind.dialect();

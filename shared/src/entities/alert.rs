@@ -3,6 +3,8 @@
 
 use sea_orm::entity::prelude::*;
 
+use crate::alerts::{AlertKind, AlertState};
+
 /// An alert. `dedup_key` makes noticing an event idempotent; `status` moves
 /// PENDING → SENDING → SENT, or back to PENDING for a retry, or FAILED.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -17,8 +19,8 @@ pub struct Model {
     pub dag_run_id: Option<i64>,
     /// The task instance it is about, if any.
     pub task_instance_id: Option<i64>,
-    /// `run_failed`, `task_failed`, `timeout`, `sla_miss` or `test`.
-    pub kind: String,
+    /// What it alerts on.
+    pub kind: AlertKind,
     /// `<kind>:<subject id>:<webhook index>`: unique.
     pub dedup_key: String,
     /// The webhook as configured when the event was noticed (URL, headers
@@ -26,8 +28,8 @@ pub struct Model {
     pub target: Json,
     /// The JSON body sent.
     pub payload: Json,
-    /// `PENDING`, `SENDING`, `SENT` or `FAILED`.
-    pub status: String,
+    /// Where it is in its delivery.
+    pub status: AlertState,
     /// Delivery attempts made.
     pub attempts: i32,
     /// When PENDING: the next attempt; when SENDING: the end of the sender's

@@ -2,6 +2,8 @@
 
 use sea_orm::entity::prelude::*;
 
+use crate::dag_file::OverlapPolicy;
+
 /// A DAG. `version` is bumped on each change; runs keep their own snapshot.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "dag")]
@@ -27,7 +29,7 @@ pub struct Model {
     /// At most this many runs active at once.
     pub max_active_runs: i32,
     /// `skip | wait | parallel`: what a fire does when `max_active_runs` is reached.
-    pub overlap_policy: String,
+    pub overlap_policy: OverlapPolicy,
     /// Alert targets and conditions.
     pub alert_config: Option<Json>,
     /// Row creation.

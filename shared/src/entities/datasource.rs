@@ -2,6 +2,8 @@
 
 use sea_orm::entity::prelude::*;
 
+use crate::datasources::DatasourceKind;
+
 /// A datasource. `password` is a secret: never returned, logged or sent.
 #[derive(Clone, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "datasource")]
@@ -12,8 +14,8 @@ pub struct Model {
     /// Unique name tasks refer to.
     #[sea_orm(unique)]
     pub name: String,
-    /// `POSTGRESQL`, `MYSQL` or `SQLITE`.
-    pub kind: String,
+    /// The database product.
+    pub kind: DatasourceKind,
     /// Host (or file path for SQLite).
     pub host: String,
     /// Port.

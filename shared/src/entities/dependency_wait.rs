@@ -3,6 +3,8 @@
 
 use sea_orm::entity::prelude::*;
 
+use crate::plan::DepType;
+
 /// One unmet cross-run dependency. The row is deleted by the propagation
 /// that satisfies it; whoever deletes it (row count 1) updates the waiter.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -20,7 +22,7 @@ pub struct Model {
     /// The awaited run's business date.
     pub target_biz_date: Date,
     /// `STRONG` or `WEAK`.
-    pub dep_type: String,
+    pub dep_type: DepType,
     /// What it waits for, for people: `other_dag/task for 2024-01-14`.
     pub description: String,
     /// Row creation.

@@ -2,6 +2,8 @@
 
 use sea_orm::entity::prelude::*;
 
+use crate::dag_file::{Catchup, ScheduleKind};
+
 /// A cron or event schedule of a DAG. `(dag_id, name)` is unique.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "schedule")]
@@ -13,8 +15,8 @@ pub struct Model {
     pub dag_id: i64,
     /// Unique within the DAG.
     pub name: String,
-    /// `CRON` or `EVENT`.
-    pub kind: String,
+    /// What starts its runs.
+    pub kind: ScheduleKind,
     /// Cron expression (for `CRON`).
     pub cron_expr: Option<String>,
     /// Event name (for `EVENT`).
@@ -28,7 +30,7 @@ pub struct Model {
     /// Paused schedules do not fire.
     pub active: bool,
     /// `none | latest | all` for fires missed while no ticker ran.
-    pub catchup: String,
+    pub catchup: Catchup,
     /// At most this many missed fires are replayed under `all`.
     pub catchup_limit: i32,
     /// A fire later than this many seconds counts as missed.

@@ -2,6 +2,9 @@
 
 use sea_orm::entity::prelude::*;
 
+use crate::content::TaskType;
+use crate::plan::{RetryStrategy, Strategy};
+
 /// A task definition. `(dag_id, name)` is unique.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "task")]
@@ -15,8 +18,8 @@ pub struct Model {
     pub name: String,
     /// Free text.
     pub description: String,
-    /// `SHELL`, `PYTHON`, `SQL`, `HTTP`, …
-    pub task_type: String,
+    /// What it runs as.
+    pub task_type: TaskType,
     /// Type-specific configuration (command, script, sql, url …).
     pub content: Json,
     /// Task-level parameters (object of strings).
@@ -28,7 +31,7 @@ pub struct Model {
     /// Base retry interval in seconds.
     pub retry_interval_secs: i32,
     /// `FIXED` or `EXPONENTIAL`.
-    pub retry_strategy: String,
+    pub retry_strategy: RetryStrategy,
     /// Exit codes that may retry (empty: any failure).
     pub retry_on_exit_codes: Json,
     /// Whether a TIMEOUT attempt is retried like a failure.
@@ -44,7 +47,7 @@ pub struct Model {
     /// Worker group.
     pub queue: String,
     /// `ALL_SUCCESS`, `ONE_SUCCESS` or `NONE`.
-    pub strategy: String,
+    pub strategy: Strategy,
     /// Disabled tasks end SKIPPED.
     pub enabled: bool,
     /// Canvas position for a UI.

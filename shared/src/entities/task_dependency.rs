@@ -2,6 +2,8 @@
 
 use sea_orm::entity::prelude::*;
 
+use crate::plan::DepType;
+
 /// An edge. A parent in the same DAG has `parent_dag` = `None`; one in another
 /// DAG is named (`other_dag/task`) and resolved when a run needs it.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -21,7 +23,7 @@ pub struct Model {
     /// Task name of the parent.
     pub parent_task: String,
     /// `STRONG` or `WEAK`.
-    pub dep_type: String,
+    pub dep_type: DepType,
     /// Business-date offset of the awaited run (0 = same run).
     pub offset_day: i32,
     /// Row creation.

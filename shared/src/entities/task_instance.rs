@@ -81,6 +81,16 @@ pub enum Relation {}
 impl ActiveModelBehavior for ActiveModel {}
 
 impl Model {
+    /// Its id, typed.
+    pub fn instance_id(&self) -> crate::TaskInstanceId {
+        crate::TaskInstanceId(self.id)
+    }
+
+    /// Its run's id, typed.
+    pub fn run_id(&self) -> crate::RunId {
+        crate::RunId(self.dag_run_id)
+    }
+
     /// The 0-based number of the attempt last claimed: the one running, or
     /// the one whose end the row shows (`attempt` counts the claims).
     pub fn last_attempt(&self) -> i32 {

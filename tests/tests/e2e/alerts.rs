@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use datajump_shared::alerts::status;
+use datajump_shared::alerts::AlertState;
 use datajump_shared::entities::alert;
 use datajump_shared::{RunStatus, secrets};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -54,8 +54,7 @@ tasks:
     let _ticker = env.spawn_ticker().await;
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("r1", &["default"], 4).await;
-    let run = env.wait_run(&env.trigger("alerting").await, TIMEOUT).await;
-    assert_eq!(run.status, RunStatus::Failed);
+    let run = env.run_to_end("alerting", RunStatus::Failed, TIMEOUT).await;
 
     // run_failed, task_failed for boom and late, timeout for late, sla_miss.
     let deadline = tokio::time::Instant::now() + TIMEOUT;
@@ -65,7 +64,7 @@ tasks:
             .all(&env.db)
             .await
             .expect("alerts");
-        if alerts.len() == 5 && alerts.iter().all(|a| a.status == status::SENT) {
+        if alerts.len() == 5 && alerts.iter().all(|a| a.status == AlertState::Sent) {
             break alerts;
         }
         assert!(

@@ -25,14 +25,7 @@ tasks:
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
 
-    let key = env.trigger("diamond").await;
-    let run = env.wait_run(&key, MINUTE).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Success,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env.run_to_end("diamond", RunStatus::Success, MINUTE).await;
     assert_eq!(run.pending_instances, 0);
 
     let instances = env.instances_by_name(run.id).await;
@@ -99,14 +92,7 @@ tasks:
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
 
-    let key = env.trigger("rules").await;
-    let run = env.wait_run(&key, MINUTE).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Failed,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env.run_to_end("rules", RunStatus::Failed, MINUTE).await;
     assert_eq!(run.pending_instances, 0);
 
     let instances = env.instances_by_name(run.id).await;
@@ -159,14 +145,9 @@ tasks:
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
 
-    let key = env.trigger("strategies").await;
-    let run = env.wait_run(&key, MINUTE).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Failed,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env
+        .run_to_end("strategies", RunStatus::Failed, MINUTE)
+        .await;
     let instances = env.instances_by_name(run.id).await;
     for (name, want) in [
         ("ok", TaskStatus::Success),
@@ -204,14 +185,7 @@ both_dbs!(three_runners_share_a_wide_dag, |env| async move {
         env.spawn_runner("runner-3", &["default"], 4).await,
     ];
 
-    let key = env.trigger("wide").await;
-    let run = env.wait_run(&key, MINUTE).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Success,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env.run_to_end("wide", RunStatus::Success, MINUTE).await;
     let executions = env.executions(run.id).await;
     assert_eq!(executions.len(), 30);
     let instances: BTreeSet<i64> = executions.iter().map(|e| e.task_instance_id).collect();
@@ -242,14 +216,9 @@ both_dbs!(chain_of_1000_tasks, |env| async move {
         env.spawn_runner("runner-2", &["default"], 4).await,
     ];
 
-    let key = env.trigger("chain").await;
-    let run = env.wait_run(&key, Duration::from_secs(600)).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Success,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env
+        .run_to_end("chain", RunStatus::Success, Duration::from_secs(600))
+        .await;
     let executions = env.executions(run.id).await;
     assert_eq!(executions.len(), LENGTH);
     assert!(executions.iter().all(|e| e.status == TaskStatus::Success));
@@ -286,14 +255,7 @@ tasks:
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("runner-1", &["default"], 2).await;
 
-    let key = env.trigger("flaky").await;
-    let run = env.wait_run(&key, MINUTE).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Success,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env.run_to_end("flaky", RunStatus::Success, MINUTE).await;
     let instances = env.instances_by_name(run.id).await;
     let flaky = &instances["flaky"];
     assert_eq!(flaky.status, TaskStatus::Success);
@@ -407,14 +369,7 @@ tasks:
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("runner-1", &["default"], 8).await;
 
-        let key = env.trigger("together").await;
-        let run = env.wait_run(&key, MINUTE).await;
-        assert_eq!(
-            run.status,
-            RunStatus::Failed,
-            "{}",
-            env.describe_run(&run).await
-        );
+        let run = env.run_to_end("together", RunStatus::Failed, MINUTE).await;
         assert_eq!(run.pending_instances, 0);
 
         let instances = env.instances_by_name(run.id).await;

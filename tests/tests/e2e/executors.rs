@@ -45,13 +45,7 @@ tasks:
     .await;
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("r1", &["default"], 2).await;
-    let run = env.wait_run(&env.trigger("scripts").await, TIMEOUT).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Failed,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env.run_to_end("scripts", RunStatus::Failed, TIMEOUT).await;
     let instances = env.instances_by_name(run.id).await;
     let executions = env.executions_by_name(run.id).await;
 

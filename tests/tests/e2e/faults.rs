@@ -7,13 +7,13 @@
 //! SUCCESS execution, and each shell task's side effect (a line appended to a
 //! file) happened once. The processes are the real CLI
 //! (`datajump-under-test`, see `tests/src/bin`), killed when the test ends,
-//! with their output in files that are printed when the test fails.
+//! with their output in files that are printed when the test fails
+//! ([`crate::harness::process`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use datajump_shared::entities::{dag_run, schedule};
@@ -22,223 +22,12 @@ use datajump_shared::{RunStatus, TaskStatus};
 use futures::StreamExt;
 use sea_orm::EntityTrait;
 
+use crate::harness::pg_cluster::PgCluster;
+use crate::harness::process::{
+    Process, group_members, is_worker_of, start_resolver, start_runner, start_ticker,
+    wait_file_lines, wait_process_gone,
+};
 use crate::harness::{Backend, TestEnv, shell_path};
-
-/// The real `datajump` CLI.
-const DATAJUMP: &str = env!("CARGO_BIN_EXE_datajump-under-test");
-/// Role log filter: the roles' info lines (one per transition), not the libraries'.
-const ROLE_LOG: &str = "info,sqlx=warn,async_nats=warn,sea_orm=warn";
-
-/// A role running as its own `datajump` process. Killed (SIGKILL) on drop;
-/// stdout and stderr go to `<name>.log` in the test's scratch directory,
-/// whose end is printed if the test is failing.
-struct Process {
-    name: String,
-    child: Child,
-    log: PathBuf,
-    exit: Option<ExitStatus>,
-}
-
-impl Process {
-    /// Starts `datajump <args>` against the test's database and NATS server,
-    /// with `extra_env` added to its environment.
-    fn start(env: &TestEnv, name: &str, args: &[&str], extra_env: &[(&str, &str)]) -> Process {
-        let log = env.path(&format!("{name}.log"));
-        let out = std::fs::File::create(&log).expect("process log file");
-        let err = out.try_clone().expect("process log file");
-        let child = Command::new(DATAJUMP)
-            .args(args)
-            .env("DATAJUMP_DATABASE_URL", &env.db_url)
-            .env("DATAJUMP_NATS_URL", env.nats_url())
-            .env("DATAJUMP_LOG", ROLE_LOG)
-            .env("NO_COLOR", "1")
-            .env_remove("DATAJUMP_FAULT_EXIT_AFTER_COMMIT")
-            .envs(extra_env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {DATAJUMP}: {e}"));
-        Process {
-            name: name.to_owned(),
-            child,
-            log,
-            exit: None,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// `kill -9`, then reaps the process.
-    fn kill9(&mut self) {
-        if self.exit.is_none() {
-            let _ = self.child.kill();
-            self.exit = self.child.wait().ok();
-        }
-    }
-
-    /// The exit status, once the process has exited.
-    fn exited(&mut self) -> Option<ExitStatus> {
-        if self.exit.is_none() {
-            self.exit = self.child.try_wait().ok().flatten();
-        }
-        self.exit
-    }
-
-    /// Waits up to `timeout` for the process to exit on its own.
-    async fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.exited() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} still running after {timeout:?}",
-                self.name
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Panics (with the log) if the process has exited.
-    fn assert_running(&mut self) {
-        if let Some(status) = self.exited() {
-            panic!(
-                "{} exited with {status}; its log:\n{}",
-                self.name,
-                self.log_text()
-            );
-        }
-    }
-
-    /// Its output so far, without terminal colour codes.
-    fn log_text(&self) -> String {
-        strip_ansi(&std::fs::read_to_string(&self.log).unwrap_or_default())
-    }
-
-    /// Waits until a line of its output contains `needle`.
-    async fn wait_log(&mut self, needle: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while !self.log_text().contains(needle) {
-            self.assert_running();
-            assert!(
-                Instant::now() < deadline,
-                "{} did not log {needle:?} within {timeout:?}:\n{}",
-                self.name,
-                self.log_text()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        self.kill9();
-        if std::thread::panicking() {
-            let text = self.log_text();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(300)..];
-            eprintln!(
-                "----- {} ({}, last {} lines) -----\n{}",
-                self.name,
-                self.log.display(),
-                tail.len(),
-                tail.join("\n")
-            );
-        }
-    }
-}
-
-/// Removes ANSI escape sequences (`ESC [ … letter`).
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Starts a resolver process and waits until it consumes.
-async fn start_resolver(env: &TestEnv, name: &str) -> Process {
-    let mut resolver = Process::start(env, name, &["resolver", "--concurrency", "8"], &[]);
-    resolver
-        .wait_log("resolver started", Duration::from_secs(60))
-        .await;
-    resolver
-}
-
-/// Starts a ticker process and waits until it has loaded the schedules.
-async fn start_ticker(env: &TestEnv, name: &str) -> Process {
-    let mut ticker = Process::start(env, name, &["ticker", "--retention-days", "0"], &[]);
-    ticker
-        .wait_log("schedules loaded", Duration::from_secs(60))
-        .await;
-    ticker
-}
-
-/// Starts a runner process with `slots` slots on the default queue and waits
-/// until its heartbeat is in `dj_runners`.
-async fn start_runner(
-    env: &TestEnv,
-    name: &str,
-    slots: usize,
-    extra_env: &[(&str, &str)],
-) -> Process {
-    let slots = slots.to_string();
-    let mut runner = Process::start(
-        env,
-        name,
-        &["runner", "--slots", &slots, "--drain-timeout", "5"],
-        extra_env,
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while runner_key(env, runner.pid()).await.is_none() {
-        runner.assert_running();
-        assert!(
-            Instant::now() < deadline,
-            "{name} wrote no heartbeat within 60 s:\n{}",
-            runner.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    runner
-}
-
-/// The `dj_runners` key (the runner id, `host-<pid>-xxxx`) of the runner
-/// process `pid`, while its heartbeat is there.
-async fn runner_key(env: &TestEnv, pid: u32) -> Option<String> {
-    let kv = datajump_nats::key_value(&env.js, subjects::RUNNERS_BUCKET)
-        .await
-        .ok()?;
-    let mut keys = kv.keys().await.ok()?;
-    let marker = format!("-{pid}-");
-    while let Some(key) = keys.next().await {
-        if let Ok(key) = key
-            && key.contains(&marker)
-        {
-            return Some(key);
-        }
-    }
-    None
-}
-
-/// True if runner id `worker` belongs to the runner process `pid`.
-fn is_worker_of(worker: &str, pid: u32) -> bool {
-    worker.contains(&format!("-{pid}-"))
-}
 
 /// Lines of the side-effect file `path`, counted.
 fn count_lines(path: &Path) -> BTreeMap<String, usize> {
@@ -297,72 +86,6 @@ fn assert_side_effects_once<'a>(path: &Path, names: impl IntoIterator<Item = &'a
             "side effect of {name} in {}: {counts:?}",
             path.display()
         );
-    }
-}
-
-/// Waits until `pid` is gone (or a zombie, which runs nothing).
-async fn wait_process_gone(pid: u32, what: &str, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                let after_name = stat.rsplit_once(')')?.1;
-                after_name.split_whitespace().next().map(str::to_owned)
-            });
-        match state.as_deref() {
-            None | Some("Z") => return,
-            Some(state) => assert!(
-                Instant::now() < deadline,
-                "{what} (pid {pid}) still alive (state {state}) after {timeout:?}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Pids of live (non-zombie) processes in process group `pgid`.
-fn group_members(pgid: u32) -> Vec<u32> {
-    let mut members = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // Fields after "(comm)": state ppid pgrp …
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
-            members.push(pid);
-        }
-    }
-    members
-}
-
-/// Waits until the file `path` has at least `lines` lines; returns them.
-async fn wait_file_lines(path: &Path, lines: usize, timeout: Duration) -> Vec<String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let found: Vec<String> = text.lines().map(str::to_owned).collect();
-        if found.len() >= lines {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} has {} of {lines} lines after {timeout:?}",
-            path.display(),
-            found.len()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -658,7 +381,7 @@ tasks:
             subjects::runner_consumer("default", Band::Normal),
         ),
         (
-            subjects::done(1),
+            subjects::done(datajump_shared::RunId(1)),
             subjects::DONE_STREAM,
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
         ),
@@ -1022,128 +745,6 @@ async fn sleep_until(at: chrono::DateTime<chrono::Utc>) {
     if let Ok(wait) = (at - chrono::Utc::now()).to_std() {
         tokio::time::sleep(wait).await;
     }
-}
-
-/// A PostgreSQL cluster of the test's own (`initdb` + `pg_ctl` on a free
-/// port in a temporary directory), so it can be stopped and started without
-/// touching the shared server. Stopped on drop. As root the PostgreSQL tools
-/// run as the `postgres` user (initdb refuses root).
-struct PgCluster {
-    bin: PathBuf,
-    dir: tempfile::TempDir,
-    port: u16,
-    as_postgres: bool,
-}
-
-impl PgCluster {
-    fn start() -> PgCluster {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .expect("PostgreSQL installed under /usr/lib/postgresql")
-            .flatten()
-            .map(|entry| entry.path().join("bin"))
-            .filter(|bin| bin.join("pg_ctl").exists())
-            .max()
-            .expect("a PostgreSQL version with pg_ctl");
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let as_postgres = std::os::unix::fs::MetadataExt::uid(
-            &std::fs::metadata("/proc/self").expect("/proc/self"),
-        ) == 0;
-        if as_postgres {
-            run_ok(Command::new("chown").arg("postgres:").arg(dir.path()));
-        }
-        let cluster = PgCluster {
-            bin,
-            dir,
-            port: crate::harness::free_port(),
-            as_postgres,
-        };
-        let data = cluster.data();
-        run_ok(&mut cluster.tool(
-            "initdb",
-            &["-D", &data, "-U", "postgres", "-A", "trust", "--no-sync"],
-        ));
-        cluster.pg_ctl_start();
-        cluster
-    }
-
-    fn data(&self) -> String {
-        self.dir.path().join("data").display().to_string()
-    }
-
-    /// A PostgreSQL tool, as the `postgres` user when we are root.
-    fn tool(&self, name: &str, args: &[&str]) -> Command {
-        let program = self.bin.join(name);
-        let mut command = if self.as_postgres {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(program);
-            command
-        } else {
-            Command::new(program)
-        };
-        command.args(args).stdin(Stdio::null());
-        command
-    }
-
-    fn pg_ctl_start(&self) {
-        let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-            self.port,
-            self.dir.path().display()
-        );
-        let log = self.dir.path().join("postgres.log").display().to_string();
-        run_ok(&mut self.tool(
-            "pg_ctl",
-            &[
-                "-D",
-                &self.data(),
-                "-l",
-                &log,
-                "-o",
-                &options,
-                "-w",
-                "start",
-            ],
-        ));
-    }
-
-    /// Stops the server the way a crash would (`-m immediate`: no checkpoint,
-    /// every connection cut), waits `down`, and starts it again.
-    fn crash_and_restart(&self, down: Duration) {
-        run_ok(&mut self.tool(
-            "pg_ctl",
-            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
-        ));
-        std::thread::sleep(down);
-        self.pg_ctl_start();
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for PgCluster {
-    fn drop(&mut self) {
-        let _ = self
-            .tool("pg_ctl", &["-D", &self.data(), "-m", "immediate", "stop"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// Runs `command`, panicking with its output if it fails.
-fn run_ok(command: &mut Command) {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    assert!(
-        output.status.success(),
-        "{command:?} failed with {}:\n{}{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 /// PostgreSQL crashes and comes back, three times during a run: the roles'

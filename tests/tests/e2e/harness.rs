@@ -7,6 +7,10 @@
 //! the test panics: the server is killed, the PostgreSQL database dropped
 //! (`WITH (FORCE)`, from a thread with its own runtime) and role tokens
 //! cancelled.
+//!
+//! For the fault tests, [`process`] runs the roles as real `datajump`
+//! processes instead, and [`pg_cluster`] gives a test a PostgreSQL server of
+//! its own to crash and restart.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,13 +25,13 @@ use async_nats::jetstream::{self, consumer};
 use chrono::Utc;
 use datajump_engine::{Effects, ResetError, ResetScope};
 use datajump_migrations::{Migrator, MigratorTrait};
-use datajump_shared::TaskStatus;
 use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
 use datajump_shared::subjects;
+use datajump_shared::{RunStatus, TaskStatus};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, Database, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
     QueryOrder,
@@ -36,6 +40,9 @@ use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+
+pub mod pg_cluster;
+pub mod process;
 
 /// The default time zone of schedules applied by tests.
 pub const TIMEZONE: &str = "Asia/Shanghai";
@@ -566,6 +573,20 @@ impl TestEnv {
         }
     }
 
+    /// Triggers DAG `dag`, waits up to `timeout` for the run to finish and
+    /// asserts it ended `expected` (the failure message describes the run).
+    pub async fn run_to_end(
+        &self,
+        dag: &str,
+        expected: RunStatus,
+        timeout: Duration,
+    ) -> dag_run::Model {
+        let key = self.trigger(dag).await;
+        let run = self.wait_run(&key, timeout).await;
+        assert_eq!(run.status, expected, "{}", self.describe_run(&run).await);
+        run
+    }
+
     /// A run and the count of its instances by status, for failure messages.
     pub async fn describe_run(&self, run: &dag_run::Model) -> String {
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -675,7 +696,9 @@ impl TestEnv {
     /// Kills a task instance as an operator does: the engine's commit, then
     /// what it owes published. `None` if it had already ended.
     pub async fn kill_instance(&self, id: i64) -> Result<Option<task_instance::Model>, DbErr> {
-        let Some((row, effects)) = datajump_engine::kill_instance(&self.db, id).await? else {
+        let Some((row, effects)) =
+            datajump_engine::kill_instance(&self.db, datajump_shared::TaskInstanceId(id)).await?
+        else {
             return Ok(None);
         };
         effects.publish(&self.js).await.expect("publish the kill");
@@ -684,7 +707,9 @@ impl TestEnv {
 
     /// Kills a run as an operator does; `None` if it had already ended.
     pub async fn kill_run(&self, id: i64) -> Result<Option<KilledRun>, DbErr> {
-        let Some((_, effects)) = datajump_engine::kill_run(&self.db, id).await? else {
+        let Some((_, effects)) =
+            datajump_engine::kill_run(&self.db, datajump_shared::RunId(id)).await?
+        else {
             return Ok(None);
         };
         let started_runs = effects.started_runs().to_vec();
@@ -699,7 +724,8 @@ impl TestEnv {
         run_id: i64,
         scope: ResetScope,
     ) -> Result<Vec<task_instance::Model>, ResetError> {
-        let effects = datajump_engine::reset(&self.db, run_id, scope).await?;
+        let effects =
+            datajump_engine::reset(&self.db, datajump_shared::RunId(run_id), scope).await?;
         self.publish(effects).await
     }
 
@@ -710,7 +736,8 @@ impl TestEnv {
         id: i64,
         to: TaskStatus,
     ) -> Result<Vec<task_instance::Model>, ResetError> {
-        let effects = datajump_engine::mark(&self.db, id, to).await?;
+        let effects =
+            datajump_engine::mark(&self.db, datajump_shared::TaskInstanceId(id), to).await?;
         self.publish(effects).await
     }
 
@@ -721,13 +748,13 @@ impl TestEnv {
     }
 }
 
-/// A file path as a shell word (paths from `tempfile` have no quotes).
 /// What [`TestEnv::kill_run`] did.
 pub struct KilledRun {
     /// Waiting runs of the DAG that took the freed slot.
     pub started_runs: Vec<i64>,
 }
 
+/// A file path as a shell word (paths from `tempfile` have no quotes).
 pub fn shell_path(path: &Path) -> String {
     format!("'{}'", path.display())
 }

@@ -9,7 +9,7 @@ use datajump_shared::entities::dag_run;
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, VERSION, WorkMsg};
 use datajump_shared::plan::Params;
 use datajump_shared::subjects::{self, Band};
-use datajump_shared::{RunStatus, TaskStatus};
+use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use futures::StreamExt;
 use sea_orm::EntityTrait;
 
@@ -70,14 +70,7 @@ both_dbs!(
         env.apply(PAIR).await;
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
-        let key = env.trigger("pair").await;
-        let run = env.wait_run(&key, MINUTE).await;
-        assert_eq!(
-            run.status,
-            RunStatus::Success,
-            "{}",
-            env.describe_run(&run).await
-        );
+        let run = env.run_to_end("pair", RunStatus::Success, MINUTE).await;
         env.wait_consumer_idle(
             subjects::DONE_STREAM,
             subjects::RESOLVER_DONE_CONSUMER,
@@ -93,14 +86,14 @@ both_dbs!(
             assert_eq!(row.status, TaskStatus::Success);
             let done = DoneMsg {
                 v: VERSION,
-                dag_run_id: run.id,
-                task_instance_id: row.id,
+                dag_run_id: RunId(run.id),
+                task_instance_id: row.instance_id(),
                 attempt: row.attempt - 1,
                 status: row.status,
             };
             let duplicate = datajump_nats::publish(
                 &env.js,
-                subjects::done(run.id),
+                subjects::done(RunId(run.id)),
                 &again_id("done"),
                 done.encode(),
             )
@@ -138,14 +131,7 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
     env.apply(PAIR).await;
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
-    let key = env.trigger("pair").await;
-    let run = env.wait_run(&key, MINUTE).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Success,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env.run_to_end("pair", RunStatus::Success, MINUTE).await;
     let instances = env.instances(run.id).await;
     let executions = env.executions(run.id).await;
     let row = instances
@@ -158,7 +144,7 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
     // reaches core subscribers even when JetStream drops it as a duplicate.
     let mut completions = env
         .nats
-        .subscribe(subjects::done(run.id))
+        .subscribe(subjects::done(RunId(run.id)))
         .await
         .expect("subscribe");
     env.nats.flush().await.expect("flush");
@@ -179,7 +165,7 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
     let republished = tokio::time::timeout(MINUTE, async {
         while let Some(message) = completions.next().await {
             if let Ok(done) = DoneMsg::decode(&message.payload)
-                && done.task_instance_id == row.id
+                && done.task_instance_id == row.instance_id()
             {
                 return done;
             }
@@ -252,8 +238,8 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
     );
     let missing_instance = DoneMsg {
         v: VERSION,
-        dag_run_id: 1,
-        task_instance_id: 987_654_321,
+        dag_run_id: RunId(1),
+        task_instance_id: TaskInstanceId(987_654_321),
         attempt: 0,
         status: TaskStatus::Success,
     };
@@ -262,12 +248,12 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
         (
             subjects::DONE_STREAM.to_owned(),
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
-            publish(subjects::done(1), b"\xff\x00garbage{".to_vec()).await,
+            publish(subjects::done(RunId(1)), b"\xff\x00garbage{".to_vec()).await,
         ),
         (
             subjects::DONE_STREAM.to_owned(),
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
-            publish(subjects::done(1), missing_instance.encode()).await,
+            publish(subjects::done(RunId(1)), missing_instance.encode()).await,
         ),
         (
             subjects::FIRE_STREAM.to_owned(),
@@ -342,14 +328,7 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
     );
 
     // The resolver and runner keep working.
-    let key = env.trigger("pair").await;
-    let run = env.wait_run(&key, MINUTE).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Success,
-        "{}",
-        env.describe_run(&run).await
-    );
+    env.run_to_end("pair", RunStatus::Success, MINUTE).await;
 });
 
 /// The resolver creates a batch of fires' runs in one transaction; a fire

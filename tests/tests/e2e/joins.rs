@@ -118,7 +118,10 @@ tasks:
         };
         // Three parents end at once, as a runner's batch would report them.
         let roots = env.instances_by_name(run.id).await;
-        let ids: Vec<i64> = ["a", "b", "c"].iter().map(|n| roots[*n].id).collect();
+        let ids: Vec<datajump_shared::TaskInstanceId> = ["a", "b", "c"]
+            .iter()
+            .map(|n| roots[*n].instance_id())
+            .collect();
         for (name, status) in [
             ("a", TaskStatus::Success),
             ("b", TaskStatus::Failed),

@@ -28,13 +28,7 @@ tasks:
     .await;
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("r1", &["default"], 4).await;
-    let run = env.wait_run(&env.trigger("chatty").await, TIMEOUT).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Success,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env.run_to_end("chatty", RunStatus::Success, TIMEOUT).await;
     let exec = env.executions_by_name(run.id).await["talk"][0].clone();
 
     let tail = exec.log_tail.clone().expect("a tail");
@@ -148,8 +142,7 @@ tasks:
         .await;
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 4).await;
-        let run = env.wait_run(&env.trigger("typo").await, TIMEOUT).await;
-        assert_eq!(run.status, RunStatus::Failed);
+        let run = env.run_to_end("typo", RunStatus::Failed, TIMEOUT).await;
         let load = env.instances_by_name(run.id).await["load"].clone();
         assert_eq!(load.status, TaskStatus::Failed);
         let reason = load.reason.unwrap_or_default();

@@ -386,7 +386,10 @@ tasks:
     }
 
     // Poison on the done and work streams: terminated and counted.
-    for subject in [subjects::done(1), subjects::work("default", Band::Normal)] {
+    for subject in [
+        subjects::done(datajump_shared::RunId(1)),
+        subjects::work("default", Band::Normal),
+    ] {
         env.js
             .send_publish(
                 subject,

@@ -235,15 +235,32 @@ both_dbs!(operator_actions_from_every_state, |env| async move {
     let refused = env
         .reset(second_id, ResetScope::All)
         .await
-        .expect_err("a live run cannot be rerun");
-    assert!(
-        matches!(refused, ResetError::RunLive(_, RunStatus::Running)),
-        "{refused}"
-    );
+        .expect_err("live tasks cannot be rerun");
+    assert!(matches!(refused, ResetError::Live(..)), "{refused}");
     let again = wait_settled(&env, second_id).await;
     assert!(
         again["ok"].attempt > instances["ok"].attempt,
         "ok ran again"
+    );
+    // Its finished tasks cannot be cleared while the rest still run.
+    let refused = env
+        .reset(
+            second_id,
+            ResetScope::Task {
+                task_id: again["ok"].task_id,
+                downstream: false,
+            },
+        )
+        .await
+        .expect_err("a live run cannot be reset");
+    assert!(
+        matches!(refused, ResetError::RunLive(_, RunStatus::Running)),
+        "{refused}"
+    );
+    assert_eq!(
+        status(&env.instances_by_name(second_id).await, "ok"),
+        TaskStatus::Success,
+        "a refused reset changes nothing"
     );
 
     // Killed as a whole, the run stays KILLED whatever is marked in it.

@@ -79,9 +79,7 @@ tasks:
     let _ticker = env.spawn_ticker().await;
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("r1", &["default"], 4).await;
-    let key = env.trigger("retrying").await;
-    let run = env.wait_run(&key, TIMEOUT).await;
-    assert_eq!(run.status, RunStatus::Failed);
+    let run = env.run_to_end("retrying", RunStatus::Failed, TIMEOUT).await;
 
     let instances = env.instances_by_name(run.id).await;
     let executions = env.executions_by_name(run.id).await;
@@ -145,9 +143,7 @@ tasks:
     let _ticker = env.spawn_ticker().await;
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("r1", &["default"], 4).await;
-    let key = env.trigger("slow").await;
-    let run = env.wait_run(&key, TIMEOUT).await;
-    assert_eq!(run.status, RunStatus::Failed);
+    let run = env.run_to_end("slow", RunStatus::Failed, TIMEOUT).await;
 
     let instances = env.instances_by_name(run.id).await;
     let executions = env.executions_by_name(run.id).await;
@@ -479,9 +475,8 @@ tasks:
     .await;
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("r1", &["default"], 4).await;
-    let key = env.trigger("cleared").await;
-    let run = env.wait_run(&key, TIMEOUT).await;
-    assert_eq!(run.status, RunStatus::Success);
+    let run = env.run_to_end("cleared", RunStatus::Success, TIMEOUT).await;
+    let key = run.dedup_key.clone();
     let transform = env.instances_by_name(run.id).await["transform"].clone();
 
     // Clearing one task alone reruns only it.

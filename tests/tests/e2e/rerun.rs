@@ -28,9 +28,8 @@ tasks:
         .await;
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 4).await;
-        let key = env.trigger("flaky").await;
-        let run = env.wait_run(&key, TIMEOUT).await;
-        assert_eq!(run.status, RunStatus::Failed);
+        let run = env.run_to_end("flaky", RunStatus::Failed, TIMEOUT).await;
+        let key = run.dedup_key.clone();
 
         std::fs::write(&marker, "").expect("fix the data");
         let released = env
@@ -91,9 +90,8 @@ tasks:
     .await;
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("r1", &["default"], 4).await;
-    let key = env.trigger("marked").await;
-    let run = env.wait_run(&key, TIMEOUT).await;
-    assert_eq!(run.status, RunStatus::Failed);
+    let run = env.run_to_end("marked", RunStatus::Failed, TIMEOUT).await;
+    let key = run.dedup_key.clone();
     let broken = env.instances_by_name(run.id).await["broken"].clone();
     env.mark(broken.id, TaskStatus::Success)
         .await

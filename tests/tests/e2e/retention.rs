@@ -6,6 +6,7 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 both_dbs!(retention_removes_old_runs_only, |env| async move {
+    use datajump_shared::alerts::{AlertKind, AlertState};
     use datajump_shared::entities::{alert, dag_run, dag_run_plan, execution, task_instance};
     use sea_orm::{
         ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter,
@@ -27,11 +28,11 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
     let alert_aged = |days: i64, key: &str| alert::ActiveModel {
         dag_id: Set(old.dag_id),
         dag_run_id: Set(Some(old.id)),
-        kind: Set("run_failed".to_owned()),
+        kind: Set(AlertKind::RunFailed),
         dedup_key: Set(key.to_owned()),
         target: Set(serde_json::json!({ "url": "http://127.0.0.1:9/" })),
         payload: Set(serde_json::json!({})),
-        status: Set("SENT".to_owned()),
+        status: Set(AlertState::Sent),
         attempts: Set(1),
         next_attempt_at: Set(chrono::Utc::now()),
         created_at: Set(chrono::Utc::now() - chrono::Duration::days(days)),

@@ -64,13 +64,7 @@ tasks:
     let mut everything = env.nats.subscribe(">").await.expect("subscribe");
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("r1", &["default"], 2).await;
-    let run = env.wait_run(&env.trigger("notify").await, TIMEOUT).await;
-    assert_eq!(
-        run.status,
-        RunStatus::Success,
-        "{}",
-        env.describe_run(&run).await
-    );
+    let run = env.run_to_end("notify", RunStatus::Success, TIMEOUT).await;
 
     let requests = seen.lock().expect("requests").clone();
     assert_eq!(requests.len(), 1, "{requests:?}");
