@@ -6,6 +6,9 @@ use std::io::BufRead;
 use anyhow::{Context, Result, bail};
 
 /// Prints rows under a header, each column as wide as its widest cell.
+/// Padding by hand, not a table crate: the output is plain aligned text
+/// that `grep`, `awk` and pipes read, with no borders, colours or wrapping
+/// to turn off.
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {

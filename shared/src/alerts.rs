@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::entities::{alert, dag, dag_run, execution, task_instance};
+use crate::plan::{RetryPolicy, RetryStrategy};
 use crate::status::{RunStatus, TaskStatus};
 
 /// How far back a scan looks for events it has not alerted yet.
@@ -550,10 +551,21 @@ pub enum Delivery {
     },
 }
 
-/// The wait before retry `attempts` (1-based): 2 s doubling, at most 5 min.
+/// How a webhook that failed is tried again: 2 s doubling, at most 5 min,
+/// the same arithmetic as a task's retries.
+const DELIVERY_RETRY: RetryPolicy = RetryPolicy {
+    max: MAX_ATTEMPTS - 1,
+    interval_secs: 2,
+    strategy: RetryStrategy::Exponential,
+    on_exit_codes: Vec::new(),
+    on_timeout: false,
+    max_interval_secs: 300,
+    jitter_pct: 0,
+};
+
+/// The wait before retry `attempts` (1-based).
 pub fn retry_delay(attempts: i32) -> Duration {
-    let exponent = u32::try_from(attempts.clamp(1, 20) - 1).unwrap_or(0);
-    Duration::seconds((2_i64 << exponent).min(300))
+    Duration::seconds(DELIVERY_RETRY.delay_secs(attempts.max(1), 0.0))
 }
 
 /// Records the outcome of the attempt on `taken` (SENDING): SENT, or PENDING

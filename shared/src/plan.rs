@@ -175,6 +175,12 @@ impl RetryPolicy {
     /// at `max(max_interval, interval)`, then shortened by
     /// `jitter × sample` of itself: with `sample` in `[0, 1)` it lies in
     /// `(capped × (1 − jitter), capped]`.
+    ///
+    /// Written here rather than taken from a backoff crate (`backon`,
+    /// `backoff`): those drive a retry loop inside one process, while this
+    /// wait is computed from a policy stored with the task, once, when an
+    /// attempt fails, and kept in the database (`deadline_at`) for whichever
+    /// ticker requeues it.
     pub fn delay_secs(&self, retry: i32, sample: f64) -> i64 {
         let base = i64::from(self.interval_secs.max(0));
         let grown = match self.strategy {
