@@ -131,9 +131,14 @@ impl TaskTransition {
         }
     }
 
-    /// The condition an update making this transition must hold.
+    /// The condition an update making this transition must hold: `status
+    /// = …` when it leaves one status (the form the planners pick the
+    /// primary-key lookup for), `status IN (…)` otherwise.
     pub(crate) fn applies(self) -> sea_orm::sea_query::SimpleExpr {
-        task_instance::Column::Status.is_in(self.from().iter().copied())
+        match self.from() {
+            [one] => task_instance::Column::Status.eq(*one),
+            many => task_instance::Column::Status.is_in(many.iter().copied()),
+        }
     }
 
     /// Records that it moved an instance `from` → `to` (see the module's
@@ -175,9 +180,13 @@ impl RunTransition {
         }
     }
 
-    /// The condition an update making this transition must hold.
+    /// The condition an update making this transition must hold (as
+    /// [`TaskTransition::applies`]).
     pub(crate) fn applies(self) -> sea_orm::sea_query::SimpleExpr {
-        dag_run::Column::Status.is_in(self.from().iter().copied())
+        match self.from() {
+            [one] => dag_run::Column::Status.eq(*one),
+            many => dag_run::Column::Status.is_in(many.iter().copied()),
+        }
     }
 
     /// Records that it moved a run `from` → `to`.

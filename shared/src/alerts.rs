@@ -197,18 +197,6 @@ pub enum AlertState {
     Failed,
 }
 
-impl std::fmt::Display for AlertKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::fmt::Display for AlertState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl AlertState {
     /// The stored name.
     pub fn as_str(self) -> &'static str {

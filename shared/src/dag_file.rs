@@ -151,24 +151,6 @@ impl Catchup {
     }
 }
 
-impl std::fmt::Display for OverlapPolicy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::fmt::Display for Catchup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::fmt::Display for ScheduleKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A DAG as written in a file. Serialized, it is the same file with every
 /// default written out, which is how `datajump dag apply` sends a whole
 /// definition to the API (a field left out of an update would be kept).

@@ -81,12 +81,6 @@ impl DatasourceKind {
     }
 }
 
-impl fmt::Display for DatasourceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl FromStr for DatasourceKind {
     type Err = DatasourceError;
 

@@ -36,3 +36,31 @@ pub mod subjects;
 
 pub use ids::{RunId, TaskInstanceId};
 pub use status::{RunStatus, TaskStatus, TriggerType};
+
+/// `Display` of the closed-set enums: their stored name (`as_str`), the
+/// text that logs, tables and error messages show.
+macro_rules! display_as_stored_name {
+    ($($name:ty),* $(,)?) => {$(
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+
+display_as_stored_name!(
+    alerts::AlertKind,
+    alerts::AlertState,
+    content::TaskType,
+    dag_file::Catchup,
+    dag_file::OverlapPolicy,
+    dag_file::ScheduleKind,
+    datasources::DatasourceKind,
+    plan::DepType,
+    plan::RetryStrategy,
+    plan::Strategy,
+    status::RunStatus,
+    status::TaskStatus,
+    status::TriggerType,
+);

@@ -82,18 +82,6 @@ impl Strategy {
     }
 }
 
-impl std::fmt::Display for DepType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::fmt::Display for Strategy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// How the wait between retries grows.
 #[derive(
     Debug,

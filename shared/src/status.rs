@@ -87,12 +87,6 @@ impl TaskStatus {
     }
 }
 
-impl std::fmt::Display for TaskStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// Where a DAG run is in its life.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
@@ -133,12 +127,6 @@ impl RunStatus {
             RunStatus::Failed => "FAILED",
             RunStatus::Killed => "KILLED",
         }
-    }
-}
-
-impl std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
