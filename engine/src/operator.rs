@@ -7,13 +7,14 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use datajump_shared::db::begin_write;
+use datajump_shared::db::{begin_write, is_deadlock};
 use datajump_shared::entities::{dag_run, dependency_wait, task_instance};
 use datajump_shared::plan::DepType;
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus, TriggerType};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 
 use crate::effects::Effects;
@@ -30,9 +31,16 @@ pub async fn kill_instance(
     db: &DatabaseConnection,
     id: TaskInstanceId,
 ) -> Result<Option<(task_instance::Model, Effects)>, DbErr> {
-    let txn = begin_write(db).await?;
-    let killed = kill(&txn, id.0, Utc::now()).await?;
-    txn.commit().await?;
+    let killed = retried(
+        || async {
+            let txn = begin_write(db).await?;
+            let killed = kill(&txn, id.0, Utc::now()).await?;
+            txn.commit().await?;
+            Ok(killed)
+        },
+        is_deadlock,
+    )
+    .await?;
     Ok(killed.map(|row| {
         let mut effects = Effects::default();
         effects.announce_kills(std::slice::from_ref(&row));
@@ -76,6 +84,7 @@ async fn live_statuses<C: ConnectionTrait>(
         .columns([TiCol::Id, TiCol::Status])
         .filter(selected)
         .filter(TaskTransition::Kill.applies())
+        .order_by_asc(TiCol::Id)
         .lock_exclusive()
         .into_tuple::<(i64, TaskStatus)>()
         .all(conn)
@@ -100,10 +109,16 @@ pub async fn kill_run(
     db: &DatabaseConnection,
     run_id: RunId,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
-    let txn = begin_write(db).await?;
-    let killed = kill_run_in(&txn, run_id.0, Utc::now()).await?;
-    txn.commit().await?;
-    Ok(killed)
+    retried(
+        || async {
+            let txn = begin_write(db).await?;
+            let killed = kill_run_in(&txn, run_id.0, Utc::now()).await?;
+            txn.commit().await?;
+            Ok(killed)
+        },
+        is_deadlock,
+    )
+    .await
 }
 
 async fn kill_run_in<C: ConnectionTrait>(
@@ -111,6 +126,8 @@ async fn kill_run_in<C: ConnectionTrait>(
     run_id: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
+    // Instances before their run, the order propagation locks them in.
+    let live = live_statuses(conn, TiCol::DagRunId.eq(run_id)).await?;
     let Some(before) = dag_run::Entity::find_by_id(run_id)
         .lock_exclusive()
         .one(conn)
@@ -134,7 +151,6 @@ async fn kill_run_in<C: ConnectionTrait>(
         return Ok(None);
     };
     RunTransition::Kill.applied(before.status, run.status);
-    let live = live_statuses(conn, TiCol::DagRunId.eq(run_id)).await?;
     let killed = Ti::update_many()
         .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
         .col_expr(TiCol::Reason, Expr::value("the run was killed"))
@@ -213,10 +229,16 @@ pub async fn reset(
     run_id: RunId,
     scope: ResetScope,
 ) -> Result<Effects, ResetError> {
-    let txn = begin_write(db).await?;
-    let effects = reset_in(&txn, run_id.0, scope, Utc::now()).await?;
-    txn.commit().await?;
-    Ok(effects)
+    retried(
+        || async {
+            let txn = begin_write(db).await?;
+            let effects = reset_in(&txn, run_id.0, scope, Utc::now()).await?;
+            txn.commit().await?;
+            Ok(effects)
+        },
+        ResetError::is_deadlock,
+    )
+    .await
 }
 
 async fn reset_in<C: ConnectionTrait>(
@@ -226,16 +248,19 @@ async fn reset_in<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<Effects, ResetError> {
     use std::collections::HashSet;
+    // Instances before their run, in id order: the order propagation
+    // locks them in (instances, then the run it counts them off).
+    let instances = Ti::find()
+        .filter(TiCol::DagRunId.eq(run_id))
+        .order_by_asc(TiCol::Id)
+        .lock_exclusive()
+        .all(conn)
+        .await?;
     let run = dag_run::Entity::find_by_id(run_id)
         .lock_exclusive()
         .one(conn)
         .await?
         .ok_or(ResetError::UnknownRun(RunId(run_id)))?;
-    let instances = Ti::find()
-        .filter(TiCol::DagRunId.eq(run_id))
-        .lock_exclusive()
-        .all(conn)
-        .await?;
     let by_task: HashMap<i64, &task_instance::Model> =
         instances.iter().map(|i| (i.task_id, i)).collect();
     let downstream = |seeds: Vec<i64>| {
@@ -395,10 +420,43 @@ pub async fn mark(
     id: TaskInstanceId,
     to: TaskStatus,
 ) -> Result<Effects, ResetError> {
-    let txn = begin_write(db).await?;
-    let effects = mark_in(&txn, id.0, to, Utc::now()).await?;
-    txn.commit().await?;
-    Ok(effects)
+    retried(
+        || async {
+            let txn = begin_write(db).await?;
+            let effects = mark_in(&txn, id.0, to, Utc::now()).await?;
+            txn.commit().await?;
+            Ok(effects)
+        },
+        ResetError::is_deadlock,
+    )
+    .await
+}
+
+/// How often an operator action's transaction is run when PostgreSQL keeps
+/// choosing it as a deadlock's victim.
+const DEADLOCK_ATTEMPTS: usize = 3;
+
+/// Runs an operator action's transaction again when it was a deadlock's
+/// victim: it locks rows a concurrent propagation may be updating, in an
+/// order a multi-row update cannot promise, and a victim changed nothing.
+async fn retried<T, E, F, Fut>(mut transaction: F, deadlocked: fn(&E) -> bool) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut attempt = 1;
+    loop {
+        match transaction().await {
+            Err(e) if deadlocked(&e) && attempt < DEADLOCK_ATTEMPTS => attempt += 1,
+            result => return result,
+        }
+    }
+}
+
+impl ResetError {
+    fn is_deadlock(&self) -> bool {
+        matches!(self, ResetError::Db(e) if is_deadlock(e))
+    }
 }
 
 async fn mark_in<C: ConnectionTrait>(

@@ -151,3 +151,16 @@ where
 pub fn is_transient(err: &DbErr) -> bool {
     matches!(err, DbErr::Conn(_) | DbErr::ConnectionAcquire(_))
 }
+
+/// Whether PostgreSQL rolled the transaction back as a deadlock's victim
+/// (SQLSTATE 40P01): it changed nothing, and running it again may succeed.
+pub fn is_deadlock(err: &DbErr) -> bool {
+    match err {
+        DbErr::Query(sea_orm::RuntimeErr::SqlxError(e))
+        | DbErr::Exec(sea_orm::RuntimeErr::SqlxError(e)) => e
+            .as_database_error()
+            .and_then(|db| db.code())
+            .is_some_and(|code| code == "40P01"),
+        _ => false,
+    }
+}
