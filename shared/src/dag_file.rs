@@ -801,6 +801,31 @@ tasks:
     }
 
     #[test]
+    fn content_keys_a_type_does_not_take_are_rejected() {
+        let text = r#"
+name: typo
+tasks:
+  - name: call
+    type: http
+    content: { url: "https://example.com", secretHeaders: [X-Api-Key] }
+  - { name: run, command: "true", content: { env: { A: "1" } } }
+  - name: ok
+    type: HTTP
+    content: { url: "https://example.com", secret_headers: [X-Api-Key], success_codes: [200, 204] }
+"#;
+        let err = DagFile::parse(text).unwrap_err().to_string();
+        assert!(
+            err.contains("task 'call': content: ") && err.contains("secretHeaders"),
+            "{err}"
+        );
+        assert!(
+            err.contains("task 'run': content: ") && err.contains("env"),
+            "{err}"
+        );
+        assert!(!err.contains("task 'ok'"), "{err}");
+    }
+
+    #[test]
     fn retry_options_are_read_and_checked() {
         let text = r#"
 name: retries
