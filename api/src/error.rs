@@ -79,7 +79,7 @@ impl Error {
             Error::Db(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
                 (StatusCode::CONFLICT, "CONFLICT")
             }
-            Error::Db(e) if datajump_shared::db::is_transient(e) => {
+            Error::Db(e) if datajump_store::db::is_transient(e) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE")
             }
             Error::Nats(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),

@@ -5,7 +5,7 @@
 //! Every route lives under `/api/v1` except `/healthz`, `/readyz` and
 //! `/metrics`. The
 //! API is a thin layer over the same domain code the CLI uses: DAGs are
-//! stored by [`datajump_shared::catalog::apply`] (so they are validated
+//! stored by [`datajump_store::catalog::apply`] (so they are validated
 //! exactly like DAG files), runs are started by publishing a fire that a
 //! resolver takes, and kills go through the engine (`datajump_engine::kill_instance`).
 //!

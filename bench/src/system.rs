@@ -329,7 +329,7 @@ impl<'b> System<'b> {
         let (nats_server, nats_url) = start_nats_server(&dir.0).await?;
         let (db_url, pg_database) = backend.create(&dir.0).await?;
         let prepared = async {
-            let db = datajump_shared::db::connect(&db_url)
+            let db = datajump_store::db::connect(&db_url)
                 .await
                 .with_context(|| format!("cannot open {db_url}"))?;
             Migrator::up(&db, None)
@@ -373,7 +373,7 @@ impl<'b> System<'b> {
     /// Starts the ticker, the resolver and the runners, and waits until
     /// every runner has announced itself in `dj_runners`.
     pub async fn start_roles(&mut self, runners: RunnerSetup) -> Result<()> {
-        let db = datajump_shared::db::connect(&self.db_url).await?;
+        let db = datajump_store::db::connect(&self.db_url).await?;
         let nats = connect_nats(&self.nats_url, "datajump-bench-roles").await?;
         self.pools.push(db.clone());
         let ticker = datajump_ticker::Config {
@@ -410,7 +410,7 @@ impl<'b> System<'b> {
             if runners.processes {
                 self.spawn_runner_process(index, &args)?;
             } else {
-                let db = datajump_shared::db::connect(&self.db_url).await?;
+                let db = datajump_store::db::connect(&self.db_url).await?;
                 self.pools.push(db.clone());
                 let nats =
                     connect_nats(&self.nats_url, &format!("datajump-bench-runner-{index}")).await?;

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use chrono::Utc;
-use datajump_shared::alerts;
-use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::alert;
 use datajump_shared::subjects;
+use datajump_store::alerts;
+use datajump_store::catalog::{self, ApplyReport};
 use sea_orm::{DatabaseConnection, EntityTrait};
 
 use crate::Global;
@@ -68,17 +68,17 @@ impl Client {
         &self,
         new: datajump_shared::datasources::NewDatasource,
     ) -> Result<datajump_shared::entities::datasource::Model> {
-        Ok(datajump_shared::datasources::add(&self.db, new).await?)
+        Ok(datajump_store::datasources::add(&self.db, new).await?)
     }
 
     /// Every datasource, by name.
     pub async fn datasources(&self) -> Result<Vec<datajump_shared::entities::datasource::Model>> {
-        Ok(datajump_shared::datasources::list(&self.db).await?)
+        Ok(datajump_store::datasources::list(&self.db).await?)
     }
 
     /// Removes a datasource.
     pub async fn remove_datasource(&self, name: &str) -> Result<()> {
-        Ok(datajump_shared::datasources::remove(&self.db, name).await?)
+        Ok(datajump_store::datasources::remove(&self.db, name).await?)
     }
 
     // ----- alerts (`datajump alerts …`) -----
@@ -127,17 +127,17 @@ impl Client {
         name: &str,
         value: &str,
         description: Option<&str>,
-    ) -> Result<datajump_shared::secrets::SetOutcome> {
-        Ok(datajump_shared::secrets::set(&self.db, name, value, description).await?)
+    ) -> Result<datajump_store::secrets::SetOutcome> {
+        Ok(datajump_store::secrets::set(&self.db, name, value, description).await?)
     }
 
     /// Every secret, without values.
-    pub async fn secrets(&self) -> Result<Vec<datajump_shared::secrets::SecretInfo>> {
-        Ok(datajump_shared::secrets::list(&self.db).await?)
+    pub async fn secrets(&self) -> Result<Vec<datajump_store::secrets::SecretInfo>> {
+        Ok(datajump_store::secrets::list(&self.db).await?)
     }
 
     /// Removes a secret.
     pub async fn remove_secret(&self, name: &str) -> Result<()> {
-        Ok(datajump_shared::secrets::remove(&self.db, name).await?)
+        Ok(datajump_store::secrets::remove(&self.db, name).await?)
     }
 }

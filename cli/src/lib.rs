@@ -23,7 +23,7 @@ mod output;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use datajump_shared::db::DEFAULT_DATABASE_URL;
+use datajump_store::db::DEFAULT_DATABASE_URL;
 use tracing_subscriber::EnvFilter;
 
 /// DataJump: a DAG task scheduler on NATS JetStream.

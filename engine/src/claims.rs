@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use datajump_shared::db::{WriteTxn, begin_write, per_row};
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::{TaskInstanceId, TaskStatus};
+use datajump_store::db::{WriteTxn, begin_write, per_row};
 use sea_orm::sea_query::{Expr, ExprTrait, Value};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,

@@ -14,10 +14,10 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use datajump_shared::db::begin_write;
 use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::plan::{DepType, Strategy};
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
+use datajump_store::db::begin_write;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,

@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use datajump_shared::TaskStatus;
-use datajump_shared::db::begin_write;
 use datajump_shared::entities::{execution, task_instance};
+use datajump_store::db::begin_write;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait,

@@ -9,13 +9,13 @@
 use std::collections::HashMap;
 
 use chrono::Utc;
-use datajump_shared::catalog;
 use datajump_shared::dag_file::OverlapPolicy;
-use datajump_shared::db::begin_write;
 use datajump_shared::entities::{dag, dag_run, dag_run_plan, schedule, task_instance};
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::{DepType, InstanceSpec, Plan, params_to_json};
 use datajump_shared::{RunStatus, TaskStatus, TriggerType};
+use datajump_store::catalog;
+use datajump_store::db::begin_write;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
     QuerySelect, sea_query::OnConflict,

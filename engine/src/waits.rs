@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
-use datajump_shared::db::begin_write;
 use datajump_shared::entities::{dag, dag_run, dependency_wait, task, task_instance};
 use datajump_shared::plan::{DepType, Plan};
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus};
+use datajump_store::db::begin_write;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,

@@ -16,8 +16,9 @@ use chrono::{NaiveDate, TimeZone, Utc};
 use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, execute};
 use datajump_shared::content::{TaskContent, TaskType};
-use datajump_shared::datasources::{self, DatasourceError, DatasourceKind, NewDatasource};
+use datajump_shared::datasources::{DatasourceError, DatasourceKind, NewDatasource};
 use datajump_shared::params::ParamContext;
+use datajump_store::datasources;
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -34,7 +35,7 @@ struct Scheduler {
 async fn scheduler() -> Scheduler {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("dj.db").display());
-    let db = datajump_shared::db::connect(&url)
+    let db = datajump_store::db::connect(&url)
         .await
         .expect("scheduler db");
     Migrator::up(&db, None).await.expect("migrate");
@@ -303,7 +304,7 @@ async fn datasource_catalog_add_list_remove() {
         .map(|d| d.name)
         .collect();
     assert_eq!(names, ["local", "warehouse"]);
-    let url = datasources::connection_url(
+    let url = datajump_shared::datasources::connection_url(
         &datasources::by_name(&s.db, "warehouse")
             .await
             .expect("get")
@@ -958,7 +959,7 @@ async fn http_params_headers_body_and_masked_credentials() {
         "secret_headers": ["x-custom-secret"],
         "body": { "day": "${bizdate}", "task": "${task_name}", "n": 3 },
     });
-    datajump_shared::secrets::set(&s.db, "api_token", "tok-abc", Some("test API"))
+    datajump_store::secrets::set(&s.db, "api_token", "tok-abc", Some("test API"))
         .await
         .expect("secret stored");
     let ran = Run::new("HTTP", content).on(&s.db).await;

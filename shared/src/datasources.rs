@@ -13,16 +13,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::Utc;
 use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
 use sea_orm::sea_query::StringLen;
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, DeriveActiveEnum,
-    EntityTrait, EnumIter, QueryFilter, QueryOrder, SqlErr,
-};
+use sea_orm::{DbErr, DeriveActiveEnum, EnumIter};
 use thiserror::Error;
 
-use crate::entities::datasource::{self, Model};
+use crate::entities::datasource::Model;
 use crate::params::SqlDialect;
 
 /// What a masked secret looks like wherever it would have been printed.
@@ -204,72 +200,6 @@ impl NewDatasource {
     }
 }
 
-/// Stores a new datasource.
-pub async fn add(db: &DatabaseConnection, new: NewDatasource) -> Result<Model, DatasourceError> {
-    new.validate()?;
-    if by_name(db, &new.name).await?.is_some() {
-        return Err(DatasourceError::Exists(new.name));
-    }
-    let now = Utc::now();
-    let params = serde_json::Value::Object(
-        new.params
-            .into_iter()
-            .map(|(k, v)| (k, serde_json::Value::String(v)))
-            .collect(),
-    );
-    let row = datasource::ActiveModel {
-        name: Set(new.name.clone()),
-        kind: Set(new.kind),
-        host: Set(new.host),
-        port: Set(new.port.map(i32::from)),
-        database: Set(new.database),
-        username: Set(new.username),
-        password: Set(new.password),
-        params: Set(params),
-        created_at: Set(now),
-        updated_at: Set(now),
-        ..Default::default()
-    }
-    .insert(db)
-    .await;
-    match row {
-        Ok(row) => Ok(row),
-        // Another `add` of the same name got there between our check and insert.
-        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-            Err(DatasourceError::Exists(new.name))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Every datasource, by name.
-pub async fn list(db: &DatabaseConnection) -> Result<Vec<Model>, DbErr> {
-    datasource::Entity::find()
-        .order_by_asc(datasource::Column::Name)
-        .all(db)
-        .await
-}
-
-/// Removes the datasource named `name`.
-pub async fn remove(db: &DatabaseConnection, name: &str) -> Result<(), DatasourceError> {
-    let result = datasource::Entity::delete_many()
-        .filter(datasource::Column::Name.eq(name))
-        .exec(db)
-        .await?;
-    if result.rows_affected == 0 {
-        return Err(DatasourceError::NotFound(name.to_owned()));
-    }
-    Ok(())
-}
-
-/// The datasource named `name`, if any.
-pub async fn by_name(db: &DatabaseConnection, name: &str) -> Result<Option<Model>, DbErr> {
-    datasource::Entity::find()
-        .filter(datasource::Column::Name.eq(name))
-        .one(db)
-        .await
-}
-
 /// A connection URL with a password in it. `Display` and `Debug` show
 /// `***` for the password; [`ConnectionUrl::expose`] gives the real URL,
 /// for the driver only.
@@ -414,8 +344,8 @@ mod tests {
             username: None,
             password: None,
             params: serde_json::json!({}),
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
         }
     }
 

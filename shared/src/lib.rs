@@ -12,16 +12,15 @@
 //! enum stored as its text (`DeriveActiveEnum`), a task's content is parsed
 //! into a type per task type when its DAG is applied, and a DAG file is
 //! checked whole (every problem reported at once) before anything is
-//! stored. State changes are not here: they are `datajump-engine`'s.
+//! stored. Nothing here opens a connection: reading and writing the catalog
+//! and configuration tables is `datajump-store`'s, changing a task's or a
+//! run's state is `datajump-engine`'s.
 
 pub mod alerts;
-pub mod backfill;
 pub mod biz_date;
-pub mod catalog;
 pub mod content;
 pub mod dag_file;
 pub mod datasources;
-pub mod db;
 pub mod entities;
 pub mod ids;
 pub mod logs;

@@ -10,10 +10,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::Utc;
-use datajump_shared::alerts::{self, AlertState, Delivery, Webhook};
+use datajump_shared::alerts::{AlertState, Webhook};
 use datajump_shared::entities::alert;
 use datajump_shared::params::{secret_names, substitute_secrets};
-use datajump_shared::secrets;
+use datajump_store::alerts::{self, Delivery};
+use datajump_store::secrets;
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};

@@ -86,7 +86,7 @@ pub async fn remove_old_runs(
             .into_iter()
             .filter_map(|e| e.log_path)
             .collect();
-        let txn = datajump_shared::db::begin_write(&config.db).await?;
+        let txn = datajump_store::db::begin_write(&config.db).await?;
         execution::Entity::delete_many()
             .filter(execution::Column::DagRunId.is_in(runs.clone()))
             .exec(&txn)

@@ -9,8 +9,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use datajump_shared::backfill::{self, BackfillError, Planned};
 use datajump_shared::dag_file::OverlapPolicy;
+use datajump_store::backfill::{self, BackfillError, Planned};
 
 use axum::Json as AxumJson;
 use axum::extract::State;
@@ -157,7 +157,7 @@ pub async fn update(
 /// schedules and run history (204); 409 while it has RUNNING or QUEUED runs.
 pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> Result<StatusCode> {
     let dag = find_dag(&state, dag_id).await?;
-    let txn = datajump_shared::db::begin_write(&state.db).await?;
+    let txn = datajump_store::db::begin_write(&state.db).await?;
     let live: Vec<i64> = dag_run::Entity::find()
         .filter(dag_run::Column::DagId.eq(dag_id))
         .filter(dag_run::Column::Status.is_in([RunStatus::Running, RunStatus::Queued]))
@@ -446,7 +446,7 @@ pub const MAX_BACKFILL_DATES: i64 = 1000;
 
 /// `POST /api/v1/dags/{dagId}/backfill` `{ from, to }`: starts one BACKFILL
 /// run per business date of the range (202), with the run key a scheduled
-/// fire of that date has ([`datajump_shared::backfill`]), skipping dates
+/// fire of that date has ([`datajump_store::backfill`]), skipping dates
 /// that already have a run. Like a trigger it answers at once with the run
 /// keys; how many run at a time is the DAG's `maxActiveRuns` (the others
 /// wait their turn under `overlap: wait`), so a `skip` DAG refuses a

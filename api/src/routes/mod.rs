@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::middleware;
-use datajump_shared::catalog::{self, ApplyReport, CatalogError};
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::dag;
 use datajump_shared::subjects;
+use datajump_store::catalog::{self, ApplyReport, CatalogError};
 use sea_orm::EntityTrait;
 use tracing::warn;
 

@@ -280,7 +280,7 @@ async fn create_schedules(system: &System<'_>, count: usize) -> Result<i64> {
             .into_active_model()
             .reset_all()
         });
-        let txn = datajump_shared::db::begin_write(&system.db).await?;
+        let txn = datajump_store::db::begin_write(&system.db).await?;
         dag::Entity::insert_many(dags)
             .exec_without_returning(&txn)
             .await?;

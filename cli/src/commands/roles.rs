@@ -104,7 +104,7 @@ pub struct ApiArgs {
 
 /// Opens and migrates the database.
 pub async fn database(global: &Global) -> Result<DatabaseConnection> {
-    let db = datajump_shared::db::connect(&global.database_url)
+    let db = datajump_store::db::connect(&global.database_url)
         .await
         .with_context(|| format!("cannot open the database {}", global.database_url))?;
     Migrator::up(&db, None)

@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use datajump_shared::secrets::{self, SecretError, SetOutcome};
+use datajump_shared::secrets::{self, SecretError};
+use datajump_store::secrets::SetOutcome;
 
 use crate::Global;
 use crate::client::Client;

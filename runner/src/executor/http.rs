@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use datajump_shared::content::{HeaderText, HttpContent};
 use datajump_shared::params::secret_names;
-use datajump_shared::secrets::{self, SecretError, is_credential_header};
+use datajump_shared::secrets::{SecretError, is_credential_header};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 
@@ -92,10 +92,12 @@ async fn read_secrets(
             names.extend(secret_names(value).map_err(|e| ExecOutcome::Invalid(e.to_string()))?);
         }
     }
-    secrets::values(&ctx.db, &names).await.map_err(|e| match e {
-        SecretError::Db(_) => failed(format!("cannot read the task's secrets: {e}")),
-        other => ExecOutcome::Invalid(other.to_string()),
-    })
+    datajump_store::secrets::values(&ctx.db, &names)
+        .await
+        .map_err(|e| match e {
+            SecretError::Db(_) => failed(format!("cannot read the task's secrets: {e}")),
+            other => ExecOutcome::Invalid(other.to_string()),
+        })
 }
 
 impl Request {

@@ -62,7 +62,7 @@ fn failed(message: String) -> ExecOutcome {
 /// Runs the statements against the datasource.
 pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
     let (sql, name) = (content.sql.as_str(), content.datasource.as_str());
-    let source = match datasources::by_name(&ctx.db, name).await {
+    let source = match datajump_store::datasources::by_name(&ctx.db, name).await {
         Ok(Some(source)) => source,
         Ok(None) => {
             return ExecOutcome::Invalid(format!(

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
+use datajump_shared::RunStatus;
 use datajump_shared::alerts::AlertState;
 use datajump_shared::entities::alert;
-use datajump_shared::{RunStatus, secrets};
+use datajump_store::secrets;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
 use crate::harness::http_receiver;

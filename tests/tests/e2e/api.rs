@@ -65,7 +65,7 @@ impl Api {
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let db = datajump_shared::db::connect(&env.db_url)
+        let db = datajump_store::db::connect(&env.db_url)
             .await
             .expect("API database connection");
         let nats = datajump_nats::connect(&env.nats_url(), "api")

@@ -25,13 +25,13 @@ use async_nats::jetstream::{self, consumer};
 use chrono::Utc;
 use datajump_engine::{Effects, ResetError, ResetScope};
 use datajump_migrations::{Migrator, MigratorTrait};
-use datajump_shared::catalog::{self, ApplyReport};
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
 use datajump_shared::subjects;
 use datajump_shared::{RunStatus, TaskStatus};
+use datajump_store::catalog::{self, ApplyReport};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, Database, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
     QueryOrder,
@@ -331,7 +331,7 @@ impl TestEnv {
         pg: Option<PgDatabase>,
         db_url: String,
     ) -> TestEnv {
-        let db = datajump_shared::db::connect(&db_url)
+        let db = datajump_store::db::connect(&db_url)
             .await
             .unwrap_or_else(|e| panic!("cannot connect to {db_url}: {e}"));
         Migrator::up(&db, None).await.expect("migrations");
@@ -374,7 +374,7 @@ impl TestEnv {
     }
 
     async fn role_connections(&self, name: &str) -> (DatabaseConnection, async_nats::Client) {
-        let db = datajump_shared::db::connect(&self.db_url)
+        let db = datajump_store::db::connect(&self.db_url)
             .await
             .unwrap_or_else(|e| panic!("{name}: cannot connect to the database: {e}"));
         let nats = datajump_nats::connect(&self.nats_url(), name)

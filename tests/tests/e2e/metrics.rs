@@ -270,7 +270,7 @@ impl Server {
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let config = datajump_api::Config {
-            db: datajump_shared::db::connect(&env.db_url)
+            db: datajump_store::db::connect(&env.db_url)
                 .await
                 .expect("API database connection"),
             nats: datajump_nats::connect(&env.nats_url(), "api")

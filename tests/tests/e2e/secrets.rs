@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use datajump_shared::entities::{dag_run_plan, task, task_instance};
-use datajump_shared::{RunStatus, logs, secrets, subjects};
+use datajump_shared::{RunStatus, logs, subjects};
+use datajump_store::secrets;
 use futures::StreamExt;
 use sea_orm::EntityTrait;
 use tokio::io::AsyncReadExt;

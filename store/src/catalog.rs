@@ -14,10 +14,10 @@ use sea_orm::{
 };
 use thiserror::Error;
 
-use crate::content::TaskType;
-use crate::dag_file::{Catchup, DagFile, ScheduleKind};
-use crate::entities::{dag, schedule, task, task_dependency};
-use crate::plan::{Plan, RetryStrategy, Strategy, params_to_json};
+use datajump_shared::content::TaskType;
+use datajump_shared::dag_file::{Catchup, DagFile, ScheduleKind};
+use datajump_shared::entities::{dag, schedule, task, task_dependency};
+use datajump_shared::plan::{Plan, RetryStrategy, Strategy, params_to_json};
 
 /// Why a DAG could not be stored.
 #[derive(Debug, Error)]
@@ -142,7 +142,7 @@ struct ScheduleDefinition {
     biz_date_offset_days: i32,
 }
 
-fn task_definition_of_file(file: &crate::dag_file::TaskFile) -> TaskDefinition {
+fn task_definition_of_file(file: &datajump_shared::dag_file::TaskFile) -> TaskDefinition {
     let mut dependencies: Vec<_> = file
         .depends_on
         .iter()
@@ -216,7 +216,7 @@ fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) ->
 }
 
 fn schedule_definition_of_file(
-    file: &crate::dag_file::ScheduleFile,
+    file: &datajump_shared::dag_file::ScheduleFile,
     default_timezone: &str,
 ) -> ScheduleDefinition {
     ScheduleDefinition {

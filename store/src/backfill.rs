@@ -12,12 +12,12 @@ use chrono_tz::Tz;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
 use thiserror::Error;
 
-use crate::TriggerType;
-use crate::biz_date::{scheduled_fire_for, shift};
-use crate::entities::schedule;
-use crate::messages::{FireMsg, scheduled_run_key};
-use crate::plan::Params;
 use datajump_cron::{CronError, CronExpr, parse_time_zone};
+use datajump_shared::TriggerType;
+use datajump_shared::biz_date::{scheduled_fire_for, shift};
+use datajump_shared::entities::schedule;
+use datajump_shared::messages::{FireMsg, scheduled_run_key};
+use datajump_shared::plan::Params;
 
 /// Why a backfill could not be planned.
 #[derive(Debug, Error)]
@@ -67,7 +67,7 @@ pub async fn plan<C: ConnectionTrait>(
 ) -> Result<Vec<Planned>, BackfillError> {
     let schedule = schedule::Entity::find()
         .filter(schedule::Column::DagId.eq(dag_id))
-        .filter(schedule::Column::Kind.eq(crate::dag_file::ScheduleKind::Cron))
+        .filter(schedule::Column::Kind.eq(datajump_shared::dag_file::ScheduleKind::Cron))
         .filter(schedule::Column::Active.eq(true))
         .order_by_asc(schedule::Column::Id)
         .one(conn)
