@@ -1,9 +1,10 @@
-//! The bearer token: when `DATAJUMP_API_TOKEN` is set, every mutating
-//! request (POST, PUT, PATCH, DELETE) must carry `Authorization: Bearer
-//! <token>`; reads stay open so probes and dashboards need no secret.
+//! Who may reach a route: the browser rules ([`crate::browser`]) and the
+//! bearer token. When `DATAJUMP_API_TOKEN` is set, every mutating request
+//! (POST, PUT, PATCH, DELETE) must carry `Authorization: Bearer <token>`;
+//! reads stay open so probes and dashboards need no secret.
 
 use axum::extract::{Request, State};
-use axum::http::{Method, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -46,17 +47,36 @@ pub fn check(token: Option<&str>, method: &Method, authorization: Option<&str>) 
     }
 }
 
-/// Middleware answering 401 to an unauthorized mutating request.
-pub async fn require_token(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let authorization = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(|v| v.to_str().unwrap_or(""));
-    match check(state.token.as_deref(), request.method(), authorization) {
+/// Middleware in front of every route. In this order, so that the answer
+/// names the first rule broken: a `Host` a loopback listener does not
+/// answer to (403), a cross-origin change (403), a missing or wrong token
+/// (401), a body not declared JSON (415).
+pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let text = |name| {
+        headers
+            .get(name)
+            .map(|v: &HeaderValue| v.to_str().unwrap_or(""))
+    };
+    let host = text(header::HOST);
+    let problem = state
+        .loopback
+        .then(|| state.browser.host_problem(host))
+        .flatten()
+        .or_else(|| {
+            state
+                .browser
+                .origin_problem(request.method(), text(header::ORIGIN), host)
+        })
+        .or_else(|| {
+            check(
+                state.token.as_deref(),
+                request.method(),
+                text(header::AUTHORIZATION),
+            )
+        })
+        .or_else(|| crate::browser::content_type_problem(request.method(), headers));
+    match problem {
         Some(error) => error.into_response(),
         None => next.run(request).await,
     }

@@ -3,8 +3,10 @@
 //! Every failure is answered with JSON `{ "error": CODE, "message": TEXT }`
 //! (plus `details` when there are several problems, such as an invalid DAG)
 //! and the matching status: 400 `BAD_REQUEST` for bad input (the message
-//! names the field), 401 `UNAUTHORIZED`, 404 `NOT_FOUND`, 405
-//! `METHOD_NOT_ALLOWED`, 409 `CONFLICT`, 503 `UNAVAILABLE` when the database
+//! names the field), 401 `UNAUTHORIZED`, 403 `FORBIDDEN` (a browser's
+//! cross-origin change, an unknown `Host`), 404 `NOT_FOUND`, 405
+//! `METHOD_NOT_ALLOWED`, 409 `CONFLICT`, 413 `PAYLOAD_TOO_LARGE`, 415
+//! `UNSUPPORTED_MEDIA_TYPE`, 503 `UNAVAILABLE` when the database
 //! or NATS cannot be reached, and 500 `INTERNAL` for anything else (logged,
 //! with the detail kept out of the answer).
 
@@ -30,9 +32,19 @@ pub enum Error {
     /// A bearer token is required and was missing or wrong.
     #[error("{0}")]
     Unauthorized(String),
+    /// The request may not be answered as sent: a browser's cross-origin
+    /// change, or a `Host` a loopback listener does not answer to.
+    #[error("{0}")]
+    Forbidden(String),
     /// The id or name does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// The body is larger than the API accepts.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// A body that is not declared JSON.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// The request conflicts with the current state.
     #[error("{0}")]
     Conflict(String),
@@ -74,7 +86,12 @@ impl Error {
         match self {
             Error::BadRequest { .. } => (StatusCode::BAD_REQUEST, "BAD_REQUEST"),
             Error::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+            Error::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Error::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            Error::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
+            Error::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE")
+            }
             Error::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
             Error::Db(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
                 (StatusCode::CONFLICT, "CONFLICT")

@@ -31,9 +31,13 @@ pub struct Path<T>(pub T);
 pub struct Query<T>(pub T);
 
 async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes> {
-    Bytes::from_request(req, state)
-        .await
-        .map_err(|e| Error::bad_request(format!("cannot read the request body: {}", e.body_text())))
+    Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            Error::PayloadTooLarge(format!("the request body is too large: {}", e.body_text()))
+        } else {
+            Error::bad_request(format!("cannot read the request body: {}", e.body_text()))
+        }
+    })
 }
 
 /// Removes serde_json's " at line L column C", meaningless to a client.

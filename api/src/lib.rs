@@ -12,7 +12,8 @@
 //! Modules: [`routes`] (one module per resource), [`dto`] (bodies),
 //! [`definition`] (DAG definitions as JSON), [`error`] (the error shape),
 //! [`extract`] (extractors answering bad input with that shape), [`auth`]
-//! (the bearer token), [`metrics`] (`/metrics`, merged beside the route
+//! (who may reach a route), [`browser`] (the rules that keep web pages
+//! out), [`metrics`] (`/metrics`, merged beside the route
 //! table's routes because the same router also serves a role's
 //! `--metrics-addr`, and because it answers Prometheus text, not JSON).
 
@@ -26,7 +27,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+pub use browser::BrowserRules;
+
 pub mod auth;
+pub mod browser;
 pub mod definition;
 pub mod dto;
 pub mod error;
@@ -50,6 +54,11 @@ pub struct Config {
     /// Zone for manual runs' business dates and new schedules that name
     /// none (`DATAJUMP_TIMEZONE`).
     pub timezone: chrono_tz::Tz,
+    /// The names and origins browsers may reach the API by, beyond its
+    /// own (`--allowed-hosts`, `--allowed-origins`, `--public-url`).
+    pub browser: BrowserRules,
+    /// Serve beyond loopback without a token (`--insecure-no-auth`).
+    pub insecure_no_auth: bool,
 }
 
 /// Why the API stopped.
@@ -73,7 +82,7 @@ pub enum ApiError {
     },
     /// Asked to listen beyond this machine with no token.
     #[error(
-        "refusing to serve the API on {addr} without a token: set DATAJUMP_API_TOKEN, or listen on a loopback address such as 127.0.0.1"
+        "refusing to serve the API on {addr} without a token: anyone who can reach it could run commands. Set DATAJUMP_API_TOKEN, listen on a loopback address such as 127.0.0.1, or (on an isolated network only) pass --insecure-no-auth"
     )]
     InsecureAddress {
         /// The address.
@@ -94,6 +103,11 @@ pub struct AppState {
     pub token: Option<Arc<str>>,
     /// Zone for manual runs' business dates and new schedules.
     pub timezone: Arc<str>,
+    /// The browser rules.
+    pub browser: Arc<BrowserRules>,
+    /// Whether the listener is on a loopback address, where the `Host`
+    /// rule applies.
+    pub loopback: bool,
 }
 
 impl AppState {
@@ -105,6 +119,8 @@ impl AppState {
             js: async_nats::jetstream::new(config.nats.clone()),
             token: effective_token(config).map(Arc::from),
             timezone: Arc::from(config.timezone.name()),
+            browser: Arc::new(config.browser.clone()),
+            loopback: config.addr.ip().is_loopback(),
         }
     }
 }
@@ -130,7 +146,7 @@ pub fn router(config: Config) -> Router {
 ///
 /// [`ApiError::InsecureAddress`].
 pub fn check_address(config: &Config, addr: SocketAddr) -> Result<(), ApiError> {
-    if !addr.ip().is_loopback() && effective_token(config).is_none() {
+    if !addr.ip().is_loopback() && effective_token(config).is_none() && !config.insecure_no_auth {
         return Err(ApiError::InsecureAddress { addr });
     }
     Ok(())
@@ -153,14 +169,14 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<(), Ap
 }
 
 /// Serves on an already bound `listener` (tests bind `127.0.0.1:0`) until
-/// `shutdown` is cancelled; `config.addr` is not used.
+/// `shutdown` is cancelled; the listener's address replaces `config.addr`.
 ///
 /// # Errors
 ///
 /// As [`serve`].
 pub async fn serve_on(
     listener: TcpListener,
-    config: Config,
+    mut config: Config,
     shutdown: CancellationToken,
 ) -> Result<(), ApiError> {
     let addr = listener.local_addr().map_err(|source| ApiError::Serve {
@@ -168,6 +184,7 @@ pub async fn serve_on(
         source,
     })?;
     check_address(&config, addr)?;
+    config.addr = addr;
     info!(%addr, token = effective_token(&config).is_some(), "API listening");
     axum::serve(listener, router(config))
         .with_graceful_shutdown(async move { shutdown.cancelled().await })

@@ -47,6 +47,9 @@ pub mod table;
 pub const DEFAULT_PAGE_SIZE: u64 = 20;
 /// Most items per page.
 pub const MAX_PAGE_SIZE: u64 = 500;
+/// The highest page number: pages × size must stay a valid SQL offset
+/// (a signed 64-bit number), and no table of ours holds more rows.
+pub const MAX_PAGE: u64 = 1_000_000_000;
 
 /// Every route of the API, from the route table ([`table::endpoints`]).
 pub fn router(state: AppState) -> Router {
@@ -59,7 +62,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(crate::error::method_not_allowed)
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            crate::auth::require_token,
+            crate::auth::guard,
         ))
         .with_state(state)
 }
@@ -72,11 +75,14 @@ pub async fn find_dag(state: &AppState, dag_id: i64) -> Result<dag::Model> {
         .ok_or_else(|| Error::not_found(format!("no DAG with id {dag_id}")))
 }
 
-/// `(page, page_size)` checked: page ≥ 1, 1 ≤ page size ≤ [`MAX_PAGE_SIZE`].
+/// `(page, page_size)` checked: 1 ≤ page ≤ [`MAX_PAGE`], 1 ≤ page size ≤
+/// [`MAX_PAGE_SIZE`].
 pub fn paging(page: Option<u64>, page_size: Option<u64>, size_field: &str) -> Result<(u64, u64)> {
     let page = page.unwrap_or(1);
-    if page == 0 {
-        return Err(Error::bad_request("invalid field `page`: pages start at 1"));
+    if !(1..=MAX_PAGE).contains(&page) {
+        return Err(Error::bad_request(format!(
+            "invalid field `page`: pages are numbered 1-{MAX_PAGE}, got {page}"
+        )));
     }
     let size = page_size.unwrap_or(DEFAULT_PAGE_SIZE);
     if !(1..=MAX_PAGE_SIZE).contains(&size) {

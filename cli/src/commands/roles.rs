@@ -97,9 +97,72 @@ pub struct ApiArgs {
     /// Address to listen on.
     #[arg(long, env = "DATAJUMP_API_ADDR", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
+    /// Who may reach the API from a browser.
+    #[command(flatten)]
+    pub access: AccessArgs,
     /// Where this process's own `/metrics` is served.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+}
+
+/// Who may reach the API, beyond the token: the rules that keep a web page
+/// in the operator's browser from driving a local API.
+#[derive(Args)]
+pub struct AccessArgs {
+    /// Names (besides localhost, 127.0.0.1 and [::1]) that a loopback API
+    /// answers to, comma-separated: a name in /etc/hosts, a tunnel's. Any
+    /// other `Host` gets 403, so a hostile DNS name pointed at 127.0.0.1
+    /// cannot read the API.
+    #[arg(
+        long,
+        env = "DATAJUMP_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "NAMES"
+    )]
+    pub allowed_hosts: Vec<String>,
+    /// Origins (scheme://host[:port], comma-separated) whose pages may send
+    /// changes besides the API's own, e.g. a dashboard on another port.
+    /// Other cross-origin changes get 403.
+    #[arg(
+        long,
+        env = "DATAJUMP_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        value_name = "ORIGINS"
+    )]
+    pub allowed_origins: Vec<String>,
+    /// The URL users reach the API at when it is not the listen address (a
+    /// reverse proxy, an SSH tunnel): its origin and host are allowed.
+    #[arg(long, env = "DATAJUMP_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Serve beyond loopback with no token. Whoever can reach the address
+    /// can then run commands as the runners' user: for an isolated network
+    /// only.
+    #[arg(long, env = "DATAJUMP_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+}
+
+/// The API's configuration: the listen address, the token from
+/// `DATAJUMP_API_TOKEN`, and the access rules.
+pub fn api_config(
+    global: &Global,
+    db: DatabaseConnection,
+    nats: async_nats::Client,
+    addr: SocketAddr,
+    access: &AccessArgs,
+) -> Result<datajump_api::Config> {
+    Ok(datajump_api::Config {
+        db,
+        nats,
+        addr,
+        token: std::env::var("DATAJUMP_API_TOKEN").ok(),
+        timezone: parse_time_zone(&global.timezone)?,
+        browser: datajump_api::BrowserRules::new(
+            &access.allowed_hosts,
+            &access.allowed_origins,
+            access.public_url.as_deref(),
+        )?,
+        insecure_no_auth: access.insecure_no_auth,
+    })
 }
 
 /// Opens and migrates the database.
@@ -272,13 +335,13 @@ pub async fn runner(global: &Global, args: RunnerArgs) -> Result<ExitCode> {
 
 /// `api`.
 pub async fn api(global: &Global, args: ApiArgs) -> Result<ExitCode> {
-    let config = datajump_api::Config {
-        db: database(global).await?,
-        nats: nats(global, "datajump-api").await?,
-        addr: args.addr,
-        token: std::env::var("DATAJUMP_API_TOKEN").ok(),
-        timezone: parse_time_zone(&global.timezone)?,
-    };
+    let config = api_config(
+        global,
+        database(global).await?,
+        nats(global, "datajump-api").await?,
+        args.addr,
+        &args.access,
+    )?;
     let cluster = datajump_api::metrics::Cluster {
         db: config.db.clone(),
         js: async_nats::jetstream::new(config.nats.clone()),

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use datajump_cron::parse_time_zone;
 use datajump_shared::dag_file::DagFile;
 use tokio::task::JoinSet;
 
@@ -13,7 +12,8 @@ use crate::Global;
 use crate::client::Client;
 use crate::commands::dag::expand;
 use crate::commands::roles::{
-    RetentionArgs, RunnerArgs, database, metrics_server, nats, runner_config, ticker_config,
+    AccessArgs, RetentionArgs, RunnerArgs, api_config, database, metrics_server, nats,
+    runner_config, ticker_config,
 };
 use crate::commands::shutdown_on_signal;
 
@@ -29,6 +29,9 @@ pub struct UpArgs {
     /// Where the API listens.
     #[arg(long, env = "DATAJUMP_API_ADDR", default_value = "127.0.0.1:8080")]
     api_addr: std::net::SocketAddr,
+    /// Who may reach the API from a browser.
+    #[command(flatten)]
+    access: AccessArgs,
     #[command(flatten)]
     runner: RunnerArgs,
     #[command(flatten)]
@@ -45,6 +48,13 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     let nats_client = nats(global, "datajump-up").await?;
     let js = async_nats::jetstream::new(nats_client.clone());
     datajump_nats::ensure_topology(&js).await?;
+    let api = api_config(
+        global,
+        db.clone(),
+        nats_client.clone(),
+        args.api_addr,
+        &args.access,
+    )?;
 
     let files = if args.dags.is_dir() {
         expand(std::slice::from_ref(&args.dags))?
@@ -109,13 +119,6 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     let cluster = datajump_api::metrics::Cluster {
         db: db.clone(),
         js: js.clone(),
-    };
-    let api = datajump_api::Config {
-        db,
-        nats: nats_client,
-        addr: args.api_addr,
-        token: std::env::var("DATAJUMP_API_TOKEN").ok(),
-        timezone: parse_time_zone(&global.timezone)?,
     };
     let token = shutdown.clone();
     roles.spawn(async move {

@@ -61,6 +61,15 @@ impl Api {
     /// Serves the API for `env` (its own connections, as a separate process
     /// would have), requiring `token` for changes when given.
     pub(crate) async fn start(env: &TestEnv, token: Option<&str>) -> Api {
+        Api::start_with(env, token, datajump_api::BrowserRules::default()).await
+    }
+
+    /// As [`Api::start`], with `browser` as the extra names and origins.
+    pub(crate) async fn start_with(
+        env: &TestEnv,
+        token: Option<&str>,
+        browser: datajump_api::BrowserRules,
+    ) -> Api {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
@@ -77,6 +86,8 @@ impl Api {
             addr,
             token: token.map(str::to_owned),
             timezone: chrono_tz::Asia::Shanghai,
+            browser,
+            insecure_no_auth: false,
         };
         let stop = CancellationToken::new();
         let token_for_server = stop.clone();
@@ -789,6 +800,8 @@ both_dbs!(api_token_events_and_runners, |env| async move {
             addr: "0.0.0.0:0".parse().expect("address"),
             token: None,
             timezone: chrono_tz::Asia::Shanghai,
+            browser: datajump_api::BrowserRules::default(),
+            insecure_no_auth: false,
         },
         CancellationToken::new(),
     )

@@ -38,6 +38,7 @@ macro_rules! both_dbs {
 mod alerts;
 mod api;
 mod api_more;
+mod browser;
 mod catalog;
 mod cli;
 mod control;

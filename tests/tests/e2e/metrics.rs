@@ -279,6 +279,8 @@ impl Server {
             addr,
             token: None,
             timezone: chrono_tz::Asia::Shanghai,
+            browser: datajump_api::BrowserRules::default(),
+            insecure_no_auth: false,
         };
         let stop = CancellationToken::new();
         tokio::spawn(datajump_api::serve_on(listener, config, stop.clone()));
