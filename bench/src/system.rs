@@ -404,6 +404,8 @@ impl<'b> System<'b> {
             queues: vec![subjects::DEFAULT_QUEUE.to_owned()],
             slots: runners.slots,
             drain_timeout: 5,
+            task_env: Vec::new(),
+            task_user: None,
             metrics: MetricsArgs { metrics_addr: None },
         };
         for index in 0..runners.count {

@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use commit::Committer;
-use executor::{ExecContext, ExecOutcome, LogSink};
+use executor::{ExecContext, ExecOutcome, LogSink, TaskProcess, protect_runner};
 
 /// How a runner runs.
 #[derive(Clone)]
@@ -61,6 +61,9 @@ pub struct Config {
     pub slots: usize,
     /// How long running tasks may finish after SIGTERM.
     pub drain_timeout: Duration,
+    /// What task processes inherit and as whom they run (`--task-env`,
+    /// `--task-user`).
+    pub task_process: Arc<TaskProcess>,
 }
 
 /// Why the runner stopped.
@@ -155,6 +158,7 @@ const OWNED_ELSEWHERE_DELAY: Duration = Duration::from_secs(5);
 
 /// Runs the runner until `shutdown` is cancelled, then drains.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunnerError> {
+    protect_runner(&config.task_process);
     let js = jetstream::new(config.nats.clone());
     datajump_nats::ensure_topology(&js).await?;
     let logs = datajump_nats::logs_store(&js).await?;
@@ -544,6 +548,7 @@ async fn run_claimed(
                 content,
                 params: param_context(work),
                 env: environment(work, row),
+                process: config.task_process.clone(),
                 db: config.db.clone(),
                 timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),
                 cancel: kill.clone(),

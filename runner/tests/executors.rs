@@ -110,6 +110,7 @@ impl Run {
             content,
             params: self.params,
             env: BTreeMap::new(),
+            process: std::sync::Arc::default(),
             db: db.clone(),
             timeout: self.timeout,
             cancel: self.cancel,

@@ -84,6 +84,22 @@ pub struct RunnerArgs {
     /// Seconds running tasks may finish after SIGTERM before they are stopped.
     #[arg(long, default_value_t = 30)]
     pub drain_timeout: u64,
+    /// Variables of the runner's environment passed to tasks, comma-separated
+    /// (e.g. JAVA_HOME,SPARK_HOME), besides PATH, HOME, USER, LOGNAME, LANG,
+    /// LANGUAGE, LC_*, TZ, TMPDIR and TERM. Nothing else of the runner's
+    /// environment reaches a task, and DATAJUMP_* variables never do.
+    #[arg(
+        long,
+        env = "DATAJUMP_TASK_ENV",
+        value_delimiter = ',',
+        value_name = "NAMES"
+    )]
+    pub task_env: Vec<String>,
+    /// Run SHELL and PYTHON tasks as this user (the runner must be root, or
+    /// hold CAP_SETUID/CAP_SETGID). Recommended when the runner runs as root:
+    /// a task running as root can read the runner's memory and files.
+    #[arg(long, env = "DATAJUMP_TASK_USER", value_name = "USER")]
+    pub task_user: Option<String>,
     /// Here rather than beside each command so that `up`, which flattens
     /// these arguments, takes the flag once; it serves every role's metrics.
     /// Where this process's own `/metrics` is served.
@@ -241,6 +257,10 @@ pub fn runner_config(
         queues: args.queues.clone(),
         slots: args.slots,
         drain_timeout: Duration::from_secs(args.drain_timeout),
+        task_process: std::sync::Arc::new(datajump_runner::executor::TaskProcess::new(
+            &args.task_env,
+            args.task_user.as_deref(),
+        )?),
     })
 }
 

@@ -12,8 +12,10 @@ mod process;
 mod python;
 mod shell;
 mod sql;
+pub mod task_process;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use datajump_shared::content::TaskContent;
@@ -22,6 +24,7 @@ use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::log::LogSink;
+pub use task_process::{TaskProcess, TaskProcessError, protect_runner};
 
 /// What an executor knows about the attempt it runs.
 pub struct ExecContext {
@@ -29,8 +32,11 @@ pub struct ExecContext {
     pub content: TaskContent,
     /// Parameters and built-ins for `${…}` and `$[…]`.
     pub params: ParamContext,
-    /// Environment variables for processes.
+    /// The attempt's own environment variables (`DJ_*`, parameters), set
+    /// over what [`ExecContext::process`] inherits.
     pub env: BTreeMap<String, String>,
+    /// What task processes inherit from the runner, and as whom they run.
+    pub process: Arc<TaskProcess>,
     /// The scheduler's database, for secrets the task needs (datasource
     /// passwords, credential headers): they never travel in messages.
     pub db: DatabaseConnection,

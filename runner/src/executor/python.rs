@@ -24,7 +24,12 @@ pub(super) async fn run(content: &PythonContent, ctx: &ExecContext, log: &LogSin
         Ok(body) => body,
         Err(e) => return ExecOutcome::Invalid(e.to_string()),
     };
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = ctx
+        .process
+        .inherited()
+        .find(|(name, _)| *name == "PATH")
+        .map(|(_, value)| value.clone())
+        .unwrap_or_default();
     let Some(python) = interpreter(&path) else {
         return ExecOutcome::Invalid(
             "neither python3 nor python is on this runner's PATH".to_owned(),

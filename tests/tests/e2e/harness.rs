@@ -469,6 +469,7 @@ impl TestEnv {
             queues: queues.iter().map(|q| (*q).to_owned()).collect(),
             slots,
             drain_timeout,
+            task_process: std::sync::Arc::default(),
         };
         let role = self.spawn_role(id.to_owned(), |token| datajump_runner::run(config, token));
         let kv = datajump_nats::key_value(&self.js, subjects::RUNNERS_BUCKET)

@@ -57,4 +57,5 @@ mod rerun;
 mod retention;
 mod schedule;
 mod secrets;
+mod task_environment;
 mod topology;

@@ -1,0 +1,214 @@
+//! What a task's process inherits from the runner, and as whom it runs.
+//!
+//! The runner holds what no task may see: `DATAJUMP_API_TOKEN`, the
+//! database URL with its password, NATS credentials. A task is other
+//! people's code, so its environment is built from an allow-list — the
+//! variables a program needs to find its tools and speak the locale
+//! ([`TaskProcess::ALWAYS`], any `LC_*`), the names an operator adds with
+//! `--task-env`, then the attempt's own `DJ_*` variables and parameters —
+//! and never a `DATAJUMP_*` variable, whatever is listed. The runner also
+//! makes itself non-dumpable ([`protect_runner`]), which closes
+//! `/proc/<runner>/environ` to processes of the same user; a runner that
+//! runs as root should start tasks as another user (`--task-user`), since
+//! root may read any process's memory.
+
+use std::ffi::OsString;
+
+use thiserror::Error;
+use tracing::warn;
+
+/// Why the task process settings cannot be used.
+#[derive(Debug, Error)]
+pub enum TaskProcessError {
+    /// `--task-env` named a variable of the runner's own settings.
+    #[error(
+        "--task-env may not pass {0} to tasks: DATAJUMP_* variables hold the runner's credentials"
+    )]
+    RunnerSetting(String),
+    /// `--task-env` named something that is not a variable name.
+    #[error("--task-env: '{0}' is not an environment variable name")]
+    InvalidName(String),
+    /// `--task-user` names no user of this machine.
+    #[error("--task-user: no user named '{0}' on this machine")]
+    UnknownUser(String),
+    /// The user database could not be read.
+    #[error("--task-user: cannot look up '{name}': {source}")]
+    Lookup {
+        /// The user name.
+        name: String,
+        /// Why.
+        source: nix::Error,
+    },
+}
+
+/// Another user tasks run as: name, ids and home, looked up once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskUser {
+    name: String,
+    uid: u32,
+    gid: u32,
+    home: OsString,
+}
+
+impl TaskUser {
+    /// The user id.
+    pub fn uid(&self) -> u32 {
+        self.uid
+    }
+
+    /// The primary group id.
+    pub fn gid(&self) -> u32 {
+        self.gid
+    }
+}
+
+/// How task processes start: the environment they inherit and the user
+/// they run as. `Default` is the allow-list alone, as the runner's user.
+#[derive(Debug, Clone)]
+pub struct TaskProcess {
+    inherited: Vec<(OsString, OsString)>,
+    user: Option<TaskUser>,
+}
+
+impl Default for TaskProcess {
+    fn default() -> TaskProcess {
+        TaskProcess {
+            inherited: inherited(&[]),
+            user: None,
+        }
+    }
+}
+
+impl TaskProcess {
+    /// Variables a task always inherits when the runner has them.
+    pub const ALWAYS: [&'static str; 9] = [
+        "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
+    ];
+
+    /// The allow-list plus `pass` (names an operator wants passed through,
+    /// such as `JAVA_HOME`), run as `user` when given.
+    ///
+    /// # Errors
+    ///
+    /// A `DATAJUMP_*` or malformed name in `pass`; a user this machine does
+    /// not know.
+    pub fn new(pass: &[String], user: Option<&str>) -> Result<TaskProcess, TaskProcessError> {
+        for name in pass {
+            if name.starts_with("DATAJUMP_") {
+                return Err(TaskProcessError::RunnerSetting(name.clone()));
+            }
+            let valid = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !valid {
+                return Err(TaskProcessError::InvalidName(name.clone()));
+            }
+        }
+        let user = user
+            .map(|name| match nix::unistd::User::from_name(name) {
+                Ok(Some(found)) => Ok(TaskUser {
+                    name: found.name,
+                    uid: found.uid.as_raw(),
+                    gid: found.gid.as_raw(),
+                    home: found.dir.into_os_string(),
+                }),
+                Ok(None) => Err(TaskProcessError::UnknownUser(name.to_owned())),
+                Err(source) => Err(TaskProcessError::Lookup {
+                    name: name.to_owned(),
+                    source,
+                }),
+            })
+            .transpose()?;
+        let mut inherited = inherited(pass);
+        if let Some(user) = &user {
+            inherited
+                .retain(|(name, _)| !matches!(name.to_str(), Some("HOME" | "USER" | "LOGNAME")));
+            inherited.extend([
+                (OsString::from("HOME"), user.home.clone()),
+                (OsString::from("USER"), OsString::from(&user.name)),
+                (OsString::from("LOGNAME"), OsString::from(&user.name)),
+            ]);
+        }
+        Ok(TaskProcess { inherited, user })
+    }
+
+    /// The variables every task of this runner starts with, before its
+    /// own: the allow-list's, with a task user's `HOME`, `USER` and
+    /// `LOGNAME` in place of the runner's.
+    pub fn inherited(&self) -> impl Iterator<Item = (&OsString, &OsString)> {
+        self.inherited.iter().map(|(name, value)| (name, value))
+    }
+
+    /// The user tasks run as, if not the runner's.
+    pub fn user(&self) -> Option<&TaskUser> {
+        self.user.as_ref()
+    }
+
+    /// `setpriv` arguments that switch to the task user, if there is one.
+    pub(super) fn setpriv_args(&self) -> Vec<String> {
+        match &self.user {
+            None => Vec::new(),
+            Some(user) => vec![
+                format!("--reuid={}", user.uid),
+                format!("--regid={}", user.gid),
+                "--init-groups".to_owned(),
+            ],
+        }
+    }
+}
+
+/// The allow-listed variables of this process, plus `pass`.
+fn inherited(pass: &[String]) -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            !name.starts_with("DATAJUMP_")
+                && (TaskProcess::ALWAYS.contains(&name.as_ref())
+                    || name.starts_with("LC_")
+                    || pass.iter().any(|p| *p == name))
+        })
+        .collect()
+}
+
+/// Makes this process non-dumpable, so that processes of the same user
+/// (the tasks it starts) cannot read its environment or memory through
+/// `/proc`; and warns when tasks would run as root, who can read them
+/// anyway.
+pub fn protect_runner(process: &TaskProcess) {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        warn!(error = %e, "cannot make the runner non-dumpable: tasks may read its environment through /proc");
+    }
+    if process.user.is_none() && nix::unistd::geteuid().is_root() {
+        warn!(
+            "tasks run as root and can read everything the runner can, its environment included: \
+             start the runner as an unprivileged user or pass --task-user"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runner_settings_are_never_passed() {
+        assert!(matches!(
+            TaskProcess::new(&["DATAJUMP_API_TOKEN".to_owned()], None),
+            Err(TaskProcessError::RunnerSetting(_))
+        ));
+        assert!(matches!(
+            TaskProcess::new(&["A=B".to_owned()], None),
+            Err(TaskProcessError::InvalidName(_))
+        ));
+        assert!(matches!(
+            TaskProcess::new(&[], Some("no-such-user-here")),
+            Err(TaskProcessError::UnknownUser(_))
+        ));
+        let process = TaskProcess::new(&["JAVA_HOME".to_owned()], None).expect("valid");
+        assert!(
+            process
+                .inherited()
+                .all(|(name, _)| !name.to_string_lossy().starts_with("DATAJUMP_"))
+        );
+    }
+}
