@@ -119,6 +119,12 @@ impl Stops {
         }
     }
 
+    fn is_running(&self, task_instance_id: i64) -> bool {
+        self.running
+            .lock()
+            .is_ok_and(|running| running.contains_key(&task_instance_id))
+    }
+
     fn kill(&self, task_instance_id: i64) {
         if let Ok(running) = self.running.lock()
             && let Some(token) = running.get(&task_instance_id)
@@ -128,8 +134,16 @@ impl Stops {
     }
 }
 
-/// Listens on `dj.kill.*` and pulls the kill switch of attempts running here.
-async fn kill_listener(nats: async_nats::Client, stops: Stops, shutdown: CancellationToken) {
+/// Listens on `dj.kill.*` and pulls the kill switch of attempts running
+/// here, once the database confirms the kill: a kill message is a wake-up,
+/// and one published by anyone but the engine must not stop work the
+/// database says is still this runner's.
+async fn kill_listener(config: KillCheck, stops: Stops, shutdown: CancellationToken) {
+    let KillCheck {
+        nats,
+        db,
+        runner_id,
+    } = config;
     let mut kills = match nats.subscribe(subjects::KILL_ALL).await {
         Ok(kills) => kills,
         Err(e) => {
@@ -142,13 +156,36 @@ async fn kill_listener(nats: async_nats::Client, stops: Stops, shutdown: Cancell
             message = kills.next() => {
                 let Some(message) = message else { return };
                 let id = message.subject.as_str().rsplit('.').next().and_then(|id| id.parse::<i64>().ok());
-                if let Some(id) = id {
-                    stops.kill(id);
+                if let Some(id) = id.filter(|id| stops.is_running(*id)) {
+                    match still_ours(&db, id, &runner_id).await {
+                        Ok(false) => stops.kill(id),
+                        Ok(true) => warn!(task_instance_id = id, "kill message for an attempt the database says is still running here; ignored"),
+                        // The status recheck every few seconds retries.
+                        Err(e) => warn!(task_instance_id = id, error = %e, "cannot confirm a kill; the next status recheck will"),
+                    }
                 }
             }
             () = shutdown.cancelled() => return,
         }
     }
+}
+
+/// What the kill listener needs to confirm a kill.
+struct KillCheck {
+    nats: async_nats::Client,
+    db: DatabaseConnection,
+    runner_id: String,
+}
+
+/// Whether the instance is RUNNING under `runner_id`: its attempt should
+/// go on.
+async fn still_ours(db: &DatabaseConnection, id: i64, runner_id: &str) -> Result<bool, DbErr> {
+    Ok(task_instance::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .is_some_and(|row| {
+            row.status == TaskStatus::Running && row.owner.as_deref() == Some(runner_id)
+        }))
 }
 
 /// How often a running task sends AckProgress and heartbeats are written.
@@ -197,7 +234,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         running: Running::default(),
     };
     let killer = tokio::spawn(kill_listener(
-        config.nats.clone(),
+        KillCheck {
+            nats: config.nats.clone(),
+            db: config.db.clone(),
+            runner_id: config.id.clone(),
+        },
         stops.clone(),
         stops.drain.clone(),
     ));
@@ -485,6 +526,25 @@ async fn attempt(
     let Some((row, exec_row)) = committer.claim(claim).await? else {
         return not_claimed(config, js, work).await;
     };
+    // What runs is what the database queued: the message only said which
+    // row to claim, and one published by anyone else must not change the
+    // command (docs/SECURITY.md).
+    let (queued, unreadable) = match WorkMsg::for_claimed(&row, work.attempt) {
+        Ok(queued) => (queued, None),
+        // Only the message's ids and retry policy are used then: the
+        // attempt ends invalid without running anything.
+        Err(e) => (
+            work.clone(),
+            Some(format!("the instance's stored spec cannot be read: {e}")),
+        ),
+    };
+    if unreadable.is_none() && queued != *work {
+        warn!(
+            "the work message differs from the instance in the database; running what the database holds"
+        );
+        metrics::poison_message(subjects::WORK_STREAM);
+    }
+    let work = &queued;
     if let Some(queued) = row.queued_at {
         metrics::task_dispatched(queued, exec_row.start_time);
     }
@@ -493,6 +553,7 @@ async fn attempt(
     let claimed = Claimed {
         message,
         work,
+        unreadable,
         row: &row,
         exec_row: &exec_row,
         kill: &kill,
@@ -506,7 +567,10 @@ async fn attempt(
 /// An attempt this runner has claimed.
 struct Claimed<'a> {
     message: &'a jetstream::Message,
+    /// The attempt as the database queued it.
     work: &'a WorkMsg,
+    /// Why the stored spec could not be read, if it could not.
+    unreadable: Option<String>,
     row: &'a task_instance::Model,
     exec_row: &'a execution::Model,
     /// Pulled by a kill.
@@ -530,6 +594,7 @@ async fn run_claimed(
     let Claimed {
         message,
         work,
+        ref unreadable,
         row,
         exec_row,
         kill,
@@ -541,8 +606,13 @@ async fn run_claimed(
     log.header(task.task_id, &task.name, task.task_type.as_str(), start);
     // Parsed when the DAG was applied; what fails here was stored before
     // content was checked, and cannot run as written.
-    let outcome = match TaskContent::parse(task.task_type, &task.content) {
-        Err(e) => ExecOutcome::Invalid(format!("the task's content: {e}")),
+    let content = match unreadable {
+        Some(why) => Err(why.clone()),
+        None => TaskContent::parse(task.task_type, &task.content)
+            .map_err(|e| format!("the task's content: {e}")),
+    };
+    let outcome = match content {
+        Err(why) => ExecOutcome::Invalid(why),
         Ok(content) => {
             let ctx = ExecContext {
                 content,
@@ -561,9 +631,7 @@ async fn run_claimed(
                     () = tokio::time::sleep(PROGRESS_EVERY) => {
                         let _ = message.ack_with(AckKind::Progress).await;
                         // A kill message can be lost; the database cannot.
-                        if let Ok(Some(now)) = task_instance::Entity::find_by_id(row.id).one(&config.db).await
-                            && (now.status != TaskStatus::Running || now.owner.as_deref() != Some(config.id.as_str()))
-                        {
+                        if let Ok(false) = still_ours(&config.db, row.id, &config.id).await {
                             kill.cancel();
                         }
                         // So `datajump logs --follow` can start from what is written so far.

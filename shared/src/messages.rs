@@ -155,6 +155,20 @@ impl WorkMsg {
     }
 }
 
+impl WorkMsg {
+    /// The attempt `attempt` (0-based) of an instance just claimed (its row
+    /// now counts the attempt), built from the row: what a runner runs.
+    pub fn for_claimed(
+        row: &task_instance::Model,
+        attempt: i32,
+    ) -> Result<WorkMsg, serde_json::Error> {
+        Ok(WorkMsg {
+            attempt,
+            ..WorkMsg::for_queued(row)?
+        })
+    }
+}
+
 impl Message for WorkMsg {
     fn version(&self) -> u32 {
         self.v

@@ -46,6 +46,7 @@ mod dependencies;
 mod engine;
 mod executors;
 mod faults;
+mod forged_messages;
 mod harness;
 mod idempotence;
 mod joins;
