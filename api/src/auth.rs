@@ -1,15 +1,45 @@
-//! Who may reach a route: the browser rules ([`crate::browser`]) and the
-//! bearer token. When `DATAJUMP_API_TOKEN` is set, every mutating request
-//! (POST, PUT, PATCH, DELETE) must carry `Authorization: Bearer <token>`;
-//! reads stay open so probes and dashboards need no secret.
+//! Who may reach a route: the browser rules ([`crate::browser`]), who the
+//! caller is, what the route's role allows, and the audit row each change
+//! leaves.
+//!
+//! The caller is found once per request by [`guard`], in front of every
+//! route: a bearer token is either `DATAJUMP_API_TOKEN` (an admin, named
+//! `DATAJUMP_API_TOKEN` in the audit log) or a named token of
+//! `datajump token create`. While no token exists at all (the local trial
+//! `datajump up` starts), every caller is `anonymous` with every right, as
+//! the API has always been on loopback. Once one exists, every route but
+//! the probes needs a token whose role allows the route's
+//! ([`crate::routes::table::Access`]); [`authorize`], layered on each route
+//! with its access, checks that and writes the audit row of a change.
 
-use axum::extract::{Request, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use datajump_shared::access::Role;
+use datajump_store::{audit, tokens};
+use tracing::warn;
 
 use crate::AppState;
 use crate::error::Error;
+use crate::routes::table::Access;
+
+/// Who is calling, once authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's name, or `anonymous` when the API has no tokens.
+    pub name: String,
+    /// What it may do.
+    pub role: Role,
+}
+
+/// The caller of a request, as [`guard`] found it: `None` when the API
+/// requires a token and the request carried none.
+#[derive(Debug, Clone)]
+struct Authenticated(Option<Caller>);
 
 /// Compares in time independent of where the strings differ.
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
@@ -20,38 +50,80 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     difference == 0
 }
 
-/// Why a request is not authorized, if it is not.
-pub fn check(token: Option<&str>, method: &Method, authorization: Option<&str>) -> Option<Error> {
-    let expected = token?;
-    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
-        return None;
+/// The token of an `Authorization` header, or why it is malformed.
+fn bearer(authorization: &str) -> Result<&str, Error> {
+    authorization
+        .strip_prefix("Bearer ")
+        .or_else(|| authorization.strip_prefix("bearer "))
+        .map(str::trim)
+        .ok_or_else(|| {
+            Error::Unauthorized("the Authorization header must be `Bearer <token>`".to_owned())
+        })
+}
+
+/// Finds the caller: the token's owner, anonymous on an API without
+/// tokens, or `None` (no token where one is required).
+async fn authenticate(
+    state: &AppState,
+    authorization: Option<&str>,
+) -> Result<Option<Caller>, Error> {
+    let Some(authorization) = authorization else {
+        let required = state.token.is_some() || tokens::any(&state.db).await?;
+        return Ok((!required).then(|| Caller {
+            name: "anonymous".to_owned(),
+            role: Role::Admin,
+        }));
+    };
+    let given = bearer(authorization)?;
+    if let Some(expected) = &state.token
+        && same_secret(given.as_bytes(), expected.as_bytes())
+    {
+        return Ok(Some(Caller {
+            name: "DATAJUMP_API_TOKEN".to_owned(),
+            role: Role::Admin,
+        }));
     }
-    match authorization {
+    match tokens::find(&state.db, given).await? {
+        Some(row) => {
+            if let Err(e) = tokens::touch(&state.db, &row, Utc::now()).await {
+                warn!(error = %e, token = %row.name, "cannot note a token's use");
+            }
+            Ok(Some(Caller {
+                name: row.name,
+                role: row.role,
+            }))
+        }
+        None => Err(Error::Unauthorized(
+            "invalid bearer token (revoked, mistyped, or from another installation)".to_owned(),
+        )),
+    }
+}
+
+/// Whether `caller` may call a route with `access`, or the error to answer.
+pub fn check(access: Access, caller: Option<&Caller>) -> Option<Error> {
+    let Access::Role(needed) = access else {
+        return None;
+    };
+    match caller {
         None => Some(Error::Unauthorized(
-            "this API requires a token for changes: send `Authorization: Bearer <token>`"
+            "this API requires a token: send `Authorization: Bearer <token>` \
+             (an admin creates one with `datajump token create NAME --role viewer|operator|admin`)"
                 .to_owned(),
         )),
-        Some(value) => {
-            let given = value
-                .strip_prefix("Bearer ")
-                .or_else(|| value.strip_prefix("bearer "))
-                .map(str::trim);
-            match given {
-                Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => None,
-                Some(_) => Some(Error::Unauthorized("invalid bearer token".to_owned())),
-                None => Some(Error::Unauthorized(
-                    "the Authorization header must be `Bearer <token>`".to_owned(),
-                )),
-            }
-        }
+        Some(caller) if !caller.role.allows(needed) => Some(Error::Forbidden(format!(
+            "the token '{}' has the role {}; this needs {needed} or above",
+            caller.name, caller.role
+        ))),
+        Some(_) => None,
     }
 }
 
 /// Middleware in front of every route. In this order, so that the answer
 /// names the first rule broken: a `Host` a loopback listener does not
-/// answer to (403), a cross-origin change (403), a missing or wrong token
-/// (401), a body not declared JSON (415).
-pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// answer to (403), a cross-origin change (403), a malformed or unknown
+/// token (401), a body not declared JSON (415). The caller found is left
+/// for [`authorize`].
+pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
     let text = |name| {
         headers
@@ -59,7 +131,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             .map(|v: &HeaderValue| v.to_str().unwrap_or(""))
     };
     let host = text(header::HOST);
-    let problem = state
+    let refused = state
         .loopback
         .then(|| state.browser.host_problem(host))
         .flatten()
@@ -67,33 +139,100 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             state
                 .browser
                 .origin_problem(request.method(), text(header::ORIGIN), host)
-        })
-        .or_else(|| {
-            check(
-                state.token.as_deref(),
-                request.method(),
-                text(header::AUTHORIZATION),
-            )
-        })
-        .or_else(|| crate::browser::content_type_problem(request.method(), headers));
-    match problem {
+        });
+    if let Some(error) = refused {
+        return error.into_response();
+    }
+    let authorization = text(header::AUTHORIZATION).map(str::to_owned);
+    let caller = match authenticate(&state, authorization.as_deref()).await {
+        Ok(caller) => caller,
+        Err(error) => return error.into_response(),
+    };
+    if let Some(error) = crate::browser::content_type_problem(request.method(), request.headers()) {
+        return error.into_response();
+    }
+    request.extensions_mut().insert(Authenticated(caller));
+    next.run(request).await
+}
+
+/// Middleware of one route: refuses a caller its `access` does not allow,
+/// and writes the audit row of a change (or of a refused attempt at one)
+/// once it is answered. `route` is the route as the table names it
+/// (`/api/v1/dags/{dagId}/trigger`).
+pub async fn authorize(
+    state: AppState,
+    access: Access,
+    route: &'static str,
+    request: Request,
+    next: Next,
+) -> Response {
+    let caller = request
+        .extensions()
+        .get::<Authenticated>()
+        .and_then(|a| a.0.clone());
+    let refused = check(access, caller.as_ref());
+    let method = request.method().clone();
+    if matches!(method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return match refused {
+            Some(error) => error.into_response(),
+            None => next.run(request).await,
+        };
+    }
+    let target = request.uri().path().to_owned();
+    let origin = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "unknown".to_owned(), |info| info.0.to_string());
+    let response = match refused {
         Some(error) => error.into_response(),
         None => next.run(request).await,
+    };
+    let (actor, role) = caller.map_or_else(
+        || ("anonymous".to_owned(), "none".to_owned()),
+        |c| (c.name, c.role.as_str().to_owned()),
+    );
+    let entry = audit::Entry {
+        actor,
+        role,
+        action: format!("{method} {route}"),
+        target,
+        status: response.status().as_u16(),
+        origin,
+    };
+    if let Err(e) = audit::record(&state.db, entry).await {
+        warn!(error = %e, "cannot write the audit log");
     }
+    response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn caller(role: Role) -> Caller {
+        Caller {
+            name: "t".to_owned(),
+            role,
+        }
+    }
+
     #[test]
-    fn only_changes_need_the_token() {
-        assert!(check(None, &Method::POST, None).is_none());
-        assert!(check(Some("s3cret"), &Method::GET, None).is_none());
-        assert!(check(Some("s3cret"), &Method::POST, None).is_some());
-        assert!(check(Some("s3cret"), &Method::DELETE, Some("Bearer nope")).is_some());
-        assert!(check(Some("s3cret"), &Method::PUT, Some("Basic s3cret")).is_some());
-        assert!(check(Some("s3cret"), &Method::PUT, Some("Bearer s3cre")).is_some());
-        assert!(check(Some("s3cret"), &Method::PUT, Some("Bearer s3cret")).is_none());
+    fn roles_gate_routes() {
+        let operator = Access::Role(Role::Operator);
+        assert!(check(Access::Public, None).is_none());
+        assert!(matches!(
+            check(operator, None),
+            Some(Error::Unauthorized(_))
+        ));
+        assert!(matches!(
+            check(operator, Some(&caller(Role::Viewer))),
+            Some(Error::Forbidden(_))
+        ));
+        assert!(check(operator, Some(&caller(Role::Operator))).is_none());
+        assert!(check(operator, Some(&caller(Role::Admin))).is_none());
+        assert!(bearer("Basic abc").is_err());
+        assert_eq!(bearer("Bearer  abc ").ok(), Some("abc"));
+        assert!(same_secret(b"s3cret", b"s3cret"));
+        assert!(!same_secret(b"s3cre", b"s3cret"));
     }
 }

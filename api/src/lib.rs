@@ -186,7 +186,8 @@ pub async fn serve_on(
     check_address(&config, addr)?;
     config.addr = addr;
     info!(%addr, token = effective_token(&config).is_some(), "API listening");
-    axum::serve(listener, router(config))
+    let app = router(config).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
         .map_err(|source| ApiError::Serve { addr, source })

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use chrono::Utc;
+use datajump_shared::access::Role;
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::alert;
 use datajump_shared::subjects;
-use datajump_store::alerts;
 use datajump_store::catalog::{self, ApplyReport};
+use datajump_store::{alerts, audit, tokens};
 use sea_orm::{DatabaseConnection, EntityTrait};
 
 use crate::Global;
@@ -68,7 +69,10 @@ impl Client {
         &self,
         new: datajump_shared::datasources::NewDatasource,
     ) -> Result<datajump_shared::entities::datasource::Model> {
-        Ok(datajump_store::datasources::add(&self.db, new).await?)
+        let name = new.name.clone();
+        let row = datajump_store::datasources::add(&self.db, new).await?;
+        self.audit("datasource add", &name).await;
+        Ok(row)
     }
 
     /// Every datasource, by name.
@@ -78,7 +82,9 @@ impl Client {
 
     /// Removes a datasource.
     pub async fn remove_datasource(&self, name: &str) -> Result<()> {
-        Ok(datajump_store::datasources::remove(&self.db, name).await?)
+        datajump_store::datasources::remove(&self.db, name).await?;
+        self.audit("datasource remove", name).await;
+        Ok(())
     }
 
     // ----- alerts (`datajump alerts …`) -----
@@ -91,6 +97,7 @@ impl Client {
         let Some(recorded) = alerts::record_test(&self.db, &dag, Utc::now()).await? else {
             bail!("DAG {dag_name} has no alerts: add an `alerts:` block with webhooks to its file");
         };
+        self.audit("alerts test", dag_name).await;
         let client = datajump_ticker::alerts::http_client();
         let mut ended = Vec::with_capacity(recorded.len());
         for row in recorded {
@@ -128,7 +135,9 @@ impl Client {
         value: &str,
         description: Option<&str>,
     ) -> Result<datajump_store::secrets::SetOutcome> {
-        Ok(datajump_store::secrets::set(&self.db, name, value, description).await?)
+        let outcome = datajump_store::secrets::set(&self.db, name, value, description).await?;
+        self.audit("secret set", name).await;
+        Ok(outcome)
     }
 
     /// Every secret, without values.
@@ -138,6 +147,60 @@ impl Client {
 
     /// Removes a secret.
     pub async fn remove_secret(&self, name: &str) -> Result<()> {
-        Ok(datajump_store::secrets::remove(&self.db, name).await?)
+        datajump_store::secrets::remove(&self.db, name).await?;
+        self.audit("secret remove", name).await;
+        Ok(())
     }
+
+    // ----- tokens (`datajump token …`) -----
+
+    /// Creates an API token; the token itself is in the answer only.
+    pub async fn create_token(&self, name: &str, role: Role) -> Result<tokens::Created> {
+        let created = tokens::create(&self.db, name, role, &operator().0).await?;
+        self.audit("token create", &format!("{name} ({role})"))
+            .await;
+        Ok(created)
+    }
+
+    /// Every API token (names and roles; tokens are not stored).
+    pub async fn tokens(&self) -> Result<Vec<datajump_shared::entities::api_token::Model>> {
+        Ok(tokens::list(&self.db).await?)
+    }
+
+    /// Revokes an API token.
+    pub async fn revoke_token(&self, name: &str) -> Result<()> {
+        let row = tokens::revoke(&self.db, name).await?;
+        self.audit("token revoke", &format!("{name} ({})", row.role))
+            .await;
+        Ok(())
+    }
+
+    /// Writes the audit row of a change this command made, as the OS user
+    /// running it. A failure is reported, not fatal: the change is made.
+    async fn audit(&self, action: &str, target: &str) {
+        let (actor, origin) = operator();
+        let entry = audit::Entry {
+            actor,
+            role: Role::Admin.as_str().to_owned(),
+            action: action.to_owned(),
+            target: target.to_owned(),
+            status: 0,
+            origin,
+        };
+        if let Err(e) = audit::record(&self.db, entry).await {
+            eprintln!("warning: the change was made but not written to the audit log: {e}");
+        }
+    }
+}
+
+/// Who runs this command, for the audit log: `os:<user>` and `cli@<host>`.
+fn operator() -> (String, String) {
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map_or_else(|| format!("uid {}", nix::unistd::getuid()), |u| u.name);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".to_owned());
+    (format!("os:{user}"), format!("cli@{host}"))
 }

@@ -8,7 +8,7 @@
 //! process, or all together with `datajump up`; the user commands (`dag …`,
 //! `trigger`, `runs`, `logs`, `kill`, `rerun`, `task …`, `backfill`,
 //! `schedule …`, `events publish`) sit beside them and talk to the REST API
-//! only ([`api`]). Operator commands (`migrate`, `datasource`, `secret`,
+//! only ([`api`]). Operator commands (`migrate`, `datasource`, `secret`, `token`,
 //! `alerts`) open the database directly ([`client`]): passwords and secret
 //! values are deliberately not exposed over HTTP. Every setting is a flag
 //! with an environment variable, and the defaults bring a working system up
@@ -37,7 +37,7 @@ use tracing_subscriber::EnvFilter;
 /// schedule, events) talk to the HTTP API at --api (DATAJUMP_API_URL), with
 /// the bearer token of DATAJUMP_API_TOKEN when the API requires one; they
 /// print tables, or the API's JSON with --json. Roles and operator commands
-/// (migrate, datasource, secret, alerts) use the database directly.
+/// (migrate, datasource, secret, token, alerts) use the database directly.
 #[derive(Parser)]
 #[command(
     name = "datajump",
@@ -111,6 +111,11 @@ enum Command {
     /// Manage the secrets HTTP tasks put in headers as ${secret:NAME} (direct database access; values are never printed).
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
+    /// Manage the named API tokens and their roles (direct database access; a token is shown once).
+    #[command(subcommand)]
+    Token(commands::token::TokenCommand),
+    /// Who changed what, when and from where (GET /api/v1/audit; an admin token).
+    Audit(commands::audit::AuditArgs),
     /// Kill a running (or waiting) task instance, or a whole run.
     Kill(commands::kill::KillArgs),
     /// Run a DAG for a range of business dates (BACKFILL runs; dates that already ran are skipped).
@@ -167,6 +172,8 @@ pub async fn main() -> ExitCode {
         Command::Datasource(command) => commands::datasource::run(&cli.global, command).await,
         Command::Secret(command) => commands::secret::run(&cli.global, command).await,
         Command::Alerts(command) => commands::alerts::run(&cli.global, command).await,
+        Command::Token(command) => commands::token::run(&cli.global, command).await,
+        Command::Audit(args) => commands::audit::run(&cli.global, args).await,
         Command::Cron(command) => commands::cron::run(command),
     };
     match result {

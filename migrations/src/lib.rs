@@ -14,6 +14,7 @@ mod m20261130_000003_secret;
 mod m20261130_000004_retry_options;
 mod m20261130_000006_alert;
 mod m20261130_000007_run_plan;
+mod m20261201_000008_api_token_audit;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000004_retry_options::Migration),
             Box::new(m20261130_000006_alert::Migration),
             Box::new(m20261130_000007_run_plan::Migration),
+            Box::new(m20261201_000008_api_token_audit::Migration),
         ]
     }
 }

@@ -16,6 +16,7 @@
 //! and configuration tables is `datajump-store`'s, changing a task's or a
 //! run's state is `datajump-engine`'s.
 
+pub mod access;
 pub mod alerts;
 pub mod biz_date;
 pub mod content;
@@ -49,6 +50,7 @@ macro_rules! display_as_stored_name {
 }
 
 display_as_stored_name!(
+    access::Role,
     alerts::AlertKind,
     alerts::AlertState,
     content::TaskType,

@@ -1,7 +1,8 @@
 //! DataJump's database, outside the state machine: connecting to it
 //! ([`db`]), the catalog a DAG file is applied to ([`catalog`]), the
-//! datasources and secrets tasks use, alert delivery's outbox rows
-//! ([`alerts`]) and backfill plans ([`backfill`]).
+//! datasources and secrets tasks use, API tokens ([`tokens`]) and the
+//! audit log ([`audit`]), alert delivery's outbox rows ([`alerts`]) and
+//! backfill plans ([`backfill`]).
 //!
 //! The shaping decision: **`datajump-shared` says what the data is, this
 //! crate reads and writes it, and `datajump-engine` alone changes a task's
@@ -12,8 +13,10 @@
 //! and the tests.
 
 pub mod alerts;
+pub mod audit;
 pub mod backfill;
 pub mod catalog;
 pub mod datasources;
 pub mod db;
 pub mod secrets;
+pub mod tokens;

@@ -21,6 +21,7 @@
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::State;
 use axum::middleware;
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::dag;
@@ -33,6 +34,7 @@ use crate::AppState;
 use crate::error::{Error, Result};
 
 pub mod alerts;
+pub mod audit;
 pub mod canvas;
 pub mod dags;
 pub mod events;
@@ -55,7 +57,14 @@ pub const MAX_PAGE: u64 = 1_000_000_000;
 pub fn router(state: AppState) -> Router {
     let mut router = Router::new();
     for endpoint in table::endpoints() {
-        router = router.route(endpoint.path, endpoint.handler);
+        let (access, route) = (endpoint.access, endpoint.path);
+        let handler = endpoint.handler.layer(middleware::from_fn_with_state(
+            state.clone(),
+            move |State(state): State<AppState>, request, next| {
+                crate::auth::authorize(state, access, route, request, next)
+            },
+        ));
+        router = router.route(endpoint.path, handler);
     }
     router
         .fallback(crate::error::no_route)

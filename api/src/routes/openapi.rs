@@ -3,14 +3,15 @@
 //!
 //! It describes each operation's path and query parameters, whether it
 //! takes a JSON body, its success status, the shared error shape and which
-//! operations need the bearer token. Bodies are described as JSON objects
+//! operations need a bearer token and which role
+//! (`x-datajump-role`: viewer, operator or admin). Bodies are described as JSON objects
 //! only: their fields are documented on the types in [`crate::dto`] and, for
 //! DAG definitions, in `docs/DAG_FORMAT.md`.
 
 use axum::Json;
 use serde_json::{Map, Value, json};
 
-use super::table::{Body, Endpoint, Verb, endpoints};
+use super::table::{Access, Body, Endpoint, endpoints};
 
 /// `GET /api/v1/openapi.json`: this API as an OpenAPI 3 document.
 pub async fn document() -> Json<Value> {
@@ -56,9 +57,11 @@ fn operation(endpoint: &Endpoint) -> Value {
             "content": { "application/json": { "schema": { "type": "object" } } },
         });
     }
-    // The token guards every method but GET (crate::auth).
-    if endpoint.verb != Verb::Get {
+    // Once any token exists every route but the probes needs one whose
+    // role allows the route's (crate::auth).
+    if let Access::Role(role) = endpoint.access {
         operation["security"] = json!([{ "bearer": [] }]);
+        operation["x-datajump-role"] = json!(role.as_str());
     }
     operation
 }

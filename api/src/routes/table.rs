@@ -6,7 +6,9 @@
 use axum::handler::Handler;
 use axum::routing::{MethodFilter, MethodRouter, on};
 
-use super::{alerts, canvas, dags, events, health, openapi, runners, runs, schedules};
+use datajump_shared::access::Role;
+
+use super::{alerts, audit, canvas, dags, events, health, openapi, runners, runs, schedules};
 use crate::AppState;
 
 /// An HTTP method the API uses.
@@ -54,10 +56,21 @@ pub enum Body {
     Required,
 }
 
+/// Who may call an endpoint, ordered from the most open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    /// Anyone, even when tokens are required: the probes.
+    Public,
+    /// A caller whose role allows this one.
+    Role(Role),
+}
+
 /// One endpoint: a method on a path.
 pub struct Endpoint {
     /// The method.
     pub verb: Verb,
+    /// Who may call it: every route says, so none is open by omission.
+    pub access: Access,
     /// The path as served, with `{param}` placeholders.
     pub path: &'static str,
     /// What it does, in a line.
@@ -73,13 +86,20 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    fn new<H, T>(verb: Verb, path: &'static str, summary: &'static str, handler: H) -> Endpoint
+    fn new<H, T>(
+        verb: Verb,
+        access: Access,
+        path: &'static str,
+        summary: &'static str,
+        handler: H,
+    ) -> Endpoint
     where
         H: Handler<T, AppState>,
         T: 'static,
     {
         Endpoint {
             verb,
+            access,
             path,
             summary,
             body: Body::None,
@@ -108,50 +128,67 @@ const PAGE: &[&str] = &["page", "pageSize"];
 pub fn endpoints() -> Vec<Endpoint> {
     use Body::{Optional, Required};
     use Verb::{Delete, Get, Post, Put};
+    const PUBLIC: Access = Access::Public;
+    const VIEWER: Access = Access::Role(Role::Viewer);
+    const OPERATOR: Access = Access::Role(Role::Operator);
+    const ADMIN: Access = Access::Role(Role::Admin);
     vec![
-        Endpoint::new(Get, "/healthz", "Liveness", health::healthz),
+        Endpoint::new(Get, PUBLIC, "/healthz", "Liveness", health::healthz),
         Endpoint::new(
             Get,
+            PUBLIC,
             "/readyz",
             "Readiness: the database and NATS answer",
             health::readyz,
         ),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/openapi.json",
             "This document",
             openapi::document,
         ),
-        Endpoint::new(Get, "/api/v1/dags", "A project's DAGs", dags::list).query(&[
+        Endpoint::new(Get, VIEWER, "/api/v1/dags", "A project's DAGs", dags::list).query(&[
             "projectId",
             "page",
             "pageSize",
         ]),
-        Endpoint::new(Post, "/api/v1/dags", "Create a DAG", dags::create)
+        Endpoint::new(Post, ADMIN, "/api/v1/dags", "Create a DAG", dags::create)
             .body(Required)
             .status(201),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}",
             "A DAG with its definition",
             dags::get,
         ),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/by-name/{name}",
             "A DAG by name with its definition",
             dags::by_name,
         ),
         Endpoint::new(
             Put,
+            ADMIN,
             "/api/v1/dags/{dagId}",
             "Change a DAG's fields",
             dags::update,
         )
         .body(Required),
-        Endpoint::new(Delete, "/api/v1/dags/{dagId}", "Delete a DAG", dags::delete).status(204),
+        Endpoint::new(
+            Delete,
+            ADMIN,
+            "/api/v1/dags/{dagId}",
+            "Delete a DAG",
+            dags::delete,
+        )
+        .status(204),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/tasks",
             "A DAG's tasks",
             dags::tasks,
@@ -159,24 +196,28 @@ pub fn endpoints() -> Vec<Endpoint> {
         .query(PAGE),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/{dagId}/online",
             "Let schedules fire the DAG",
             dags::online,
         ),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/{dagId}/offline",
             "Stop schedules firing the DAG",
             dags::offline,
         ),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/canvas",
             "The DAG's canvas",
             canvas::get,
         ),
         Endpoint::new(
             Post,
+            ADMIN,
             "/api/v1/dags/{dagId}/canvas",
             "Save the DAG's canvas",
             canvas::save,
@@ -184,6 +225,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Required),
         Endpoint::new(
             Post,
+            VIEWER,
             "/api/v1/dags/{dagId}/validate",
             "Check canvas edges for a cycle",
             dags::validate,
@@ -191,6 +233,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Optional),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/{dagId}/trigger",
             "Start a MANUAL run",
             dags::trigger,
@@ -199,6 +242,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .status(202),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/{dagId}/backfill",
             "Start a run per business date",
             dags::backfill,
@@ -207,6 +251,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .status(202),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/instances",
             "A DAG's runs, newest first",
             runs::list,
@@ -214,6 +259,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .query(&["limit", "page"]),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/executions",
             "Task instances by business date and task",
             runs::executions,
@@ -221,24 +267,28 @@ pub fn endpoints() -> Vec<Endpoint> {
         .query(&["bizDate", "task", "status", "page", "pageSize"]),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/instances/{instanceId}",
             "A run with its task instances",
             runs::get,
         ),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/instances/{instanceId}/status",
             "A run's status",
             runs::status,
         ),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/instances/{instanceId}/kill",
             "Kill a run",
             runs::kill,
         ),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/instances/{instanceId}/rerun",
             "Run a finished run again",
             runs::rerun,
@@ -246,18 +296,21 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Optional),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/instances/by-key/{runKey}",
             "The run a trigger started",
             runs::by_key,
         ),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/task-instances/{taskInstanceId}",
             "A task instance with its attempts",
             runs::task_instance,
         ),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/task-instances/{taskInstanceId}/log",
             "A task instance's log (text)",
             runs::log,
@@ -265,12 +318,14 @@ pub fn endpoints() -> Vec<Endpoint> {
         .query(&["attempt"]),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/task-instances/{taskInstanceId}/kill",
             "Kill a task instance",
             runs::kill_task,
         ),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/task-instances/{taskInstanceId}/clear",
             "Put a finished task instance back to PENDING",
             runs::clear_task,
@@ -278,6 +333,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Optional),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/task-instances/{taskInstanceId}/mark",
             "Mark a task instance SUCCESS or FAILED",
             runs::mark_task,
@@ -285,12 +341,14 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Required),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/schedule",
             "The DAG's only schedule",
             schedules::get,
         ),
         Endpoint::new(
             Put,
+            ADMIN,
             "/api/v1/dags/{dagId}/schedule",
             "Set the DAG's only schedule",
             schedules::put,
@@ -298,6 +356,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Required),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/{dagId}/schedule/enable",
             "Resume the DAG's only schedule",
             schedules::enable,
@@ -305,6 +364,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Optional),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/{dagId}/schedule/disable",
             "Pause the DAG's only schedule",
             schedules::disable,
@@ -312,6 +372,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Optional),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/schedules",
             "A DAG's schedules",
             schedules::list,
@@ -319,6 +380,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .query(PAGE),
         Endpoint::new(
             Post,
+            ADMIN,
             "/api/v1/dags/{dagId}/schedules",
             "Add a schedule",
             schedules::create,
@@ -327,12 +389,14 @@ pub fn endpoints() -> Vec<Endpoint> {
         .status(201),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/schedules/{scheduleId}",
             "A schedule",
             schedules::get_one,
         ),
         Endpoint::new(
             Put,
+            ADMIN,
             "/api/v1/dags/{dagId}/schedules/{scheduleId}",
             "Change a schedule's fields",
             schedules::update,
@@ -340,6 +404,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Required),
         Endpoint::new(
             Delete,
+            ADMIN,
             "/api/v1/dags/{dagId}/schedules/{scheduleId}",
             "Remove a schedule",
             schedules::delete_one,
@@ -347,18 +412,21 @@ pub fn endpoints() -> Vec<Endpoint> {
         .status(204),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/{dagId}/schedules/{scheduleId}/enable",
             "Resume a schedule",
             schedules::enable_one,
         ),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/dags/{dagId}/schedules/{scheduleId}/disable",
             "Pause a schedule",
             schedules::disable_one,
         ),
         Endpoint::new(
             Post,
+            VIEWER,
             "/api/v1/dags/schedule/validate-cron",
             "Check a cron expression",
             schedules::validate_cron,
@@ -366,6 +434,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .body(Required),
         Endpoint::new(
             Post,
+            OPERATOR,
             "/api/v1/events/{name}",
             "Publish an external event",
             events::publish,
@@ -374,11 +443,60 @@ pub fn endpoints() -> Vec<Endpoint> {
         .status(202),
         Endpoint::new(
             Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/alerts",
             "A DAG's alerts and their delivery, newest first",
             alerts::list,
         )
         .query(PAGE),
-        Endpoint::new(Get, "/api/v1/runners", "Live runners", runners::list).query(PAGE),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/runners",
+            "Live runners",
+            runners::list,
+        )
+        .query(PAGE),
+        Endpoint::new(
+            Get,
+            ADMIN,
+            "/api/v1/audit",
+            "Every change made, newest first: who, what, when, from where",
+            audit::list,
+        )
+        .query(PAGE),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The role table's rules, so a route added with a careless access
+    /// fails here: only the probes are public, reads are a viewer's (the
+    /// audit log an admin's), and every change needs an operator at least,
+    /// except the two validations, which change nothing.
+    #[test]
+    fn every_route_declares_the_role_its_kind_needs() {
+        for endpoint in endpoints() {
+            let route = format!("{:?} {}", endpoint.verb, endpoint.path);
+            let expected = match (endpoint.verb, endpoint.path) {
+                (_, "/healthz" | "/readyz") => Access::Public,
+                (Verb::Get, "/api/v1/audit") => Access::Role(Role::Admin),
+                (Verb::Get, _) => Access::Role(Role::Viewer),
+                (_, path) if path.ends_with("/validate") || path.ends_with("/validate-cron") => {
+                    Access::Role(Role::Viewer)
+                }
+                _ => {
+                    assert!(
+                        endpoint.access >= Access::Role(Role::Operator),
+                        "{route} is a change open to {:?}",
+                        endpoint.access
+                    );
+                    continue;
+                }
+            };
+            assert_eq!(endpoint.access, expected, "{route}");
+        }
+    }
 }

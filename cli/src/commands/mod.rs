@@ -3,6 +3,7 @@
 //! stops on the same signals ([`shutdown_on_signal`]).
 
 pub mod alerts;
+pub mod audit;
 pub mod backfill;
 pub mod cron;
 pub mod dag;
@@ -15,6 +16,7 @@ pub mod roles;
 pub mod runs;
 pub mod schedule;
 pub mod secret;
+pub mod token;
 pub mod trigger;
 pub mod up;
 

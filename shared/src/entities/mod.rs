@@ -4,6 +4,8 @@
 //! types that travel in messages.
 
 pub mod alert;
+pub mod api_token;
+pub mod audit_log;
 pub mod dag;
 pub mod dag_run;
 pub mod dag_run_plan;

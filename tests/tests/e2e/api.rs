@@ -820,7 +820,7 @@ both_dbs!(api_token_events_and_runners, |env| async move {
         "tasks": [{ "name": "load", "command": "echo region=${region}" }],
     });
 
-    // Changes need the token; reads do not.
+    // Every route but the probes needs the token.
     api.send(Method::POST, "/api/v1/dags", Some(dag.to_string()), false)
         .await
         .expect_error(401, "UNAUTHORIZED", "Bearer");
@@ -844,7 +844,11 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     .expect_error(401, "UNAUTHORIZED", "token");
     api.send(Method::GET, "/api/v1/dags", None, false)
         .await
+        .expect_error(401, "UNAUTHORIZED", "token");
+    api.send(Method::GET, "/healthz", None, false)
+        .await
         .expect(200);
+    api.get("/api/v1/dags").await.expect(200);
     let created = api.post("/api/v1/dags", dag).await.expect(201);
     let dag_id = id_of(&created);
     api.send(

@@ -121,6 +121,9 @@ tasks:
     assert_eq!(killed["load"].status, TaskStatus::Killed, "{run:?}");
     let executions = env.executions_by_name(run.id).await;
     let log = executions["load"][0].log_tail.clone().expect("log");
-    assert!(!log.contains("load finished"), "the kill did not stop it:
-{log}");
+    assert!(
+        !log.contains("load finished"),
+        "the kill did not stop it:
+{log}"
+    );
 });

@@ -59,4 +59,5 @@ mod retention;
 mod schedule;
 mod secrets;
 mod task_environment;
+mod tokens;
 mod topology;

@@ -1,0 +1,109 @@
+//! `datajump token create|list|revoke`: the named API tokens and their
+//! roles.
+//!
+//! The shaping decision: **a token is shown once and stored as a hash**,
+//! so `create` prints it and nothing can print it again; a lost token is
+//! revoked and replaced. These commands write the database directly, as
+//! `secret` does: whoever runs them already holds the database's
+//! credentials, the one thing every token's rights derive from.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::Subcommand;
+use datajump_shared::access::Role;
+
+use crate::Global;
+use crate::client::Client;
+use crate::output::table;
+
+/// Token subcommands.
+#[derive(Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it (once: only its hash is stored).
+    ///
+    /// Roles, each allowed what the one before it is:
+    ///   viewer    reads DAGs, runs, logs, schedules, alerts, runners
+    ///   operator  also triggers, kills, reruns, backfills, clears and marks
+    ///             tasks, publishes events, puts DAGs and schedules online/offline
+    ///   admin     also creates, changes and deletes DAGs and schedules, and
+    ///             reads the audit log
+    ///
+    /// Once any token exists, every API route but /healthz and /readyz needs
+    /// one (DATAJUMP_API_TOKEN keeps working as an admin token).
+    ///
+    /// Examples:
+    ///   datajump token create grafana --role viewer
+    ///   datajump token create ci --role operator
+    ///   DATAJUMP_API_TOKEN=dj_… datajump trigger nightly_orders
+    #[command(verbatim_doc_comment)]
+    Create {
+        /// A name for the audit log: letters, digits, '_', '-' and '.'.
+        name: String,
+        /// viewer, operator or admin.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+    },
+    /// List tokens: names, roles, who created them and when last used.
+    List,
+    /// Revoke a token: requests carrying it are refused from now on.
+    Revoke {
+        /// The token's name.
+        name: String,
+    },
+}
+
+fn parse_role(text: &str) -> Result<Role, String> {
+    Role::parse(text)
+        .ok_or_else(|| format!("unknown role '{text}': expected viewer, operator or admin"))
+}
+
+/// Runs a token subcommand.
+pub async fn run(global: &Global, command: TokenCommand) -> Result<ExitCode> {
+    let client = Client::connect(global).await?;
+    match command {
+        TokenCommand::Create { name, role } => {
+            let created = client.create_token(&name, role).await?;
+            println!("{}", created.token);
+            eprintln!(
+                "token '{name}' ({role}) created. It is shown only now: keep it in a secret store, \
+                 and send it as `Authorization: Bearer <token>` (the CLI reads DATAJUMP_API_TOKEN)."
+            );
+        }
+        TokenCommand::List => {
+            let rows: Vec<Vec<String>> = client
+                .tokens()
+                .await?
+                .into_iter()
+                .map(|t| {
+                    vec![
+                        t.name,
+                        t.role.to_string(),
+                        t.created_by,
+                        t.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+                        t.last_used_at.map_or_else(
+                            || "never".to_owned(),
+                            |at| at.format("%Y-%m-%d %H:%M UTC").to_string(),
+                        ),
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("no tokens: the API is open to whoever can reach it (loopback only)");
+            } else {
+                table(
+                    &["NAME", "ROLE", "CREATED BY", "CREATED", "LAST USED"],
+                    &rows,
+                );
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            if name.is_empty() {
+                bail!("give the name of the token to revoke (datajump token list)");
+            }
+            client.revoke_token(&name).await?;
+            println!("token '{name}' revoked");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,271 @@
+//! Named API tokens and roles as an admin sets them up: `datajump token
+//! create` (the real CLI, on the database), then each role tries what it
+//! may and may not do over HTTP, and the audit log says who did what —
+//! including what was refused and what the CLI itself changed.
+
+use std::process::Output;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::api::{Api, TIMEOUT, id_of};
+use crate::harness::TestEnv;
+
+const DATAJUMP: &str = env!("CARGO_BIN_EXE_datajump-under-test");
+
+/// Runs `datajump ARGS` on the test's database (and the API at `api_url`
+/// with `token`, for user commands); returns (success, stdout, stderr).
+async fn datajump(
+    env: &TestEnv,
+    api_url: &str,
+    token: Option<&str>,
+    args: &[&str],
+) -> (bool, String, String) {
+    let mut command = tokio::process::Command::new(DATAJUMP);
+    command
+        .args(args)
+        .env("DATAJUMP_DATABASE_URL", &env.db_url)
+        .env("DATAJUMP_NATS_URL", env.nats_url())
+        .env("DATAJUMP_API_URL", api_url)
+        .env("DATAJUMP_LOG", "warn")
+        .env_remove("DATAJUMP_API_TOKEN")
+        .kill_on_drop(true);
+    if let Some(token) = token {
+        command.env("DATAJUMP_API_TOKEN", token);
+    }
+    let output: Output = tokio::time::timeout(TIMEOUT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("datajump {args:?} did not finish in time"))
+        .expect("run datajump");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `datajump token create NAME --role ROLE`; returns the token printed.
+async fn create_token(env: &TestEnv, api: &Api, name: &str, role: &str) -> String {
+    let (ok, stdout, stderr) = datajump(
+        env,
+        api.base(),
+        None,
+        &["token", "create", name, "--role", role],
+    )
+    .await;
+    assert!(ok, "token create failed: {stderr}");
+    let token = stdout.trim().to_owned();
+    assert!(token.starts_with("dj_") && token.len() == 67, "{stdout}");
+    token
+}
+
+/// A request as `token` (or none).
+async fn call(
+    api: &Api,
+    token: Option<&str>,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = reqwest::Client::new().request(method, format!("{}{path}", api.base()));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("HTTP request");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("HTTP body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+both_dbs!(tokens_roles_and_the_audit_log, |env| async move {
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 2).await;
+    let api = Api::start(&env, None).await;
+
+    // No token yet: the local trial is open.
+    let (status, _) = call(&api, None, Method::GET, "/api/v1/dags", None).await;
+    assert_eq!(status, 200);
+
+    let viewer = create_token(&env, &api, "dashboard", "viewer").await;
+    let operator = create_token(&env, &api, "ci-bot", "operator").await;
+    let admin = create_token(&env, &api, "platform-team", "admin").await;
+    let (ok, _, stderr) = datajump(
+        &env,
+        api.base(),
+        None,
+        &["token", "create", "ci-bot", "--role", "admin"],
+    )
+    .await;
+    assert!(!ok && stderr.contains("already exists"), "{stderr}");
+    let (ok, _, stderr) = datajump(
+        &env,
+        api.base(),
+        None,
+        &["token", "create", "x", "--role", "root"],
+    )
+    .await;
+    assert!(
+        !ok && stderr.contains("expected viewer, operator or admin"),
+        "{stderr}"
+    );
+
+    // Now every route but the probes needs a token.
+    let (status, body) = call(&api, None, Method::GET, "/api/v1/dags", None).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("datajump token create"),
+        "{body}"
+    );
+    assert_eq!(call(&api, None, Method::GET, "/healthz", None).await.0, 200);
+    let (status, _) = call(&api, Some("dj_0000"), Method::GET, "/api/v1/dags", None).await;
+    assert_eq!(status, 401);
+
+    let dag = json!({ "name": "nightly", "tasks": [{ "name": "a", "command": "true" }] });
+    // A viewer reads, and may not trigger or change DAGs.
+    assert_eq!(
+        call(&api, Some(&viewer), Method::GET, "/api/v1/dags", None)
+            .await
+            .0,
+        200
+    );
+    let (status, body) = call(
+        &api,
+        Some(&viewer),
+        Method::POST,
+        "/api/v1/dags",
+        Some(dag.clone()),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("viewer"),
+        "{body}"
+    );
+    // An operator may not change DAGs either; an admin may.
+    let (status, _) = call(
+        &api,
+        Some(&operator),
+        Method::POST,
+        "/api/v1/dags",
+        Some(dag.clone()),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, created) = call(&api, Some(&admin), Method::POST, "/api/v1/dags", Some(dag)).await;
+    assert_eq!(status, 201, "{created}");
+    let trigger = format!("/api/v1/dags/{}/trigger", id_of(&created));
+    let (status, _) = call(&api, Some(&viewer), Method::POST, &trigger, None).await;
+    assert_eq!(status, 403);
+    let (status, run) = call(&api, Some(&operator), Method::POST, &trigger, None).await;
+    assert_eq!(status, 202, "{run}");
+    let status_url = run["statusUrl"].as_str().expect("statusUrl").to_owned();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let (_, run) = call(&api, Some(&viewer), Method::GET, &status_url, None).await;
+        if run["status"] == "SUCCESS" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run not finished: {run}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    // The audit log is the admin's.
+    assert_eq!(
+        call(&api, Some(&operator), Method::GET, "/api/v1/audit", None)
+            .await
+            .0,
+        403
+    );
+    let (status, audit) = call(
+        &api,
+        Some(&admin),
+        Method::GET,
+        "/api/v1/audit?pageSize=100",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{audit}");
+    let entries = audit["items"].as_array().expect("items").clone();
+    let has = |actor: &str, action: &str, status: i64| {
+        entries
+            .iter()
+            .any(|e| e["actor"] == actor && e["action"] == action && e["status"] == status)
+    };
+    assert!(has("platform-team", "POST /api/v1/dags", 201), "{audit}");
+    assert!(
+        has("ci-bot", "POST /api/v1/dags/{dagId}/trigger", 202),
+        "{audit}"
+    );
+    assert!(
+        has("dashboard", "POST /api/v1/dags/{dagId}/trigger", 403),
+        "{audit}"
+    );
+    assert!(has("ci-bot", "POST /api/v1/dags", 403), "{audit}");
+    let cli_entry = entries
+        .iter()
+        .find(|e| e["action"] == "token create" && e["target"] == "platform-team (admin)")
+        .unwrap_or_else(|| panic!("no audit row of the CLI's token create: {audit}"));
+    assert!(
+        cli_entry["actor"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("os:"),
+        "{cli_entry}"
+    );
+    assert!(
+        cli_entry["origin"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("cli@"),
+        "{cli_entry}"
+    );
+    let trigger_entry = entries
+        .iter()
+        .find(|e| e["actor"] == "ci-bot" && e["status"] == 202)
+        .expect("trigger entry");
+    assert!(
+        trigger_entry["origin"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("127.0.0.1:"),
+        "{trigger_entry}"
+    );
+
+    // Revoked, a token stops working at once; `token list` and `audit` say so.
+    let (ok, _, stderr) = datajump(&env, api.base(), None, &["token", "revoke", "dashboard"]).await;
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        call(&api, Some(&viewer), Method::GET, "/api/v1/dags", None)
+            .await
+            .0,
+        401
+    );
+    let (ok, listed, _) = datajump(&env, api.base(), None, &["token", "list"]).await;
+    assert!(
+        ok && listed.contains("ci-bot") && !listed.contains("dashboard"),
+        "{listed}"
+    );
+    assert!(!listed.contains(&operator), "token list printed a token");
+    let (ok, table, stderr) =
+        datajump(&env, api.base(), Some(&admin), &["audit", "--limit", "5"]).await;
+    assert!(ok, "{stderr}");
+    assert!(
+        table.contains("token revoke") && table.contains("dashboard (viewer)"),
+        "{table}"
+    );
+    let (ok, _, stderr) = datajump(&env, api.base(), Some(&operator), &["audit"]).await;
+    assert!(!ok && stderr.contains("operator"), "{stderr}");
+    env.check_roles();
+});
