@@ -25,6 +25,7 @@ use tracing::warn;
 
 use crate::AppState;
 use crate::error::Error;
+use crate::routes::session::CallerOf;
 use crate::routes::table::Access;
 
 /// Who is calling, once authenticated.
@@ -34,12 +35,13 @@ pub struct Caller {
     pub name: String,
     /// What it may do.
     pub role: Role,
+    /// The named token's id (`None` for `DATAJUMP_API_TOKEN` and
+    /// anonymous callers).
+    pub token_id: Option<i64>,
 }
 
-/// The caller of a request, as [`guard`] found it: `None` when the API
-/// requires a token and the request carried none.
-#[derive(Debug, Clone)]
-struct Authenticated(Option<Caller>);
+/// The cookie a browser session rides on.
+pub const SESSION_COOKIE: &str = "dj_session";
 
 /// Compares in time independent of where the strings differ.
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
@@ -61,41 +63,88 @@ fn bearer(authorization: &str) -> Result<&str, Error> {
         })
 }
 
-/// Finds the caller: the token's owner, anonymous on an API without
-/// tokens, or `None` (no token where one is required).
-async fn authenticate(
-    state: &AppState,
-    authorization: Option<&str>,
-) -> Result<Option<Caller>, Error> {
-    let Some(authorization) = authorization else {
-        let required = state.token.is_some() || tokens::any(&state.db).await?;
-        return Ok((!required).then(|| Caller {
-            name: "anonymous".to_owned(),
-            role: Role::Admin,
-        }));
-    };
-    let given = bearer(authorization)?;
+/// Whether this API requires a token: `DATAJUMP_API_TOKEN` is set or a
+/// named token exists.
+pub async fn tokens_required(state: &AppState) -> Result<bool, Error> {
+    Ok(state.token.is_some() || tokens::any(&state.db).await?)
+}
+
+/// The caller an API without tokens sees everyone as.
+fn anonymous() -> Caller {
+    Caller {
+        name: "anonymous".to_owned(),
+        role: Role::Admin,
+        token_id: None,
+    }
+}
+
+/// The owner of the API token `given`, or 401.
+pub async fn caller_of_token(state: &AppState, given: &str) -> Result<Caller, Error> {
     if let Some(expected) = &state.token
         && same_secret(given.as_bytes(), expected.as_bytes())
     {
-        return Ok(Some(Caller {
+        return Ok(Caller {
             name: "DATAJUMP_API_TOKEN".to_owned(),
             role: Role::Admin,
-        }));
+            token_id: None,
+        });
     }
     match tokens::find(&state.db, given).await? {
         Some(row) => {
             if let Err(e) = tokens::touch(&state.db, &row, Utc::now()).await {
                 warn!(error = %e, token = %row.name, "cannot note a token's use");
             }
-            Ok(Some(Caller {
+            Ok(Caller {
                 name: row.name,
                 role: row.role,
-            }))
+                token_id: Some(row.id),
+            })
         }
         None => Err(Error::Unauthorized(
-            "invalid bearer token (revoked, mistyped, or from another installation)".to_owned(),
+            "invalid token (revoked, mistyped, or from another installation)".to_owned(),
         )),
+    }
+}
+
+/// The value of the session cookie among `Cookie` headers, if sent.
+pub fn session_cookie(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim().to_owned())
+}
+
+/// How a request identified itself.
+enum Credentials {
+    Bearer(String),
+    Session(String),
+    None,
+}
+
+/// Finds the caller: the owner of the bearer token or the session,
+/// anonymous on an API without tokens, or `None` (nothing sent where a
+/// token is required).
+async fn authenticate(state: &AppState, credentials: Credentials) -> Result<Option<Caller>, Error> {
+    match credentials {
+        Credentials::Bearer(token) => caller_of_token(state, &token).await.map(Some),
+        Credentials::Session(value) => {
+            match datajump_store::sessions::find(&state.db, &value, Utc::now()).await? {
+                Some(session) => Ok(Some(Caller {
+                    name: session.name,
+                    role: session.role,
+                    token_id: session.token_id,
+                })),
+                // An ended session (signed out, expired, its token revoked)
+                // is as good as none: the route's rule decides, and signing
+                // in again stays possible.
+                None => Ok((!tokens_required(state).await?).then(anonymous)),
+            }
+        }
+        Credentials::None => Ok((!tokens_required(state).await?).then(anonymous)),
     }
 }
 
@@ -143,15 +192,31 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     if let Some(error) = refused {
         return error.into_response();
     }
-    let authorization = text(header::AUTHORIZATION).map(str::to_owned);
-    let caller = match authenticate(&state, authorization.as_deref()).await {
+    let credentials = match text(header::AUTHORIZATION) {
+        Some(authorization) => match bearer(authorization) {
+            Ok(token) => Credentials::Bearer(token.to_owned()),
+            Err(error) => return error.into_response(),
+        },
+        None => session_cookie(request.headers()).map_or(Credentials::None, Credentials::Session),
+    };
+    // A cookie rides along on any request the browser sends, so every
+    // request it authenticates, reads included, must come from a page of
+    // the API's own origin.
+    if matches!(credentials, Credentials::Session(_))
+        && let Some(error) = state
+            .browser
+            .foreign_origin(text(header::ORIGIN), text(header::HOST))
+    {
+        return error.into_response();
+    }
+    let caller = match authenticate(&state, credentials).await {
         Ok(caller) => caller,
         Err(error) => return error.into_response(),
     };
     if let Some(error) = crate::browser::content_type_problem(request.method(), request.headers()) {
         return error.into_response();
     }
-    request.extensions_mut().insert(Authenticated(caller));
+    request.extensions_mut().insert(CallerOf(caller));
     next.run(request).await
 }
 
@@ -168,7 +233,7 @@ pub async fn authorize(
 ) -> Response {
     let caller = request
         .extensions()
-        .get::<Authenticated>()
+        .get::<CallerOf>()
         .and_then(|a| a.0.clone());
     let refused = check(access, caller.as_ref());
     let method = request.method().clone();
@@ -213,6 +278,7 @@ mod tests {
         Caller {
             name: "t".to_owned(),
             role,
+            token_id: None,
         }
     }
 

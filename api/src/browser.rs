@@ -53,6 +53,9 @@ pub struct BrowserRules {
     /// Extra origins, as `scheme://host[:port]` in lower case, default
     /// ports left out (as browsers send them).
     origins: BTreeSet<String>,
+    /// Whether users reach the API over HTTPS (`--public-url https://…`),
+    /// so session cookies are marked `Secure`.
+    https: bool,
 }
 
 impl BrowserRules {
@@ -78,6 +81,7 @@ impl BrowserRules {
                 .map(|h| host_name(h).to_ascii_lowercase())
                 .collect(),
             origins: BTreeSet::new(),
+            https: false,
         };
         for origin in origins.iter().map(|o| o.trim()).filter(|o| !o.is_empty()) {
             rules.origins.insert(parse_origin(origin, false)?);
@@ -88,9 +92,15 @@ impl BrowserRules {
             rules
                 .hosts
                 .insert(host_name(authority).to_ascii_lowercase());
+            rules.https = origin.starts_with("https://");
             rules.origins.insert(origin);
         }
         Ok(rules)
+    }
+
+    /// Whether session cookies must be `Secure` (sent over HTTPS only).
+    pub fn secure_cookies(&self) -> bool {
+        self.https
     }
 
     /// Why a request with this `Host` may not be answered by a loopback
@@ -118,10 +128,16 @@ impl BrowserRules {
         origin: Option<&str>,
         host: Option<&str>,
     ) -> Option<Error> {
-        let origin = origin?;
         if !is_change(method) {
             return None;
         }
+        self.foreign_origin(origin, host)
+    }
+
+    /// Why a request with this `Origin` is refused whatever its method, if
+    /// it is: the rule for requests a session cookie authenticates.
+    pub fn foreign_origin(&self, origin: Option<&str>, host: Option<&str>) -> Option<Error> {
+        let origin = origin?;
         if let Ok(normalized) = parse_origin(origin, false) {
             let authority = normalized.split_once("://").map_or("", |(_, a)| a);
             let same_origin = host
@@ -131,7 +147,7 @@ impl BrowserRules {
             }
         }
         Some(Error::Forbidden(format!(
-            "cross-origin change refused: a page from '{}' may not change this API; \
+            "cross-origin request refused: a page from '{}' may not use this API; \
              pages the API serves itself may, and so may origins listed with \
              --allowed-origins / --public-url",
             printable(origin)

@@ -1,5 +1,6 @@
-//! Named API tokens with a role, stored as hashes, and the audit log of
-//! every change made through the API or the operator commands.
+//! Named API tokens with a role, stored as hashes; the browser sessions
+//! a token is exchanged for; and the audit log of every change made
+//! through the API or the operator commands.
 
 use sea_orm_migration::{prelude::*, schema::*};
 
@@ -16,6 +17,18 @@ enum ApiToken {
     CreatedBy,
     CreatedAt,
     LastUsedAt,
+}
+
+#[derive(DeriveIden)]
+enum ApiSession {
+    Table,
+    Id,
+    SessionHash,
+    TokenId,
+    Name,
+    Role,
+    CreatedAt,
+    ExpiresAt,
 }
 
 #[derive(DeriveIden)]
@@ -52,6 +65,21 @@ impl MigrationTrait for Migration {
         manager
             .create_table(
                 Table::create()
+                    .table(ApiSession::Table)
+                    .if_not_exists()
+                    .col(big_pk_auto(ApiSession::Id))
+                    .col(string_len_uniq(ApiSession::SessionHash, 64))
+                    .col(big_integer_null(ApiSession::TokenId))
+                    .col(string_len(ApiSession::Name, 64))
+                    .col(string_len(ApiSession::Role, 16))
+                    .col(timestamp_with_time_zone(ApiSession::CreatedAt))
+                    .col(timestamp_with_time_zone(ApiSession::ExpiresAt))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
                     .table(AuditLog::Table)
                     .if_not_exists()
                     .col(big_pk_auto(AuditLog::Id))
@@ -79,6 +107,9 @@ impl MigrationTrait for Migration {
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         manager
             .drop_table(Table::drop().table(AuditLog::Table).to_owned())
+            .await?;
+        manager
+            .drop_table(Table::drop().table(ApiSession::Table).to_owned())
             .await?;
         manager
             .drop_table(Table::drop().table(ApiToken::Table).to_owned())

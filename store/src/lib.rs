@@ -1,6 +1,7 @@
 //! DataJump's database, outside the state machine: connecting to it
 //! ([`db`]), the catalog a DAG file is applied to ([`catalog`]), the
-//! datasources and secrets tasks use, API tokens ([`tokens`]) and the
+//! datasources and secrets tasks use, API tokens ([`tokens`]), browser
+//! sessions ([`sessions`]) and the
 //! audit log ([`audit`]), alert delivery's outbox rows ([`alerts`]) and
 //! backfill plans ([`backfill`]).
 //!
@@ -19,4 +20,5 @@ pub mod catalog;
 pub mod datasources;
 pub mod db;
 pub mod secrets;
+pub mod sessions;
 pub mod tokens;

@@ -64,7 +64,8 @@ pub fn hash(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` as lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes
         .iter()
@@ -120,7 +121,8 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<Model>, DbErr> {
         .await
 }
 
-/// Revokes the token `name`: it stops working at once.
+/// Revokes the token `name`: it stops working at once, and so do the
+/// browser sessions signed in with it.
 pub async fn revoke(db: &DatabaseConnection, name: &str) -> Result<Model, TokenError> {
     let row = api_token::Entity::find()
         .filter(api_token::Column::Name.eq(name))
@@ -128,6 +130,7 @@ pub async fn revoke(db: &DatabaseConnection, name: &str) -> Result<Model, TokenE
         .await?
         .ok_or_else(|| TokenError::NotFound(name.to_owned()))?;
     api_token::Entity::delete_by_id(row.id).exec(db).await?;
+    crate::sessions::end_all_of(db, row.id).await?;
     Ok(row)
 }
 

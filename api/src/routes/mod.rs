@@ -43,6 +43,7 @@ pub mod openapi;
 pub mod runners;
 pub mod runs;
 pub mod schedules;
+pub mod session;
 pub mod table;
 
 /// Default items per page.

@@ -8,7 +8,9 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 
 use datajump_shared::access::Role;
 
-use super::{alerts, audit, canvas, dags, events, health, openapi, runners, runs, schedules};
+use super::{
+    alerts, audit, canvas, dags, events, health, openapi, runners, runs, schedules, session,
+};
 use crate::AppState;
 
 /// An HTTP method the API uses.
@@ -458,6 +460,30 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .query(PAGE),
         Endpoint::new(
+            Post,
+            PUBLIC,
+            "/api/v1/session",
+            "Sign a browser in: exchange a token for an HttpOnly session cookie",
+            session::create,
+        )
+        .body(Required)
+        .status(201),
+        Endpoint::new(
+            Get,
+            PUBLIC,
+            "/api/v1/session",
+            "Who the caller is: name, role, whether tokens are required",
+            session::show,
+        ),
+        Endpoint::new(
+            Delete,
+            PUBLIC,
+            "/api/v1/session",
+            "Sign out: end the session and clear its cookie",
+            session::delete,
+        )
+        .status(204),
+        Endpoint::new(
             Get,
             ADMIN,
             "/api/v1/audit",
@@ -481,7 +507,7 @@ mod tests {
         for endpoint in endpoints() {
             let route = format!("{:?} {}", endpoint.verb, endpoint.path);
             let expected = match (endpoint.verb, endpoint.path) {
-                (_, "/healthz" | "/readyz") => Access::Public,
+                (_, "/healthz" | "/readyz" | "/api/v1/session") => Access::Public,
                 (Verb::Get, "/api/v1/audit") => Access::Role(Role::Admin),
                 (Verb::Get, _) => Access::Role(Role::Viewer),
                 (_, path) if path.ends_with("/validate") || path.ends_with("/validate-cron") => {

@@ -4,6 +4,7 @@
 //! types that travel in messages.
 
 pub mod alert;
+pub mod api_session;
 pub mod api_token;
 pub mod audit_log;
 pub mod dag;

@@ -269,3 +269,193 @@ both_dbs!(tokens_roles_and_the_audit_log, |env| async move {
     assert!(!ok && stderr.contains("operator"), "{stderr}");
     env.check_roles();
 });
+
+/// A request carrying the session cookie `cookie` and, when given, an
+/// `Origin`; returns status, headers and JSON body.
+async fn with_cookie(
+    api: &Api,
+    cookie: &str,
+    origin: Option<&str>,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}{path}", api.base()))
+        .header("Cookie", format!("dj_session={cookie}"));
+    if let Some(origin) = origin {
+        request = request.header("Origin", origin);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("HTTP request");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.expect("HTTP body");
+    (
+        status,
+        headers,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+/// Signs in with `token` from the API's own origin; returns the cookie's
+/// value and its `Set-Cookie` header.
+async fn sign_in(api: &Api, token: &str) -> (String, String) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/session", api.base()))
+        .header("Origin", api.base())
+        .json(&json!({ "token": token }))
+        .send()
+        .await
+        .expect("HTTP request");
+    assert_eq!(response.status().as_u16(), 201);
+    let set_cookie = response
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("Set-Cookie")
+        .to_owned();
+    let value = set_cookie
+        .strip_prefix("dj_session=")
+        .and_then(|rest| rest.split(';').next())
+        .expect("dj_session cookie")
+        .to_owned();
+    (value, set_cookie)
+}
+
+both_dbs!(a_browser_signs_in_with_a_session_cookie, |env| async move {
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 2).await;
+    let api = Api::start(&env, None).await;
+    let admin = datajump_store::tokens::create(
+        &env.db,
+        "admin",
+        datajump_shared::access::Role::Admin,
+        "test",
+    )
+    .await
+    .expect("admin token")
+    .token;
+    let operator = datajump_store::tokens::create(
+        &env.db,
+        "night-shift",
+        datajump_shared::access::Role::Operator,
+        "test",
+    )
+    .await
+    .expect("operator token")
+    .token;
+    let (status, created) = call(
+        &api,
+        Some(&admin),
+        Method::POST,
+        "/api/v1/dags",
+        Some(json!({ "name": "nightly", "tasks": [{ "name": "a", "command": "true" }] })),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let trigger = format!("/api/v1/dags/{}/trigger", id_of(&created));
+
+    // A wrong token does not sign in.
+    let (status, _) = call(
+        &api,
+        None,
+        Method::POST,
+        "/api/v1/session",
+        Some(json!({ "token": "dj_guess" })),
+    )
+    .await;
+    assert_eq!(status, 401);
+
+    let (cookie, set_cookie) = sign_in(&api, &operator).await;
+    assert!(
+        set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"),
+        "{set_cookie}"
+    );
+    assert!(
+        !set_cookie.contains(&operator),
+        "the token itself is in the cookie"
+    );
+    let own = api.base().to_owned();
+    let (status, _, me) =
+        with_cookie(&api, &cookie, None, Method::GET, "/api/v1/session", None).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["name"], "night-shift");
+    assert_eq!(me["role"], "operator");
+    assert_eq!(me["tokensRequired"], true);
+
+    // The cookie reads and runs what an operator may, from the API's own pages.
+    assert_eq!(
+        with_cookie(&api, &cookie, None, Method::GET, "/api/v1/dags", None)
+            .await
+            .0,
+        200
+    );
+    let (status, _, run) =
+        with_cookie(&api, &cookie, Some(&own), Method::POST, &trigger, None).await;
+    assert_eq!(status, 202, "{run}");
+    let (status, _, _) = with_cookie(
+        &api,
+        &cookie,
+        Some(&own),
+        Method::POST,
+        "/api/v1/dags",
+        Some(json!({ "name": "other" })),
+    )
+    .await;
+    assert_eq!(status, 403, "an operator's cookie created a DAG");
+    // Another site's page gets nothing with it, not even a read.
+    let (status, _, body) = with_cookie(
+        &api,
+        &cookie,
+        Some("https://evil.example"),
+        Method::GET,
+        "/api/v1/dags",
+        None,
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.to_string().contains("nightly"), "{body}");
+
+    // Signing out ends it; so does revoking the token.
+    let (status, headers, _) = with_cookie(
+        &api,
+        &cookie,
+        Some(&own),
+        Method::DELETE,
+        "/api/v1/session",
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let cleared = headers
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
+    assert_eq!(
+        with_cookie(&api, &cookie, None, Method::GET, "/api/v1/dags", None)
+            .await
+            .0,
+        401
+    );
+    let (cookie, _) = sign_in(&api, &operator).await;
+    assert_eq!(
+        with_cookie(&api, &cookie, None, Method::GET, "/api/v1/dags", None)
+            .await
+            .0,
+        200
+    );
+    datajump_store::tokens::revoke(&env.db, "night-shift")
+        .await
+        .expect("revoke");
+    assert_eq!(
+        with_cookie(&api, &cookie, None, Method::GET, "/api/v1/dags", None)
+            .await
+            .0,
+        401
+    );
+    env.check_roles();
+});
