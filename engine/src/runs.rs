@@ -363,6 +363,7 @@ fn instance_rows(
                 logical_time: fire.logical_time,
                 time_zone: fire.time_zone.clone(),
                 params,
+                untrusted_params: fire.params.keys().cloned().collect(),
                 task: task.clone(),
             };
             let (pending, strong) = parents.get(task.name.as_str()).copied().unwrap_or_default();

@@ -755,6 +755,7 @@ fn param_context(work: &WorkMsg) -> ParamContext {
         run_id: work.dag_run_id.0,
         task_name: work.spec.task.name.clone(),
         params: work.spec.params.clone(),
+        untrusted: work.spec.untrusted_params.clone(),
     }
 }
 

@@ -53,6 +53,7 @@ fn params(extra: &[(&str, &str)]) -> ParamContext {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
+        untrusted: Default::default(),
     }
 }
 

@@ -262,6 +262,52 @@ pub struct Plan {
     pub edges: Vec<PlanEdge>,
 }
 
+impl Plan {
+    /// What `params`, given by a trigger or an event (untrusted), would
+    /// break in this plan's scripts and SQL: each problem names the task
+    /// and the form to write instead. Empty when every task would run.
+    /// The runner applies the same rules ([`crate::params`]); this finds
+    /// the refusals before a run exists.
+    pub fn untrusted_param_problems(&self, params: &Params) -> Vec<String> {
+        use crate::content::TaskContent;
+        use crate::params::{Mode, ParamContext, ParamError, ScriptLang, SqlDialect};
+        let mut problems = Vec::new();
+        for task in &self.tasks {
+            let Ok(content) = TaskContent::parse(task.task_type, &task.content) else {
+                continue;
+            };
+            let (text, mode) = match &content {
+                TaskContent::Shell(shell) => (shell.body(), Mode::Script(ScriptLang::Shell)),
+                TaskContent::Python(python) => {
+                    (python.script.as_str(), Mode::Script(ScriptLang::Python))
+                }
+                // The bare rule is the same in every dialect.
+                TaskContent::Sql(sql) => (sql.sql.as_str(), Mode::Sql(SqlDialect::Postgres)),
+                TaskContent::Http(_) | TaskContent::Noop(_) => continue,
+            };
+            let mut merged = self.params.clone();
+            merged.extend(task.params.clone());
+            merged.extend(params.clone());
+            let context = ParamContext {
+                biz_date: Utc::now().date_naive(),
+                logical_time: Utc::now(),
+                time_zone: chrono_tz::UTC,
+                run_id: 0,
+                task_name: task.name.clone(),
+                params: merged,
+                untrusted: params.keys().cloned().collect(),
+            };
+            if let Err(
+                e @ (ParamError::UntrustedInScript { .. } | ParamError::UntrustedSqlValue { .. }),
+            ) = context.substitute(text, mode)
+            {
+                problems.push(format!("task {}: {e}", task.name));
+            }
+        }
+        problems
+    }
+}
+
 /// What one instance needs to run, resolved when its run is created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceSpec {
@@ -273,6 +319,11 @@ pub struct InstanceSpec {
     pub time_zone: String,
     /// DAG, task and trigger parameters merged, later ones winning.
     pub params: Params,
+    /// The names among `params` whose values came from the fire (a
+    /// trigger, a backfill, an event), not the DAG file: untrusted
+    /// (`crate::params`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub untrusted_params: std::collections::BTreeSet<String>,
     /// The task.
     pub task: TaskSpec,
 }

@@ -387,10 +387,49 @@ pub async fn validate(
     }))
 }
 
+/// A 400 when `params` (a trigger's) would be refused by a task of the
+/// DAG: pasted into a script as text, or bare into SQL without being a
+/// number or a date. Better now than as a failed run.
+async fn refuse_untrusted_problems(
+    state: &AppState,
+    dag: &dag::Model,
+    params: &Params,
+) -> Result<()> {
+    if params.is_empty() {
+        return Ok(());
+    }
+    let plans = datajump_store::catalog::current_plans(&state.db, [dag]).await?;
+    let problems = plans
+        .get(&dag.id)
+        .map(|plan| plan.untrusted_param_problems(params))
+        .unwrap_or_default();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::BadRequest {
+        message: format!(
+            "the trigger's params would be refused by {} task(s) of '{}': trigger params are \
+             untrusted, so scripts read them from the environment or quote them \
+             (${{name:shell}}, ${{name:python}}), and SQL takes them bare only as numbers or \
+             dates (otherwise ${{name:literal}} or ${{name:ident}})",
+            problems.len(),
+            dag.name
+        ),
+        details: problems,
+    })
+}
+
 /// Reads trigger parameters: strings, or numbers and booleans as text.
+/// A NUL is refused: PostgreSQL cannot store one, and no script wants one.
 fn trigger_params(params: Option<Map<String, Value>>) -> Result<Params> {
     let mut out = Params::new();
     for (name, value) in params.unwrap_or_default() {
+        if name.contains('\0') || value.as_str().is_some_and(|v| v.contains('\0')) {
+            return Err(Error::bad_request(format!(
+                "invalid field `params.{}`: NUL characters are not allowed",
+                name.escape_debug()
+            )));
+        }
         let text = match value {
             Value::String(s) => s,
             Value::Number(n) => n.to_string(),
@@ -418,6 +457,7 @@ pub async fn trigger(
 ) -> Result<Response> {
     let dag = find_dag(&state, dag_id).await?;
     let params = trigger_params(body.params)?;
+    refuse_untrusted_problems(&state, &dag, &params).await?;
     let zone = parse_time_zone(&state.timezone).map_err(|e| Error::Internal(e.to_string()))?;
     let now = Utc::now();
     let biz_date = body

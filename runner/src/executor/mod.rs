@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datajump_shared::content::TaskContent;
-use datajump_shared::params::{Mode, ParamContext, ParamError};
+use datajump_shared::params::{Mode, ParamContext, ParamError, ScriptLang};
 use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
@@ -47,9 +47,16 @@ pub struct ExecContext {
 }
 
 impl ExecContext {
-    /// `text` with its parameters substituted (plain text rules).
+    /// `text` with its parameters substituted (plain text rules: URLs,
+    /// headers, bodies).
     pub fn text(&self, text: &str) -> Result<String, ParamError> {
         self.params.substitute(text, Mode::Text)
+    }
+
+    /// A script in `lang` with its parameters substituted: untrusted values
+    /// only quoted.
+    pub fn script(&self, text: &str, lang: ScriptLang) -> Result<String, ParamError> {
+        self.params.substitute(text, Mode::Script(lang))
     }
 }
 

@@ -4,6 +4,7 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use datajump_shared::content::PythonContent;
+use datajump_shared::params::ScriptLang;
 
 use super::{ExecContext, ExecOutcome, LogSink, process};
 
@@ -20,7 +21,7 @@ fn interpreter(path: &OsStr) -> Option<PathBuf> {
 
 /// Runs the script with the first of `python3`, `python` on PATH.
 pub(super) async fn run(content: &PythonContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
-    let body = match ctx.text(&content.script) {
+    let body = match ctx.script(&content.script, ScriptLang::Python) {
         Ok(body) => body,
         Err(e) => return ExecOutcome::Invalid(e.to_string()),
     };

@@ -3,12 +3,13 @@
 use std::path::Path;
 
 use datajump_shared::content::ShellContent;
+use datajump_shared::params::ScriptLang;
 
 use super::{ExecContext, ExecOutcome, LogSink, process};
 
 /// Runs the command line or the script with `bash`.
 pub(super) async fn run(content: &ShellContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
-    let body = match ctx.text(content.body()) {
+    let body = match ctx.script(content.body(), ScriptLang::Shell) {
         Ok(body) => body,
         Err(e) => return ExecOutcome::Invalid(e.to_string()),
     };

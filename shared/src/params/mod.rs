@@ -12,8 +12,17 @@
 //! - `$${` and `$$[` write a literal `${` and `$[`; a plain `$HOME` is left
 //!   alone, since only `${…}` and `$[…]` are placeholders.
 //! - In SQL ([`Mode::Sql`]) a bare `${name}` only takes values that cannot
-//!   change the statement (dates, numbers, plain names); anything else must be
-//!   quoted with `${name:literal}` or `${name:ident}`.
+//!   change the statement; anything else must be quoted with
+//!   `${name:literal}` or `${name:ident}`.
+//! - **Values not written in the DAG file are untrusted** (trigger and
+//!   backfill params, event payloads: [`ParamContext::untrusted`]). In SQL
+//!   their bare form takes only numbers and dates; in a SHELL or PYTHON
+//!   script ([`Mode::Script`]) they are never pasted as text: the script
+//!   reads them from the environment (`$DJ_PARAM_NAME`), or quotes them with
+//!   `${name:shell}` (a POSIX shell word) or `${name:python}` (a Python
+//!   string literal). Values written in the DAG file are the author's code
+//!   and go in as written (in SQL, bare ones must still be plain names,
+//!   numbers or dates).
 //!
 //! The shaping decision: **strict**. An unknown name, a placeholder that does
 //! not parse, or a date expression we cannot evaluate fails the attempt before
@@ -48,6 +57,9 @@ pub struct ParamContext {
     /// User params, DAG, task and trigger params already merged by the caller.
     /// A name that is also a built-in is shadowed by the built-in.
     pub params: Params,
+    /// The names among [`Self::params`] whose values came from outside the
+    /// DAG file (a trigger, a backfill, an event): the stricter rules apply.
+    pub untrusted: BTreeSet<String>,
 }
 
 /// The SQL dialect whose quoting rules `${name:literal}` and `${name:ident}`
@@ -62,12 +74,25 @@ pub enum SqlDialect {
     Sqlite,
 }
 
+/// The language of a script whose text is substituted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptLang {
+    /// A SHELL task (bash): `${name:shell}` quotes a word.
+    Shell,
+    /// A PYTHON task: `${name:python}` quotes a string literal.
+    Python,
+}
+
 /// What kind of text is being substituted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Shell commands, scripts, URLs, headers, bodies: values go in as they are.
+    /// URLs, headers, bodies, alert texts: values go in as they are.
     Text,
-    /// SQL for the given dialect: bare values must be plain, others quoted.
+    /// A script: trusted values go in as they are, untrusted ones only
+    /// quoted (`${name:shell}` / `${name:python}`).
+    Script(ScriptLang),
+    /// SQL for the given dialect: bare values must be plain (untrusted
+    /// ones: numbers and dates), others quoted.
     Sql(SqlDialect),
 }
 
@@ -119,14 +144,43 @@ pub enum ParamError {
         /// The parameter's name.
         name: String,
     },
-    /// `${name:literal}` or `${name:ident}` outside SQL text.
+    /// In SQL, a bare `${name}` whose value came from a trigger or an event
+    /// and is not a number or a date.
     #[error(
-        "${{{name}:literal}} and ${{{name}:ident}} are only allowed in SQL text; write \
-         ${{{name}}} here"
+        "parameter ${{{name}}} comes from a trigger or an event and cannot go bare into SQL \
+         unless it is a number or a date: write ${{{name}:literal}} for a quoted string \
+         literal or ${{{name}:ident}} for a quoted identifier"
     )]
-    ModifierOutsideSql {
+    UntrustedSqlValue {
         /// The parameter's name.
         name: String,
+    },
+    /// In a script, a bare `${name}` whose value came from a trigger or an
+    /// event: pasted as text, it would be code.
+    #[error(
+        "parameter ${{{name}}} comes from a trigger or an event and cannot be pasted into a \
+         script as text: read it from the environment (${env}) or quote it with \
+         ${{{name}:{quote}}}"
+    )]
+    UntrustedInScript {
+        /// The parameter's name.
+        name: String,
+        /// Where the script finds it, e.g. `$DJ_PARAM_REGION`.
+        env: String,
+        /// The modifier that quotes for this script's language.
+        quote: &'static str,
+    },
+    /// A quoting modifier where it does not apply (`:literal` outside SQL,
+    /// `:shell` outside a SHELL script, …).
+    #[error(
+        "${{{name}:{modifier}}} is not allowed here: :literal and :ident quote for SQL, :shell \
+         for SHELL scripts, :python for PYTHON scripts; elsewhere write ${{{name}}}"
+    )]
+    ModifierNotHere {
+        /// The parameter's name.
+        name: String,
+        /// The modifier.
+        modifier: &'static str,
     },
     /// A value to be quoted into SQL contains a NUL character, which no
     /// dialect accepts inside a literal or identifier.
@@ -166,6 +220,28 @@ pub enum ParamError {
 enum Quote {
     Literal,
     Ident,
+    Shell,
+    Python,
+}
+
+impl Quote {
+    fn modifier(self) -> &'static str {
+        match self {
+            Quote::Literal => "literal",
+            Quote::Ident => "ident",
+            Quote::Shell => "shell",
+            Quote::Python => "python",
+        }
+    }
+
+    /// Whether this quoting is for text of `mode`.
+    fn fits(self, mode: Mode) -> bool {
+        match self {
+            Quote::Literal | Quote::Ident => matches!(mode, Mode::Sql(_)),
+            Quote::Shell => mode == Mode::Script(ScriptLang::Shell),
+            Quote::Python => mode == Mode::Script(ScriptLang::Python),
+        }
+    }
 }
 
 impl ParamContext {
@@ -274,6 +350,8 @@ impl ParamContext {
             None => None,
             Some("literal") => Some(Quote::Literal),
             Some("ident") => Some(Quote::Ident),
+            Some("shell") => Some(Quote::Shell),
+            Some("python") => Some(Quote::Python),
             Some(other) if is_name(other) => {
                 return Err(ParamError::UnknownModifier {
                     name: name.to_string(),
@@ -282,35 +360,53 @@ impl ParamContext {
             }
             Some(_) => return Err(malformed()),
         };
-        if quote.is_some() && mode == Mode::Text {
-            return Err(ParamError::ModifierOutsideSql {
+        if let Some(quote) = quote
+            && !quote.fits(mode)
+        {
+            return Err(ParamError::ModifierNotHere {
                 name: name.to_string(),
+                modifier: quote.modifier(),
             });
         }
-        let value: &str = match builtins.iter().find(|(builtin, _)| *builtin == name) {
-            Some((_, value)) => value,
-            None => match self.params.get(name) {
-                Some(value) => value,
-                None => {
-                    return Err(ParamError::Unknown {
-                        name: name.to_string(),
-                    });
-                }
-            },
-        };
-        let Mode::Sql(dialect) = mode else {
-            return Ok(value.to_string());
-        };
-        match quote {
-            None if is_plain(value) => Ok(value.to_string()),
-            None => Err(ParamError::UnsafeSqlValue {
+        let (value, untrusted): (&str, bool) =
+            match builtins.iter().find(|(builtin, _)| *builtin == name) {
+                Some((_, value)) => (value, false),
+                None => match self.params.get(name) {
+                    Some(value) => (value, self.untrusted.contains(name)),
+                    None => {
+                        return Err(ParamError::Unknown {
+                            name: name.to_string(),
+                        });
+                    }
+                },
+            };
+        match (mode, quote) {
+            (Mode::Text, _) => Ok(value.to_string()),
+            (Mode::Script(lang), None) if untrusted => Err(ParamError::UntrustedInScript {
+                name: name.to_string(),
+                env: format!("${}", env_name(name)),
+                quote: match lang {
+                    ScriptLang::Shell => "shell",
+                    ScriptLang::Python => "python",
+                },
+            }),
+            (Mode::Script(_), None) => Ok(value.to_string()),
+            (Mode::Script(_), Some(Quote::Python)) => Ok(python_literal(value)),
+            (Mode::Script(_), Some(_)) => Ok(shell_word(value)),
+            (Mode::Sql(_), None) if untrusted && !is_number_or_date(value) => {
+                Err(ParamError::UntrustedSqlValue {
+                    name: name.to_string(),
+                })
+            }
+            (Mode::Sql(_), None) if is_plain(value) => Ok(value.to_string()),
+            (Mode::Sql(_), None) => Err(ParamError::UnsafeSqlValue {
                 name: name.to_string(),
             }),
-            Some(_) if value.contains('\0') => Err(ParamError::NulInSqlValue {
+            (Mode::Sql(_), Some(_)) if value.contains('\0') => Err(ParamError::NulInSqlValue {
                 name: name.to_string(),
             }),
-            Some(Quote::Literal) => Ok(sql_literal(dialect, value)),
-            Some(Quote::Ident) => Ok(sql_ident(dialect, value)),
+            (Mode::Sql(dialect), Some(Quote::Ident)) => Ok(sql_ident(dialect, value)),
+            (Mode::Sql(dialect), Some(_)) => Ok(sql_literal(dialect, value)),
         }
     }
 }
@@ -478,6 +574,40 @@ fn is_plain(value: &str) -> bool {
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
 }
 
+/// A value that cannot change a statement it is pasted into: a number
+/// (`42`, `3.14`) or a date or time (`2024-03-31`, `20240331`,
+/// `2024-03-31 08:30:00`, `08:30`). It starts with a digit, so it cannot
+/// continue a `-` into a comment, and holds no quote, `/`, `*` or letter.
+fn is_number_or_date(value: &str) -> bool {
+    let number = {
+        let mut parts = value.splitn(2, '.');
+        let whole = parts.next().unwrap_or_default();
+        !whole.is_empty()
+            && whole.bytes().all(|b| b.is_ascii_digit())
+            && parts
+                .next()
+                .is_none_or(|frac| !frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let date_time = value.starts_with(|c: char| c.is_ascii_digit())
+        && !value.contains("--")
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b':' | b' ' | b'T' | b'.'))
+        && !value.ends_with(['-', ' ']);
+    number || date_time
+}
+
+/// `value` as one POSIX shell word: single-quoted, with each `'` written
+/// as `'\''`.
+fn shell_word(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+/// `value` as a Python string literal (a JSON string is one).
+fn python_literal(value: &str) -> String {
+    serde_json::Value::String(value.to_owned()).to_string()
+}
+
 /// `value` as a quoted SQL string literal. Every dialect doubles `'`; MySQL
 /// also doubles `\`, which it reads as an escape character in literals.
 fn sql_literal(dialect: SqlDialect, value: &str) -> String {
@@ -551,6 +681,7 @@ mod tests {
             run_id: 42,
             task_name: "load_orders".into(),
             params,
+            untrusted: BTreeSet::new(),
         }
     }
 
@@ -683,20 +814,101 @@ mod tests {
     }
 
     #[test]
-    fn modifiers_only_in_sql() {
-        for input in ["${owner:literal}", "${owner:ident}"] {
-            let err = text(input).unwrap_err();
-            assert_eq!(
-                err,
-                ParamError::ModifierOutsideSql {
-                    name: "owner".into()
-                }
-            );
+    fn modifiers_only_where_they_quote() {
+        for (input, mode) in [
+            ("${owner:literal}", Mode::Text),
+            ("${owner:ident}", Mode::Script(ScriptLang::Shell)),
+            ("${owner:shell}", Mode::Sql(SqlDialect::Postgres)),
+            ("${owner:python}", Mode::Script(ScriptLang::Shell)),
+            ("${owner:shell}", Mode::Text),
+        ] {
+            let err = ctx().substitute(input, mode).unwrap_err();
             assert!(
-                err.to_string().contains("only allowed in SQL text"),
-                "{err}"
+                matches!(&err, ParamError::ModifierNotHere { name, .. } if name == "owner"),
+                "{input} in {mode:?}: {err}"
+            );
+            assert!(err.to_string().contains("not allowed here"), "{err}");
+        }
+    }
+
+    /// A context whose `owner`, `id` and `day` came from a trigger.
+    fn triggered() -> ParamContext {
+        let mut ctx = ctx();
+        ctx.params.insert("id".into(), "id--".into());
+        ctx.params.insert("day".into(), "2024-03-31".into());
+        ctx.params.insert("n".into(), "42".into());
+        ctx.untrusted = ["owner", "id", "day", "n"].map(String::from).into();
+        ctx
+    }
+
+    #[test]
+    fn untrusted_values_never_become_sql() {
+        let pg = Mode::Sql(SqlDialect::Postgres);
+        let ctx = triggered();
+        // The attack of the security issue: `id--` comments out the rest.
+        let err = ctx
+            .substitute("delete from t where id = ${id} and v = 'x'", pg)
+            .unwrap_err();
+        assert_eq!(err, ParamError::UntrustedSqlValue { name: "id".into() });
+        assert!(err.to_string().contains("${id:literal}"), "{err}");
+        for attack in ["1--", "1/*", "1 or 1=1", "-1", "1;drop table t", "id"] {
+            let mut ctx = triggered();
+            ctx.params.insert("id".into(), attack.into());
+            assert!(
+                ctx.substitute("where id = ${id}", pg).is_err(),
+                "{attack} went bare into SQL"
             );
         }
+        assert_eq!(
+            ctx.substitute(
+                "where d = '${day}' and n = ${n} and o = ${owner:literal}",
+                pg
+            )
+            .unwrap(),
+            "where d = '2024-03-31' and n = 42 and o = 'O''Brien'"
+        );
+        // Written in the DAG file, a plain name still goes bare.
+        assert_eq!(
+            ctx.substitute("select * from t_${region}", pg).unwrap(),
+            "select * from t_eu-west"
+        );
+    }
+
+    #[test]
+    fn untrusted_values_never_become_script_text() {
+        let shell = Mode::Script(ScriptLang::Shell);
+        let python = Mode::Script(ScriptLang::Python);
+        let mut ctx = triggered();
+        ctx.params
+            .insert("cmd".into(), "x'; rm -rf / #\n$(id)".into());
+        ctx.untrusted.insert("cmd".into());
+        let err = ctx.substitute("echo ${cmd}", shell).unwrap_err();
+        assert!(err.to_string().contains("$DJ_PARAM_CMD"), "{err}");
+        assert!(err.to_string().contains("${cmd:shell}"), "{err}");
+        assert!(
+            ctx.substitute("print(${cmd})", python)
+                .unwrap_err()
+                .to_string()
+                .contains("${cmd:python}")
+        );
+        assert_eq!(
+            ctx.substitute("echo ${cmd:shell}", shell).unwrap(),
+            "echo 'x'\\''; rm -rf / #\n$(id)'"
+        );
+        assert_eq!(
+            ctx.substitute("print(${cmd:python})", python).unwrap(),
+            r#"print("x'; rm -rf / #\n$(id)")"#
+        );
+        // Built-ins and the DAG file's own values are the author's code.
+        assert_eq!(
+            ctx.substitute("echo ${bizdate} ${region}", shell).unwrap(),
+            "echo 2024-03-31 eu-west"
+        );
+        // Text that is not code (URLs, bodies) takes values as they are.
+        assert_eq!(
+            ctx.substitute("?q=${cmd}", Mode::Text).unwrap(),
+            "?q=x'; rm -rf / #\n$(id)"
+        );
     }
 
     #[test]

@@ -245,7 +245,7 @@ both_dbs!(api_dag_lifecycle_and_runs, |env| async move {
                 "maxActiveRuns": 2,
                 "params": { "greeting": "default" },
                 "tasks": [
-                    { "name": "hello", "command": "echo \"hello ${greeting}\"" },
+                    { "name": "hello", "command": "echo hello ${greeting:shell}" },
                     {
                         "name": "bye",
                         "command": "echo bye",
@@ -817,7 +817,7 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     let dag = json!({
         "name": "on_orders",
         "schedules": [{ "event": "orders.ready" }],
-        "tasks": [{ "name": "load", "command": "echo region=${region}" }],
+        "tasks": [{ "name": "load", "command": "echo region=${region:shell}" }],
     });
 
     // Every route but the probes needs the token.

@@ -118,7 +118,7 @@ name: cli_flow
 description: two steps
 params: { who: nobody }
 tasks:
-  - { name: first, command: "echo hello from ${who}" }
+  - { name: first, command: "echo hello from ${who:shell}" }
   - { name: second, command: "echo second", depends_on: [first] }
 "#,
     );
@@ -142,7 +142,7 @@ name: cli_event
 schedules:
   - { name: on_ready, event: cli.ready }
 tasks:
-  - { name: react, command: "echo reacting to ${table}" }
+  - { name: react, command: "echo reacting to $DJ_PARAM_TABLE" }
 "#,
     );
     let dags_dir = dags.to_str().expect("a UTF-8 path");

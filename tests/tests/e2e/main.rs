@@ -48,6 +48,7 @@ mod executors;
 mod faults;
 mod forged_messages;
 mod harness;
+mod hostile_params;
 mod idempotence;
 mod joins;
 mod logs;
