@@ -1137,3 +1137,99 @@ async fn http_bad_configuration_is_invalid() {
         assert!(message.contains(expected), "{content}: {message}");
     }
 }
+
+/// A server that answers `/away` with a redirect to the same server under
+/// another name (`localhost` instead of `127.0.0.1`), and `/echo-key` with
+/// the `X-Api-Key` it got, JSON-escaped, percent-encoded and in base64, as
+/// careless servers do. Returns its address and the keys `/echo-key` saw.
+async fn echoing_server() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    use axum::Router;
+    use axum::extract::State;
+    use axum::http::HeaderMap;
+    use axum::routing::any;
+    use base64::Engine as _;
+
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let away = format!("http://localhost:{}/echo-key", addr.port());
+    let app = Router::new()
+        .route(
+            "/away",
+            any(move || async move { axum::response::Redirect::temporary(&away) }),
+        )
+        .route(
+            "/echo-key",
+            any(
+                |State(seen): State<Arc<Mutex<Vec<String>>>>, headers: HeaderMap| async move {
+                    let key = headers
+                        .get("x-api-key")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    seen.lock().unwrap().push(key.clone());
+                    format!(
+                        "{{\"key\":{}}}\nurl: {}\nb64: {}\n",
+                        Value::String(key.clone()),
+                        percent_encoding::utf8_percent_encode(
+                            &key,
+                            percent_encoding::NON_ALPHANUMERIC
+                        ),
+                        base64::engine::general_purpose::STANDARD.encode(&key),
+                    )
+                },
+            ),
+        )
+        .with_state(seen.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_headers_stay_on_their_host_and_encoded_echoes_are_masked() {
+    let s = scheduler().await;
+    let (addr, seen) = echoing_server().await;
+    let key = r#"k3y "quoted" \ slashed/+"#;
+    datajump_store::secrets::set(&s.db, "api_key", key, None)
+        .await
+        .expect("secret stored");
+    let with_key = |path: &str| {
+        json!({
+            "url": format!("http://{addr}{path}"),
+            "headers": { "X-Api-Key": "${secret:api_key}" },
+        })
+    };
+
+    // The key is not carried to another host: the redirect is not followed.
+    let ran = Run::new("HTTP", with_key("/away")).on(&s.db).await;
+    assert_eq!(ran.outcome.exit_code(), Some(307), "{}", ran.log);
+    assert!(
+        ran.log
+            .contains("redirect to another host was not followed"),
+        "{}",
+        ran.log
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the key went to the other host"
+    );
+    // Without credentials, the same redirect is followed.
+    let ran = Run::new("HTTP", json!({ "url": format!("http://{addr}/away") }))
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    // Echoed back in any encoding, the key is masked.
+    let ran = Run::new("HTTP", with_key("/echo-key")).on(&s.db).await;
+    assert_success(&ran);
+    assert_eq!(seen.lock().unwrap().last().map(String::as_str), Some(key));
+    assert!(ran.log.contains("{\"key\":\"***\"}"), "{}", ran.log);
+    assert!(ran.log.contains("url: ***"), "{}", ran.log);
+    assert!(ran.log.contains("b64: ***"), "{}", ran.log);
+    assert!(!ran.log.contains("k3y"), "{}", ran.log);
+}

@@ -5,8 +5,9 @@
 //! `task.content` a flat JSON object), so nothing is migrated; what changes
 //! is that the object is read through [`TaskContent::parse`], which knows
 //! every key each type takes and refuses any other. A key the executor would
-//! silently ignore (`secretHeaders` for `secret_headers`) is the error a user
-//! needs at `dag apply`, not a credential found in a log later. Executors
+//! silently ignore (`secretHeader` for `secret_headers`) is the error a user
+//! needs at `dag apply`, not a credential found in a log later. Multi-word
+//! keys are read in the API's camelCase as well (`secretHeaders`). Executors
 //! read the same types back from the spec, so they never look keys up by
 //! hand.
 
@@ -140,14 +141,17 @@ pub struct HttpContent {
     /// Text, or a JSON object or array sent as JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
-    /// The statuses that mean success (default any 2xx).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The statuses that mean success (default any 2xx). Also read as
+    /// `successCodes`, the API's spelling.
+    #[serde(default, alias = "successCodes", skip_serializing_if = "Option::is_none")]
     pub success_codes: Option<Vec<u16>>,
-    /// Seconds (default the task's timeout; 0 = none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Seconds (default the task's timeout; 0 = none). Also
+    /// `requestTimeout`.
+    #[serde(default, alias = "requestTimeout", skip_serializing_if = "Option::is_none")]
     pub request_timeout: Option<f64>,
     /// Headers to mask in logs besides the well-known credential headers.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Also `secretHeaders`.
+    #[serde(default, alias = "secretHeaders", skip_serializing_if = "Vec::is_empty")]
     pub secret_headers: Vec<String>,
 }
 
@@ -292,10 +296,21 @@ mod tests {
     fn unknown_keys_are_errors() {
         let e = TaskContent::parse(
             TaskType::Http,
-            &json!({ "url": "http://x", "secretHeaders": ["X-Key"] }),
+            &json!({ "url": "http://x", "secretHeader": ["X-Key"] }),
         )
-        .expect_err("camelCase key");
-        assert!(e.to_string().contains("secretHeaders"), "{e}");
+        .expect_err("misspelt key");
+        assert!(e.to_string().contains("secretHeader"), "{e}");
+        assert!(e.to_string().contains("secret_headers"), "names what it takes: {e}");
+        let camel = TaskContent::parse(
+            TaskType::Http,
+            &json!({ "url": "http://x", "secretHeaders": ["X-Key"], "successCodes": [204] }),
+        )
+        .expect("camelCase keys");
+        let TaskContent::Http(http) = camel else {
+            panic!("an HTTP content")
+        };
+        assert_eq!(http.secret_headers, ["X-Key"]);
+        assert_eq!(http.success_codes, Some(vec![204]));
         assert!(TaskContent::parse(TaskType::Noop, &json!({ "x": 1 })).is_err());
     }
 

@@ -807,7 +807,7 @@ name: typo
 tasks:
   - name: call
     type: http
-    content: { url: "https://example.com", secretHeaders: [X-Api-Key] }
+    content: { url: "https://example.com", secretHeader: [X-Api-Key] }
   - { name: run, command: "true", content: { env: { A: "1" } } }
   - name: ok
     type: HTTP
@@ -815,7 +815,7 @@ tasks:
 "#;
         let err = DagFile::parse(text).unwrap_err().to_string();
         assert!(
-            err.contains("task 'call': content: ") && err.contains("secretHeaders"),
+            err.contains("task 'call': content: ") && err.contains("secretHeader"),
             "{err}"
         );
         assert!(

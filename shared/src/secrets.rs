@@ -68,7 +68,10 @@ pub fn is_credential_header(name: &str, listed: &BTreeSet<String>) -> bool {
 /// a list of names.
 pub fn credential_problems(content: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
     let mut problems = Vec::new();
-    let listed: BTreeSet<String> = match content.get("secret_headers") {
+    let listed: BTreeSet<String> = match content
+        .get("secret_headers")
+        .or_else(|| content.get("secretHeaders"))
+    {
         None | Some(serde_json::Value::Null) => BTreeSet::new(),
         Some(serde_json::Value::Array(names)) if names.iter().all(|n| n.is_string()) => names
             .iter()
@@ -86,7 +89,28 @@ pub fn credential_problems(content: &serde_json::Map<String, serde_json::Value>)
             .map(|(name, value)| (name.as_str(), value.as_str()));
         problems.extend(header_problems(headers, &listed));
     }
+    if let Some(url) = content.get("url").and_then(serde_json::Value::as_str)
+        && url_has_password(url)
+    {
+        problems.push(
+            "'content.url' carries a password (scheme://user:PASSWORD@host): it would be stored \
+             in the DAG and sent in every work message; store it with `datajump secret set NAME` \
+             and send it in a header instead, e.g. Authorization: \"Basic ${secret:NAME}\""
+                .to_owned(),
+        );
+    }
     problems
+}
+
+/// Whether `url` has a password in its authority (`scheme://user:pw@host`).
+fn url_has_password(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
 }
 
 /// The problems of `(name, value)` headers (`None` for a value that is not
@@ -127,6 +151,38 @@ pub fn header_problems<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_headers_in_either_spelling() {
+        for key in ["secret_headers", "secretHeaders"] {
+            let content = match serde_json::json!({
+                "url": "https://api.example/x",
+                key: ["X-Token"],
+                "headers": { "X-Token": "abc" },
+            }) {
+                serde_json::Value::Object(map) => map,
+                _ => unreachable!(),
+            };
+            let problems = credential_problems(&content);
+            assert_eq!(problems.len(), 1, "{key}: {problems:?}");
+            assert!(problems[0].contains("X-Token"), "{problems:?}");
+        }
+    }
+
+    #[test]
+    fn passwords_in_urls_are_refused() {
+        let content = |url: &str| match serde_json::json!({ "url": url }) {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            credential_problems(&content("https://u:pw@api.example/x")).len(),
+            1
+        );
+        assert!(credential_problems(&content("https://u@api.example/x")).is_empty());
+        assert!(credential_problems(&content("https://api.example/a:b@c")).is_empty());
+        assert!(credential_problems(&content("https://api.example/x?u=a:b@c")).is_empty());
+    }
 
     #[test]
     fn names() {

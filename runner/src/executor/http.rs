@@ -76,9 +76,32 @@ struct Request {
     success: Option<BTreeSet<u16>>,
     timeout: Option<Duration>,
     secret: BTreeSet<String>,
-    /// Values of the secrets in the headers, masked wherever the log could
-    /// show them.
+    /// Values of the secrets in the headers, in every form a server could
+    /// echo them (as sent, JSON-escaped, percent-encoded, base64), longest
+    /// first: masked wherever the log could show them.
     secret_values: Vec<String>,
+}
+
+/// `secret` and the encodings a server could echo it in, longest first.
+fn echo_forms(secret: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    if secret.is_empty() {
+        return Vec::new();
+    }
+    let json = serde_json::Value::String(secret.to_owned()).to_string();
+    let mut forms = vec![
+        secret.to_owned(),
+        json[1..json.len() - 1].to_owned(),
+        percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC)
+            .to_string(),
+        STANDARD.encode(secret),
+        STANDARD.encode(secret).trim_end_matches('=').to_owned(),
+        URL_SAFE_NO_PAD.encode(secret),
+    ];
+    forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+    forms.dedup();
+    forms
 }
 
 /// The secrets the task's header values name, read from the database.
@@ -180,7 +203,12 @@ impl Request {
             success,
             timeout,
             secret,
-            secret_values: secrets.values().cloned().collect(),
+            secret_values: {
+                let mut forms: Vec<String> = secrets.values().flat_map(|s| echo_forms(s)).collect();
+                forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+                forms.dedup();
+                forms
+            },
         })
     }
 
@@ -193,9 +221,11 @@ impl Request {
 
     /// Sends the request and logs the exchange.
     async fn send(&self, log: &LogSink) -> ExecOutcome {
+        let carries_credentials = self.headers.values().any(HeaderValue::is_sensitive);
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("datajump/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(30));
+            .connect_timeout(Duration::from_secs(30))
+            .redirect(Self::redirect_policy(&self.url, carries_credentials));
         if let Some(timeout) = self.timeout {
             builder = builder.timeout(timeout);
         }
@@ -228,6 +258,12 @@ impl Request {
         let status = response.status();
         if response.url() != &self.url {
             log.line(&format!("< (redirected to {})", masked_url(response.url())));
+        }
+        if carries_credentials && status.is_redirection() {
+            log.line(
+                "[datajump] a redirect to another host was not followed: the request carries \
+                 credentials, which go only to the host the task names",
+            );
         }
         log.line(&format!(
             "< {:?} {} {}",
@@ -285,6 +321,23 @@ impl Request {
                 message,
             }
         }
+    }
+
+    /// Follows at most ten redirects, and for a request carrying credentials
+    /// only those to the host it was sent to: reqwest drops `Authorization`
+    /// and `Cookie` on a cross-host redirect but not an `X-Api-Key` or a
+    /// `secret_headers` entry, so such a redirect is not followed at all.
+    fn redirect_policy(origin: &Url, carries_credentials: bool) -> reqwest::redirect::Policy {
+        let host = origin.host_str().map(str::to_owned);
+        reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= 10 {
+                attempt.error("too many redirects (more than 10)")
+            } else if carries_credentials && attempt.url().host_str() != host.as_deref() {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        })
     }
 
     /// `text` with every secret value replaced by `***`.
