@@ -152,6 +152,24 @@ impl Client {
         Ok(())
     }
 
+    /// Re-seals every secret value and datasource password under `new`.
+    pub async fn rotate_secret_key(
+        &self,
+        old: Option<&datajump_store::sealing::SecretKey>,
+        new: &datajump_store::sealing::SecretKey,
+    ) -> Result<datajump_store::secrets::Resealed> {
+        let resealed = datajump_store::secrets::rotate_key(&self.db, old, new).await?;
+        self.audit(
+            "secret rotate-key",
+            &format!(
+                "{} secrets, {} passwords",
+                resealed.secrets, resealed.passwords
+            ),
+        )
+        .await;
+        Ok(resealed)
+    }
+
     // ----- tokens (`datajump token …`) -----
 
     /// Creates an API token; the token itself is in the answer only.

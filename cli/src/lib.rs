@@ -73,6 +73,15 @@ pub struct Global {
     /// Default time zone of schedules that name none (IANA name).
     #[arg(long, global = true, env = "DATAJUMP_TIMEZONE", default_value = datajump_cron::DEFAULT_TIME_ZONE)]
     pub timezone: String,
+    /// Folder for local state: a started nats-server's storage and logs, and `secret.key`, the
+    /// key secrets are sealed with when DATAJUMP_SECRET_KEY / DATAJUMP_SECRET_KEY_FILE are unset.
+    #[arg(
+        long,
+        global = true,
+        env = "DATAJUMP_DATA_DIR",
+        default_value = "./.datajump"
+    )]
+    pub data_dir: std::path::PathBuf,
 }
 
 #[derive(Subcommand)]
@@ -151,6 +160,29 @@ pub async fn main() -> ExitCode {
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Cron(_)) {
         init_tracing();
+    }
+    // `up` creates a key when there is none; everyone else uses the one
+    // configured, if any (`secret rotate-key` may be the one to create the
+    // file named).
+    if !matches!(cli.command, Command::Up(_) | Command::Cron(_)) {
+        let creating = matches!(
+            cli.command,
+            Command::Secret(commands::secret::SecretCommand::RotateKey)
+        );
+        match datajump_store::sealing::key_from_environment(&cli.global.data_dir) {
+            Ok(key) => {
+                datajump_store::sealing::configure(key);
+            }
+            Err(datajump_store::sealing::SealError::KeyFile { source, .. })
+                if creating && source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                datajump_store::sealing::configure(None);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
     let result = match cli.command {
         Command::Up(args) => commands::up::run(&cli.global, args).await,

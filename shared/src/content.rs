@@ -143,15 +143,27 @@ pub struct HttpContent {
     pub body: Option<Value>,
     /// The statuses that mean success (default any 2xx). Also read as
     /// `successCodes`, the API's spelling.
-    #[serde(default, alias = "successCodes", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "successCodes",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub success_codes: Option<Vec<u16>>,
     /// Seconds (default the task's timeout; 0 = none). Also
     /// `requestTimeout`.
-    #[serde(default, alias = "requestTimeout", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "requestTimeout",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub request_timeout: Option<f64>,
     /// Headers to mask in logs besides the well-known credential headers.
     /// Also `secretHeaders`.
-    #[serde(default, alias = "secretHeaders", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "secretHeaders",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub secret_headers: Vec<String>,
 }
 
@@ -300,7 +312,10 @@ mod tests {
         )
         .expect_err("misspelt key");
         assert!(e.to_string().contains("secretHeader"), "{e}");
-        assert!(e.to_string().contains("secret_headers"), "names what it takes: {e}");
+        assert!(
+            e.to_string().contains("secret_headers"),
+            "names what it takes: {e}"
+        );
         let camel = TaskContent::parse(
             TaskType::Http,
             &json!({ "url": "http://x", "secretHeaders": ["X-Key"], "successCodes": [204] }),

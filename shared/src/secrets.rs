@@ -9,8 +9,8 @@
 //! names it finds in header values just before sending, marks those headers
 //! sensitive and masks the values wherever the log could echo them. The same
 //! rule keeps datasource passwords out of messages ([`crate::datasources`]).
-//! Values are stored as written: the database's own access control and
-//! encryption at rest protect them, as they protect the datasource rows.
+//! Values are stored encrypted under the installation's secret key
+//! (`datajump_store::sealing`), as datasource passwords are.
 
 use std::collections::BTreeSet;
 
@@ -48,6 +48,14 @@ pub enum SecretError {
     /// An empty value.
     #[error("secret '{0}' has an empty value")]
     EmptyValue(String),
+    /// A stored value that cannot be decrypted here.
+    #[error("secret '{name}': {reason}")]
+    Unreadable {
+        /// The secret's name.
+        name: String,
+        /// Why (no key, or another key).
+        reason: String,
+    },
 }
 
 /// Whether `name` can be a secret's name: what `${secret:NAME}` accepts.

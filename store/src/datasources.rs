@@ -31,7 +31,7 @@ pub async fn add(db: &DatabaseConnection, new: NewDatasource) -> Result<Model, D
         port: Set(new.port.map(i32::from)),
         database: Set(new.database),
         username: Set(new.username),
-        password: Set(new.password),
+        password: Set(new.password.as_deref().map(crate::sealing::seal)),
         params: Set(params),
         created_at: Set(now),
         updated_at: Set(now),
@@ -47,6 +47,27 @@ pub async fn add(db: &DatabaseConnection, new: NewDatasource) -> Result<Model, D
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The datasource `name` with its password opened, for connecting to it
+/// (the runner only).
+pub async fn for_connection(
+    db: &DatabaseConnection,
+    name: &str,
+) -> Result<Option<Model>, DatasourceError> {
+    let Some(mut row) = by_name(db, name).await? else {
+        return Ok(None);
+    };
+    if let Some(stored) = &row.password {
+        row.password =
+            Some(
+                crate::sealing::open(stored).map_err(|e| DatasourceError::Invalid {
+                    name: name.to_owned(),
+                    reason: format!("its password: {e}"),
+                })?,
+            );
+    }
+    Ok(Some(row))
 }
 
 /// Every datasource, by name.

@@ -1,6 +1,6 @@
 //! DataJump's database, outside the state machine: connecting to it
 //! ([`db`]), the catalog a DAG file is applied to ([`catalog`]), the
-//! datasources and secrets tasks use, API tokens ([`tokens`]), browser
+//! datasources and secrets tasks use (sealed at rest, [`sealing`]), API tokens ([`tokens`]), browser
 //! sessions ([`sessions`]) and the
 //! audit log ([`audit`]), alert delivery's outbox rows ([`alerts`]) and
 //! backfill plans ([`backfill`]).
@@ -19,6 +19,7 @@ pub mod backfill;
 pub mod catalog;
 pub mod datasources;
 pub mod db;
+pub mod sealing;
 pub mod secrets;
 pub mod sessions;
 pub mod tokens;

@@ -10,7 +10,9 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, SqlErr,
 };
 
-use datajump_shared::entities::secret;
+use datajump_shared::entities::{datasource, secret};
+
+use crate::sealing::{SealError, SecretKey, open_with};
 use datajump_shared::secrets::{SecretError, is_valid_name};
 
 /// What `set` did.
@@ -50,8 +52,9 @@ pub async fn set(
         return Err(SecretError::EmptyValue(name.to_owned()));
     }
     let now = Utc::now();
+    let stored = crate::sealing::seal(value);
     let mut update = secret::Entity::update_many()
-        .col_expr(secret::Column::Value, value.into())
+        .col_expr(secret::Column::Value, stored.clone().into())
         .col_expr(secret::Column::UpdatedAt, now.into());
     if let Some(description) = description {
         update = update.col_expr(secret::Column::Description, description.into());
@@ -65,7 +68,7 @@ pub async fn set(
     }
     let inserted = secret::ActiveModel {
         name: Set(name.to_owned()),
-        value: Set(value.to_owned()),
+        value: Set(stored),
         description: Set(description.unwrap_or_default().to_owned()),
         created_at: Set(now),
         updated_at: Set(now),
@@ -138,8 +141,86 @@ pub async fn values(
         .await?
         .into_iter()
         .collect();
-    match names.iter().find(|name| !found.contains_key(*name)) {
-        Some(missing) => Err(SecretError::NotFound(missing.clone())),
-        None => Ok(found),
+    if let Some(missing) = names.iter().find(|name| !found.contains_key(*name)) {
+        return Err(SecretError::NotFound(missing.clone()));
     }
+    found
+        .into_iter()
+        .map(|(name, stored)| match crate::sealing::open(&stored) {
+            Ok(value) => Ok((name, value)),
+            Err(e) => Err(SecretError::Unreadable {
+                name,
+                reason: e.to_string(),
+            }),
+        })
+        .collect()
+}
+
+/// What [`rotate_key`] re-sealed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resealed {
+    /// Secret values.
+    pub secrets: usize,
+    /// Datasource passwords.
+    pub passwords: usize,
+}
+
+/// Re-seals every secret value and datasource password under `new`,
+/// opening each with `old` (plain ones as they are), in one transaction:
+/// either every value moves to the new key or none does.
+pub async fn rotate_key(
+    db: &DatabaseConnection,
+    old: Option<&SecretKey>,
+    new: &SecretKey,
+) -> Result<Resealed, RotateError> {
+    let txn = crate::db::begin_write(db).await?;
+    let mut resealed = Resealed {
+        secrets: 0,
+        passwords: 0,
+    };
+    for row in secret::Entity::find().all(&*txn).await? {
+        let value = open_with(old, &row.value).map_err(|source| RotateError::Open {
+            what: format!("secret '{}'", row.name),
+            source,
+        })?;
+        secret::Entity::update_many()
+            .col_expr(secret::Column::Value, new.seal(&value).into())
+            .filter(secret::Column::Id.eq(row.id))
+            .exec(&*txn)
+            .await?;
+        resealed.secrets += 1;
+    }
+    for row in datasource::Entity::find().all(&*txn).await? {
+        let Some(stored) = &row.password else {
+            continue;
+        };
+        let password = open_with(old, stored).map_err(|source| RotateError::Open {
+            what: format!("datasource '{}'", row.name),
+            source,
+        })?;
+        datasource::Entity::update_many()
+            .col_expr(datasource::Column::Password, new.seal(&password).into())
+            .filter(datasource::Column::Id.eq(row.id))
+            .exec(&*txn)
+            .await?;
+        resealed.passwords += 1;
+    }
+    txn.commit().await?;
+    Ok(resealed)
+}
+
+/// Why [`rotate_key`] changed nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum RotateError {
+    /// The database failed.
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+    /// A value could not be opened with the current key.
+    #[error("{what}: {source}")]
+    Open {
+        /// Which value.
+        what: String,
+        /// Why.
+        source: SealError,
+    },
 }

@@ -114,6 +114,12 @@ pub async fn run(global: &Global, command: DatasourceCommand) -> Result<ExitCode
             let row = client.add_datasource(args.into_new()?).await?;
             let url = datasources::connection_url(&row)?;
             println!("datasource '{}' added: {} {url}", row.name, row.kind);
+            if row.password.is_some() && datajump_store::sealing::current().is_none() {
+                eprintln!(
+                    "warning: its password is stored unencrypted: no secret key is configured \
+                     (set DATAJUMP_SECRET_KEY, or run `datajump secret rotate-key` to create one)"
+                );
+            }
         }
         DatasourceCommand::List => {
             let rows: Vec<Vec<String>> = client

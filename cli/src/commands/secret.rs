@@ -8,9 +8,12 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use datajump_shared::secrets::{self, SecretError};
+use datajump_store::sealing::{self, SecretKey};
 use datajump_store::secrets::SetOutcome;
 
 use crate::Global;
@@ -41,6 +44,23 @@ pub enum SecretCommand {
         /// The secret's name.
         name: String,
     },
+    /// Seal every secret value and datasource password under a new key.
+    ///
+    /// Values are stored encrypted (AES-256-GCM) under the key of
+    /// DATAJUMP_SECRET_KEY, or of the file DATAJUMP_SECRET_KEY_FILE names, or
+    /// of secret.key in the data folder (which `datajump up` creates). This
+    /// makes a new key, re-seals every value with it in one transaction
+    /// (values stored before there was a key are sealed too), and then:
+    ///   - with a key file: writes the new key to that file;
+    ///   - with DATAJUMP_SECRET_KEY: prints the new key, which every runner,
+    ///     ticker and operator command must then be given.
+    ///
+    /// With no key yet, it creates secret.key in the data folder.
+    ///
+    /// Example:
+    ///   datajump secret rotate-key
+    #[command(verbatim_doc_comment)]
+    RotateKey,
 }
 
 /// Arguments of `secret set`.
@@ -58,6 +78,44 @@ pub struct SetArgs {
     /// What the secret is for (kept as it was when not given).
     #[arg(long)]
     description: Option<String>,
+}
+
+/// `secret rotate-key`: a new key, every value re-sealed under it, then
+/// the key put where the old one came from.
+async fn rotate_key(global: &Global, client: &Client) -> Result<()> {
+    let old = sealing::current();
+    let new = SecretKey::generate();
+    let from_env = std::env::var("DATAJUMP_SECRET_KEY").is_ok_and(|k| !k.trim().is_empty());
+    let file = match std::env::var("DATAJUMP_SECRET_KEY_FILE") {
+        Ok(path) if !path.trim().is_empty() => PathBuf::from(path),
+        _ => sealing::default_key_file(&global.data_dir),
+    };
+    // The new key is on disk before any value depends on it.
+    let staged = file.with_extension("key.new");
+    if !from_env {
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        new.write(&staged)?;
+    }
+    let resealed = client.rotate_secret_key(old, &new).await?;
+    println!(
+        "re-sealed {} secret(s) and {} datasource password(s) under a new key",
+        resealed.secrets, resealed.passwords
+    );
+    if from_env {
+        println!("new key (give it to every role and operator command as DATAJUMP_SECRET_KEY):");
+        println!("{}", new.encode());
+    } else {
+        std::fs::rename(&staged, &file)
+            .with_context(|| format!("cannot move the new key into {}", file.display()))?;
+        println!(
+            "the new key is in {} (roles on other hosts need a copy)",
+            file.display()
+        );
+    }
+    Ok(())
 }
 
 /// Runs a secret subcommand.
@@ -80,6 +138,12 @@ pub async fn run(global: &Global, command: SecretCommand) -> Result<ExitCode> {
                 SetOutcome::Updated => "updated",
             };
             println!("secret '{}' {done}", args.name);
+            if sealing::current().is_none() {
+                eprintln!(
+                    "warning: stored unencrypted: no secret key is configured (set \
+                     DATAJUMP_SECRET_KEY, or run `datajump secret rotate-key` to create one)"
+                );
+            }
         }
         SecretCommand::List => {
             let rows: Vec<Vec<String>> = client
@@ -100,6 +164,7 @@ pub async fn run(global: &Global, command: SecretCommand) -> Result<ExitCode> {
             client.remove_secret(&name).await?;
             println!("secret '{name}' removed");
         }
+        SecretCommand::RotateKey => rotate_key(global, &client).await?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -23,9 +23,6 @@ pub struct UpArgs {
     /// Folder of DAG files applied at start.
     #[arg(long, env = "DATAJUMP_DAGS_DIR", default_value = "./dags")]
     dags: PathBuf,
-    /// Folder for NATS storage and logs of a locally started nats-server.
-    #[arg(long, env = "DATAJUMP_DATA_DIR", default_value = "./.datajump")]
-    data_dir: PathBuf,
     /// Where the API listens.
     #[arg(long, env = "DATAJUMP_API_ADDR", default_value = "127.0.0.1:8080")]
     api_addr: std::net::SocketAddr,
@@ -38,11 +35,28 @@ pub struct UpArgs {
     retention: RetentionArgs,
 }
 
+/// Configures the secret key `up`'s roles seal and open values with: the
+/// configured one, or a new one written to `secret.key` in the data folder
+/// (whose path is returned), so the local trial stores no secret in clear.
+fn secret_key(global: &Global) -> Result<Option<PathBuf>> {
+    use datajump_store::sealing;
+    if let Some(key) = sealing::key_from_environment(&global.data_dir)? {
+        sealing::configure(Some(key));
+        return Ok(None);
+    }
+    let key = sealing::SecretKey::generate();
+    let path = sealing::default_key_file(&global.data_dir);
+    key.write(&path)?;
+    sealing::configure(Some(key));
+    Ok(Some(path))
+}
+
 /// Runs `up`.
 pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
-    let mut nats_child = crate::nats_server::ensure(&global.nats_url, &args.data_dir).await?;
+    std::fs::create_dir_all(&global.data_dir)
+        .with_context(|| format!("cannot create {}", global.data_dir.display()))?;
+    let key_file = secret_key(global)?;
+    let mut nats_child = crate::nats_server::ensure(&global.nats_url, &global.data_dir).await?;
     let db = database(global).await?;
     let client = Client::with_database(db.clone(), global);
     let nats_client = nats(global, "datajump-up").await?;
@@ -81,12 +95,19 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         if nats_child.is_some() {
             format!(
                 " (started here, data in {})",
-                args.data_dir.join("nats").display()
+                global.data_dir.join("nats").display()
             )
         } else {
             String::new()
         }
     );
+    if let Some(path) = &key_file {
+        println!(
+            "  secrets:  encrypted at rest with the key in {} (created now: keep a copy; roles \
+             on other hosts need it as DATAJUMP_SECRET_KEY)",
+            path.display()
+        );
+    }
     println!(
         "  DAGs:     {} ({} files)",
         args.dags.display(),

@@ -62,14 +62,17 @@ fn failed(message: String) -> ExecOutcome {
 /// Runs the statements against the datasource.
 pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
     let (sql, name) = (content.sql.as_str(), content.datasource.as_str());
-    let source = match datajump_store::datasources::by_name(&ctx.db, name).await {
+    let source = match datajump_store::datasources::for_connection(&ctx.db, name).await {
         Ok(Some(source)) => source,
         Ok(None) => {
             return ExecOutcome::Invalid(format!(
                 "unknown datasource '{name}': add it with `datajump datasource add {name} --kind …`"
             ));
         }
-        Err(e) => return failed(format!("cannot read datasource '{name}': {e}")),
+        Err(e @ datajump_shared::datasources::DatasourceError::Db(_)) => {
+            return failed(format!("cannot read datasource '{name}': {e}"));
+        }
+        Err(e) => return ExecOutcome::Invalid(e.to_string()),
     };
     let kind = source.kind;
     let url = match datasources::connection_url(&source) {

@@ -143,3 +143,131 @@ tasks:
         assert_eq!(logs::dropped_lines(&tail), 0, "{tail}");
     }
 });
+
+/// Runs `datajump ARGS` (the real CLI) on the test's database with
+/// `extra_env`; returns (success, stdout, stderr).
+async fn cli(
+    env: &crate::harness::TestEnv,
+    args: &[&str],
+    extra_env: &[(&str, &str)],
+) -> (bool, String, String) {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
+        .args(args)
+        .env("DATAJUMP_DATABASE_URL", &env.db_url)
+        .env("DATAJUMP_DATA_DIR", env.path("data"))
+        .env("DATAJUMP_LOG", "warn")
+        .env_remove("DATAJUMP_SECRET_KEY")
+        .env_remove("DATAJUMP_SECRET_KEY_FILE")
+        .envs(extra_env.iter().copied())
+        .output()
+        .await
+        .expect("run datajump");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The stored (sealed or not) value of secret `name`.
+async fn stored_value(env: &crate::harness::TestEnv, name: &str) -> String {
+    use datajump_shared::entities::secret;
+    use sea_orm::{ColumnTrait, QueryFilter};
+    secret::Entity::find()
+        .filter(secret::Column::Name.eq(name))
+        .one(&env.db)
+        .await
+        .expect("query")
+        .expect("the secret row")
+        .value
+}
+
+both_dbs!(
+    secrets_are_sealed_at_rest_and_the_key_rotates,
+    |env| async move {
+        use crate::harness::process::{start_resolver, start_runner};
+
+        let (port, seen) = http_receiver(0);
+        let key_file = env.path("secret.key");
+        let key_file_text = key_file.display().to_string();
+        let with_key = [
+            ("DATAJUMP_SECRET_KEY_FILE", key_file_text.as_str()),
+            ("HOOK_TOKEN", TOKEN),
+        ];
+
+        // No key yet: stored as given, and the command says so.
+        let (ok, _, stderr) = cli(
+            &env,
+            &["secret", "set", "hook_token", "--value-env", "HOOK_TOKEN"],
+            &[("HOOK_TOKEN", TOKEN)],
+        )
+        .await;
+        assert!(ok, "{stderr}");
+        assert!(stderr.contains("stored unencrypted"), "{stderr}");
+        assert_eq!(stored_value(&env, "hook_token").await, TOKEN);
+
+        // rotate-key creates the key file and seals what was plain.
+        let (ok, stdout, stderr) = cli(&env, &["secret", "rotate-key"], &with_key).await;
+        assert!(ok, "{stderr}");
+        assert!(stdout.contains("re-sealed 1 secret(s)"), "{stdout}");
+        let sealed = stored_value(&env, "hook_token").await;
+        assert!(
+            sealed.starts_with("dj1:") && !sealed.contains(TOKEN),
+            "{sealed}"
+        );
+        let first_key = std::fs::read_to_string(&key_file).expect("key file");
+
+        // A runner with the key sends the real value.
+        env.apply(&format!(
+            r#"
+name: notify
+tasks:
+  - name: call
+    type: HTTP
+    retry: {{ max: 0 }}
+    content:
+      url: http://127.0.0.1:{port}/hook
+      headers: {{ Authorization: "Bearer ${{secret:hook_token}}" }}
+"#
+        ))
+        .await;
+        let _resolver = start_resolver(&env, "resolver").await;
+        {
+            let _runner = start_runner(&env, "runner", 1, &with_key).await;
+            env.run_to_end("notify", RunStatus::Success, TIMEOUT).await;
+        }
+        let requests = seen.lock().expect("requests").clone();
+        assert!(
+            requests.last().is_some_and(|r| r
+                .headers
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(&format!("authorization: Bearer {TOKEN}")))),
+            "{requests:?}"
+        );
+
+        // Rotated again, the value is sealed under a new key; a runner still
+        // holding the old one fails the attempt, saying why, without retrying.
+        let (ok, _, stderr) = cli(&env, &["secret", "rotate-key"], &with_key).await;
+        assert!(ok, "{stderr}");
+        assert_ne!(
+            std::fs::read_to_string(&key_file).expect("key file"),
+            first_key
+        );
+        assert_ne!(stored_value(&env, "hook_token").await, sealed);
+        let old_key_file = env.path("old.key");
+        std::fs::write(&old_key_file, &first_key).expect("old key");
+        let old_key_text = old_key_file.display().to_string();
+        let _stale = start_runner(
+            &env,
+            "stale-runner",
+            1,
+            &[("DATAJUMP_SECRET_KEY_FILE", old_key_text.as_str())],
+        )
+        .await;
+        let run = env.run_to_end("notify", RunStatus::Failed, TIMEOUT).await;
+        let instances = env.instances_by_name(run.id).await;
+        let reason = instances["call"].reason.clone().unwrap_or_default();
+        assert!(reason.contains("cannot be decrypted"), "{reason}");
+        assert!(!reason.contains(TOKEN));
+    }
+);
