@@ -54,8 +54,31 @@ fn strip_location(message: &str) -> &str {
     }
 }
 
+/// Whether a JSON text holds a NUL character: JSON can write one only as
+/// the escape `\u0000`, which counts when an odd number of backslashes
+/// (itself included) comes before the `u`.
+fn has_nul_escape(bytes: &[u8]) -> bool {
+    bytes.windows(6).enumerate().any(|(at, window)| {
+        window == b"\\u0000"
+            && bytes[..at]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count()
+                % 2
+                == 0
+    })
+}
+
 /// Parses a JSON body into `T`; the error names the field that is wrong.
+/// A NUL anywhere in it is refused on every database alike: PostgreSQL
+/// cannot store one in text, and no name, parameter or script needs one.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    if has_nul_escape(bytes) {
+        return Err(Error::bad_request(
+            "the request body holds a NUL character (\\u0000): DataJump stores no text with one",
+        ));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
@@ -239,5 +262,19 @@ mod tests {
         assert!(syntax.contains("not valid JSON"), "{syntax}");
         let trailing = message("{} x");
         assert!(trailing.contains("not valid JSON"), "{trailing}");
+    }
+
+    #[test]
+    fn nul_escapes_are_found_exactly() {
+        assert!(has_nul_escape(br#"{"a":"x\u0000y"}"#));
+        assert!(has_nul_escape(br#"{"\u0000":1}"#));
+        assert!(has_nul_escape(br#"{"a":"\\\u0000"}"#));
+        assert!(
+            !has_nul_escape(br#"{"a":"\\u0000"}"#),
+            "an escaped backslash, then text"
+        );
+        assert!(!has_nul_escape(br#"{"a":"u0000"}"#));
+        let refused = parse_json::<serde_json::Value>(br#"{"params":{"p":"a\u0000"}}"#);
+        assert!(matches!(refused, Err(Error::BadRequest { .. })));
     }
 }
