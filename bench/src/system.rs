@@ -406,6 +406,7 @@ impl<'b> System<'b> {
             drain_timeout: 5,
             task_env: Vec::new(),
             task_user: None,
+            max_log_bytes: datajump_runner::executor::DEFAULT_MAX_LOG_BYTES,
             metrics: MetricsArgs { metrics_addr: None },
         };
         for index in 0..runners.count {

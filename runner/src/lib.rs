@@ -64,6 +64,9 @@ pub struct Config {
     /// What task processes inherit and as whom they run (`--task-env`,
     /// `--task-user`).
     pub task_process: Arc<TaskProcess>,
+    /// The most bytes of a task's log kept in full (`--max-log-bytes`);
+    /// the tail the database keeps always holds the last lines.
+    pub max_log_bytes: u64,
 }
 
 /// Why the runner stopped.
@@ -602,7 +605,10 @@ async fn run_claimed(
     } = *claimed;
     let start = exec_row.start_time;
     let task = &work.spec.task;
-    let log = LogSink::new(Some((config.nats.clone(), exec_row.id)));
+    let log = LogSink::new(
+        Some((config.nats.clone(), exec_row.id)),
+        config.max_log_bytes,
+    );
     log.header(task.task_id, &task.name, task.task_type.as_str(), start);
     // Parsed when the DAG was applied; what fails here was stored before
     // content was checked, and cannot run as written.

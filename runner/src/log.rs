@@ -23,14 +23,32 @@ use tokio::sync::mpsc;
 use datajump_shared::logs::{SEQ_HEADER, TAIL_BYTES, cut_note};
 use datajump_shared::subjects;
 
-#[derive(Default)]
+/// The most bytes of a log kept in its full copy unless the runner says
+/// otherwise (`--max-log-bytes`).
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 100 * 1024 * 1024;
+
 struct Inner {
     tail: VecDeque<String>,
     tail_bytes: usize,
     seq: u64,
     /// Where the whole log goes once the tail has cut a line.
     full: Spill,
+    /// The most bytes the full copy keeps.
+    max_bytes: u64,
     live: Option<mpsc::UnboundedSender<(u64, String)>>,
+}
+
+impl Default for Inner {
+    fn default() -> Inner {
+        Inner {
+            tail: VecDeque::new(),
+            tail_bytes: 0,
+            seq: 0,
+            full: Spill::NotNeeded,
+            max_bytes: DEFAULT_MAX_LOG_BYTES,
+            live: None,
+        }
+    }
 }
 
 /// The full copy of a log, which exists only for logs the tail cannot hold.
@@ -39,33 +57,98 @@ enum Spill {
     /// The tail still holds every line.
     #[default]
     NotNeeded,
-    /// Every line so far is in the file.
-    Writing(tempfile::NamedTempFile, std::io::BufWriter<std::fs::File>),
+    /// Every line so far is in the file, `written` bytes of it.
+    Writing {
+        file: tempfile::NamedTempFile,
+        writer: std::io::BufWriter<std::fs::File>,
+        written: u64,
+    },
+    /// The file reached the cap: later lines reach only the tail and the
+    /// live stream, and are counted for the note that ends the file.
+    Capped {
+        file: tempfile::NamedTempFile,
+        writer: std::io::BufWriter<std::fs::File>,
+        cap: u64,
+        lines: u64,
+        bytes: u64,
+    },
     /// The file could not be created or written: the tail is all there is.
     Failed,
 }
 
 impl Spill {
-    /// Starts the file with `lines`, the whole log so far.
-    fn start<'a>(lines: impl Iterator<Item = &'a String>) -> Spill {
+    /// Starts the file with `lines`, the whole log so far, keeping at most
+    /// `cap` bytes.
+    fn start<'a>(lines: impl Iterator<Item = &'a String>, cap: u64) -> Spill {
         let started = (|| {
             let file = tempfile::Builder::new()
                 .prefix("datajump-log-")
                 .tempfile()?;
-            let mut writer = std::io::BufWriter::new(file.reopen()?);
+            let writer = std::io::BufWriter::new(file.reopen()?);
+            let mut spill = Spill::Writing {
+                file,
+                writer,
+                written: 0,
+            };
             for line in lines {
-                writeln!(writer, "{line}")?;
+                spill.write(line, cap);
             }
-            Ok::<_, std::io::Error>(Spill::Writing(file, writer))
+            Ok::<_, std::io::Error>(spill)
         })();
         started.unwrap_or(Spill::Failed)
     }
 
-    fn write(&mut self, line: &str) {
-        if let Spill::Writing(_, writer) = self
-            && writeln!(writer, "{line}").is_err()
-        {
-            *self = Spill::Failed;
+    fn write(&mut self, line: &str, cap: u64) {
+        let size = line.len() as u64 + 1;
+        match self {
+            Spill::Writing { written, .. } if *written + size > cap => {
+                if let Spill::Writing { file, writer, .. } = std::mem::take(self) {
+                    *self = Spill::Capped {
+                        file,
+                        writer,
+                        cap,
+                        lines: 1,
+                        bytes: size,
+                    };
+                }
+            }
+            Spill::Writing {
+                writer, written, ..
+            } => {
+                if writeln!(writer, "{line}").is_err() {
+                    *self = Spill::Failed;
+                } else {
+                    *written += size;
+                }
+            }
+            Spill::Capped { lines, bytes, .. } => {
+                *lines += 1;
+                *bytes += size;
+            }
+            Spill::NotNeeded | Spill::Failed => {}
+        }
+    }
+
+    /// The finished file, ending with a note when the cap cut it.
+    fn finish(self) -> Option<tempfile::NamedTempFile> {
+        match self {
+            Spill::Writing {
+                file, mut writer, ..
+            } => writer.flush().is_ok().then_some(file),
+            Spill::Capped {
+                file,
+                mut writer,
+                cap,
+                lines,
+                bytes,
+            } => {
+                let note = format!(
+                    "[datajump] log cut at {cap} bytes (--max-log-bytes): {lines} more lines, \
+                     {bytes} bytes, were not kept; the last lines are in the log's tail"
+                );
+                (writeln!(writer, "{note}").is_ok() && writer.flush().is_ok()).then_some(file)
+            }
+            Spill::NotNeeded | Spill::Failed => None,
         }
     }
 }
@@ -87,8 +170,10 @@ pub struct FinishedLog {
 impl LogSink {
     /// A sink publishing live lines on `dj.log.<execution_id>` and answering
     /// tail requests on [`subjects::log_tail_request`] until it finishes.
-    pub fn new(nats: Option<(async_nats::Client, i64)>) -> LogSink {
+    /// Its full copy keeps at most `max_bytes`.
+    pub fn new(nats: Option<(async_nats::Client, i64)>, max_bytes: u64) -> LogSink {
         let sink = LogSink::default();
+        sink.with(|inner| inner.max_bytes = max_bytes);
         if let Some((client, execution_id)) = nats {
             let (sender, receiver) = mpsc::unbounded_channel::<(u64, String)>();
             sink.with(|inner| inner.live = Some(sender));
@@ -117,9 +202,10 @@ impl LogSink {
             inner.tail.push_back(line.to_owned());
             if inner.tail_bytes > TAIL_BYTES && matches!(inner.full, Spill::NotNeeded) {
                 // The first cut: the tail still holds the whole log.
-                inner.full = Spill::start(inner.tail.iter());
+                inner.full = Spill::start(inner.tail.iter(), inner.max_bytes);
             } else {
-                inner.full.write(line);
+                let cap = inner.max_bytes;
+                inner.full.write(line, cap);
             }
             while inner.tail_bytes > TAIL_BYTES && inner.tail.len() > 1 {
                 if let Some(old) = inner.tail.pop_front() {
@@ -178,10 +264,7 @@ impl LogSink {
     pub fn finish(&self) -> FinishedLog {
         let full = self.with(|inner| {
             inner.live = None;
-            match std::mem::take(&mut inner.full) {
-                Spill::Writing(file, mut writer) => writer.flush().is_ok().then_some(file),
-                Spill::NotNeeded | Spill::Failed => None,
-            }
+            std::mem::take(&mut inner.full).finish()
         });
         FinishedLog {
             tail: self.tail(),
@@ -257,13 +340,13 @@ mod tests {
 
     #[test]
     fn only_a_cut_log_keeps_its_full_copy() {
-        let sink = LogSink::new(None);
+        let sink = LogSink::new(None, DEFAULT_MAX_LOG_BYTES);
         sink.line("a");
         let finished = sink.finish();
         assert!(finished.full.is_none(), "the tail is the whole log");
         assert_eq!(finished.tail, "a\n");
 
-        let sink = LogSink::new(None);
+        let sink = LogSink::new(None, DEFAULT_MAX_LOG_BYTES);
         for i in 0..200 {
             sink.line(&format!("{i:04} {}", "x".repeat(1000)));
         }
@@ -274,6 +357,25 @@ mod tests {
         assert_eq!(lines.len(), 200, "lines before and after the first cut");
         assert!(lines[0].starts_with("0000 ") && lines[199].starts_with("0199 "));
         assert!(dropped_lines(&finished.tail) > 0);
+    }
+
+    #[test]
+    fn the_full_copy_stops_at_its_cap_with_a_note() {
+        let sink = LogSink::new(None, 150_000);
+        for i in 0..400 {
+            sink.line(&format!("{i:04} {}", "x".repeat(995)));
+        }
+        let finished = sink.finish();
+        let full = finished.full.expect("a full copy");
+        let text = std::fs::read_to_string(full.path()).expect("read");
+        assert!(text.len() < 151_000, "{}", text.len());
+        let last = text.lines().last().unwrap_or_default();
+        assert!(
+            last.contains("log cut at 150000 bytes") && last.contains("251 more lines"),
+            "{last}"
+        );
+        // The tail still ends with the last lines.
+        assert_eq!(last_line_number(&finished.tail), 400);
     }
 
     #[test]

@@ -116,7 +116,7 @@ impl Run {
             timeout: self.timeout,
             cancel: self.cancel,
         };
-        let sink = LogSink::new(None);
+        let sink = LogSink::new(None, datajump_runner::executor::DEFAULT_MAX_LOG_BYTES);
         let start = Instant::now();
         let outcome = execute(&ctx, &sink).await;
         let took = start.elapsed();

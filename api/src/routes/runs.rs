@@ -17,7 +17,6 @@ use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::{RunId, TaskInstanceId, TaskStatus};
 use datajump_shared::{logs, subjects};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
-use tokio::io::AsyncReadExt;
 use tracing::{debug, info};
 
 use super::{find_dag, paging};
@@ -186,22 +185,23 @@ pub async fn task_instance(
     }))
 }
 
-/// The full log of an execution from the object store, if it is there.
-async fn stored_log(state: &AppState, name: &str) -> Option<String> {
+/// The full log of an execution from the object store, if it is there, to
+/// be streamed: a log of hundreds of megabytes is never held in memory.
+async fn stored_log(
+    state: &AppState,
+    name: &str,
+) -> Option<async_nats::jetstream::object_store::Object> {
     let store = state
         .js
         .get_object_store(subjects::LOGS_BUCKET)
         .await
         .map_err(|e| debug!(error = %e, "no log object store"))
         .ok()?;
-    let mut object = store
+    store
         .get(name)
         .await
         .map_err(|e| debug!(error = %e, object = name, "log object not found"))
-        .ok()?;
-    let mut bytes = Vec::new();
-    object.read_to_end(&mut bytes).await.ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+        .ok()
 }
 
 /// `GET /api/v1/dags/task-instances/{taskInstanceId}/log?attempt=N`: the
@@ -237,12 +237,17 @@ pub async fn log(
     let tail = exec.log_tail.clone().unwrap_or_default();
     let (source, text) = match (&exec.log_path, exec.end_time) {
         (Some(name), Some(_)) => match stored_log(&state, name).await {
-            Some(full) => ("full", full),
-            None => ("tail", tail),
+            Some(full) => (
+                "full",
+                axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(full)),
+            ),
+            None => ("tail", axum::body::Body::from(tail)),
         },
         // The runner stores no copy of a log its tail holds whole.
-        (None, Some(_)) if logs::dropped_lines(&tail) == 0 => ("full", tail),
-        _ => ("tail", tail),
+        (None, Some(_)) if logs::dropped_lines(&tail) == 0 => {
+            ("full", axum::body::Body::from(tail))
+        }
+        _ => ("tail", axum::body::Body::from(tail)),
     };
     Ok((
         [

@@ -100,6 +100,11 @@ pub struct RunnerArgs {
     /// a task running as root can read the runner's memory and files.
     #[arg(long, env = "DATAJUMP_TASK_USER", value_name = "USER")]
     pub task_user: Option<String>,
+    /// The most bytes of one task's log kept in full (default 100 MiB); the
+    /// rest is counted, not kept, and the log ends with a note saying so.
+    /// The last 64 KiB are always kept in the database.
+    #[arg(long, env = "DATAJUMP_MAX_LOG_BYTES", default_value_t = datajump_runner::executor::DEFAULT_MAX_LOG_BYTES, value_name = "BYTES")]
+    pub max_log_bytes: u64,
     /// Here rather than beside each command so that `up`, which flattens
     /// these arguments, takes the flag once; it serves every role's metrics.
     /// Where this process's own `/metrics` is served.
@@ -261,6 +266,7 @@ pub fn runner_config(
             &args.task_env,
             args.task_user.as_deref(),
         )?),
+        max_log_bytes: args.max_log_bytes,
     })
 }
 

@@ -23,7 +23,7 @@ use datajump_shared::params::{Mode, ParamContext, ParamError, ScriptLang};
 use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
-pub use crate::log::LogSink;
+pub use crate::log::{DEFAULT_MAX_LOG_BYTES, LogSink};
 pub use task_process::{TaskProcess, TaskProcessError, protect_runner};
 
 /// What an executor knows about the attempt it runs.

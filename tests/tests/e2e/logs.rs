@@ -78,6 +78,22 @@ tasks:
         full.lines().count() as u64,
         "tail and full log agree on line numbers"
     );
+
+    // The API streams the same whole log from the object store.
+    let api = Api::start(&env, None).await;
+    let instance = env.instances_by_name(run.id).await["talk"].id;
+    let answer = api
+        .get(&format!("/api/v1/dags/task-instances/{instance}/log"))
+        .await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        answer
+            .headers
+            .get("x-datajump-log-source")
+            .and_then(|v| v.to_str().ok()),
+        Some("full")
+    );
+    assert_eq!(answer.text, full, "the API's log is the stored one");
 });
 
 both_dbs!(lines_go_out_live_while_the_task_runs, |env| async move {
