@@ -50,16 +50,23 @@ impl Client {
     }
 
     /// Tells running tickers to reload schedules now (they also reload on a timer).
+    /// Best effort, for two seconds at most: NATS may be down.
     pub async fn notify_schedules_changed(&self) {
-        if let Ok(Ok(client)) = tokio::time::timeout(
-            Duration::from_secs(2),
-            async_nats::connect(self.global.nats_url.split(',').next().unwrap_or_default()),
-        )
-        .await
-        {
-            let _ = client.publish(subjects::SCHEDULES_CHANGED, "".into()).await;
-            let _ = client.flush().await;
-        }
+        let notify = async {
+            let client = datajump_nats::connect_with(
+                &self.global.nats_url,
+                "datajump-cli",
+                &self.global.nats_auth(),
+            )
+            .await
+            .ok()?;
+            client
+                .publish(subjects::SCHEDULES_CHANGED, "".into())
+                .await
+                .ok()?;
+            client.flush().await.ok()
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(2), notify).await;
     }
 
     // ----- datasources (`datajump datasource …`) -----

@@ -82,6 +82,59 @@ pub struct Global {
         default_value = "./.datajump"
     )]
     pub data_dir: std::path::PathBuf,
+    /// NATS user name; its password is read from DATAJUMP_NATS_PASSWORD (never a flag). A token
+    /// is read from DATAJUMP_NATS_TOKEN.
+    #[arg(long, global = true, env = "DATAJUMP_NATS_USER", value_name = "USER")]
+    pub nats_user: Option<String>,
+    /// NATS credentials file (.creds: a user JWT and its NKey seed).
+    #[arg(long, global = true, env = "DATAJUMP_NATS_CREDS", value_name = "FILE")]
+    pub nats_creds: Option<std::path::PathBuf>,
+    /// File holding an NKey seed to authenticate to NATS with.
+    #[arg(long, global = true, env = "DATAJUMP_NATS_NKEY", value_name = "FILE")]
+    pub nats_nkey: Option<std::path::PathBuf>,
+    /// CA certificate(s) to trust for NATS TLS (PEM).
+    #[arg(long, global = true, env = "DATAJUMP_NATS_TLS_CA", value_name = "FILE")]
+    pub nats_tls_ca: Option<std::path::PathBuf>,
+    /// Client certificate for NATS TLS (PEM), with --nats-tls-key.
+    #[arg(
+        long,
+        global = true,
+        env = "DATAJUMP_NATS_TLS_CERT",
+        value_name = "FILE",
+        requires = "nats_tls_key"
+    )]
+    pub nats_tls_cert: Option<std::path::PathBuf>,
+    /// Key of --nats-tls-cert (PEM).
+    #[arg(
+        long,
+        global = true,
+        env = "DATAJUMP_NATS_TLS_KEY",
+        value_name = "FILE",
+        requires = "nats_tls_cert"
+    )]
+    pub nats_tls_key: Option<std::path::PathBuf>,
+    /// Refuse to talk to NATS without TLS.
+    #[arg(long, global = true, env = "DATAJUMP_NATS_REQUIRE_TLS")]
+    pub nats_require_tls: bool,
+}
+
+impl Global {
+    /// The NATS credentials and TLS settings of the flags and environment.
+    pub fn nats_auth(&self) -> datajump_nats::NatsAuth {
+        let secret = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        datajump_nats::NatsAuth {
+            user_password: self
+                .nats_user
+                .clone()
+                .map(|user| (user, secret("DATAJUMP_NATS_PASSWORD").unwrap_or_default())),
+            token: secret("DATAJUMP_NATS_TOKEN"),
+            creds_file: self.nats_creds.clone(),
+            nkey_seed_file: self.nats_nkey.clone(),
+            tls_ca: self.nats_tls_ca.clone(),
+            tls_client: self.nats_tls_cert.clone().zip(self.nats_tls_key.clone()),
+            require_tls: self.nats_require_tls,
+        }
+    }
 }
 
 #[derive(Subcommand)]

@@ -148,7 +148,7 @@ async fn follow(
     // Subscribe before reading what is written, so no line falls between.
     let mut live = match tokio::time::timeout(
         Duration::from_secs(5),
-        datajump_nats::connect(&global.nats_url, "datajump-logs"),
+        datajump_nats::connect_with(&global.nats_url, "datajump-logs", &global.nats_auth()),
     )
     .await
     {

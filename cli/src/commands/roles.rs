@@ -201,7 +201,7 @@ pub async fn database(global: &Global) -> Result<DatabaseConnection> {
 pub async fn nats(global: &Global, name: &str) -> Result<async_nats::Client> {
     let client = tokio::time::timeout(
         Duration::from_secs(30),
-        datajump_nats::connect(&global.nats_url, name),
+        datajump_nats::connect_with(&global.nats_url, name, &global.nats_auth()),
     )
     .await
     .with_context(|| format!("NATS at {} did not answer within 30 s", global.nats_url))??;

@@ -53,6 +53,7 @@ mod idempotence;
 mod joins;
 mod logs;
 mod metrics;
+mod nats_auth;
 mod operator;
 mod reliability;
 mod rerun;
