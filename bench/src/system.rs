@@ -407,6 +407,7 @@ impl<'b> System<'b> {
             task_env: Vec::new(),
             task_user: None,
             max_log_bytes: datajump_runner::executor::DEFAULT_MAX_LOG_BYTES,
+            http_allow: Vec::new(),
             metrics: MetricsArgs { metrics_addr: None },
         };
         for index in 0..runners.count {
@@ -417,7 +418,7 @@ impl<'b> System<'b> {
                 self.pools.push(db.clone());
                 let nats =
                     connect_nats(&self.nats_url, &format!("datajump-bench-runner-{index}")).await?;
-                let config = runner_config(db, nats, &args)?;
+                let config = runner_config(db, nats, &args, None)?;
                 let token = self.shutdown.clone();
                 self.roles.spawn(async move {
                     datajump_runner::run(config, token)

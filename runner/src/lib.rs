@@ -64,6 +64,9 @@ pub struct Config {
     /// What task processes inherit and as whom they run (`--task-env`,
     /// `--task-user`).
     pub task_process: Arc<TaskProcess>,
+    /// Where HTTP tasks may connect (`--http-allow`; the API's own address
+    /// and metadata addresses are refused).
+    pub network: Arc<executor::NetworkPolicy>,
     /// The most bytes of a task's log kept in full (`--max-log-bytes`);
     /// the tail the database keeps always holds the last lines.
     pub max_log_bytes: u64,
@@ -625,6 +628,7 @@ async fn run_claimed(
                 params: param_context(work),
                 env: environment(work, row),
                 process: config.task_process.clone(),
+                network: config.network.clone(),
                 db: config.db.clone(),
                 timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),
                 cancel: kill.clone(),

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, TimeZone, Utc};
 use datajump_migrations::{Migrator, MigratorTrait};
-use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, execute};
+use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, NetworkPolicy, execute};
 use datajump_shared::content::{TaskContent, TaskType};
 use datajump_shared::datasources::{DatasourceError, DatasourceKind, NewDatasource};
 use datajump_shared::params::ParamContext;
@@ -70,6 +70,7 @@ struct Run {
     params: ParamContext,
     timeout: Duration,
     cancel: CancellationToken,
+    network: NetworkPolicy,
 }
 
 impl Run {
@@ -80,7 +81,13 @@ impl Run {
             params: params(&[]),
             timeout: Duration::from_secs(60),
             cancel: CancellationToken::new(),
+            network: NetworkPolicy::default(),
         }
+    }
+
+    fn network(mut self, network: NetworkPolicy) -> Run {
+        self.network = network;
+        self
     }
 
     fn params(mut self, extra: &[(&str, &str)]) -> Run {
@@ -112,6 +119,7 @@ impl Run {
             params: self.params,
             env: BTreeMap::new(),
             process: std::sync::Arc::default(),
+            network: Arc::new(self.network),
             db: db.clone(),
             timeout: self.timeout,
             cancel: self.cancel,
@@ -1232,4 +1240,55 @@ async fn secret_headers_stay_on_their_host_and_encoded_echoes_are_masked() {
     assert!(ran.log.contains("url: ***"), "{}", ran.log);
     assert!(ran.log.contains("b64: ***"), "{}", ran.log);
     assert!(!ran.log.contains("k3y"), "{}", ran.log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_tasks_reach_neither_metadata_nor_the_api_itself() {
+    let s = scheduler().await;
+    let (addr, seen) = http_server().await;
+    // This server plays the DataJump API.
+    let api = format!("http://{addr}");
+    let policy = || NetworkPolicy::new(Some(&api), &[]).expect("a policy");
+    let invalid = |ran: &Ran, needle: &str| {
+        assert!(
+            matches!(&ran.outcome, ExecOutcome::Invalid(why) if why.contains(needle)),
+            "{:?}\n{}",
+            ran.outcome,
+            ran.log
+        );
+    };
+    let before = seen.0.lock().unwrap().len();
+    for url in [
+        format!("{api}/status/200"),
+        format!("http://localhost:{}/status/200", addr.port()),
+    ] {
+        let ran = Run::new("HTTP", json!({ "url": url }))
+            .network(policy())
+            .on(&s.db)
+            .await;
+        invalid(&ran, "may not call the DataJump API");
+    }
+    let ran = Run::new(
+        "HTTP",
+        json!({ "url": "http://169.254.169.254/latest/meta-data/" }),
+    )
+    .network(policy())
+    .on(&s.db)
+    .await;
+    invalid(&ran, "--http-allow 169.254.169.254");
+    assert_eq!(seen.0.lock().unwrap().len(), before, "a request went out");
+
+    // Another service on the same host is fine, and so is the API when allowed.
+    let other = NetworkPolicy::new(Some("http://127.0.0.1:1"), &[]).expect("a policy");
+    let ran = Run::new("HTTP", json!({ "url": format!("{api}/status/200") }))
+        .network(other)
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+    let allowed = NetworkPolicy::new(Some(&api), &["127.0.0.1".to_owned()]).expect("a policy");
+    let ran = Run::new("HTTP", json!({ "url": format!("{api}/status/200") }))
+        .network(allowed)
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
 }

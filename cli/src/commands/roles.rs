@@ -105,6 +105,17 @@ pub struct RunnerArgs {
     /// The last 64 KiB are always kept in the database.
     #[arg(long, env = "DATAJUMP_MAX_LOG_BYTES", default_value_t = datajump_runner::executor::DEFAULT_MAX_LOG_BYTES, value_name = "BYTES")]
     pub max_log_bytes: u64,
+    /// Destinations HTTP tasks may reach although they are link-local or
+    /// cloud-metadata addresses, or the DataJump API itself, which are
+    /// refused otherwise: host names, addresses or networks (10.0.0.0/8),
+    /// comma-separated.
+    #[arg(
+        long,
+        env = "DATAJUMP_HTTP_ALLOW",
+        value_delimiter = ',',
+        value_name = "HOSTS"
+    )]
+    pub http_allow: Vec<String>,
     /// Here rather than beside each command so that `up`, which flattens
     /// these arguments, takes the flag once; it serves every role's metrics.
     /// Where this process's own `/metrics` is served.
@@ -244,10 +255,13 @@ pub fn ticker_config(
 }
 
 /// The runner's configuration from flags.
+/// A runner's configuration; `api_url` is the API's address, which HTTP
+/// tasks may not call (unless `--http-allow` says so).
 pub fn runner_config(
     db: DatabaseConnection,
     nats: async_nats::Client,
     args: &RunnerArgs,
+    api_url: Option<&str>,
 ) -> Result<datajump_runner::Config> {
     for queue in &args.queues {
         validate_queue(queue)?;
@@ -267,6 +281,10 @@ pub fn runner_config(
             args.task_user.as_deref(),
         )?),
         max_log_bytes: args.max_log_bytes,
+        network: std::sync::Arc::new(datajump_runner::executor::NetworkPolicy::new(
+            api_url,
+            &args.http_allow,
+        )?),
     })
 }
 
@@ -353,7 +371,12 @@ pub async fn resolver(global: &Global, args: ResolverArgs) -> Result<ExitCode> {
 /// `runner`.
 pub async fn runner(global: &Global, args: RunnerArgs) -> Result<ExitCode> {
     let db = database(global).await?;
-    let config = runner_config(db, nats(global, "datajump-runner").await?, &args)?;
+    let config = runner_config(
+        db,
+        nats(global, "datajump-runner").await?,
+        &args,
+        Some(&global.api_url),
+    )?;
     let shutdown = shutdown_on_signal();
     let role = datajump_runner::run(config, shutdown.clone());
     with_metrics(args.metrics, None, &shutdown, role).await

@@ -136,7 +136,13 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         nats: nats_client.clone(),
         concurrency: 16,
     };
-    let runner = runner_config(db.clone(), nats_client.clone(), &args.runner)?;
+    let api_url = format!("http://{}", args.api_addr);
+    let runner = runner_config(
+        db.clone(),
+        nats_client.clone(),
+        &args.runner,
+        Some(&api_url),
+    )?;
     let cluster = datajump_api::metrics::Cluster {
         db: db.clone(),
         js: js.clone(),

@@ -76,6 +76,8 @@ struct Request {
     success: Option<BTreeSet<u16>>,
     timeout: Option<Duration>,
     secret: BTreeSet<String>,
+    /// Where it may connect.
+    network: std::sync::Arc<super::network::NetworkPolicy>,
     /// Values of the secrets in the headers, in every form a server could
     /// echo them (as sent, JSON-escaped, percent-encoded, base64), longest
     /// first: masked wherever the log could show them.
@@ -140,6 +142,9 @@ impl Request {
                 url.scheme()
             ));
         }
+        if let Some(why) = ctx.network.url_problem(&url) {
+            return Err(why);
+        }
         let method = match &content.method {
             None => Method::GET,
             Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
@@ -203,6 +208,7 @@ impl Request {
             success,
             timeout,
             secret,
+            network: ctx.network.clone(),
             secret_values: {
                 let mut forms: Vec<String> = secrets.values().flat_map(|s| echo_forms(s)).collect();
                 forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
@@ -225,7 +231,12 @@ impl Request {
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("datajump/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(30))
-            .redirect(Self::redirect_policy(&self.url, carries_credentials));
+            .dns_resolver(self.network.resolver())
+            .redirect(Self::redirect_policy(
+                &self.url,
+                carries_credentials,
+                self.network.clone(),
+            ));
         if let Some(timeout) = self.timeout {
             builder = builder.timeout(timeout);
         }
@@ -327,11 +338,17 @@ impl Request {
     /// only those to the host it was sent to: reqwest drops `Authorization`
     /// and `Cookie` on a cross-host redirect but not an `X-Api-Key` or a
     /// `secret_headers` entry, so such a redirect is not followed at all.
-    fn redirect_policy(origin: &Url, carries_credentials: bool) -> reqwest::redirect::Policy {
+    fn redirect_policy(
+        origin: &Url,
+        carries_credentials: bool,
+        network: std::sync::Arc<super::network::NetworkPolicy>,
+    ) -> reqwest::redirect::Policy {
         let host = origin.host_str().map(str::to_owned);
         reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= 10 {
                 attempt.error("too many redirects (more than 10)")
+            } else if let Some(why) = network.url_problem(attempt.url()) {
+                attempt.error(why)
             } else if carries_credentials && attempt.url().host_str() != host.as_deref() {
                 attempt.stop()
             } else {

@@ -8,6 +8,7 @@
 //! means a `TaskContent` variant, a module here and one arm in [`execute`].
 
 mod http;
+pub mod network;
 mod process;
 mod python;
 mod shell;
@@ -24,6 +25,7 @@ use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::log::{DEFAULT_MAX_LOG_BYTES, LogSink};
+pub use network::{InvalidAllow, NetworkPolicy};
 pub use task_process::{TaskProcess, TaskProcessError, protect_runner};
 
 /// What an executor knows about the attempt it runs.
@@ -37,6 +39,8 @@ pub struct ExecContext {
     pub env: BTreeMap<String, String>,
     /// What task processes inherit from the runner, and as whom they run.
     pub process: Arc<TaskProcess>,
+    /// Where HTTP tasks may connect.
+    pub network: Arc<NetworkPolicy>,
     /// The scheduler's database, for secrets the task needs (datasource
     /// passwords, credential headers): they never travel in messages.
     pub db: DatabaseConnection,

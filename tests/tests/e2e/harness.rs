@@ -470,6 +470,7 @@ impl TestEnv {
             slots,
             drain_timeout,
             task_process: std::sync::Arc::default(),
+            network: std::sync::Arc::default(),
             max_log_bytes: datajump_runner::executor::DEFAULT_MAX_LOG_BYTES,
         };
         let role = self.spawn_role(id.to_owned(), |token| datajump_runner::run(config, token));
