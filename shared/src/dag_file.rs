@@ -419,6 +419,42 @@ impl TaskFile {
         problems
     }
 
+    /// Notes on parameters this task pastes bare into its script or SQL:
+    /// a value a trigger or an event gives one of them is refused
+    /// (`crate::params`), so each note says the form that takes any value.
+    fn untrusted_param_notes(&self) -> Vec<String> {
+        let Some(task_type) = TaskType::parse(&self.task_type) else {
+            return Vec::new();
+        };
+        let Ok(content) = TaskContent::parse(task_type, &self.content_json()) else {
+            return Vec::new();
+        };
+        let (text, form) = match &content {
+            TaskContent::Shell(shell) => (shell.body(), "read \"$<ENV>\" or write ${<NAME>:shell}"),
+            TaskContent::Python(python) => (
+                python.script.as_str(),
+                "read os.environ[\"<ENV>\"] or write ${<NAME>:python}",
+            ),
+            TaskContent::Sql(sql) => (
+                sql.sql.as_str(),
+                "only a number or a date goes in bare; write ${<NAME>:literal} or ${<NAME>:ident} for any value",
+            ),
+            TaskContent::Http(_) | TaskContent::Noop(_) => return Vec::new(),
+        };
+        crate::params::bare_params(text)
+            .into_iter()
+            .map(|name| {
+                let env = crate::params::env_name(&name);
+                let form = form.replace("<NAME>", &name).replace("<ENV>", &env);
+                format!(
+                    "task '{}': ${{{name}}} is pasted in as written, so a value for '{name}' from a \
+                     trigger or an event will be refused: {form}",
+                    self.name
+                )
+            })
+            .collect()
+    }
+
     /// The stored `content` JSON: the shorthand fields folded into `content`.
     pub fn content_json(&self) -> serde_json::Value {
         let mut content = self.content.clone();
@@ -483,6 +519,16 @@ fn default_queue() -> String {
 }
 
 impl DagFile {
+    /// Notes, not errors, on the tasks that paste a parameter bare into a
+    /// script or SQL: a value a trigger or an event gives it will be refused
+    /// (`crate::params`), and each note says the form that takes any value.
+    pub fn untrusted_param_notes(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .flat_map(TaskFile::untrusted_param_notes)
+            .collect()
+    }
+
     /// Parses and validates a DAG file's text.
     pub fn parse(text: &str) -> Result<DagFile, DagFileError> {
         let dag: DagFile = serde_yaml_ng::from_str(text)?;
@@ -798,6 +844,28 @@ tasks:
             err.to_string().contains("unknown field `schedule`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn bare_parameters_in_scripts_and_sql_are_noted() {
+        let dag = DagFile::parse(
+            r#"
+name: notes
+params: { region: eu, p: "1" }
+tasks:
+  - { name: sh, command: "echo ${region} ${bizdate} ${region:shell} $$DJ_PARAM_X" }
+  - { name: py, type: PYTHON, script: "print('${p}')" }
+  - { name: q, type: SQL, datasource: dw, sql: "select ${p}, ${p:literal}" }
+  - { name: ok, command: "echo \"$DJ_PARAM_REGION\"" }
+"#,
+        )
+        .expect("a valid DAG");
+        let notes = dag.untrusted_param_notes();
+        assert_eq!(notes.len(), 3, "{notes:#?}");
+        assert!(notes[0].contains("task 'sh': ${region}") && notes[0].contains("${region:shell}"));
+        assert!(notes[0].contains("\"$DJ_PARAM_REGION\""), "{}", notes[0]);
+        assert!(notes[1].contains("task 'py'") && notes[1].contains("${p:python}"));
+        assert!(notes[2].contains("task 'q'") && notes[2].contains("${p:literal}"));
     }
 
     #[test]

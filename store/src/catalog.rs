@@ -53,6 +53,10 @@ pub struct ApplyReport {
     pub schedules_changed: Vec<String>,
     /// Schedules removed.
     pub schedules_removed: Vec<String>,
+    /// Notes that are not errors: parameters pasted bare into a script or
+    /// SQL, which refuse values from triggers and events
+    /// ([`DagFile::untrusted_param_notes`]).
+    pub notes: Vec<String>,
 }
 
 impl ApplyReport {
@@ -81,10 +85,11 @@ impl ApplyReport {
 impl std::fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.is_unchanged() {
-            return write!(f, "unchanged (version {})", self.version);
+            write!(f, "unchanged (version {})", self.version)?;
+        } else {
+            let verb = if self.created { "created" } else { "updated" };
+            write!(f, "{verb} (version {})", self.version)?;
         }
-        let verb = if self.created { "created" } else { "updated" };
-        write!(f, "{verb} (version {})", self.version)?;
         let lists = [
             ("fields changed", &self.dag_fields),
             ("tasks added", &self.tasks_added),
@@ -98,6 +103,9 @@ impl std::fmt::Display for ApplyReport {
             if !names.is_empty() {
                 write!(f, "\n  {label}: {}", names.join(", "))?;
             }
+        }
+        for note in &self.notes {
+            write!(f, "\n  note: {note}")?;
         }
         Ok(())
     }
@@ -343,6 +351,7 @@ pub async fn apply(
     }
     report.dag_id = dag_row.id;
     report.version = dag_row.version;
+    report.notes = file.untrusted_param_notes();
     txn.commit().await?;
     Ok(report)
 }

@@ -152,6 +152,9 @@ async fn apply(api: &Api, files: &[PathBuf], json: bool) -> Result<ExitCode> {
         };
         if !json {
             println!("dag '{}' ({}): {what}", dag.name, path.display());
+            for note in dag.untrusted_param_notes() {
+                println!("  note: {note}");
+            }
         }
         answers.push(stored);
     }

@@ -80,7 +80,7 @@ pub async fn run(
     {
         return failed(format!("cannot hand the script file to the task user: {e}"));
     }
-    let mut command = Command::new("setpriv");
+    let mut command = Command::new(ctx.process.setpriv());
     command
         .args(ctx.process.setpriv_args())
         .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])

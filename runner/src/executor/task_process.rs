@@ -13,6 +13,7 @@
 //! root may read any process's memory.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 use tracing::warn;
@@ -68,6 +69,7 @@ impl TaskUser {
 pub struct TaskProcess {
     inherited: Vec<(OsString, OsString)>,
     user: Option<TaskUser>,
+    setpriv: PathBuf,
 }
 
 impl Default for TaskProcess {
@@ -75,8 +77,23 @@ impl Default for TaskProcess {
         TaskProcess {
             inherited: inherited(&[]),
             user: None,
+            setpriv: find_setpriv(),
         }
     }
+}
+
+/// `setpriv`'s absolute path on the runner's `PATH`. The standard library
+/// spawns with `posix_spawn` only when the program is a path or the
+/// environment keeps the parent's `PATH`; a task's environment is always
+/// built afresh, so a bare `setpriv` would make every task a `fork`, which
+/// copies the runner's page tables (a third of the CPU of a SHELL bench).
+fn find_setpriv() -> PathBuf {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("setpriv"))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from("setpriv"))
 }
 
 impl TaskProcess {
@@ -129,7 +146,11 @@ impl TaskProcess {
                 (OsString::from("LOGNAME"), OsString::from(&user.name)),
             ]);
         }
-        Ok(TaskProcess { inherited, user })
+        Ok(TaskProcess {
+            inherited,
+            user,
+            setpriv: find_setpriv(),
+        })
     }
 
     /// The variables every task of this runner starts with, before its
@@ -142,6 +163,11 @@ impl TaskProcess {
     /// The user tasks run as, if not the runner's.
     pub fn user(&self) -> Option<&TaskUser> {
         self.user.as_ref()
+    }
+
+    /// The `setpriv` binary every task starts through.
+    pub(super) fn setpriv(&self) -> &Path {
+        &self.setpriv
     }
 
     /// `setpriv` arguments that switch to the task user, if there is one.

@@ -424,6 +424,31 @@ fn secret_name<'a>(name: &str, modifier: Option<&'a str>, in_header: bool) -> Op
     }
 }
 
+/// The names of the built-in parameters ([`ParamContext::builtins`]).
+pub const BUILTINS: [&str; 6] = [
+    "bizdate",
+    "biz_date",
+    "today",
+    "yesterday",
+    "run_id",
+    "task_name",
+];
+
+/// The user parameters `text` substitutes bare (`${name}`, no modifier,
+/// not a built-in); what does not parse is left to [`ParamContext::substitute`]
+/// to report.
+pub fn bare_params(text: &str) -> BTreeSet<String> {
+    pieces(text)
+        .map_while(Result::ok)
+        .filter_map(|piece| match piece {
+            Piece::Param(name) if is_name(name) && !BUILTINS.contains(&name) => {
+                Some(name.to_owned())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The secrets a header value names with `${secret:NAME}`, for the runner to
 /// read before substituting it with [`ParamContext::substitute_header`].
 pub fn secret_names(text: &str) -> Result<BTreeSet<String>, ParamError> {
