@@ -26,9 +26,10 @@ pub(crate) async fn handle_event(
         .info()
         .map(|i| i.stream_sequence)
         .unwrap_or_default();
-    let params = serde_json::from_slice::<serde_json::Value>(&message.payload)
-        .map(|v| datajump_shared::plan::params_from_json(&v))
-        .unwrap_or_default();
+    let params = match datajump_shared::messages::event_params(&message.payload) {
+        Ok(params) => params,
+        Err(e) => return Verdict::Poison(e.to_string()),
+    };
     let schedules = match schedule::Entity::find()
         .filter(schedule::Column::Kind.eq(ScheduleKind::Event))
         .filter(schedule::Column::EventName.eq(name))

@@ -52,6 +52,39 @@ pub fn scheduled_run_key(schedule_id: i64, fire_unix: i64) -> String {
     format!("sched:{schedule_id}:{fire_unix}")
 }
 
+/// The largest event payload: an event carries run parameters, not data.
+pub const MAX_EVENT_PAYLOAD: usize = 64 * 1024;
+
+/// Why an event's payload is refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum EventPayloadError {
+    /// Over [`MAX_EVENT_PAYLOAD`].
+    #[error("an event payload of {0} bytes is over the limit of {MAX_EVENT_PAYLOAD} bytes")]
+    TooLarge(usize),
+    /// Not a JSON object (of parameters).
+    #[error(
+        "an event payload must be a JSON object of parameters, such as {{\"table\": \"orders\"}}"
+    )]
+    NotAnObject,
+}
+
+/// The run parameters an event's payload carries: empty, or a JSON object
+/// of at most [`MAX_EVENT_PAYLOAD`] bytes. The payload comes from outside,
+/// so it is checked here once for the API and the resolver alike, and its
+/// values are untrusted params (`crate::params`).
+pub fn event_params(payload: &[u8]) -> Result<Params, EventPayloadError> {
+    if payload.len() > MAX_EVENT_PAYLOAD {
+        return Err(EventPayloadError::TooLarge(payload.len()));
+    }
+    if payload.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Params::new());
+    }
+    match serde_json::from_slice::<serde_json::Value>(payload) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(crate::plan::params_from_json(&value)),
+        _ => Err(EventPayloadError::NotAnObject),
+    }
+}
+
 /// Run key of an event fire.
 pub fn event_run_key(schedule_id: i64, stream_sequence: u64) -> String {
     format!("event:{schedule_id}:{stream_sequence}")
@@ -200,6 +233,20 @@ impl Message for DoneMsg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_payloads_are_objects_of_bounded_size() {
+        assert_eq!(event_params(b"").unwrap(), Params::new());
+        assert_eq!(event_params(br#"{"t":"x","n":3}"#).unwrap()["n"], "3");
+        for bad in [&b"\xff\x00 not json {"[..], b"[1,2]", b"\"x\""] {
+            assert_eq!(event_params(bad), Err(EventPayloadError::NotAnObject));
+        }
+        let big = format!("{{\"x\":\"{}\"}}", "y".repeat(MAX_EVENT_PAYLOAD));
+        assert!(matches!(
+            event_params(big.as_bytes()),
+            Err(EventPayloadError::TooLarge(_))
+        ));
+    }
 
     #[test]
     fn round_trip_and_reject_other_versions() {

@@ -7,6 +7,7 @@ use axum::Json as AxumJson;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
+use datajump_shared::messages::{EventPayloadError, event_params};
 use datajump_shared::naming::validate_event;
 use datajump_shared::subjects;
 use tracing::info;
@@ -29,7 +30,13 @@ pub async fn publish(
         Bytes::from_static(b"{}")
     } else {
         parse_json::<serde_json::Value>(&body)?;
-        body
+        match event_params(&body) {
+            Ok(_) => body,
+            Err(e @ EventPayloadError::TooLarge(_)) => {
+                return Err(Error::PayloadTooLarge(e.to_string()));
+            }
+            Err(e) => return Err(Error::bad_request(e.to_string())),
+        }
     };
     let subject = subjects::event(&name);
     let ack = state

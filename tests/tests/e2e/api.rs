@@ -874,6 +874,18 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     )
     .await
     .expect_error(400, "BAD_REQUEST", "not valid JSON");
+    api.send(
+        Method::POST,
+        "/api/v1/events/orders.ready",
+        Some("[1, 2]".into()),
+        true,
+    )
+    .await
+    .expect_error(400, "BAD_REQUEST", "JSON object of parameters");
+    let huge = json!({ "blob": "x".repeat(70 * 1024) });
+    api.post("/api/v1/events/orders.ready", huge)
+        .await
+        .expect_error(413, "PAYLOAD_TOO_LARGE", "over the limit");
     let published = api
         .post("/api/v1/events/orders.ready", json!({ "region": "cn" }))
         .await

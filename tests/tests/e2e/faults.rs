@@ -385,6 +385,11 @@ tasks:
             subjects::DONE_STREAM,
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
         ),
+        (
+            subjects::event("garbage.test"),
+            subjects::EVENT_STREAM,
+            subjects::RESOLVER_EVENT_CONSUMER.to_owned(),
+        ),
     ] {
         let sequence = env
             .js
@@ -454,6 +459,10 @@ tasks:
         (
             subjects::WORK_STREAM,
             subjects::runner_consumer("default", Band::Normal),
+        ),
+        (
+            subjects::EVENT_STREAM,
+            subjects::RESOLVER_EVENT_CONSUMER.to_owned(),
         ),
     ] {
         env.wait_consumer_idle(stream, &consumer, Duration::from_secs(10))
