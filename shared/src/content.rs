@@ -17,6 +17,8 @@ use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::params::{Mode, ScriptLang, SqlDialect};
+
 /// What a task runs as.
 #[derive(
     Debug,
@@ -206,6 +208,22 @@ pub enum TaskContent {
 pub struct ContentError(String);
 
 impl TaskContent {
+    /// The text this task runs as code once parameters are substituted (a
+    /// script or SQL) and the substitution mode it takes; `None` for a type
+    /// whose texts are data (HTTP) or that has none (NOOP). SQL reports
+    /// PostgreSQL's dialect: the bare rule, the one that differs between
+    /// trusted and untrusted values, is the same in every dialect.
+    pub fn code(&self) -> Option<(&str, Mode)> {
+        match self {
+            TaskContent::Shell(shell) => Some((shell.body(), Mode::Script(ScriptLang::Shell))),
+            TaskContent::Python(python) => {
+                Some((python.script.as_str(), Mode::Script(ScriptLang::Python)))
+            }
+            TaskContent::Sql(sql) => Some((sql.sql.as_str(), Mode::Sql(SqlDialect::Postgres))),
+            TaskContent::Http(_) | TaskContent::Noop(_) => None,
+        }
+    }
+
     /// Reads the content of a task of `task_type`, refusing keys the type
     /// does not take and values of the wrong shape, and checking what serde
     /// cannot (a SHELL task has a command or a script, an HTTP method is a

@@ -429,17 +429,18 @@ impl TaskFile {
         let Ok(content) = TaskContent::parse(task_type, &self.content_json()) else {
             return Vec::new();
         };
-        let (text, form) = match &content {
-            TaskContent::Shell(shell) => (shell.body(), "read \"$<ENV>\" or write ${<NAME>:shell}"),
-            TaskContent::Python(python) => (
-                python.script.as_str(),
-                "read os.environ[\"<ENV>\"] or write ${<NAME>:python}",
-            ),
-            TaskContent::Sql(sql) => (
-                sql.sql.as_str(),
-                "only a number or a date goes in bare; write ${<NAME>:literal} or ${<NAME>:ident} for any value",
-            ),
-            TaskContent::Http(_) | TaskContent::Noop(_) => return Vec::new(),
+        use crate::params::{Mode, ScriptLang};
+        let Some((text, mode)) = content.code() else {
+            return Vec::new();
+        };
+        let form = match mode {
+            Mode::Script(ScriptLang::Shell) => "read \"$<ENV>\" or write ${<NAME>:shell}",
+            Mode::Script(ScriptLang::Python) => {
+                "read os.environ[\"<ENV>\"] or write ${<NAME>:python}"
+            }
+            Mode::Sql(_) | Mode::Text => {
+                "only a number or a date goes in bare; write ${<NAME>:literal} or ${<NAME>:ident} for any value"
+            }
         };
         crate::params::bare_params(text)
             .into_iter()

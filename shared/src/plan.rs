@@ -270,20 +270,14 @@ impl Plan {
     /// the refusals before a run exists.
     pub fn untrusted_param_problems(&self, params: &Params) -> Vec<String> {
         use crate::content::TaskContent;
-        use crate::params::{Mode, ParamContext, ParamError, ScriptLang, SqlDialect};
+        use crate::params::{ParamContext, ParamError};
         let mut problems = Vec::new();
         for task in &self.tasks {
             let Ok(content) = TaskContent::parse(task.task_type, &task.content) else {
                 continue;
             };
-            let (text, mode) = match &content {
-                TaskContent::Shell(shell) => (shell.body(), Mode::Script(ScriptLang::Shell)),
-                TaskContent::Python(python) => {
-                    (python.script.as_str(), Mode::Script(ScriptLang::Python))
-                }
-                // The bare rule is the same in every dialect.
-                TaskContent::Sql(sql) => (sql.sql.as_str(), Mode::Sql(SqlDialect::Postgres)),
-                TaskContent::Http(_) | TaskContent::Noop(_) => continue,
+            let Some((text, mode)) = content.code() else {
+                continue;
             };
             let mut merged = self.params.clone();
             merged.extend(task.params.clone());

@@ -13,6 +13,7 @@ use sea_orm::EntityTrait;
 use tokio::io::AsyncReadExt;
 
 use crate::harness::http_receiver;
+use crate::harness::process::run_cli;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "tok-9f8e7d-s3cr3t";
@@ -144,31 +145,6 @@ tasks:
     }
 });
 
-/// Runs `datajump ARGS` (the real CLI) on the test's database with
-/// `extra_env`; returns (success, stdout, stderr).
-async fn cli(
-    env: &crate::harness::TestEnv,
-    args: &[&str],
-    extra_env: &[(&str, &str)],
-) -> (bool, String, String) {
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
-        .args(args)
-        .env("DATAJUMP_DATABASE_URL", &env.db_url)
-        .env("DATAJUMP_DATA_DIR", env.path("data"))
-        .env("DATAJUMP_LOG", "warn")
-        .env_remove("DATAJUMP_SECRET_KEY")
-        .env_remove("DATAJUMP_SECRET_KEY_FILE")
-        .envs(extra_env.iter().copied())
-        .output()
-        .await
-        .expect("run datajump");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 /// The stored (sealed or not) value of secret `name`.
 async fn stored_value(env: &crate::harness::TestEnv, name: &str) -> String {
     use datajump_shared::entities::secret;
@@ -196,7 +172,7 @@ both_dbs!(
         ];
 
         // No key yet: stored as given, and the command says so.
-        let (ok, _, stderr) = cli(
+        let (ok, _, stderr) = run_cli(
             &env,
             &["secret", "set", "hook_token", "--value-env", "HOOK_TOKEN"],
             &[("HOOK_TOKEN", TOKEN)],
@@ -207,7 +183,7 @@ both_dbs!(
         assert_eq!(stored_value(&env, "hook_token").await, TOKEN);
 
         // rotate-key creates the key file and seals what was plain.
-        let (ok, stdout, stderr) = cli(&env, &["secret", "rotate-key"], &with_key).await;
+        let (ok, stdout, stderr) = run_cli(&env, &["secret", "rotate-key"], &with_key).await;
         assert!(ok, "{stderr}");
         assert!(stdout.contains("re-sealed 1 secret(s)"), "{stdout}");
         let sealed = stored_value(&env, "hook_token").await;
@@ -247,7 +223,7 @@ tasks:
 
         // Rotated again, the value is sealed under a new key; a runner still
         // holding the old one fails the attempt, saying why, without retrying.
-        let (ok, _, stderr) = cli(&env, &["secret", "rotate-key"], &with_key).await;
+        let (ok, _, stderr) = run_cli(&env, &["secret", "rotate-key"], &with_key).await;
         assert!(ok, "{stderr}");
         assert_ne!(
             std::fs::read_to_string(&key_file).expect("key file"),

@@ -3,15 +3,12 @@
 //! may and may not do over HTTP, and the audit log says who did what —
 //! including what was refused and what the CLI itself changed.
 
-use std::process::Output;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::api::{Api, TIMEOUT, id_of};
 use crate::harness::TestEnv;
-
-const DATAJUMP: &str = env!("CARGO_BIN_EXE_datajump-under-test");
+use crate::harness::process::run_cli;
 
 /// Runs `datajump ARGS` on the test's database (and the API at `api_url`
 /// with `token`, for user commands); returns (success, stdout, stderr).
@@ -21,27 +18,9 @@ async fn datajump(
     token: Option<&str>,
     args: &[&str],
 ) -> (bool, String, String) {
-    let mut command = tokio::process::Command::new(DATAJUMP);
-    command
-        .args(args)
-        .env("DATAJUMP_DATABASE_URL", &env.db_url)
-        .env("DATAJUMP_NATS_URL", env.nats_url())
-        .env("DATAJUMP_API_URL", api_url)
-        .env("DATAJUMP_LOG", "warn")
-        .env_remove("DATAJUMP_API_TOKEN")
-        .kill_on_drop(true);
-    if let Some(token) = token {
-        command.env("DATAJUMP_API_TOKEN", token);
-    }
-    let output: Output = tokio::time::timeout(TIMEOUT, command.output())
-        .await
-        .unwrap_or_else(|_| panic!("datajump {args:?} did not finish in time"))
-        .expect("run datajump");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let mut extra = vec![("DATAJUMP_API_URL", api_url)];
+    extra.extend(token.map(|token| ("DATAJUMP_API_TOKEN", token)));
+    run_cli(env, args, &extra).await
 }
 
 /// `datajump token create NAME --role ROLE`; returns the token printed.

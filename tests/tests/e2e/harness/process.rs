@@ -159,6 +159,39 @@ fn strip_ansi(text: &str) -> String {
     out
 }
 
+/// Runs the real `datajump` CLI with `args` on the test's database, NATS and
+/// a data folder of its own, with `extra_env` and none of the caller's
+/// token or secret-key settings; returns (success, stdout, stderr).
+pub async fn run_cli(
+    env: &TestEnv,
+    args: &[&str],
+    extra_env: &[(&str, &str)],
+) -> (bool, String, String) {
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(DATAJUMP)
+            .args(args)
+            .env("DATAJUMP_DATABASE_URL", &env.db_url)
+            .env("DATAJUMP_NATS_URL", env.nats_url())
+            .env("DATAJUMP_DATA_DIR", env.path("data"))
+            .env("DATAJUMP_LOG", "warn")
+            .env_remove("DATAJUMP_API_TOKEN")
+            .env_remove("DATAJUMP_SECRET_KEY")
+            .env_remove("DATAJUMP_SECRET_KEY_FILE")
+            .envs(extra_env.iter().copied())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("datajump {args:?} did not finish in time"))
+    .expect("run datajump");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 /// Starts a resolver process and waits until it consumes.
 pub async fn start_resolver(env: &TestEnv, name: &str) -> Process {
     let mut resolver = Process::start(env, name, &["resolver", "--concurrency", "8"], &[]);
