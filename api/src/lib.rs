@@ -45,6 +45,9 @@ pub struct Config {
     pub db: DatabaseConnection,
     /// The NATS connection.
     pub nats: async_nats::Client,
+    /// The database's installation, whose identity the message ids carry
+    /// ([`datajump_store::installation::identity`]).
+    pub installation: datajump_shared::subjects::Installation,
     /// Where to listen.
     pub addr: SocketAddr,
     /// The bearer token every mutating request (POST, PUT, DELETE) must
@@ -59,6 +62,9 @@ pub struct Config {
     pub browser: BrowserRules,
     /// Serve beyond loopback without a token (`--insecure-no-auth`).
     pub insecure_no_auth: bool,
+    /// Serve `/metrics` without a token even when tokens are required
+    /// (`--public-metrics`): for a Prometheus that cannot send one.
+    pub public_metrics: bool,
 }
 
 /// Why the API stopped.
@@ -97,8 +103,9 @@ pub struct AppState {
     pub db: DatabaseConnection,
     /// The NATS connection (core publishes: schedule changes).
     pub nats: async_nats::Client,
-    /// JetStream on `nats` (fires, events, KV, object store).
-    pub js: async_nats::jetstream::Context,
+    /// JetStream on `nats` (fires, events, KV, object store), with the
+    /// installation the message ids name.
+    pub bus: datajump_nats::Bus,
     /// The required bearer token, if any.
     pub token: Option<Arc<str>>,
     /// Zone for manual runs' business dates and new schedules.
@@ -116,7 +123,10 @@ impl AppState {
         AppState {
             db: config.db.clone(),
             nats: config.nats.clone(),
-            js: async_nats::jetstream::new(config.nats.clone()),
+            bus: datajump_nats::Bus::new(
+                async_nats::jetstream::new(config.nats.clone()),
+                config.installation.clone(),
+            ),
             token: effective_token(config).map(Arc::from),
             timezone: Arc::from(config.timezone.name()),
             browser: Arc::new(config.browser.clone()),
@@ -131,13 +141,26 @@ fn effective_token(config: &Config) -> Option<&str> {
 }
 
 /// The router, separate from [`serve`] so tests can drive it: the route
-/// table's routes and `/metrics` with the system-wide gauges.
+/// table's routes and `/metrics` with the system-wide gauges, which needs a
+/// viewer's token once tokens exist unless `public_metrics`.
 pub fn router(config: Config) -> Router {
     let cluster = metrics::Cluster {
         db: config.db.clone(),
         js: async_nats::jetstream::new(config.nats.clone()),
     };
-    routes::router(AppState::new(&config)).merge(metrics::router(Some(cluster)))
+    let state = AppState::new(&config);
+    let metrics_access = if config.public_metrics {
+        routes::table::Access::Public
+    } else {
+        routes::table::Access::Role(datajump_shared::access::Role::Viewer)
+    };
+    let metrics = routes::behind_rules(
+        state.clone(),
+        metrics_access,
+        "/metrics",
+        metrics::router(Some(cluster)),
+    );
+    routes::router(state).merge(metrics)
 }
 
 /// Fails when `addr` is reachable from other machines and no token is set.

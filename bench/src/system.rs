@@ -17,9 +17,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use async_nats::jetstream::{self, Context};
+use async_nats::jetstream;
 use clap::ValueEnum;
 use datajump_migrations::{Migrator, MigratorTrait};
+use datajump_nats::Bus;
 use datajump_shared::subjects;
 use futures::StreamExt;
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
@@ -241,8 +242,9 @@ pub struct System<'b> {
     pub db: DatabaseConnection,
     /// The bench's own NATS connection.
     pub nats: async_nats::Client,
-    /// JetStream on [`System::nats`].
-    pub js: Context,
+    /// JetStream on [`System::nats`], naming the bench database's
+    /// installation.
+    pub bus: Bus,
     shutdown: CancellationToken,
     roles: JoinSet<Result<()>>,
     pools: Vec<DatabaseConnection>,
@@ -339,10 +341,11 @@ impl<'b> System<'b> {
             let js = jetstream::new(nats.clone());
             datajump_nats::ensure_topology(&js).await?;
             datajump_nats::ensure_queue(&js, subjects::DEFAULT_QUEUE).await?;
-            Ok::<_, anyhow::Error>((db, nats, js))
+            let installation = datajump_store::installation::identity(&db).await?;
+            Ok::<_, anyhow::Error>((db, nats, Bus::new(js, installation)))
         }
         .await;
-        let (db, nats, js) = match prepared {
+        let (db, nats, bus) = match prepared {
             Ok(parts) => parts,
             Err(e) => {
                 if let Some(name) = &pg_database {
@@ -361,7 +364,7 @@ impl<'b> System<'b> {
             pg_database,
             db,
             nats,
-            js,
+            bus,
             shutdown: CancellationToken::new(),
             roles: JoinSet::new(),
             pools: Vec::new(),
@@ -498,7 +501,7 @@ impl<'b> System<'b> {
     }
 
     async fn wait_for_runners(&mut self, count: usize) -> Result<()> {
-        let kv = datajump_nats::key_value(&self.js, subjects::RUNNERS_BUCKET).await?;
+        let kv = datajump_nats::key_value(self.bus.js(), subjects::RUNNERS_BUCKET).await?;
         let started = Instant::now();
         loop {
             let mut seen = 0;

@@ -4,14 +4,26 @@
 use std::io::BufRead;
 
 use anyhow::{Context, Result, bail};
+pub use datajump_shared::naming::printable;
 
 /// Prints rows under a header, each column as wide as its widest cell.
 /// Padding by hand, not a table crate: the output is plain aligned text
 /// that `grep`, `awk` and pipes read, with no borders, colours or wrapping
 /// to turn off.
+/// Names and paths are printed through
+/// [`printable`](datajump_shared::naming::printable), so none can move the
+/// cursor, clear the screen or fake a line of output.
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|cell| printable(cell).into_owned())
+                .collect()
+        })
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
+    for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
@@ -25,7 +37,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
         println!("{}", padded.join("  ").trim_end());
     };
     line(header.to_vec());
-    for row in rows {
+    for row in &rows {
         line(row.iter().map(String::as_str).collect());
     }
 }

@@ -8,9 +8,8 @@
 //! the redelivery and deadline-scan paths republish (docs/ARCHITECTURE.md,
 //! "Crashes"), never a message about a change that did not happen.
 
-use async_nats::jetstream::Context;
 use chrono::{DateTime, Utc};
-use datajump_nats::{NatsError, publish};
+use datajump_nats::{Bus, NatsError};
 use datajump_shared::entities::task_instance;
 use datajump_shared::messages::{DoneMsg, Message, VERSION, WorkMsg};
 use datajump_shared::subjects::{self, Band};
@@ -25,6 +24,9 @@ use tracing::{info, warn};
 pub struct Effects {
     /// Instances now QUEUED: their work messages.
     pub(crate) queued: Vec<task_instance::Model>,
+    /// Instances QUEUED for a while whose work message may have been lost
+    /// or suppressed: sent again under a fresh id.
+    pub(crate) republished: Vec<task_instance::Model>,
     /// Instances that became terminal without running (SKIPPED, UPSTREAM_FAILED).
     pub(crate) settled: Vec<task_instance::Model>,
     /// Runs this finished, with their final status.
@@ -91,6 +93,7 @@ impl Effects {
     /// Adds what another commit released, to publish both together.
     pub fn merge(&mut self, other: Effects) {
         self.queued.extend(other.queued);
+        self.republished.extend(other.republished);
         self.settled.extend(other.settled);
         self.finished_runs.extend(other.finished_runs);
         self.started_runs.extend(other.started_runs);
@@ -107,7 +110,7 @@ impl Effects {
     /// the commit already happened, and the deadline scan republishes the
     /// work of QUEUED instances and redelivery the rest. Returns the first
     /// failure, for callers that report it (the API).
-    pub async fn publish(self, js: &Context) -> Result<(), NatsError> {
+    pub async fn publish(self, bus: &Bus) -> Result<(), NatsError> {
         for &(parent_end, queued_at) in &self.edges {
             metrics::edge_released(parent_end, queued_at);
         }
@@ -122,17 +125,21 @@ impl Effects {
             info!(dag_run_id = run_id, "waiting run started");
         }
         let mut outgoing: Vec<Outgoing<'_>> = Vec::with_capacity(
-            self.kill_notices.len() + self.completions.len() + self.queued.len(),
+            self.kill_notices.len()
+                + self.completions.len()
+                + self.queued.len()
+                + self.republished.len(),
         );
         outgoing.extend(self.kill_notices.iter().copied().map(Outgoing::Kill));
         outgoing.extend(self.completions.iter().map(Outgoing::Completion));
         outgoing.extend(self.queued.iter().map(Outgoing::Work));
+        outgoing.extend(self.republished.iter().map(Outgoing::Republish));
         let first_failure = std::sync::Mutex::new(None);
         futures::stream::iter(outgoing)
             .for_each_concurrent(PUBLISH_IN_FLIGHT, |message| {
                 let first_failure = &first_failure;
                 async move {
-                    if let Err(e) = message.send(js).await
+                    if let Err(e) = message.send(bus).await
                         && let Ok(mut first) = first_failure.lock()
                     {
                         first.get_or_insert(e);
@@ -152,12 +159,14 @@ enum Outgoing<'a> {
     Kill(TaskInstanceId),
     Completion(&'a task_instance::Model),
     Work(&'a task_instance::Model),
+    Republish(&'a task_instance::Model),
 }
 
 impl Outgoing<'_> {
-    async fn send(self, js: &Context) -> Result<(), NatsError> {
+    async fn send(self, bus: &Bus) -> Result<(), NatsError> {
         let result = match self {
-            Outgoing::Kill(id) => js
+            Outgoing::Kill(id) => bus
+                .js()
                 .publish(subjects::kill(id), "".into())
                 .await
                 .map(drop)
@@ -165,11 +174,18 @@ impl Outgoing<'_> {
                     what: format!("publish {}", subjects::kill(id)),
                     source: e.into(),
                 }),
-            Outgoing::Completion(row) => publish_done(js, row).await,
+            Outgoing::Completion(row) => publish_done(bus, row).await,
             Outgoing::Work(row) => {
-                let published = publish_work(js, row).await;
+                let published = publish_work(bus, row, false).await;
                 if published.is_ok() {
                     info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
+                }
+                published
+            }
+            Outgoing::Republish(row) => {
+                let published = publish_work(bus, row, true).await;
+                if published.is_ok() {
+                    info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "work republished: the task is still QUEUED");
                 }
                 published
             }
@@ -181,21 +197,32 @@ impl Outgoing<'_> {
     }
 }
 
-/// Publishes the work message of a QUEUED instance to its queue and band.
-async fn publish_work(js: &Context, row: &task_instance::Model) -> Result<(), NatsError> {
+/// Publishes the work message of a QUEUED instance to its queue and band:
+/// under its attempt's id the first time, under a fresh one when `again`
+/// (docs/ARCHITECTURE.md "Message ids").
+async fn publish_work(bus: &Bus, row: &task_instance::Model, again: bool) -> Result<(), NatsError> {
     let work = WorkMsg::for_queued(row).map_err(|e| NatsError::JetStream {
         what: format!("encode work of task instance {}", row.id),
         source: e.into(),
     })?;
     let subject = subjects::work(&row.queue, Band::of_priority(row.priority));
-    let msg_id = subjects::work_msg_id(row.instance_id(), row.attempt);
-    publish(js, subject, &msg_id, work.encode()).await?;
-    Ok(())
+    let msg_id = bus
+        .installation()
+        .work_msg_id(row.instance_id(), row.attempt);
+    if again {
+        let fresh = subjects::fresh_msg_id(&msg_id);
+        bus.publish(subjects::WORK_STREAM, subject, &fresh, work.encode())
+            .await?;
+        Ok(())
+    } else {
+        bus.publish_unsuppressed(subjects::WORK_STREAM, subject, &msg_id, work.encode())
+            .await
+    }
 }
 
 /// Publishes the completion of a terminal (or retrying) instance's last
 /// attempt (`attempt` counts the claims made, so the last is one less).
-async fn publish_done(js: &Context, row: &task_instance::Model) -> Result<(), NatsError> {
+async fn publish_done(bus: &Bus, row: &task_instance::Model) -> Result<(), NatsError> {
     let attempt = row.last_attempt();
     let done = DoneMsg {
         v: VERSION,
@@ -204,7 +231,12 @@ async fn publish_done(js: &Context, row: &task_instance::Model) -> Result<(), Na
         attempt,
         status: row.status,
     };
-    let msg_id = subjects::done_msg_id(row.instance_id(), attempt);
-    publish(js, subjects::done(row.run_id()), &msg_id, done.encode()).await?;
-    Ok(())
+    let msg_id = bus.installation().done_msg_id(row.instance_id(), attempt);
+    bus.publish_unsuppressed(
+        subjects::DONE_STREAM,
+        subjects::done(row.run_id()),
+        &msg_id,
+        done.encode(),
+    )
+    .await
 }

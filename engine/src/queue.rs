@@ -15,11 +15,26 @@ use crate::effects::Effects;
 use crate::sql::{Ti, TiCol, update_chunked, update_instance};
 use crate::transitions::TaskTransition;
 
-/// How long a QUEUED instance may wait before the ticker republishes its
-/// work message, in case the first publish was lost. A republish within the
-/// stream's duplicate window is dropped by JetStream; a later one is harmless
-/// because only one claim can win.
+/// How long a QUEUED instance may wait before the ticker first republishes
+/// its work message, in case the first publish was lost or suppressed. Each
+/// republish goes out under a fresh id, so no earlier message can make
+/// JetStream drop it, and only one claim can win however many copies there
+/// are.
 pub const REPUBLISH_AFTER: Duration = Duration::seconds(60);
+
+/// The longest wait between two republishes. Waits double from
+/// [`REPUBLISH_AFTER`] up to this, so a backlog that waits for hours for
+/// busy runners adds a copy of each message every ten minutes, not every
+/// minute.
+pub const REPUBLISH_AT_MOST_EVERY: Duration = Duration::minutes(10);
+
+/// When an instance QUEUED at `queued_at` is next republished, at `now`:
+/// after as long again as it has waited, within
+/// [`REPUBLISH_AFTER`]..=[`REPUBLISH_AT_MOST_EVERY`].
+fn next_republish(queued_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> DateTime<Utc> {
+    let waited = queued_at.map_or(REPUBLISH_AFTER, |at| now - at);
+    now + waited.clamp(REPUBLISH_AFTER, REPUBLISH_AT_MOST_EVERY)
+}
 
 /// UP_FOR_RETRY → QUEUED for an instance whose retry time has come (the
 /// ticker's deadline scan); `None` if it no longer waits for one.
@@ -35,24 +50,28 @@ pub async fn retry_due(
     }))
 }
 
-/// Pushes a QUEUED instance's republish deadline forward and owes its work
-/// message again, in case the first publish was lost (the ticker's deadline
+/// Pushes a QUEUED instance's republish deadline forward
+/// ([`next_republish`]) and owes its work message again under a fresh id,
+/// in case the first publish was lost or suppressed (the ticker's deadline
 /// scan); `None` if it is no longer QUEUED.
 pub async fn republish_due(
     db: &DatabaseConnection,
-    id: TaskInstanceId,
+    row: &task_instance::Model,
     now: DateTime<Utc>,
 ) -> Result<Option<Effects>, DbErr> {
     let touched = update_instance(
         db,
         Ti::update_many()
-            .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
-            .filter(TiCol::Id.eq(id.0))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(next_republish(row.queued_at, now)),
+            )
+            .filter(TiCol::Id.eq(row.id))
             .filter(TiCol::Status.eq(TaskStatus::Queued)),
     )
     .await?;
     Ok(touched.map(|row| Effects {
-        queued: vec![row],
+        republished: vec![row],
         ..Effects::default()
     }))
 }
@@ -124,4 +143,22 @@ pub(crate) async fn requeue_abandoned<C: ConnectionTrait>(
     .await?;
     transition.applied_to(requeued.as_slice());
     Ok(requeued)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn republishes_back_off_from_a_minute_to_ten() {
+        let queued = DateTime::<Utc>::UNIX_EPOCH;
+        let at = |secs| queued + Duration::seconds(secs);
+        assert_eq!(next_republish(Some(queued), at(60)), at(120));
+        assert_eq!(next_republish(Some(queued), at(120)), at(240));
+        assert_eq!(next_republish(Some(queued), at(480)), at(960));
+        assert_eq!(next_republish(Some(queued), at(7200)), at(7800));
+        // Requeued at a drain timeout: due at once, then a minute later.
+        assert_eq!(next_republish(Some(queued), at(0)), at(60));
+        assert_eq!(next_republish(None, at(0)), at(60));
+    }
 }

@@ -15,6 +15,7 @@ mod m20261130_000004_retry_options;
 mod m20261130_000006_alert;
 mod m20261130_000007_run_plan;
 mod m20261201_000008_api_token_audit;
+mod m20261201_000009_installation;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000006_alert::Migration),
             Box::new(m20261130_000007_run_plan::Migration),
             Box::new(m20261201_000008_api_token_audit::Migration),
+            Box::new(m20261201_000009_installation::Migration),
         ]
     }
 }

@@ -23,7 +23,7 @@ use async_nats::jetstream::{
     object_store,
     stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
 };
-use datajump_shared::subjects::{self, Band};
+use datajump_shared::subjects::{self, Band, Installation};
 use futures::StreamExt;
 use thiserror::Error;
 use tracing::warn;
@@ -184,27 +184,123 @@ pub async fn connect_with(
         })
 }
 
-/// Publishes `payload` with a `Nats-Msg-Id` and waits for JetStream's ack.
-/// Returns true when JetStream dropped it as a duplicate.
-pub async fn publish(
-    js: &Context,
-    subject: String,
-    msg_id: &str,
-    payload: Vec<u8>,
-) -> Result<bool, NatsError> {
-    let what = format!("publish to {subject}");
-    let ack = js
-        .send_publish(
-            subject,
-            PublishMessage::build()
-                .payload(payload.into())
-                .message_id(msg_id),
+/// What a role publishes through: the JetStream context and the
+/// installation whose identity every message id it sends carries
+/// ([`Installation`]). Each role makes one at start, from the identity in
+/// its database.
+#[derive(Clone)]
+pub struct Bus {
+    js: Context,
+    installation: Installation,
+}
+
+impl Bus {
+    /// A bus over `js` for `installation`.
+    pub fn new(js: Context, installation: Installation) -> Bus {
+        Bus { js, installation }
+    }
+
+    /// The JetStream context, for consumers, buckets and the object store.
+    pub fn js(&self) -> &Context {
+        &self.js
+    }
+
+    /// The installation the message ids name.
+    pub fn installation(&self) -> &Installation {
+        &self.installation
+    }
+
+    /// Publishes `payload` with the `Nats-Msg-Id` `msg_id` and waits for
+    /// JetStream's ack. Returns true when JetStream dropped it as a
+    /// duplicate, which is counted by `stream`.
+    pub async fn publish(
+        &self,
+        stream: &'static str,
+        subject: String,
+        msg_id: &str,
+        payload: Vec<u8>,
+    ) -> Result<bool, NatsError> {
+        let what = format!("publish to {subject}");
+        let ack = self
+            .js
+            .send_publish(
+                subject,
+                PublishMessage::build()
+                    .payload(payload.into())
+                    .message_id(msg_id),
+            )
+            .await
+            .map_err(|e| js_err(what.clone())(e.into()))?
+            .await
+            .map_err(|e| js_err(what)(e.into()))?;
+        if ack.duplicate {
+            datajump_shared::metrics::duplicate_publish(stream);
+        }
+        Ok(ack.duplicate)
+    }
+
+    /// Publishes a message that must arrive: with `msg_id`, and if
+    /// JetStream drops it as a duplicate, which nothing of this
+    /// installation should have caused (another publisher used the id
+    /// first, or one of ours whose ack was lost), at once again under a
+    /// fresh id ([`subjects::fresh_msg_id`]). Receivers treat every message
+    /// as a wake-up checked against the database, so a second copy is
+    /// harmless and a suppressed one would stall a task.
+    pub async fn publish_unsuppressed(
+        &self,
+        stream: &'static str,
+        subject: String,
+        msg_id: &str,
+        payload: Vec<u8>,
+    ) -> Result<(), NatsError> {
+        if self
+            .publish(stream, subject.clone(), msg_id, payload.clone())
+            .await?
+        {
+            warn!(%subject, msg_id, "JetStream dropped a publish as a duplicate of an earlier message with its id; publishing it again under a fresh id");
+            self.publish(stream, subject, &subjects::fresh_msg_id(msg_id), payload)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Publishes a fire under the id that makes a repeat of it a duplicate:
+    /// a cron fire's `(schedule, time)`, so two tickers publish one fire,
+    /// or any other fire's `dedup_key`. Returns true when JetStream dropped
+    /// it as one.
+    pub async fn publish_fire(
+        &self,
+        fire: &datajump_shared::messages::FireMsg,
+    ) -> Result<bool, NatsError> {
+        self.publish_fire_as(fire, &self.fire_msg_id(fire)).await
+    }
+
+    /// The id [`Bus::publish_fire`] publishes `fire` under.
+    pub fn fire_msg_id(&self, fire: &datajump_shared::messages::FireMsg) -> String {
+        match (fire.schedule_id, fire.trigger_type) {
+            (Some(schedule_id), datajump_shared::TriggerType::Schedule) => self
+                .installation
+                .fire_msg_id(schedule_id, fire.logical_time.timestamp()),
+            _ => self.installation.dedup_msg_id(&fire.dedup_key),
+        }
+    }
+
+    /// Publishes a fire under `msg_id`; true when it was dropped as a
+    /// duplicate.
+    pub async fn publish_fire_as(
+        &self,
+        fire: &datajump_shared::messages::FireMsg,
+        msg_id: &str,
+    ) -> Result<bool, NatsError> {
+        use datajump_shared::messages::Message;
+        self.publish(
+            subjects::FIRE_STREAM,
+            subjects::fire(fire.dag_id),
+            msg_id,
+            fire.encode(),
         )
         .await
-        .map_err(|e| js_err(what.clone())(e.into()))?
-        .await
-        .map_err(|e| js_err(what)(e.into()))?;
-    Ok(ack.duplicate)
+    }
 }
 
 /// A difference between what exists on the server and what DataJump expects.
@@ -645,20 +741,4 @@ pub async fn pull_consumer(
         .get_consumer(consumer)
         .await
         .map_err(|e| js_err(format!("consumer {consumer}"))(e))
-}
-
-/// Publishes a fire; its `dedup_key` doubles as the `Nats-Msg-Id`, so the
-/// same fire published twice reaches the resolver once.
-pub async fn publish_fire(
-    js: &Context,
-    fire: &datajump_shared::messages::FireMsg,
-) -> Result<bool, NatsError> {
-    use datajump_shared::messages::Message;
-    let msg_id = match (fire.schedule_id, fire.trigger_type) {
-        (Some(schedule_id), datajump_shared::TriggerType::Schedule) => {
-            subjects::fire_msg_id(schedule_id, fire.logical_time.timestamp())
-        }
-        _ => fire.dedup_key.clone(),
-    };
-    publish(js, subjects::fire(fire.dag_id), &msg_id, fire.encode()).await
 }

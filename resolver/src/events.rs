@@ -1,11 +1,12 @@
 //! `dj.event.>`: an external event becomes a fire for each DAG whose
 //! active event schedule names it.
 
-use async_nats::jetstream::{self, Context};
+use async_nats::jetstream;
 use chrono::Utc;
+use datajump_nats::Bus;
 use datajump_shared::dag_file::ScheduleKind;
 use datajump_shared::entities::schedule;
-use datajump_shared::messages::{FireMsg, VERSION};
+use datajump_shared::messages::{EventPayload, FireMsg, VERSION};
 use datajump_shared::{TriggerType, subjects};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use tracing::info;
@@ -13,10 +14,11 @@ use tracing::info;
 use crate::{Config, Verdict};
 
 /// Publishes a fire per active event schedule bound to the event's name,
-/// with the event's JSON object as run parameters.
+/// with the event's JSON object as run parameters and its `biz_date`, if it
+/// names one, as the runs' business date.
 pub(crate) async fn handle_event(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
     message: &jetstream::Message,
 ) -> Verdict {
     let Some(name) = subjects::parse_event(message.subject.as_str()) else {
@@ -26,8 +28,8 @@ pub(crate) async fn handle_event(
         .info()
         .map(|i| i.stream_sequence)
         .unwrap_or_default();
-    let params = match datajump_shared::messages::event_params(&message.payload) {
-        Ok(params) => params,
+    let event = match EventPayload::parse(&message.payload) {
+        Ok(event) => event,
         Err(e) => return Verdict::Poison(e.to_string()),
     };
     let schedules = match schedule::Entity::find()
@@ -51,15 +53,13 @@ pub(crate) async fn handle_event(
             trigger_type: TriggerType::Event,
             logical_time: now,
             time_zone: schedule.timezone.clone(),
-            biz_date: datajump_shared::biz_date::biz_date_for(
-                now,
-                tz,
-                schedule.biz_date_offset_days,
-            ),
+            biz_date: event.biz_date.unwrap_or_else(|| {
+                datajump_shared::biz_date::biz_date_for(now, tz, schedule.biz_date_offset_days)
+            }),
             dedup_key: datajump_shared::messages::event_run_key(schedule.id, sequence),
-            params: params.clone(),
+            params: event.params.clone(),
         };
-        if let Err(e) = datajump_nats::publish_fire(js, &fire).await {
+        if let Err(e) = bus.publish_fire(&fire).await {
             return e.into();
         }
         info!(event = name, dag_id = schedule.dag_id, "event fired a DAG");

@@ -31,11 +31,12 @@ mod fires;
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, AckKind, Context};
+use async_nats::jetstream::{self, AckKind};
 use datajump_engine::Effects;
-use datajump_nats::{NatsError, pull_consumer};
+use datajump_nats::{Bus, NatsError, pull_consumer};
 use datajump_shared::messages::{Message, MessageError};
 use datajump_shared::{metrics, subjects};
+use datajump_store::installation::{self, InstallationError};
 use futures::StreamExt;
 use sea_orm::{DatabaseConnection, DbErr};
 use thiserror::Error;
@@ -59,6 +60,9 @@ pub enum ResolverError {
     /// NATS failed.
     #[error(transparent)]
     Nats(#[from] NatsError),
+    /// The database has no installation identity.
+    #[error(transparent)]
+    Installation(#[from] InstallationError),
 }
 
 /// What to do with a message after handling it.
@@ -93,10 +97,11 @@ impl From<MessageError> for Verdict {
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), ResolverError> {
     let js = jetstream::new(config.nats.clone());
     datajump_nats::ensure_topology(&js).await?;
-    info!("resolver started");
+    let bus = Bus::new(js, installation::identity(&config.db).await?);
+    info!(installation = %bus.installation(), "resolver started");
     let fires = consume(
         &config,
-        &js,
+        &bus,
         subjects::FIRE_STREAM,
         subjects::RESOLVER_FIRE_CONSUMER,
         &shutdown,
@@ -104,7 +109,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
     );
     let dones = consume(
         &config,
-        &js,
+        &bus,
         subjects::DONE_STREAM,
         subjects::RESOLVER_DONE_CONSUMER,
         &shutdown,
@@ -112,7 +117,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
     );
     let events = consume(
         &config,
-        &js,
+        &bus,
         subjects::EVENT_STREAM,
         subjects::RESOLVER_EVENT_CONSUMER,
         &shutdown,
@@ -139,13 +144,13 @@ pub const FIRE_BATCH: usize = 128;
 
 async fn consume(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
     stream: &str,
     consumer: &str,
     shutdown: &CancellationToken,
     kind: Kind,
 ) -> Result<(), ResolverError> {
-    let consumer = pull_consumer(js, stream, consumer).await?;
+    let consumer = pull_consumer(bus.js(), stream, consumer).await?;
     while !shutdown.is_cancelled() {
         let messages = match consumer.messages().await {
             Ok(messages) => messages,
@@ -173,7 +178,7 @@ async fn consume(
                 pipeline(
                     messages,
                     DONE_BATCH,
-                    js,
+                    bus,
                     subjects::DONE_STREAM,
                     |batch| async move {
                         let committed = dones::commit_dones(config, &batch).await;
@@ -186,7 +191,7 @@ async fn consume(
                 pipeline(
                     messages,
                     FIRE_BATCH,
-                    js,
+                    bus,
                     subjects::FIRE_STREAM,
                     |batch| async move {
                         let committed = fires::commit_fires(config, &batch).await;
@@ -198,7 +203,7 @@ async fn consume(
             Kind::Event => {
                 messages
                     .for_each_concurrent(config.concurrency, |message| async move {
-                        let verdict = events::handle_event(config, js, &message).await;
+                        let verdict = events::handle_event(config, bus, &message).await;
                         settle_message(&message, stream, verdict).await;
                     })
                     .await;
@@ -223,7 +228,7 @@ const BATCHES_SETTLING: usize = 4;
 /// publishes what each released and settles its messages concurrently with
 /// the following batches: a message is acknowledged only after its
 /// transaction committed and its released work was published.
-async fn pipeline<S, F, Fut>(messages: S, batch: usize, js: &Context, stream: &str, commit: F)
+async fn pipeline<S, F, Fut>(messages: S, batch: usize, bus: &Bus, stream: &str, commit: F)
 where
     S: futures::Stream<Item = jetstream::Message>,
     F: FnMut(Vec<jetstream::Message>) -> Fut,
@@ -234,7 +239,7 @@ where
         .then(commit)
         .for_each_concurrent(BATCHES_SETTLING, |(messages, committed)| async move {
             // A failed publish is logged; the deadline scan republishes.
-            let _ = committed.effects.publish(js).await;
+            let _ = committed.effects.publish(bus).await;
             settle_batch(&messages, stream, committed.verdicts).await;
         })
         .await;

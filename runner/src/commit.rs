@@ -19,8 +19,8 @@
 //! redelivered, and the runner that finds the parent finished republishes
 //! the children's work ([`datajump_engine::owed_by_finished`]).
 
-use async_nats::jetstream::Context;
 use datajump_engine::{Claim, Effects, End, Ended, Recorded};
+use datajump_nats::Bus;
 use datajump_shared::entities::{execution, task_instance};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::{mpsc, oneshot};
@@ -58,10 +58,10 @@ pub(crate) struct Committer {
 
 impl Committer {
     /// Starts committing writes for the runner `owner`; the work the ends
-    /// release is published through `js`.
-    pub fn start(db: DatabaseConnection, js: Context, owner: String) -> Committer {
+    /// release is published through `bus`.
+    pub fn start(db: DatabaseConnection, bus: Bus, owner: String) -> Committer {
         let (sender, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(serve(db, js, owner, receiver));
+        tokio::spawn(serve(db, bus, owner, receiver));
         Committer { sender }
     }
 
@@ -103,7 +103,7 @@ fn mismatch() -> DbErr {
 
 async fn serve(
     db: DatabaseConnection,
-    js: Context,
+    bus: Bus,
     owner: String,
     mut receiver: mpsc::UnboundedReceiver<Pending>,
 ) {
@@ -118,7 +118,7 @@ async fn serve(
         match write_all(&db, &owner, &writes).await {
             Ok((written, effects)) => {
                 let replies = batch.into_iter().map(|pending| pending.reply);
-                answer(&js, replies.zip(written).collect(), effects);
+                answer(&bus, replies.zip(written).collect(), effects);
             }
             Err(e) if batch.len() == 1 => {
                 if let Some(pending) = batch.pop() {
@@ -131,7 +131,7 @@ async fn serve(
                     match write_all(&db, &owner, &[&pending.write]).await {
                         Ok((written, effects)) => {
                             answer(
-                                &js,
+                                &bus,
                                 vec![pending.reply].into_iter().zip(written).collect(),
                                 effects,
                             );
@@ -149,7 +149,7 @@ async fn serve(
 /// Answers a committed batch: claims at once, ends after what the commit
 /// owes is published (in the background, so the next batch commits
 /// meanwhile).
-fn answer(js: &Context, written: Vec<(Reply, Written)>, effects: Effects) {
+fn answer(bus: &Bus, written: Vec<(Reply, Written)>, effects: Effects) {
     abort_after_commit_if_asked(&written);
     let (claims, ends): (Vec<_>, Vec<_>) = written
         .into_iter()
@@ -160,10 +160,10 @@ fn answer(js: &Context, written: Vec<(Reply, Written)>, effects: Effects) {
     if ends.is_empty() {
         return;
     }
-    let js = js.clone();
+    let bus = bus.clone();
     tokio::spawn(async move {
         // A failed publish is logged; the deadline scan republishes.
-        let _ = effects.publish(&js).await;
+        let _ = effects.publish(&bus).await;
         for (reply, ended) in ends {
             let _ = reply.send(Ok(ended));
         }

@@ -26,7 +26,7 @@ use async_nats::jetstream::{
 use chrono::{DateTime, Utc};
 use datajump_cron::parse_time_zone;
 use datajump_engine::AttemptEnd;
-use datajump_nats::{NatsError, pull_consumer};
+use datajump_nats::{Bus, NatsError, pull_consumer};
 use datajump_shared::TaskStatus;
 use datajump_shared::content::TaskContent;
 use datajump_shared::entities::{execution, task_instance};
@@ -35,6 +35,7 @@ use datajump_shared::metrics::{self, RetryCause};
 use datajump_shared::params::{ParamContext, env_name};
 use datajump_shared::plan::RetryPolicy;
 use datajump_shared::subjects::{self, Band};
+use datajump_store::installation::{self, InstallationError};
 use futures::{FutureExt, StreamExt};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait};
 use serde::Serialize;
@@ -78,6 +79,9 @@ pub enum RunnerError {
     /// NATS failed.
     #[error(transparent)]
     Nats(#[from] NatsError),
+    /// The database has no installation identity.
+    #[error(transparent)]
+    Installation(#[from] InstallationError),
     /// The doorbell subscription failed.
     #[error("cannot subscribe to {subject}: {source}")]
     Subscribe {
@@ -205,6 +209,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     let js = jetstream::new(config.nats.clone());
     datajump_nats::ensure_topology(&js).await?;
     let logs = datajump_nats::logs_store(&js).await?;
+    let bus = Bus::new(js.clone(), installation::identity(&config.db).await?);
     let mut sources: Vec<WorkSource> = Vec::new();
     let mut doorbell = futures::stream::SelectAll::new();
     for queue in &config.queues {
@@ -248,7 +253,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         stops.clone(),
         stops.drain.clone(),
     ));
-    let committer = Committer::start(config.db.clone(), js.clone(), config.id.clone());
+    let committer = Committer::start(config.db.clone(), bus.clone(), config.id.clone());
     let mut running = tokio::task::JoinSet::new();
     info!(runner = %config.id, queues = ?config.queues, slots = config.slots, "runner started");
 
@@ -278,12 +283,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             if !messages.is_empty() {
                 for (message, permit) in messages.into_iter().zip(permits.drain(..)) {
                     let config = config.clone();
-                    let js = js.clone();
+                    let bus = bus.clone();
                     let logs = logs.clone();
                     let stops = stops.clone();
                     let committer = committer.clone();
                     running.spawn(async move {
-                        handle_work(&config, &js, &logs, &committer, message, &stops, permit).await;
+                        handle_work(&config, &bus, &logs, &committer, message, &stops, permit)
+                            .await;
                     });
                 }
                 break;
@@ -475,7 +481,7 @@ async fn heartbeat_loop(
 
 async fn handle_work(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
     logs: &ObjectStore,
     committer: &Committer,
     message: jetstream::Message,
@@ -497,7 +503,7 @@ async fn handle_work(
     };
     let span = info_span!("task", dag_run_id = work.dag_run_id.0, task_instance_id = work.task_instance_id.0, attempt = work.attempt, task = %work.spec.task.name);
     async {
-        let ack = match attempt(config, js, logs, committer, &message, &work, stops, slot).await {
+        let ack = match attempt(config, bus, logs, committer, &message, &work, stops, slot).await {
             Ok(ack) => ack,
             Err(e) => {
                 warn!(error = %e, "database error; message will be redelivered");
@@ -517,7 +523,7 @@ async fn handle_work(
 #[allow(clippy::too_many_arguments)]
 async fn attempt(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
     logs: &ObjectStore,
     committer: &Committer,
     message: &jetstream::Message,
@@ -530,7 +536,7 @@ async fn attempt(
         attempt: work.attempt,
     };
     let Some((row, exec_row)) = committer.claim(claim).await? else {
-        return not_claimed(config, js, work).await;
+        return not_claimed(config, bus, work).await;
     };
     // What runs is what the database queued: the message only said which
     // row to claim, and one published by anyone else must not change the
@@ -770,7 +776,7 @@ fn param_context(work: &WorkMsg) -> ParamContext {
 }
 
 /// A claim lost: decide from the instance's current state what the message means.
-async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<AckKind, DbErr> {
+async fn not_claimed(config: &Config, bus: &Bus, work: &WorkMsg) -> Result<AckKind, DbErr> {
     let Some(row) = task_instance::Entity::find_by_id(work.task_instance_id.0)
         .one(&config.db)
         .await?
@@ -785,13 +791,13 @@ async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<Ac
         // a takeover) that a resolver propagates.
         debug!(status = %row.status, "work for a finished task: republishing its completion and its queued children");
         let owed = datajump_engine::owed_by_finished(&config.db, &row).await?;
-        return Ok(match owed.publish(js).await {
+        return Ok(match owed.publish(bus).await {
             Ok(()) => AckKind::Ack,
             Err(_) => AckKind::Nak(Some(Duration::from_secs(1))),
         });
     }
     if row.status == TaskStatus::Running && row.owner.as_deref() != Some(config.id.as_str()) {
-        if owner_alive(js, row.owner.as_deref()).await {
+        if owner_alive(bus.js(), row.owner.as_deref()).await {
             debug!(owner = ?row.owner, "task is running elsewhere");
             return Ok(AckKind::Nak(Some(OWNED_ELSEWHERE_DELAY)));
         }
@@ -803,7 +809,7 @@ async fn not_claimed(config: &Config, js: &Context, work: &WorkMsg) -> Result<Ac
                 metrics::task_retried(RetryCause::RunnerLost);
             }
             // A failed publish is logged; the deadline scan republishes.
-            let _ = effects.publish(js).await;
+            let _ = effects.publish(bus).await;
         }
         return Ok(AckKind::Ack);
     }

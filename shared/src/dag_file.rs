@@ -26,7 +26,7 @@ pub enum DagFileError {
     #[error("{0}")]
     Syntax(#[from] serde_yaml_ng::Error),
     /// Parsed, but breaks rules; every problem is listed.
-    #[error("DAG '{dag}' is invalid:\n{}", .problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    #[error("DAG '{}' is invalid:\n{}", crate::naming::printable(dag), .problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
     Invalid {
         /// The DAG's name as written.
         dag: String,
@@ -614,10 +614,10 @@ impl DagFile {
 
     fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        if self.name.is_empty() || self.name.len() > 128 || self.name.contains('/') {
+        if !is_name(&self.name) {
             problems.push(format!(
-                "name '{}': must be 1-128 characters without '/'",
-                self.name
+                "name '{}': {NAME_RULE}",
+                crate::naming::printable(&self.name)
             ));
         }
         if self.max_active_runs < 1 {
@@ -683,9 +683,9 @@ impl DagFile {
             problems.extend(alerts.problems());
         }
         for task in &self.tasks {
-            let at = format!("task '{}'", task.name);
-            if task.name.is_empty() || task.name.len() > 128 || task.name.contains('/') {
-                problems.push(format!("{at}: name must be 1-128 characters without '/'"));
+            let at = format!("task '{}'", crate::naming::printable(&task.name));
+            if !is_name(&task.name) {
+                problems.push(format!("{at}: name {NAME_RULE}"));
             }
             match task.task_type() {
                 None => problems.push(format!(
@@ -756,6 +756,19 @@ impl DagFile {
             problems.push(format!("cycle: {}", cycle.join(" -> ")));
         }
     }
+}
+
+/// What a DAG or task name may be, as the error says it.
+const NAME_RULE: &str =
+    "must be 1-128 characters without '/', control characters or direction overrides";
+
+/// Whether `name` may name a DAG or a task: it is printed in terminals,
+/// logs and the UI, and is part of paths.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.contains('/')
+        && !name.chars().any(crate::naming::is_unprintable)
 }
 
 #[cfg(test)]
@@ -836,6 +849,16 @@ tasks:
         ] {
             assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
         }
+    }
+
+    #[test]
+    fn names_that_would_rewrite_a_terminal_are_refused() {
+        let text = "name: \"ok\\nDataJump is up.\"\ntasks:\n  - { name: \"t\\u001b[2J\", command: \"true\" }\n";
+        let err = DagFile::parse(text).unwrap_err().to_string();
+        assert!(err.contains("name 'ok\\nDataJump is up.'"), "{err}");
+        assert!(err.contains("task 't\\u{1b}[2J'"), "{err}");
+        assert!(!err.contains("\nDataJump"), "{err}");
+        assert!(DagFile::parse("name: 夜间汇总\ntasks: []\n").is_ok());
     }
 
     #[test]

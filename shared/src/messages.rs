@@ -66,22 +66,59 @@ pub enum EventPayloadError {
         "an event payload must be a JSON object of parameters, such as {{\"table\": \"orders\"}}"
     )]
     NotAnObject,
+    /// A business date that is not a date.
+    #[error(
+        "the event's {EVENT_BIZ_DATE} must be a date written YYYY-MM-DD, such as \"2024-01-15\"; got {0}"
+    )]
+    BizDate(String),
 }
 
-/// The run parameters an event's payload carries: empty, or a JSON object
-/// of at most [`MAX_EVENT_PAYLOAD`] bytes. The payload comes from outside,
-/// so it is checked here once for the API and the resolver alike, and its
-/// values are untrusted params (`crate::params`).
-pub fn event_params(payload: &[u8]) -> Result<Params, EventPayloadError> {
-    if payload.len() > MAX_EVENT_PAYLOAD {
-        return Err(EventPayloadError::TooLarge(payload.len()));
-    }
-    if payload.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Params::new());
-    }
-    match serde_json::from_slice::<serde_json::Value>(payload) {
-        Ok(value @ serde_json::Value::Object(_)) => Ok(crate::plan::params_from_json(&value)),
-        _ => Err(EventPayloadError::NotAnObject),
+/// The payload key that sets the business date of the runs an event
+/// starts (the data model's `biz_date`: the date the data belongs to).
+pub const EVENT_BIZ_DATE: &str = "biz_date";
+
+/// What an event's payload asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EventPayload {
+    /// Run parameters: the payload's other top-level fields.
+    pub params: Params,
+    /// The business date of the runs, when the payload names one under
+    /// [`EVENT_BIZ_DATE`]; otherwise each run's schedule computes it.
+    pub biz_date: Option<NaiveDate>,
+}
+
+impl EventPayload {
+    /// Reads an event's payload: empty, or a JSON object of at most
+    /// [`MAX_EVENT_PAYLOAD`] bytes whose `biz_date`, if present, is a date.
+    /// The payload comes from outside, so it is checked here once for the
+    /// API and the resolver alike, and its values are untrusted params
+    /// (`crate::params`).
+    pub fn parse(payload: &[u8]) -> Result<EventPayload, EventPayloadError> {
+        if payload.len() > MAX_EVENT_PAYLOAD {
+            return Err(EventPayloadError::TooLarge(payload.len()));
+        }
+        if payload.iter().all(u8::is_ascii_whitespace) {
+            return Ok(EventPayload::default());
+        }
+        let Ok(serde_json::Value::Object(mut fields)) =
+            serde_json::from_slice::<serde_json::Value>(payload)
+        else {
+            return Err(EventPayloadError::NotAnObject);
+        };
+        let biz_date = match fields.remove(EVENT_BIZ_DATE) {
+            None => None,
+            Some(serde_json::Value::String(text)) => Some(
+                NaiveDate::parse_from_str(&text, "%Y-%m-%d")
+                    .ok()
+                    .filter(|_| text.len() == 10)
+                    .ok_or(EventPayloadError::BizDate(format!("{text:?}")))?,
+            ),
+            Some(other) => return Err(EventPayloadError::BizDate(other.to_string())),
+        };
+        Ok(EventPayload {
+            params: crate::plan::params_from_json(&serde_json::Value::Object(fields)),
+            biz_date,
+        })
     }
 }
 
@@ -236,16 +273,38 @@ mod tests {
 
     #[test]
     fn event_payloads_are_objects_of_bounded_size() {
-        assert_eq!(event_params(b"").unwrap(), Params::new());
-        assert_eq!(event_params(br#"{"t":"x","n":3}"#).unwrap()["n"], "3");
+        let parse = EventPayload::parse;
+        assert_eq!(parse(b"").unwrap(), EventPayload::default());
+        assert_eq!(parse(br#"{"t":"x","n":3}"#).unwrap().params["n"], "3");
         for bad in [&b"\xff\x00 not json {"[..], b"[1,2]", b"\"x\""] {
-            assert_eq!(event_params(bad), Err(EventPayloadError::NotAnObject));
+            assert_eq!(parse(bad), Err(EventPayloadError::NotAnObject));
         }
         let big = format!("{{\"x\":\"{}\"}}", "y".repeat(MAX_EVENT_PAYLOAD));
         assert!(matches!(
-            event_params(big.as_bytes()),
+            parse(big.as_bytes()),
             Err(EventPayloadError::TooLarge(_))
         ));
+    }
+
+    #[test]
+    fn an_event_may_name_its_business_date() {
+        let event = EventPayload::parse(br#"{"biz_date":"2024-01-15","table":"orders"}"#).unwrap();
+        assert_eq!(event.biz_date, NaiveDate::from_ymd_opt(2024, 1, 15));
+        assert_eq!(event.params.len(), 1, "the date is not a parameter too");
+        for bad in [
+            &br#"{"biz_date":"2024-1-5"}"#[..],
+            br#"{"biz_date":"20240115"}"#,
+            br#"{"biz_date":"2024-02-30"}"#,
+            br#"{"biz_date":"2024-01-15; rm -rf /"}"#,
+            br#"{"biz_date":20240115}"#,
+            br#"{"biz_date":null}"#,
+        ] {
+            assert!(
+                matches!(EventPayload::parse(bad), Err(EventPayloadError::BizDate(_))),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     #[test]

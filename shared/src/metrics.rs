@@ -248,6 +248,8 @@ struct Metrics {
     runs_finished: LabeledCounters<RunStatus, 3>,
     /// Messages terminated as undecodable or naming impossible ids, by stream.
     poison_messages: LabeledCounters<&'static str, 4>,
+    /// Publishes dropped as duplicates, by stream.
+    duplicate_publishes: LabeledCounters<&'static str, 4>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -300,6 +302,14 @@ impl Metrics {
             [FIRE_STREAM, EVENT_STREAM, WORK_STREAM, DONE_STREAM],
             |stream| stream,
         );
+        let duplicate_publishes = LabeledCounters::register(
+            &mut registry,
+            "datajump_duplicate_publishes",
+            "Publishes JetStream dropped as duplicates of a message already in its duplicate window, by stream. Fires: usually a second ticker's copy. Work and completions: republished under a fresh id at once, and worth a look (something else published the id first).",
+            "stream",
+            [FIRE_STREAM, EVENT_STREAM, WORK_STREAM, DONE_STREAM],
+            |stream| stream,
+        );
         for (name, help, histogram) in [
             (
                 "datajump_dispatch_latency_seconds",
@@ -326,6 +336,7 @@ impl Metrics {
             task_retries,
             runs_finished,
             poison_messages,
+            duplicate_publishes,
         }
     }
 }
@@ -364,6 +375,11 @@ pub fn fire_published(scheduled: DateTime<Utc>, published: DateTime<Utc>) {
 /// A message of `stream` was terminated as poison.
 pub fn poison_message(stream: &str) {
     METRICS.poison_messages.inc(stream);
+}
+
+/// JetStream dropped a publish to `stream` as a duplicate.
+pub fn duplicate_publish(stream: &str) {
+    METRICS.duplicate_publishes.inc(stream);
 }
 
 /// Records the ticker's latest check: waiting tasks per unserved queue.

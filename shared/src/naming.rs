@@ -1,5 +1,9 @@
 //! Validation of the two names users choose that end up in NATS subjects:
-//! queue names and event names (docs/ARCHITECTURE.md, "Subjects and streams").
+//! queue names and event names (docs/ARCHITECTURE.md, "Subjects and streams");
+//! and of what any name may hold to be printed safely: no character that
+//! would change a terminal's display of the text around it.
+
+use std::borrow::Cow;
 
 use thiserror::Error;
 
@@ -14,6 +18,35 @@ pub enum NameError {
         "invalid event name '{0}': use dot-separated tokens of 1-64 characters from a-z, 0-9, '_' and '-'"
     )]
     Event(String),
+}
+
+/// Whether `c` changes how a terminal or an editor shows the text around
+/// it: a control character (a newline, the start of an escape sequence) or
+/// a bidirectional override. No name may hold one.
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with each [`is_unprintable`] character written as its escape
+/// (`\n`, `\u{1b}`) and the rest as it is, Chinese names included: for names
+/// and paths printed to a terminal, which may predate the rule or come from
+/// a file system.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unprintable) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if is_unprintable(c) {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
 }
 
 fn is_token(s: &str) -> bool {
@@ -43,6 +76,17 @@ pub fn validate_event(name: &str) -> Result<(), NameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unprintable_characters_are_escaped() {
+        assert_eq!(printable("夜间 etl"), "夜间 etl");
+        assert_eq!(
+            printable("a\nDataJump is up.\x1b[2J"),
+            "a\\nDataJump is up.\\u{1b}[2J"
+        );
+        assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+        assert!(!"夜间-etl_1".chars().any(is_unprintable));
+    }
 
     #[test]
     fn queue_names() {

@@ -147,29 +147,91 @@ pub fn log_object(execution_id: i64) -> String {
 /// Core subject announcing that schedules changed, so tickers reload at once.
 pub const SCHEDULES_CHANGED: &str = "dj.ctl.schedules";
 
-/// `Nats-Msg-Id` of a cron fire: two tickers publish the same id.
-pub fn fire_msg_id(schedule_id: i64, fire_unix: i64) -> String {
-    format!("fire:{schedule_id}:{fire_unix}")
+/// The identity of one installation — one database — that every message
+/// id and `dj_ticker` key carries (docs/ARCHITECTURE.md "Message ids").
+///
+/// Ids must repeat where deduplication needs them (two tickers publish the
+/// same fire), yet a database started afresh restarts its ids at 1: without
+/// the identity its first work message would be dropped as a duplicate of
+/// an earlier database's for the whole of the duplicate window. The
+/// migration that creates the database writes the identity; roles read it
+/// once at start.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Installation(String);
+
+/// An installation identity that is not 8–32 lower-case letters and digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("installation identity {0:?} is not 8 to 32 lower-case letters and digits")]
+pub struct InvalidInstallation(pub String);
+
+impl Installation {
+    /// Checks an identity read from the `installation` table.
+    pub fn parse(identity: &str) -> Result<Installation, InvalidInstallation> {
+        let valid = (8..=32).contains(&identity.len())
+            && identity
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase());
+        if valid {
+            Ok(Installation(identity.to_owned()))
+        } else {
+            Err(InvalidInstallation(identity.to_owned()))
+        }
+    }
+
+    /// The identity.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `Nats-Msg-Id` of a cron fire: two tickers publish the same id.
+    pub fn fire_msg_id(&self, schedule_id: i64, fire_unix: i64) -> String {
+        format!("{}:fire:{schedule_id}:{fire_unix}", self.0)
+    }
+
+    /// `Nats-Msg-Id` of any other fire (a trigger, a backfill, an event),
+    /// from its run's `dedup_key`.
+    pub fn dedup_msg_id(&self, dedup_key: &str) -> String {
+        format!("{}:{dedup_key}", self.0)
+    }
+
+    /// `Nats-Msg-Id` of a work message.
+    pub fn work_msg_id(&self, task_instance_id: TaskInstanceId, attempt: i32) -> String {
+        format!("{}:work:{task_instance_id}:{attempt}", self.0)
+    }
+
+    /// `Nats-Msg-Id` of a completion.
+    pub fn done_msg_id(&self, task_instance_id: TaskInstanceId, attempt: i32) -> String {
+        format!("{}:done:{task_instance_id}:{attempt}", self.0)
+    }
+
+    /// Key of a schedule's last fire in the `dj_ticker` bucket.
+    pub fn ticker_key(&self, schedule_id: i64) -> String {
+        format!("sched.{}.{schedule_id}", self.0)
+    }
+
+    /// The schedule id of one of this installation's `dj_ticker` keys
+    /// ([`Installation::ticker_key`]'s inverse); `None` for other keys,
+    /// other installations' included.
+    pub fn ticker_key_schedule(&self, key: &str) -> Option<i64> {
+        key.strip_prefix("sched.")?
+            .strip_prefix(self.0.as_str())?
+            .strip_prefix('.')?
+            .parse()
+            .ok()
+    }
 }
 
-/// `Nats-Msg-Id` of a work message.
-pub fn work_msg_id(task_instance_id: TaskInstanceId, attempt: i32) -> String {
-    format!("work:{task_instance_id}:{attempt}")
+impl std::fmt::Display for Installation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
-/// `Nats-Msg-Id` of a completion.
-pub fn done_msg_id(task_instance_id: TaskInstanceId, attempt: i32) -> String {
-    format!("done:{task_instance_id}:{attempt}")
-}
-
-/// Key of a schedule in the `dj_ticker` bucket.
-pub fn ticker_key(schedule_id: i64) -> String {
-    format!("sched.{schedule_id}")
-}
-
-/// The schedule id of a `dj_ticker` key ([`ticker_key`]'s inverse).
-pub fn ticker_key_schedule(key: &str) -> Option<i64> {
-    key.strip_prefix("sched.")?.parse().ok()
+/// A `Nats-Msg-Id` that no earlier message had, for republishing one that
+/// JetStream dropped as a duplicate or that may have been lost: `msg_id`
+/// with a random suffix, so no one can publish it first.
+pub fn fresh_msg_id(msg_id: &str) -> String {
+    format!("{msg_id}:{}", uuid::Uuid::new_v4().simple())
 }
 
 #[cfg(test)]
@@ -196,9 +258,35 @@ mod tests {
         assert_eq!(parse_work("dj.work.etl.urgent"), None);
         assert_eq!(parse_work("dj.done.7"), None);
         assert_eq!(runner_consumer("etl", Band::Low), "runner-etl-low");
-        assert_eq!(fire_msg_id(7, 1700000000), "fire:7:1700000000");
-        assert_eq!(ticker_key_schedule(&ticker_key(42)), Some(42));
-        assert_eq!(ticker_key_schedule("sched.x"), None);
-        assert_eq!(ticker_key_schedule("other.42"), None);
+    }
+
+    #[test]
+    fn ids_carry_the_installation() -> Result<(), InvalidInstallation> {
+        let here = Installation::parse("0a1b2c3d4e5f6a7b")?;
+        let there = Installation::parse("ffffffffffffffff")?;
+        assert_eq!(
+            here.fire_msg_id(7, 1700000000),
+            "0a1b2c3d4e5f6a7b:fire:7:1700000000"
+        );
+        assert_ne!(
+            here.work_msg_id(TaskInstanceId(1), 0),
+            there.work_msg_id(TaskInstanceId(1), 0)
+        );
+        assert_eq!(here.ticker_key_schedule(&here.ticker_key(42)), Some(42));
+        assert_eq!(here.ticker_key_schedule(&there.ticker_key(42)), None);
+        assert_eq!(here.ticker_key_schedule("sched.42"), None);
+        assert_eq!(here.ticker_key_schedule("sched.0a1b2c3d4e5f6a7b.x"), None);
+        let fresh = fresh_msg_id(&here.work_msg_id(TaskInstanceId(1), 0));
+        assert!(fresh.starts_with("0a1b2c3d4e5f6a7b:work:1:0:"));
+        assert_ne!(fresh, fresh_msg_id(&here.work_msg_id(TaskInstanceId(1), 0)));
+        Ok(())
+    }
+
+    #[test]
+    fn identities_are_checked() {
+        assert!(Installation::parse("0a1b2c3d").is_ok());
+        for bad in ["", "short", "UPPERCASE1", "has.dot.in.it", &"a".repeat(33)] {
+            assert!(Installation::parse(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -1,9 +1,9 @@
 //! DataJump's database, outside the state machine: connecting to it
-//! ([`db`]), the catalog a DAG file is applied to ([`catalog`]), the
-//! datasources and secrets tasks use (sealed at rest, [`sealing`]), API tokens ([`tokens`]), browser
-//! sessions ([`sessions`]) and the
-//! audit log ([`audit`]), alert delivery's outbox rows ([`alerts`]) and
-//! backfill plans ([`backfill`]).
+//! ([`db`]), the installation's identity ([`installation`]), the catalog a
+//! DAG file is applied to ([`catalog`]), the datasources and secrets tasks
+//! use (sealed at rest, [`sealing`]), API tokens ([`tokens`]), browser
+//! sessions ([`sessions`]) and the audit log ([`audit`]), alert delivery's
+//! outbox rows ([`alerts`]) and backfill plans ([`backfill`]).
 //!
 //! The shaping decision: **`datajump-shared` says what the data is, this
 //! crate reads and writes it, and `datajump-engine` alone changes a task's
@@ -19,6 +19,7 @@ pub mod backfill;
 pub mod catalog;
 pub mod datasources;
 pub mod db;
+pub mod installation;
 pub mod sealing;
 pub mod secrets;
 pub mod sessions;

@@ -10,8 +10,8 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use async_nats::jetstream::Context;
 use chrono::Utc;
+use datajump_nats::Bus;
 use datajump_shared::entities::{
     alert, dag_run, dag_run_plan, dependency_wait, execution, schedule, task_instance,
 };
@@ -28,12 +28,12 @@ const EVERY: Duration = Duration::from_secs(3600);
 /// Runs removed per transaction.
 const BATCH: u64 = 200;
 
-pub(crate) async fn run(config: &Config, js: &Context, shutdown: &CancellationToken) {
+pub(crate) async fn run(config: &Config, bus: &Bus, shutdown: &CancellationToken) {
     let Some(retention) = config.retention else {
         return;
     };
     while !shutdown.is_cancelled() {
-        match remove_old_runs(config, js, retention).await {
+        match remove_old_runs(config, bus, retention).await {
             Ok(0) => {}
             Ok(removed) => info!(
                 removed,
@@ -42,7 +42,7 @@ pub(crate) async fn run(config: &Config, js: &Context, shutdown: &CancellationTo
             ),
             Err(e) => warn!(error = %e, "retention cleanup failed; next hour retries"),
         }
-        if let Err(e) = drop_stale_ticker_keys(config, js).await {
+        if let Err(e) = drop_stale_ticker_keys(config, bus).await {
             warn!(error = %e, "cannot clean dj_ticker keys");
         }
         tokio::select! {
@@ -55,11 +55,11 @@ pub(crate) async fn run(config: &Config, js: &Context, shutdown: &CancellationTo
 /// Removes finished runs older than `retention`; returns how many.
 pub async fn remove_old_runs(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
     retention: chrono::Duration,
 ) -> Result<usize, DbErr> {
     let cutoff = Utc::now() - retention;
-    let logs = js.get_object_store(subjects::LOGS_BUCKET).await.ok();
+    let logs = bus.js().get_object_store(subjects::LOGS_BUCKET).await.ok();
     let mut removed = 0;
     loop {
         let runs: Vec<i64> = dag_run::Entity::find()
@@ -119,9 +119,9 @@ pub async fn remove_old_runs(
 
 async fn drop_stale_ticker_keys(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let kv = datajump_nats::key_value(js, subjects::TICKER_BUCKET).await?;
+    let kv = datajump_nats::key_value(bus.js(), subjects::TICKER_BUCKET).await?;
     // Ids only: a ticker may hold a million schedules.
     let live: HashSet<i64> = schedule::Entity::find()
         .select_only()
@@ -134,7 +134,12 @@ async fn drop_stale_ticker_keys(
     let mut keys = kv.keys().await?;
     while let Some(key) = keys.next().await {
         let key = key?;
-        if !subjects::ticker_key_schedule(&key).is_some_and(|id| live.contains(&id)) {
+        // Other installations' keys are theirs to drop.
+        let stale = bus
+            .installation()
+            .ticker_key_schedule(&key)
+            .is_some_and(|id| !live.contains(&id));
+        if stale {
             kv.purge(&key).await?;
         }
     }

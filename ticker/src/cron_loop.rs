@@ -21,11 +21,11 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::{Context, kv};
+use async_nats::jetstream::kv;
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
 use datajump_cron::{CronExpr, parse_time_zone};
-use datajump_nats::NatsError;
+use datajump_nats::{Bus, NatsError};
 use datajump_shared::biz_date::biz_date_for;
 use datajump_shared::dag_file::{Catchup, ScheduleKind};
 use datajump_shared::entities::{dag, schedule};
@@ -40,6 +40,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::suppressed::Dropped;
 use crate::{Config, TickerError};
 
 /// Schedules are reloaded at least this long apart even without a change
@@ -129,12 +130,27 @@ struct Row {
     biz_date_offset_days: i32,
 }
 
+/// What publishing a fire takes: the bus, the `dj_ticker` bucket its fire
+/// is recorded in, and where a fire dropped as a duplicate goes to be
+/// checked.
+#[derive(Clone)]
+struct Firing {
+    bus: Bus,
+    kv: kv::Store,
+    dropped: Dropped,
+}
+
 pub(crate) async fn run(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
+    dropped: &Dropped,
     shutdown: &CancellationToken,
 ) -> Result<(), TickerError> {
-    let kv = datajump_nats::key_value(js, subjects::TICKER_BUCKET).await?;
+    let firing = Firing {
+        bus: bus.clone(),
+        kv: datajump_nats::key_value(bus.js(), subjects::TICKER_BUCKET).await?,
+        dropped: dropped.clone(),
+    };
     let mut changes = match config.nats.subscribe(subjects::SCHEDULES_CHANGED).await {
         Ok(sub) => Some(sub),
         Err(e) => {
@@ -143,7 +159,7 @@ pub(crate) async fn run(
         }
     };
     let mut schedules = Schedules::default();
-    let mut loading = Some(spawn_load(config, js, &kv));
+    let mut loading = Some(spawn_load(config, &firing));
     let mut fired_while_loading = HashMap::new();
     let mut reload_at = tokio::time::Instant::now() + RELOAD_EVERY;
     // A change notice that came while a load ran: that load may have read
@@ -151,7 +167,7 @@ pub(crate) async fn run(
     let mut changed_while_loading = false;
     while !shutdown.is_cancelled() {
         let recent = loading.is_some().then_some(&mut fired_while_loading);
-        fire_due(js, &kv, &mut schedules, recent).await;
+        fire_due(&firing, &mut schedules, recent).await;
         let wake = schedules
             .heap
             .peek()
@@ -200,7 +216,7 @@ pub(crate) async fn run(
             () = tokio::time::sleep_until(wake) => {
                 if loading.is_none() && tokio::time::Instant::now() >= reload_at {
                     fired_while_loading.clear();
-                    loading = Some(spawn_load(config, js, &kv));
+                    loading = Some(spawn_load(config, &firing));
                 }
             },
             () = changed => {
@@ -209,7 +225,7 @@ pub(crate) async fn run(
                     changed_while_loading = true;
                 } else {
                     fired_while_loading.clear();
-                    loading = Some(spawn_load(config, js, &kv));
+                    loading = Some(spawn_load(config, &firing));
                 }
             },
             () = shutdown.cancelled() => break,
@@ -232,8 +248,7 @@ const FIRES_IN_FLIGHT: usize = 1024;
 /// would otherwise fire up to a second late. A failed fire goes back into
 /// the heap; the next pass retries it.
 async fn fire_due(
-    js: &Context,
-    kv: &kv::Store,
+    firing: &Firing,
     schedules: &mut Schedules,
     mut recent: Option<&mut HashMap<i64, i64>>,
 ) {
@@ -261,7 +276,7 @@ async fn fire_due(
     }
     let entries = &schedules.entries;
     let published: Vec<_> = futures::stream::iter(due)
-        .map(|(index, at)| async move { (index, at, publish(js, &entries[index], at).await) })
+        .map(|(index, at)| async move { (index, at, publish(firing, &entries[index], at).await) })
         .buffer_unordered(FIRES_IN_FLIGHT)
         .collect()
         .await;
@@ -272,7 +287,7 @@ async fn fire_due(
     let settled: Vec<_> = futures::stream::iter(published)
         .map(|(index, at, published)| async move {
             let recorded = match published {
-                Ok(()) => record(kv, &entries[index], at).await,
+                Ok(()) => record(firing, &entries[index], at).await,
                 Err(e) => Err(e),
             };
             (index, at, recorded)
@@ -300,21 +315,19 @@ async fn fire_due(
 }
 
 /// Starts a load in its own task, so firing goes on meanwhile.
-fn spawn_load(
-    config: &Config,
-    js: &Context,
-    kv: &kv::Store,
-) -> JoinHandle<Result<Schedules, LoadError>> {
-    let (config, js, kv) = (config.clone(), js.clone(), kv.clone());
-    tokio::spawn(async move { load(&config, &js, &kv).await })
+fn spawn_load(config: &Config, firing: &Firing) -> JoinHandle<Result<Schedules, LoadError>> {
+    let (config, firing) = (config.clone(), firing.clone());
+    tokio::spawn(async move { load(&config, &firing).await })
 }
 
 /// Reads schedules and last fires, replays missed fires by each schedule's
 /// catch-up policy and builds the heap.
-async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules, LoadError> {
+async fn load(config: &Config, firing: &Firing) -> Result<Schedules, LoadError> {
     let started = Instant::now();
-    let ((entries, rows_ms), (last_fires, last_fires_ms)) =
-        tokio::try_join!(timed(read_schedules(config)), timed(read_last_fires(js)))?;
+    let ((entries, rows_ms), (last_fires, last_fires_ms)) = tokio::try_join!(
+        timed(read_schedules(config)),
+        timed(read_last_fires(&firing.bus))
+    )?;
     let now = Utc::now();
     let mut next_fires = Vec::with_capacity(entries.len());
     for (index, entry) in entries.iter().enumerate() {
@@ -327,7 +340,7 @@ async fn load(config: &Config, js: &Context, kv: &kv::Store) -> Result<Schedules
             Some(last) if last < on_time_from => {
                 for missed in missed_fires(entry, last, on_time_from) {
                     info!(schedule_id = entry.schedule_id, fire = %missed, keep = entry.catchup_keep, "catching up a missed fire");
-                    fire(js, kv, entry, missed).await?;
+                    fire(firing, entry, missed).await?;
                 }
                 on_time_from
             }
@@ -444,11 +457,12 @@ async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
 }
 
 /// The last fire (unix) of every schedule in `dj_ticker`, in one pass.
-async fn read_last_fires(js: &Context) -> Result<HashMap<i64, i64>, LoadError> {
+async fn read_last_fires(bus: &Bus) -> Result<HashMap<i64, i64>, LoadError> {
     let mut last = HashMap::new();
-    datajump_nats::kv_scan(js, subjects::TICKER_BUCKET, |key, value| {
+    let installation = bus.installation();
+    datajump_nats::kv_scan(bus.js(), subjects::TICKER_BUCKET, |key, value| {
         let unix = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
-        if let (Some(schedule_id), Some(unix)) = (subjects::ticker_key_schedule(key), unix) {
+        if let (Some(schedule_id), Some(unix)) = (installation.ticker_key_schedule(key), unix) {
             last.insert(schedule_id, unix);
         }
     })
@@ -489,18 +503,13 @@ enum LoadError {
 
 /// Publishes the fire of `entry` scheduled at `at` and then records it as
 /// the schedule's last fire.
-async fn fire(
-    js: &Context,
-    kv: &kv::Store,
-    entry: &Entry,
-    at: DateTime<Utc>,
-) -> Result<(), NatsError> {
-    publish(js, entry, at).await?;
-    record(kv, entry, at).await
+async fn fire(firing: &Firing, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
+    publish(firing, entry, at).await?;
+    record(firing, entry, at).await
 }
 
 /// Publishes the fire of `entry` scheduled at `at`.
-async fn publish(js: &Context, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
+async fn publish(firing: &Firing, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
     let unix = at.timestamp();
     let message = FireMsg {
         v: VERSION,
@@ -513,9 +522,11 @@ async fn publish(js: &Context, entry: &Entry, at: DateTime<Utc>) -> Result<(), N
         dedup_key: scheduled_run_key(entry.schedule_id, unix),
         params: Params::new(),
     };
-    let duplicate = datajump_nats::publish_fire(js, &message).await?;
-    // A duplicate was published by another ticker, which measured its lag.
-    if !duplicate {
+    let duplicate = firing.bus.publish_fire(&message).await?;
+    if duplicate {
+        // Most likely another ticker's copy, which measured the lag.
+        firing.dropped.check_later(message);
+    } else {
         datajump_shared::metrics::fire_published(at, Utc::now());
     }
     debug!(schedule_id = entry.schedule_id, fire = %at, duplicate, "fired");
@@ -523,16 +534,18 @@ async fn publish(js: &Context, entry: &Entry, at: DateTime<Utc>) -> Result<(), N
 }
 
 /// Records `at` as the last fire of `entry` in `dj_ticker`.
-async fn record(kv: &kv::Store, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
-    kv.put(
-        subjects::ticker_key(entry.schedule_id),
-        at.timestamp().to_string().into(),
-    )
-    .await
-    .map_err(|e| NatsError::JetStream {
-        what: "write dj_ticker".to_owned(),
-        source: e.into(),
-    })?;
+async fn record(firing: &Firing, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
+    firing
+        .kv
+        .put(
+            firing.bus.installation().ticker_key(entry.schedule_id),
+            at.timestamp().to_string().into(),
+        )
+        .await
+        .map_err(|e| NatsError::JetStream {
+            what: "write dj_ticker".to_owned(),
+            source: e.into(),
+        })?;
     Ok(())
 }
 

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::Context;
 use chrono::Utc;
+use datajump_nats::Bus;
 use datajump_shared::TaskStatus;
 use datajump_shared::entities::task_instance;
 use datajump_shared::metrics::{self, RetryCause};
@@ -28,18 +28,18 @@ const UNSERVED_AFTER: chrono::Duration = chrono::Duration::seconds(10);
 
 pub(crate) async fn run(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
     shutdown: &CancellationToken,
 ) -> Result<(), TickerError> {
     let (mut seen_last, mut unserved) = (BTreeMap::new(), BTreeMap::new());
     let mut next_queue_check = Instant::now();
     while !shutdown.is_cancelled() {
-        if let Err(e) = scan(config, js).await {
+        if let Err(e) = scan(config, bus).await {
             warn!(error = %e, "deadline scan failed; retrying");
         }
         if Instant::now() >= next_queue_check {
             next_queue_check = Instant::now() + QUEUE_CHECK_EVERY;
-            match unserved_queues(config, js).await {
+            match unserved_queues(config, bus).await {
                 Ok(seen) => {
                     // Unserved only when two checks in a row say so: one
                     // listing of the heartbeats can miss a live runner (seen
@@ -80,7 +80,7 @@ enum QueueCheckError {
 /// rows through the `(status, queue)` index.
 async fn unserved_queues(
     config: &Config,
-    js: &Context,
+    bus: &Bus,
 ) -> Result<BTreeMap<String, u64>, QueueCheckError> {
     let waiting: Vec<(String, i64)> = task_instance::Entity::find()
         .select_only()
@@ -95,7 +95,7 @@ async fn unserved_queues(
     if waiting.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let served = datajump_nats::served_queues(js).await?;
+    let served = datajump_nats::served_queues(bus.js()).await?;
     Ok(waiting
         .into_iter()
         .filter(|(queue, _)| !served.contains(queue))
@@ -116,7 +116,7 @@ fn report_unserved(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) 
     }
 }
 
-async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
+async fn scan(config: &Config, bus: &Bus) -> Result<(), DbErr> {
     let now = Utc::now();
     let due = task_instance::Entity::find()
         .filter(task_instance::Column::DeadlineAt.lte(now))
@@ -142,10 +142,10 @@ async fn scan(config: &Config, js: &Context) -> Result<(), DbErr> {
             TaskStatus::Pending => {
                 Some(datajump_engine::wait_timed_out(&config.db, row.instance_id(), now).await?)
             }
-            _ => datajump_engine::republish_due(&config.db, row.instance_id(), now).await?,
+            _ => datajump_engine::republish_due(&config.db, &row, now).await?,
         };
         if let Some(owed) = owed
-            && let Err(e) = owed.publish(js).await
+            && let Err(e) = owed.publish(bus).await
         {
             warn!(task_instance_id = row.id, error = %e, "publishing after the deadline scan failed; the next scan retries");
         }

@@ -2,11 +2,13 @@
 //!
 //! Stateless. (1) Cron: it keeps a min-heap of the next fire of every active
 //! schedule and publishes one fire per (schedule, fire time) with the
-//! `Nats-Msg-Id` `fire:<schedule_id>:<unix>`, then records the fire in the KV
+//! `Nats-Msg-Id` `<installation>:fire:<schedule_id>:<unix>`, then records the fire in the KV
 //! bucket `dj_ticker` — publish first, then KV, so a crash in between repeats
 //! a fire JetStream drops as a duplicate rather than losing one. Two tickers
 //! publish the same ids, which is the whole of its high availability: no
-//! leader election. (2) Deadlines: every second it acts on `task_instance`
+//! leader election. A fire JetStream drops as a duplicate is checked a
+//! little later: if no run came of it (something else published its id
+//! first), it is published again under a fresh id ([`suppressed`]). (2) Deadlines: every second it acts on `task_instance`
 //! rows whose `deadline_at` has passed — republishing work for QUEUED
 //! instances whose message may have been lost and requeueing retries that
 //! are due — through the same conditional transitions as everyone else.
@@ -17,9 +19,11 @@ pub mod alerts;
 pub mod cleanup;
 mod cron_loop;
 mod deadlines;
+mod suppressed;
 
 use chrono_tz::Tz;
-use datajump_nats::NatsError;
+use datajump_nats::{Bus, NatsError};
+use datajump_store::installation::{self, InstallationError};
 use sea_orm::DatabaseConnection;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
@@ -46,18 +50,24 @@ pub enum TickerError {
     /// NATS failed.
     #[error(transparent)]
     Nats(#[from] NatsError),
+    /// The database has no installation identity.
+    #[error(transparent)]
+    Installation(#[from] InstallationError),
 }
 
 /// Runs the ticker until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), TickerError> {
     let js = async_nats::jetstream::new(config.nats.clone());
     datajump_nats::ensure_topology(&js).await?;
-    info!(shard = ?config.shard, "ticker started");
-    let (cron, deadlines, (), ()) = tokio::join!(
-        cron_loop::run(&config, &js, &shutdown),
-        deadlines::run(&config, &js, &shutdown),
-        cleanup::run(&config, &js, &shutdown),
-        alerts::run(&config.db, &shutdown)
+    let bus = Bus::new(js, installation::identity(&config.db).await?);
+    info!(shard = ?config.shard, installation = %bus.installation(), "ticker started");
+    let (fires_unseen, fires_to_check) = suppressed::channel();
+    let (cron, deadlines, (), (), ()) = tokio::join!(
+        cron_loop::run(&config, &bus, &fires_unseen, &shutdown),
+        deadlines::run(&config, &bus, &shutdown),
+        cleanup::run(&config, &bus, &shutdown),
+        alerts::run(&config.db, &shutdown),
+        suppressed::run(&config, &bus, fires_to_check, &shutdown),
     );
     cron.and(deadlines)?;
     info!("ticker stopped");

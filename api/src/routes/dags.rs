@@ -216,10 +216,10 @@ pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> R
     txn.commit().await?;
     // Ids may be reused (SQLite): forget the deleted schedules' last fires.
     if !schedule_ids.is_empty() {
-        match datajump_nats::key_value(&state.js, subjects::TICKER_BUCKET).await {
+        match datajump_nats::key_value(state.bus.js(), subjects::TICKER_BUCKET).await {
             Ok(kv) => {
                 for id in &schedule_ids {
-                    if let Err(e) = kv.purge(subjects::ticker_key(*id)).await {
+                    if let Err(e) = kv.purge(state.bus.installation().ticker_key(*id)).await {
                         warn!(schedule = id, error = %e, "could not forget a deleted schedule's last fire");
                     }
                 }
@@ -465,7 +465,7 @@ pub async fn trigger(
         .unwrap_or_else(|| biz_date_for(now, zone, DEFAULT_OFFSET_DAYS));
     let mut fire = FireMsg::manual(dag.id, now, biz_date, params);
     fire.time_zone = zone.name().to_owned();
-    datajump_nats::publish_fire(&state.js, &fire).await?;
+    state.bus.publish_fire(&fire).await?;
     info!(dag = %dag.name, run_key = %fire.dedup_key, "DAG triggered through the API");
     let status_url = format!("/api/v1/dags/instances/by-key/{}", fire.dedup_key);
     Ok((
@@ -560,7 +560,7 @@ pub async fn backfill(
     }
     let mut runs = Vec::with_capacity(fires.len());
     for fire in fires {
-        datajump_nats::publish_fire(&state.js, &fire).await?;
+        state.bus.publish_fire(&fire).await?;
         runs.push(BackfillRun {
             biz_date: fire.biz_date,
             status_url: format!("/api/v1/dags/instances/by-key/{}", fire.dedup_key),

@@ -7,7 +7,7 @@ use axum::Json as AxumJson;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
-use datajump_shared::messages::{EventPayloadError, event_params};
+use datajump_shared::messages::{EventPayload, EventPayloadError};
 use datajump_shared::naming::validate_event;
 use datajump_shared::subjects;
 use tracing::info;
@@ -30,7 +30,7 @@ pub async fn publish(
         Bytes::from_static(b"{}")
     } else {
         parse_json::<serde_json::Value>(&body)?;
-        match event_params(&body) {
+        match EventPayload::parse(&body) {
             Ok(_) => body,
             Err(e @ EventPayloadError::TooLarge(_)) => {
                 return Err(Error::PayloadTooLarge(e.to_string()));
@@ -40,7 +40,8 @@ pub async fn publish(
     };
     let subject = subjects::event(&name);
     let ack = state
-        .js
+        .bus
+        .js()
         .publish(subject.clone(), payload)
         .await
         .map_err(|e| Error::Nats(format!("publish to {subject}: {e}")))?

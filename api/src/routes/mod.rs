@@ -77,6 +77,25 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// `router` (a router of its own state, such as `/metrics`'s) behind the
+/// rules every route of the table is behind: the browser rules and a
+/// caller `access` allows, checked on each of its routes as `route`.
+pub fn behind_rules(
+    state: AppState,
+    access: table::Access,
+    route: &'static str,
+    router: Router,
+) -> Router {
+    router
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            move |State(state): State<AppState>, request, next| {
+                crate::auth::authorize(state, access, route, request, next)
+            },
+        ))
+        .layer(middleware::from_fn_with_state(state, crate::auth::guard))
+}
+
 /// The DAG with this id, or 404.
 pub async fn find_dag(state: &AppState, dag_id: i64) -> Result<dag::Model> {
     dag::Entity::find_by_id(dag_id)

@@ -37,7 +37,7 @@ pub async fn list(
     Query(query): Query<PageQuery>,
 ) -> Result<AxumJson<Page<RunnerDto>>> {
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
-    let kv = datajump_nats::key_value(&state.js, subjects::RUNNERS_BUCKET).await?;
+    let kv = datajump_nats::key_value(state.bus.js(), subjects::RUNNERS_BUCKET).await?;
     let mut keys = kv
         .keys()
         .await

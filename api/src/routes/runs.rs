@@ -192,7 +192,8 @@ async fn stored_log(
     name: &str,
 ) -> Option<async_nats::jetstream::object_store::Object> {
     let store = state
-        .js
+        .bus
+        .js()
         .get_object_store(subjects::LOGS_BUCKET)
         .await
         .map_err(|e| debug!(error = %e, "no log object store"))
@@ -275,7 +276,7 @@ pub async fn kill_task(
     let instance = find_task_instance(&state, id).await?;
     match datajump_engine::kill_instance(&state.db, TaskInstanceId(id)).await? {
         Some((row, effects)) => {
-            effects.publish(&state.js).await?;
+            effects.publish(&state.bus).await?;
             info!(task_instance = id, "task instance killed through the API");
             Ok(AxumJson(KillResponse {
                 id,
@@ -302,7 +303,7 @@ pub async fn kill(
     find_run(&state, id).await?;
     match datajump_engine::kill_run(&state.db, RunId(id)).await? {
         Some((killed, effects)) => {
-            effects.publish(&state.js).await?;
+            effects.publish(&state.bus).await?;
             info!(run = id, "run killed through the API");
             Ok(AxumJson(KillResponse {
                 id,
@@ -339,7 +340,7 @@ pub async fn rerun(
         .await
         .map_err(|e| reset_failed(e, &format!("run {id} cannot be rerun now")))?;
     let queued = effects.queued().to_vec();
-    effects.publish(&state.js).await?;
+    effects.publish(&state.bus).await?;
     let run = find_run(&state, id).await?;
     info!(
         run = id,
@@ -403,7 +404,7 @@ pub async fn clear_task(
         .await
         .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be cleared now")))?;
     let queued = effects.queued().to_vec();
-    effects.publish(&state.js).await?;
+    effects.publish(&state.bus).await?;
     info!(
         task_instance = id,
         downstream = body.downstream,
@@ -432,7 +433,7 @@ pub async fn mark_task(
         .await
         .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be marked now")))?;
     let queued = effects.queued().to_vec();
-    effects.publish(&state.js).await?;
+    effects.publish(&state.bus).await?;
     info!(task_instance = id, status = %body.status, "task instance marked through the API");
     reset_answer(&state, id, &queued).await
 }

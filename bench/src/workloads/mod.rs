@@ -340,7 +340,7 @@ async fn trigger_and_wait(
 ) -> Result<RunTimes> {
     let published = Utc::now();
     let fire = FireMsg::manual(dag_id, published, published.date_naive(), Params::new());
-    datajump_nats::publish_fire(&system.js, &fire).await?;
+    system.bus.publish_fire(&fire).await?;
     let started = Instant::now();
     let mut pause = Duration::from_millis(5);
     let (run_id, status, finished) = loop {

@@ -312,10 +312,14 @@ async fn prefill_last_fires(system: &System<'_>, first_id: i64, count: usize) ->
     let now = Utc::now().timestamp();
     let mut acks = Vec::with_capacity(PREFILL_IN_FLIGHT);
     for index in 0..count {
-        let key = subjects::ticker_key(offset(first_id, index));
+        let key = system
+            .bus
+            .installation()
+            .ticker_key(offset(first_id, index));
         let last = latest_fire(second_of_day(index, count), now);
         let ack = system
-            .js
+            .bus
+            .js()
             .publish(
                 format!("$KV.{}.{key}", subjects::TICKER_BUCKET),
                 last.to_string().into(),
@@ -424,7 +428,8 @@ async fn measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<Rep> {
         system.check_alive()?;
         if !changed && Utc::now() >= change_at {
             system
-                .js
+                .bus
+                .js()
                 .client()
                 .publish(subjects::SCHEDULES_CHANGED, "".into())
                 .await

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
-use crate::output::table;
+use crate::output::{printable, table};
 
 /// DAG subcommands.
 #[derive(Subcommand)]
@@ -94,7 +94,10 @@ pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
         DagCommand::Delete { name } => {
             let id = api.dag_id(&name).await?;
             api.delete(&["dags", &id.to_string()]).await?;
-            println!("deleted DAG {name} (id {id}) with its tasks, schedules and runs");
+            println!(
+                "deleted DAG {} (id {id}) with its tasks, schedules and runs",
+                printable(&name)
+            );
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -112,7 +115,7 @@ async fn apply(api: &Api, files: &[PathBuf], json: bool) -> Result<ExitCode> {
         match DagFile::parse(&text) {
             Ok(dag) => parsed.push((path, dag)),
             Err(e) => {
-                eprintln!("{}: {e}", path.display());
+                eprintln!("{}: {e}", printable(&path.display().to_string()));
                 failed = true;
             }
         }
@@ -151,7 +154,11 @@ async fn apply(api: &Api, files: &[PathBuf], json: bool) -> Result<ExitCode> {
             Err(e) => return Err(e.into()),
         };
         if !json {
-            println!("dag '{}' ({}): {what}", dag.name, path.display());
+            println!(
+                "dag '{}' ({}): {what}",
+                printable(&dag.name),
+                printable(&path.display().to_string())
+            );
             for note in dag.untrusted_param_notes() {
                 println!("  note: {note}");
             }
@@ -219,20 +226,20 @@ fn show(dag: Value) -> Result<()> {
     let d: DagSummary = read(dag)?;
     println!(
         "DAG {} (id {}, project {}, version {}, {})",
-        d.name,
+        printable(&d.name),
         d.id,
         d.project_id,
         d.version,
         if d.online { "online" } else { "offline" }
     );
     if !d.description.is_empty() {
-        println!("  {}", d.description);
+        println!("  {}", printable(&d.description));
     }
     println!(
         "max active runs {}, overlap {}, owner {}",
         d.max_active_runs,
         d.overlap,
-        d.owner.as_deref().unwrap_or("-")
+        printable(d.owner.as_deref().unwrap_or("-"))
     );
     println!();
     table(&["TASK", "TYPE", "QUEUE", "DEPENDS ON"], &tasks);

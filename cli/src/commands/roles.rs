@@ -171,11 +171,17 @@ pub struct AccessArgs {
     /// only.
     #[arg(long, env = "DATAJUMP_INSECURE_NO_AUTH")]
     pub insecure_no_auth: bool,
+    /// Serve the API's /metrics without a token even once tokens exist
+    /// (by default it then needs a viewer's: Prometheus sends one with
+    /// `authorization: { credentials_file: … }`). The page names DAGs and
+    /// queues, no secrets.
+    #[arg(long, env = "DATAJUMP_PUBLIC_METRICS")]
+    pub public_metrics: bool,
 }
 
 /// The API's configuration: the listen address, the token from
-/// `DATAJUMP_API_TOKEN`, and the access rules.
-pub fn api_config(
+/// `DATAJUMP_API_TOKEN`, the access rules and the database's installation.
+pub async fn api_config(
     global: &Global,
     db: DatabaseConnection,
     nats: async_nats::Client,
@@ -183,6 +189,7 @@ pub fn api_config(
     access: &AccessArgs,
 ) -> Result<datajump_api::Config> {
     Ok(datajump_api::Config {
+        installation: datajump_store::installation::identity(&db).await?,
         db,
         nats,
         addr,
@@ -194,6 +201,7 @@ pub fn api_config(
             access.public_url.as_deref(),
         )?,
         insecure_no_auth: access.insecure_no_auth,
+        public_metrics: access.public_metrics,
     })
 }
 
@@ -390,7 +398,8 @@ pub async fn api(global: &Global, args: ApiArgs) -> Result<ExitCode> {
         nats(global, "datajump-api").await?,
         args.addr,
         &args.access,
-    )?;
+    )
+    .await?;
     let cluster = datajump_api::metrics::Cluster {
         db: config.db.clone(),
         js: async_nats::jetstream::new(config.nats.clone()),

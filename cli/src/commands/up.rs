@@ -16,6 +16,7 @@ use crate::commands::roles::{
     runner_config, ticker_config,
 };
 use crate::commands::shutdown_on_signal;
+use crate::output::printable;
 
 /// Arguments of `up`.
 #[derive(Args)]
@@ -68,7 +69,8 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         nats_client.clone(),
         args.api_addr,
         &args.access,
-    )?;
+    )
+    .await?;
 
     let files = if args.dags.is_dir() {
         expand(std::slice::from_ref(&args.dags))?
@@ -81,14 +83,24 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         match DagFile::parse(&text) {
             Ok(dag) => {
                 let report = client.apply(&dag).await?;
-                println!("dag '{}' ({}): {report}", dag.name, path.display());
+                println!(
+                    "dag '{}' ({}): {report}",
+                    printable(&dag.name),
+                    printable(&path.display().to_string())
+                );
             }
-            Err(e) => eprintln!("{}: {e}\n  (skipped)", path.display()),
+            Err(e) => eprintln!(
+                "{}: {e}\n  (skipped)",
+                printable(&path.display().to_string())
+            ),
         }
     }
 
     println!("DataJump is up.");
-    println!("  database: {}", global.database_url);
+    println!(
+        "  database: {} (installation {})",
+        global.database_url, api.installation
+    );
     println!(
         "  NATS:     {}{}",
         global.nats_url,
@@ -98,7 +110,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
                 global.data_dir.join("nats").display()
             )
         } else {
-            String::new()
+            " (found running: not started here)".to_owned()
         }
     );
     if let Some(path) = &key_file {

@@ -13,6 +13,7 @@ pub mod dag_run_plan;
 pub mod datasource;
 pub mod dependency_wait;
 pub mod execution;
+pub mod installation;
 pub mod schedule;
 pub mod secret;
 pub mod task;

@@ -70,6 +70,15 @@ impl Api {
         token: Option<&str>,
         browser: datajump_api::BrowserRules,
     ) -> Api {
+        Api::start_configured(env, token, |config| config.browser = browser).await
+    }
+
+    /// As [`Api::start`], with the configuration changed by `adjust`.
+    pub(crate) async fn start_configured(
+        env: &TestEnv,
+        token: Option<&str>,
+        adjust: impl FnOnce(&mut datajump_api::Config),
+    ) -> Api {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
@@ -80,15 +89,18 @@ impl Api {
         let nats = datajump_nats::connect(&env.nats_url(), "api")
             .await
             .expect("API NATS connection");
-        let config = datajump_api::Config {
+        let mut config = datajump_api::Config {
+            installation: env.bus.installation().clone(),
             db,
             nats,
             addr,
             token: token.map(str::to_owned),
             timezone: chrono_tz::Asia::Shanghai,
-            browser,
+            browser: datajump_api::BrowserRules::default(),
             insecure_no_auth: false,
+            public_metrics: false,
         };
+        adjust(&mut config);
         let stop = CancellationToken::new();
         let token_for_server = stop.clone();
         tokio::spawn(async move {
@@ -795,6 +807,7 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     // Without a token the API refuses to listen beyond loopback.
     let refused = datajump_api::serve(
         datajump_api::Config {
+            installation: env.bus.installation().clone(),
             db: env.db.clone(),
             nats: env.nats.clone(),
             addr: "0.0.0.0:0".parse().expect("address"),
@@ -802,6 +815,7 @@ both_dbs!(api_token_events_and_runners, |env| async move {
             timezone: chrono_tz::Asia::Shanghai,
             browser: datajump_api::BrowserRules::default(),
             insecure_no_auth: false,
+            public_metrics: false,
         },
         CancellationToken::new(),
     )
@@ -882,6 +896,12 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     )
     .await
     .expect_error(400, "BAD_REQUEST", "JSON object of parameters");
+    api.post(
+        "/api/v1/events/orders.ready",
+        json!({ "biz_date": "2024-01-15; rm -rf /", "region": "cn" }),
+    )
+    .await
+    .expect_error(400, "BAD_REQUEST", "must be a date written YYYY-MM-DD");
     let huge = json!({ "blob": "x".repeat(70 * 1024) });
     api.post("/api/v1/events/orders.ready", huge)
         .await
@@ -916,7 +936,10 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     // The same event published straight to NATS, as `nats pub` would (a
     // core publish the DJ_EVENT stream captures), starts the DAG too.
     env.nats
-        .publish("dj.event.orders.ready", r#"{"region":"eu"}"#.into())
+        .publish(
+            "dj.event.orders.ready",
+            r#"{"region":"eu","biz_date":"2024-01-15"}"#.into(),
+        )
         .await
         .expect("publish");
     env.nats.flush().await.expect("flush");
@@ -943,6 +966,10 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     assert_eq!(second["triggerType"], "EVENT", "{second}");
     assert_eq!(second["status"], "SUCCESS", "{second}");
     assert_eq!(second["runParams"]["region"], "eu", "{second}");
+    // The event named its business date; the API's had none, so the
+    // schedule's rule (yesterday, in the schedule's zone) set it.
+    assert_eq!(second["bizDate"], "2024-01-15", "{second}");
+    assert_ne!(run["bizDate"], "2024-01-15", "{run}");
 
     // Runners, from their heartbeats.
     let runners = api.get("/api/v1/runners").await.expect(200);

@@ -79,14 +79,13 @@ tasks:
         let mut first = None;
         for _ in 0..5 {
             let fire = env.manual_fire("pair").await;
-            datajump_nats::publish_fire(&env.js, &fire)
-                .await
-                .expect("publish fire");
+            env.bus.publish_fire(&fire).await.expect("publish fire");
             keys.push(fire.dedup_key.clone());
             first.get_or_insert(fire);
         }
         let first = first.expect("five fires");
-        env.js
+        env.bus
+            .js()
             .publish(
                 datajump_shared::subjects::fire(first.dag_id),
                 first.encode().into(),

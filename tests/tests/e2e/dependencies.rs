@@ -19,9 +19,7 @@ fn date(text: &str) -> NaiveDate {
 async fn trigger_for(env: &TestEnv, name: &str, biz_date: &str) -> String {
     let mut fire = env.manual_fire(name).await;
     fire.biz_date = date(biz_date);
-    datajump_nats::publish_fire(&env.js, &fire)
-        .await
-        .expect("publish fire");
+    env.bus.publish_fire(&fire).await.expect("publish fire");
     fire.dedup_key
 }
 

@@ -392,7 +392,8 @@ tasks:
         ),
     ] {
         let sequence = env
-            .js
+            .bus
+            .js()
             .publish(subject.clone(), garbage.clone().into())
             .await
             .expect("publish")
@@ -659,7 +660,7 @@ tasks:
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     // Both fires are recorded in dj_ticker (publish first, then KV).
-    let kv = datajump_nats::key_value(&env.js, subjects::TICKER_BUCKET)
+    let kv = datajump_nats::key_value(env.bus.js(), subjects::TICKER_BUCKET)
         .await
         .expect("dj_ticker");
     let schedules: Vec<i64> = schedule::Entity::find()
@@ -673,7 +674,7 @@ tasks:
     for schedule_id in &schedules {
         loop {
             let recorded = kv
-                .get(subjects::ticker_key(*schedule_id))
+                .get(env.bus.installation().ticker_key(*schedule_id))
                 .await
                 .expect("read dj_ticker")
                 .and_then(|v| String::from_utf8(v.to_vec()).ok());
@@ -727,7 +728,8 @@ tasks:
     }
     // One message per fire reached the stream: nothing was published twice.
     let stored = env
-        .js
+        .bus
+        .js()
         .get_stream(subjects::FIRE_STREAM)
         .await
         .expect("fire stream")

@@ -57,7 +57,8 @@ tasks:
         let mut forged = WorkMsg::for_queued(&queued).expect("work message");
         forged.spec.task.content =
             json!({ "command": format!("echo FORGED; touch {}", marker.display()) });
-        env.js
+        env.bus
+            .js()
             .publish(
                 subjects::work("default", Band::High),
                 forged.encode().into(),

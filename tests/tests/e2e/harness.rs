@@ -25,6 +25,7 @@ use async_nats::jetstream::{self, consumer};
 use chrono::Utc;
 use datajump_engine::{Effects, ResetError, ResetScope};
 use datajump_migrations::{Migrator, MigratorTrait};
+use datajump_nats::Bus;
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
@@ -282,8 +283,8 @@ pub struct TestEnv {
     pub db: DatabaseConnection,
     /// The test's own NATS connection.
     pub nats: async_nats::Client,
-    /// JetStream on `nats`.
-    pub js: jetstream::Context,
+    /// JetStream on `nats`, naming the test database's installation.
+    pub bus: Bus,
     /// A scratch directory for files tasks touch.
     pub dir: PathBuf,
     /// Errors of roles that stopped on their own.
@@ -342,13 +343,17 @@ impl TestEnv {
         datajump_nats::ensure_topology(&js)
             .await
             .expect("JetStream topology");
+        let installation = datajump_store::installation::identity(&db)
+            .await
+            .expect("the installation identity");
+        let bus = Bus::new(js, installation);
         let dir = tmp.path().join("scratch");
         std::fs::create_dir_all(&dir).expect("scratch directory");
         TestEnv {
             db_url,
             db,
             nats,
-            js,
+            bus,
             dir,
             role_errors: Arc::new(Mutex::new(Vec::new())),
             spawned: AtomicUsize::new(0),
@@ -474,7 +479,7 @@ impl TestEnv {
             max_log_bytes: datajump_runner::executor::DEFAULT_MAX_LOG_BYTES,
         };
         let role = self.spawn_role(id.to_owned(), |token| datajump_runner::run(config, token));
-        let kv = datajump_nats::key_value(&self.js, subjects::RUNNERS_BUCKET)
+        let kv = datajump_nats::key_value(self.bus.js(), subjects::RUNNERS_BUCKET)
             .await
             .expect("dj_runners bucket");
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -539,9 +544,7 @@ impl TestEnv {
     /// Triggers DAG `name` manually; returns the run's dedup key.
     pub async fn trigger(&self, name: &str) -> String {
         let fire = self.manual_fire(name).await;
-        datajump_nats::publish_fire(&self.js, &fire)
-            .await
-            .expect("publish fire");
+        self.bus.publish_fire(&fire).await.expect("publish fire");
         fire.dedup_key
     }
 
@@ -667,7 +670,8 @@ impl TestEnv {
     /// A durable consumer's current state.
     pub async fn consumer_info(&self, stream: &str, name: &str) -> consumer::Info {
         let mut consumer: consumer::PullConsumer = self
-            .js
+            .bus
+            .js()
             .get_stream(stream)
             .await
             .expect("stream")
@@ -704,7 +708,7 @@ impl TestEnv {
         else {
             return Ok(None);
         };
-        effects.publish(&self.js).await.expect("publish the kill");
+        effects.publish(&self.bus).await.expect("publish the kill");
         Ok(Some(row))
     }
 
@@ -716,7 +720,7 @@ impl TestEnv {
             return Ok(None);
         };
         let started_runs = effects.started_runs().to_vec();
-        effects.publish(&self.js).await.expect("publish the kill");
+        effects.publish(&self.bus).await.expect("publish the kill");
         Ok(Some(KilledRun { started_runs }))
     }
 
@@ -746,7 +750,7 @@ impl TestEnv {
 
     async fn publish(&self, effects: Effects) -> Result<Vec<task_instance::Model>, ResetError> {
         let queued = effects.queued().to_vec();
-        effects.publish(&self.js).await.expect("publish");
+        effects.publish(&self.bus).await.expect("publish");
         Ok(queued)
     }
 }

@@ -109,9 +109,7 @@ tasks:
         // without retries, and says what to write.
         let mut fire = env.manual_fire("naive_cleanup").await;
         fire.params.insert("p".to_owned(), ATTACK.to_owned());
-        datajump_nats::publish_fire(&env.js, &fire)
-            .await
-            .expect("publish fire");
+        env.bus.publish_fire(&fire).await.expect("publish fire");
         let run = env.wait_run(&fire.dedup_key, TIMEOUT).await;
         assert_eq!(run.status, RunStatus::Failed);
         let instances = env.instances_by_name(run.id).await;

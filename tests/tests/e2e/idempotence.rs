@@ -34,14 +34,16 @@ both_dbs!(fire_delivered_twice_creates_one_run, |env| async move {
     let fire = env.manual_fire("pair").await;
     for _ in 0..2 {
         // Distinct message ids: JetStream stores both and both are delivered.
-        let duplicate = datajump_nats::publish(
-            &env.js,
-            subjects::fire(dag_id),
-            &again_id("fire"),
-            fire.encode(),
-        )
-        .await
-        .expect("publish fire");
+        let duplicate = env
+            .bus
+            .publish(
+                subjects::FIRE_STREAM,
+                subjects::fire(dag_id),
+                &again_id("fire"),
+                fire.encode(),
+            )
+            .await
+            .expect("publish fire");
         assert!(!duplicate);
     }
     let run = env.wait_run(&fire.dedup_key, MINUTE).await;
@@ -91,14 +93,16 @@ both_dbs!(
                 attempt: row.attempt - 1,
                 status: row.status,
             };
-            let duplicate = datajump_nats::publish(
-                &env.js,
-                subjects::done(RunId(run.id)),
-                &again_id("done"),
-                done.encode(),
-            )
-            .await
-            .expect("publish done");
+            let duplicate = env
+                .bus
+                .publish(
+                    subjects::DONE_STREAM,
+                    subjects::done(RunId(run.id)),
+                    &again_id("done"),
+                    done.encode(),
+                )
+                .await
+                .expect("publish done");
             assert!(!duplicate);
         }
         env.wait_consumer_idle(
@@ -153,14 +157,15 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
         ..WorkMsg::for_queued(&row).expect("work message")
     };
     let band = Band::of_priority(row.priority);
-    datajump_nats::publish(
-        &env.js,
-        subjects::work(&row.queue, band),
-        &again_id("work"),
-        work.encode(),
-    )
-    .await
-    .expect("publish work");
+    env.bus
+        .publish(
+            subjects::WORK_STREAM,
+            subjects::work(&row.queue, band),
+            &again_id("work"),
+            work.encode(),
+        )
+        .await
+        .expect("publish work");
 
     let republished = tokio::time::timeout(MINUTE, async {
         while let Some(message) = completions.next().await {
@@ -220,7 +225,7 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
     env.nats.flush().await.expect("flush");
 
     let publish = |subject: String, payload: Vec<u8>| {
-        let js = env.js.clone();
+        let js = env.bus.js().clone();
         async move {
             js.send_publish(subject, PublishMessage::build().payload(payload.into()))
                 .await
@@ -342,15 +347,14 @@ async fn a_fire_the_database_refuses_holds_back_no_other() {
     // Published before any resolver runs, so they arrive together.
     let mut refused = env.manual_fire("pair").await;
     refused.dedup_key = "k".repeat(200);
-    datajump_nats::publish_fire(&env.js, &refused)
+    env.bus
+        .publish_fire(&refused)
         .await
         .expect("publish the refused fire");
     let mut keys = Vec::new();
     for _ in 0..5 {
         let fire = env.manual_fire("pair").await;
-        datajump_nats::publish_fire(&env.js, &fire)
-            .await
-            .expect("publish fire");
+        env.bus.publish_fire(&fire).await.expect("publish fire");
         keys.push(fire.dedup_key);
     }
     let _resolver = env.spawn_resolver().await;

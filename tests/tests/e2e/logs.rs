@@ -50,7 +50,8 @@ tasks:
     let name = exec.log_path.clone().expect("stored in the object store");
     assert_eq!(name, subjects::log_object(exec.id));
     let store = env
-        .js
+        .bus
+        .js()
         .get_object_store(subjects::LOGS_BUCKET)
         .await
         .expect("dj_logs");

@@ -52,6 +52,7 @@ mod hostile_params;
 mod idempotence;
 mod joins;
 mod logs;
+mod message_ids;
 mod metrics;
 mod nats_auth;
 mod operator;

@@ -270,6 +270,7 @@ impl Server {
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let config = datajump_api::Config {
+            installation: env.bus.installation().clone(),
             db: datajump_store::db::connect(&env.db_url)
                 .await
                 .expect("API database connection"),
@@ -281,6 +282,7 @@ impl Server {
             timezone: chrono_tz::Asia::Shanghai,
             browser: datajump_api::BrowserRules::default(),
             insecure_no_auth: false,
+            public_metrics: false,
         };
         let stop = CancellationToken::new();
         tokio::spawn(datajump_api::serve_on(listener, config, stop.clone()));
@@ -392,7 +394,8 @@ tasks:
         subjects::done(datajump_shared::RunId(1)),
         subjects::work("default", Band::Normal),
     ] {
-        env.js
+        env.bus
+            .js()
             .send_publish(
                 subject,
                 PublishMessage::build().payload(b"\xffgarbage{".to_vec().into()),

@@ -384,7 +384,7 @@ tasks:
     }
     // Each schedule last fired ten minutes ago, as if no ticker ran since.
     let started = Utc::now();
-    let kv = datajump_nats::key_value(&env.js, subjects::TICKER_BUCKET)
+    let kv = datajump_nats::key_value(env.bus.js(), subjects::TICKER_BUCKET)
         .await
         .expect("dj_ticker");
     let last = started.timestamp() - 600;
@@ -397,9 +397,12 @@ tasks:
             .await
             .expect("query schedule")
             .expect("a schedule");
-        kv.put(subjects::ticker_key(row.id), last.to_string().into())
-            .await
-            .expect("seed dj_ticker");
+        kv.put(
+            env.bus.installation().ticker_key(row.id),
+            last.to_string().into(),
+        )
+        .await
+        .expect("seed dj_ticker");
         schedule_ids.insert(policy, (dag_id, row.id));
     }
     let _resolver = env.spawn_resolver().await;
@@ -592,7 +595,7 @@ tasks:
     assert_eq!(executions[0].status, TaskStatus::Success);
     assert_eq!(executions[0].worker, "r1");
     assert!(executions[0].end_time.is_some_and(|end| end <= stopped));
-    let kv = datajump_nats::key_value(&env.js, subjects::RUNNERS_BUCKET)
+    let kv = datajump_nats::key_value(env.bus.js(), subjects::RUNNERS_BUCKET)
         .await
         .expect("dj_runners");
     assert!(

@@ -54,7 +54,7 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
         retention: Some(chrono::Duration::days(30)),
     };
     let removed =
-        datajump_ticker::cleanup::remove_old_runs(&config, &env.js, chrono::Duration::days(30))
+        datajump_ticker::cleanup::remove_old_runs(&config, &env.bus, chrono::Duration::days(30))
             .await
             .expect("cleanup");
     assert_eq!(removed, 1);

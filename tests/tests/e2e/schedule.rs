@@ -80,7 +80,8 @@ tasks:
     // JetStream kept one message per fire time: duplicates from a second
     // ticker were dropped by their Nats-Msg-Id before reaching a resolver.
     let mut stream = env
-        .js
+        .bus
+        .js()
         .get_stream(subjects::FIRE_STREAM)
         .await
         .expect("fire stream");
@@ -152,7 +153,8 @@ tasks:
         ticker.stop().await;
 
         let stream = env
-            .js
+            .bus
+            .js()
             .get_stream(subjects::FIRE_STREAM)
             .await
             .expect("fire stream");

@@ -127,7 +127,8 @@ tasks:
     // be clean there too.
     if let Some(name) = exec.log_path {
         let store = env
-            .js
+            .bus
+            .js()
             .get_object_store(subjects::LOGS_BUCKET)
             .await
             .expect("dj_logs");

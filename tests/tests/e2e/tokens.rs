@@ -104,6 +104,39 @@ both_dbs!(tokens_roles_and_the_audit_log, |env| async move {
     assert_eq!(call(&api, None, Method::GET, "/healthz", None).await.0, 200);
     let (status, _) = call(&api, Some("dj_0000"), Method::GET, "/api/v1/dags", None).await;
     assert_eq!(status, 401);
+    // /metrics too (names DAGs and queues), for a viewer's token, such as
+    // the one a Prometheus scrape sends.
+    assert_eq!(call(&api, None, Method::GET, "/metrics", None).await.0, 401);
+    let scrape = reqwest::Client::new()
+        .get(format!("{}/metrics", api.base()))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .expect("scrape");
+    assert_eq!(scrape.status().as_u16(), 200);
+    assert!(
+        scrape
+            .text()
+            .await
+            .expect("page")
+            .contains("datajump_task_attempts_total")
+    );
+    let open_metrics =
+        Api::start_configured(&env, None, |config| config.public_metrics = true).await;
+    assert_eq!(
+        call(&open_metrics, None, Method::GET, "/metrics", None)
+            .await
+            .0,
+        200,
+        "--public-metrics"
+    );
+    assert_eq!(
+        call(&open_metrics, None, Method::GET, "/api/v1/dags", None)
+            .await
+            .0,
+        401,
+        "--public-metrics opens /metrics only"
+    );
 
     let dag = json!({ "name": "nightly", "tasks": [{ "name": "a", "command": "true" }] });
     // A viewer reads, and may not trigger or change DAGs.

@@ -241,7 +241,7 @@ pub async fn start_runner(
 /// The `dj_runners` key (the runner id, `host-<pid>-xxxx`) of the runner
 /// process `pid`, while its heartbeat is there.
 pub async fn runner_key(env: &TestEnv, pid: u32) -> Option<String> {
-    let kv = datajump_nats::key_value(&env.js, subjects::RUNNERS_BUCKET)
+    let kv = datajump_nats::key_value(env.bus.js(), subjects::RUNNERS_BUCKET)
         .await
         .ok()?;
     let mut keys = kv.keys().await.ok()?;
