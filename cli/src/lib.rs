@@ -143,6 +143,10 @@ enum Command {
     Up(commands::up::UpArgs),
     /// Apply the database migrations (`up` and every role do it too).
     Migrate,
+    /// Create or check the JetStream streams, consumers and buckets (`up`
+    /// and every role create what is missing when their NATS user may).
+    #[command(subcommand)]
+    Topology(commands::topology::TopologyCommand),
     /// Run the ticker role: cron fires and the deadline scan.
     Ticker(commands::roles::TickerArgs),
     /// Run the resolver role: fires into runs, completions into releases.
@@ -240,6 +244,7 @@ pub async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Up(args) => commands::up::run(&cli.global, args).await,
         Command::Migrate => commands::roles::migrate(&cli.global).await,
+        Command::Topology(command) => commands::topology::run(&cli.global, command).await,
         Command::Ticker(args) => commands::roles::ticker(&cli.global, args).await,
         Command::Resolver(args) => commands::roles::resolver(&cli.global, args).await,
         Command::Runner(args) => commands::roles::runner(&cli.global, args).await,

@@ -6,8 +6,12 @@
 //! docs/ARCHITECTURE.md "Subjects and streams" that is missing and only
 //! *reports* differences in those that exist. It never updates: nats-server
 //! 2.9 ignores the create/update action field of stream and consumer
-//! requests, so an "update" could silently rewrite an operator's tuning. Every role calls it at start; concurrent
-//! callers race only into "already exists", which is treated as success.
+//! requests, so an "update" could silently rewrite an operator's tuning.
+//! Every role calls it at start; concurrent callers race only into
+//! "already exists", which is treated as success. On a NATS where roles'
+//! users may not create streams (`nats/config/roles.conf`), an admin runs
+//! `datajump topology apply` first, and [`check_topology`] reports without
+//! changing anything.
 //! Everything here works on nats-server 2.9.10: no multi-filter consumers,
 //! no per-message TTL, and KV buckets are created through their backing
 //! stream because `create_key_value` fails on 2.9.
@@ -460,17 +464,48 @@ fn consumer_drift(
     drift
 }
 
-async fn ensure_stream(js: &Context, want: stream::Config) -> Result<Vec<Drift>, NatsError> {
+/// Whether [`topology`] creates what is missing or only reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Create,
+    Check,
+}
+
+/// A drift entry for an object that does not exist.
+fn missing(object: &str) -> Drift {
+    Drift {
+        object: object.to_owned(),
+        detail: "missing".to_owned(),
+    }
+}
+
+/// The error for an object that is missing and could not be created: on a
+/// locked-down NATS the role's user may not create streams.
+fn not_created(object: &str, source: async_nats::Error) -> NatsError {
+    NatsError::JetStream {
+        what: format!(
+            "{object} is missing and could not be created (if this NATS user may not create streams, run `datajump topology apply` as one that may)"
+        ),
+        source,
+    }
+}
+
+async fn ensure_stream(
+    js: &Context,
+    want: stream::Config,
+    mode: Mode,
+) -> Result<Vec<Drift>, NatsError> {
     let name = want.name.clone();
     let existing = match js.get_stream(&name).await {
         Ok(stream) => Some(stream),
+        Err(_) if mode == Mode::Check => return Ok(vec![missing(&name)]),
         Err(_) => match js.create_stream(want.clone()).await {
             Ok(_) => None,
             // Another process created it between our lookup and our create.
-            Err(_) => Some(
+            Err(create) => Some(
                 js.get_stream(&name)
                     .await
-                    .map_err(|e| js_err(format!("stream {name}"))(e.into()))?,
+                    .map_err(|_| not_created(&format!("stream {name}"), create.into()))?,
             ),
         },
     };
@@ -483,12 +518,14 @@ async fn ensure_consumer(
     js: &Context,
     stream_name: &str,
     want: pull::Config,
+    mode: Mode,
 ) -> Result<Vec<Drift>, NatsError> {
     let name = want.durable_name.clone().unwrap_or_default();
-    let stream = js
-        .get_stream(stream_name)
-        .await
-        .map_err(|e| js_err(format!("stream {stream_name}"))(e.into()))?;
+    let stream = match js.get_stream(stream_name).await {
+        Ok(stream) => stream,
+        Err(_) if mode == Mode::Check => return Ok(vec![missing(&name)]),
+        Err(e) => return Err(js_err(format!("stream {stream_name}"))(e.into())),
+    };
     if let Ok(mut consumer) = stream.get_consumer::<pull::Config>(&name).await {
         let info = consumer
             .info()
@@ -496,15 +533,29 @@ async fn ensure_consumer(
             .map_err(|e| js_err(format!("consumer {name}"))(e.into()))?;
         return Ok(consumer_drift(stream_name, &want, &info.config));
     }
-    stream
-        .create_consumer(want)
-        .await
-        .map_err(|e| js_err(format!("create consumer {name}"))(e.into()))?;
+    if mode == Mode::Check {
+        return Ok(vec![missing(&name)]);
+    }
+    if let Err(create) = stream.create_consumer(want).await
+        && stream.get_consumer::<pull::Config>(&name).await.is_err()
+    {
+        return Err(not_created(&format!("consumer {name}"), create.into()));
+    }
     Ok(Vec::new())
 }
 
 /// Creates the work consumers (one per band) of a queue that are missing.
 pub async fn ensure_queue(js: &Context, queue: &str) -> Result<Vec<Drift>, NatsError> {
+    queue_topology(js, queue, Mode::Create).await
+}
+
+/// The differences of a queue's work consumers, the missing ones included,
+/// changing nothing.
+pub async fn check_queue(js: &Context, queue: &str) -> Result<Vec<Drift>, NatsError> {
+    queue_topology(js, queue, Mode::Check).await
+}
+
+async fn queue_topology(js: &Context, queue: &str, mode: Mode) -> Result<Vec<Drift>, NatsError> {
     let mut drift = Vec::new();
     for band in Band::ALL {
         let config = consumer_config(
@@ -512,7 +563,7 @@ pub async fn ensure_queue(js: &Context, queue: &str) -> Result<Vec<Drift>, NatsE
             &subjects::work(queue, band),
             false,
         );
-        drift.extend(ensure_consumer(js, subjects::WORK_STREAM, config).await?);
+        drift.extend(ensure_consumer(js, subjects::WORK_STREAM, config, mode).await?);
     }
     Ok(drift)
 }
@@ -520,9 +571,19 @@ pub async fn ensure_queue(js: &Context, queue: &str) -> Result<Vec<Drift>, NatsE
 /// Creates every stream, consumer and bucket that is missing and returns the
 /// differences found in those that exist (each also logged as a warning).
 pub async fn ensure_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
+    topology(js, Mode::Create).await
+}
+
+/// The differences between the server and DataJump's topology, the missing
+/// objects included, changing nothing (`datajump topology check`).
+pub async fn check_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
+    topology(js, Mode::Check).await
+}
+
+async fn topology(js: &Context, mode: Mode) -> Result<Vec<Drift>, NatsError> {
     let mut drift = Vec::new();
     for config in stream_configs() {
-        drift.extend(ensure_stream(js, config).await?);
+        drift.extend(ensure_stream(js, config, mode).await?);
     }
     for (stream, consumer, filter, deliver_new) in [
         (
@@ -545,27 +606,34 @@ pub async fn ensure_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
         ),
     ] {
         let config = consumer_config(consumer, filter, deliver_new);
-        drift.extend(ensure_consumer(js, stream, config).await?);
+        drift.extend(ensure_consumer(js, stream, config, mode).await?);
     }
-    drift.extend(ensure_queue(js, subjects::DEFAULT_QUEUE).await?);
-    drift.extend(ensure_stream(js, kv_stream(subjects::TICKER_BUCKET, Duration::ZERO)).await?);
-    drift.extend(ensure_stream(js, kv_stream(subjects::RUNNERS_BUCKET, RUNNER_TTL)).await?);
+    drift.extend(queue_topology(js, subjects::DEFAULT_QUEUE, mode).await?);
+    drift
+        .extend(ensure_stream(js, kv_stream(subjects::TICKER_BUCKET, Duration::ZERO), mode).await?);
+    drift.extend(ensure_stream(js, kv_stream(subjects::RUNNERS_BUCKET, RUNNER_TTL), mode).await?);
     if js.get_object_store(subjects::LOGS_BUCKET).await.is_err() {
-        let created = js
-            .create_object_store(object_store::Config {
-                bucket: subjects::LOGS_BUCKET.to_owned(),
-                storage: StorageType::File,
-                ..Default::default()
-            })
-            .await;
-        if let Err(e) = created
-            && js.get_object_store(subjects::LOGS_BUCKET).await.is_err()
-        {
-            return Err(js_err("create object store dj_logs")(e.into()));
+        if mode == Mode::Check {
+            drift.push(missing(subjects::LOGS_BUCKET));
+        } else {
+            let created = js
+                .create_object_store(object_store::Config {
+                    bucket: subjects::LOGS_BUCKET.to_owned(),
+                    storage: StorageType::File,
+                    ..Default::default()
+                })
+                .await;
+            if let Err(e) = created
+                && js.get_object_store(subjects::LOGS_BUCKET).await.is_err()
+            {
+                return Err(not_created("object store dj_logs", e.into()));
+            }
         }
     }
-    for d in &drift {
-        warn!(object = %d.object, detail = %d.detail, "JetStream topology differs from DataJump's; left unchanged");
+    if mode == Mode::Create {
+        for d in &drift {
+            warn!(object = %d.object, detail = %d.detail, "JetStream topology differs from DataJump's; left unchanged");
+        }
     }
     Ok(drift)
 }

@@ -17,6 +17,7 @@ pub mod runs;
 pub mod schedule;
 pub mod secret;
 pub mod token;
+pub mod topology;
 pub mod trigger;
 pub mod up;
 

@@ -55,6 +55,7 @@ mod logs;
 mod message_ids;
 mod metrics;
 mod nats_auth;
+mod nats_roles;
 mod operator;
 mod reliability;
 mod rerun;

@@ -17,7 +17,7 @@ const PASSWORD: &str = "dj-nats-pw-7d1e";
 const PRODUCER_PASSWORD: &str = "producer-pw-93ab";
 
 /// A child process killed on drop.
-struct Killed(Child);
+pub(crate) struct Killed(pub(crate) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -29,11 +29,24 @@ impl Drop for Killed {
 /// Starts nats-server with the shipped secured configuration, moved to a
 /// free port and a private store.
 fn secured_nats(dir: &Path) -> (Killed, u16) {
-    let shipped = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../nats/config/secured.conf"
+    shipped_nats(
+        dir,
+        "secured.conf",
+        &[
+            ("DJ_NATS_PASSWORD", PASSWORD),
+            ("DJ_PRODUCER_PASSWORD", PRODUCER_PASSWORD),
+        ],
+    )
+}
+
+/// Starts nats-server with the shipped `nats/config/<file>`, moved to a
+/// free port and a private store, with `passwords` in its environment.
+pub(crate) fn shipped_nats(dir: &Path, file: &str, passwords: &[(&str, &str)]) -> (Killed, u16) {
+    let shipped = std::fs::read_to_string(format!(
+        "{}/../nats/config/{file}",
+        env!("CARGO_MANIFEST_DIR")
     ))
-    .expect("nats/config/secured.conf");
+    .unwrap_or_else(|e| panic!("nats/config/{file}: {e}"));
     let port = free_port();
     let config: String = shipped
         .lines()
@@ -58,8 +71,7 @@ fn secured_nats(dir: &Path) -> (Killed, u16) {
     let child = Command::new(binary)
         .arg("-c")
         .arg(&path)
-        .env("DJ_NATS_PASSWORD", PASSWORD)
-        .env("DJ_PRODUCER_PASSWORD", PRODUCER_PASSWORD)
+        .envs(passwords.iter().copied())
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -74,6 +86,17 @@ fn secured_nats(dir: &Path) -> (Killed, u16) {
 
 /// `datajump ARGS` against the system, as the `datajump` NATS user.
 fn datajump(dir: &Path, nats_url: &str, api_url: &str) -> Command {
+    datajump_as(dir, nats_url, api_url, "datajump", PASSWORD)
+}
+
+/// `datajump ARGS` against the system, as NATS user `user`.
+pub(crate) fn datajump_as(
+    dir: &Path,
+    nats_url: &str,
+    api_url: &str,
+    user: &str,
+    password: &str,
+) -> Command {
     let mut command = Command::new(DATAJUMP);
     command
         .env(
@@ -83,8 +106,8 @@ fn datajump(dir: &Path, nats_url: &str, api_url: &str) -> Command {
         .env("DATAJUMP_NATS_URL", nats_url)
         .env("DATAJUMP_API_URL", api_url)
         .env("DATAJUMP_DATA_DIR", dir.join("data"))
-        .env("DATAJUMP_NATS_USER", "datajump")
-        .env("DATAJUMP_NATS_PASSWORD", PASSWORD)
+        .env("DATAJUMP_NATS_USER", user)
+        .env("DATAJUMP_NATS_PASSWORD", password)
         .env(
             "DATAJUMP_LOG",
             "info,sqlx=warn,async_nats=warn,sea_orm=warn",
@@ -94,7 +117,7 @@ fn datajump(dir: &Path, nats_url: &str, api_url: &str) -> Command {
 }
 
 /// Waits until `check` is true, or fails with `what`.
-async fn eventually<F: std::future::Future<Output = bool>>(
+pub(crate) async fn eventually<F: std::future::Future<Output = bool>>(
     what: &str,
     mut check: impl FnMut() -> F,
 ) {
