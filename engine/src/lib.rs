@@ -38,7 +38,7 @@ mod waits;
 
 pub use claims::{AttemptEnd, Claim, End, Ended, Recorded, record};
 pub use effects::Effects;
-pub use operator::{ResetError, ResetScope, kill_instance, kill_run, mark, reset};
+pub use operator::{OperatorError, ResetScope, kill_instance, kill_run, mark, reset};
 pub use propagation::{Completion, CompletionCheck, propagate, propagate_completions};
 pub use queue::{REPUBLISH_AFTER, republish_due, retry_due};
 pub use redelivery::{MAX_RUNNER_LOST, RUNNER_LOST, owed_by_finished, take_over};

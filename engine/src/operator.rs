@@ -19,7 +19,7 @@ use sea_orm::{
 
 use crate::effects::Effects;
 use crate::propagation::{children, propagate_all};
-use crate::slots::{release_roots, start_waiting_run};
+use crate::slots::{release_roots, run_slot_free_for, start_waiting_run};
 use crate::sql::{Ti, TiCol, update_instance};
 use crate::transitions::{RunTransition, TaskTransition};
 
@@ -30,15 +30,16 @@ use crate::transitions::{RunTransition, TaskTransition};
 pub async fn kill_instance(
     db: &DatabaseConnection,
     id: TaskInstanceId,
-) -> Result<Option<(task_instance::Model, Effects)>, DbErr> {
+) -> Result<Option<(task_instance::Model, Effects)>, OperatorError> {
     let killed = retried(
         || async {
             let txn = begin_write(db).await?;
+            refuse_in_waiting_run(&txn, id.0).await?;
             let killed = kill(&txn, id.0, Utc::now()).await?;
             txn.commit().await?;
             Ok(killed)
         },
-        is_deadlock,
+        OperatorError::is_deadlock,
     )
     .await?;
     Ok(killed.map(|row| {
@@ -46,6 +47,26 @@ pub async fn kill_instance(
         effects.announce_kills(std::slice::from_ref(&row));
         (row, effects)
     }))
+}
+
+/// Refuses an action on one task of a run that waits for a slot
+/// ([`OperatorError::RunWaiting`]).
+async fn refuse_in_waiting_run<C: ConnectionTrait>(conn: &C, id: i64) -> Result<(), OperatorError> {
+    let Some(run_id) = Ti::find_by_id(id)
+        .select_only()
+        .column(TiCol::DagRunId)
+        .into_tuple::<i64>()
+        .one(conn)
+        .await?
+    else {
+        return Ok(());
+    };
+    match dag_run::Entity::find_by_id(run_id).one(conn).await? {
+        Some(run) if run.status == RunStatus::Queued => {
+            Err(OperatorError::RunWaiting(RunId(run.id)))
+        }
+        _ => Ok(()),
+    }
 }
 
 async fn kill<C: ConnectionTrait>(
@@ -197,7 +218,7 @@ pub enum ResetScope {
 
 /// Why instances cannot be reset.
 #[derive(Debug, thiserror::Error)]
-pub enum ResetError {
+pub enum OperatorError {
     /// The database failed.
     #[error("database error: {0}")]
     Db(#[from] DbErr),
@@ -216,6 +237,12 @@ pub enum ResetError {
     /// A mark names a status a task cannot be marked.
     #[error("a task instance can be marked SUCCESS or FAILED, not {0}")]
     NotAMark(TaskStatus),
+    /// The task's run waits for a run slot: none of its tasks has started,
+    /// and settling one would start its children outside the slot.
+    #[error(
+        "run {0} is QUEUED, waiting for a slot under its DAG's max_active_runs: kill the whole run, or act on its tasks once it runs"
+    )]
+    RunWaiting(RunId),
 }
 
 /// Puts instances of a run back to PENDING for another go, in place
@@ -228,7 +255,7 @@ pub async fn reset(
     db: &DatabaseConnection,
     run_id: RunId,
     scope: ResetScope,
-) -> Result<Effects, ResetError> {
+) -> Result<Effects, OperatorError> {
     retried(
         || async {
             let txn = begin_write(db).await?;
@@ -236,7 +263,7 @@ pub async fn reset(
             txn.commit().await?;
             Ok(effects)
         },
-        ResetError::is_deadlock,
+        OperatorError::is_deadlock,
     )
     .await
 }
@@ -246,7 +273,7 @@ async fn reset_in<C: ConnectionTrait>(
     run_id: i64,
     scope: ResetScope,
     now: DateTime<Utc>,
-) -> Result<Effects, ResetError> {
+) -> Result<Effects, OperatorError> {
     use std::collections::HashSet;
     // Instances before their run, in id order: the order propagation
     // locks them in (instances, then the run it counts them off).
@@ -260,7 +287,7 @@ async fn reset_in<C: ConnectionTrait>(
         .lock_exclusive()
         .one(conn)
         .await?
-        .ok_or(ResetError::UnknownRun(RunId(run_id)))?;
+        .ok_or(OperatorError::UnknownRun(RunId(run_id)))?;
     let by_task: HashMap<i64, &task_instance::Model> =
         instances.iter().map(|i| (i.task_id, i)).collect();
     let downstream = |seeds: Vec<i64>| {
@@ -308,12 +335,12 @@ async fn reset_in<C: ConnectionTrait>(
         .filter_map(|t| by_task.get(t))
         .find(|i| !TaskTransition::Reset.from().contains(&i.status))
     {
-        return Err(ResetError::Live(live.task_name.clone(), live.status));
+        return Err(OperatorError::Live(live.task_name.clone(), live.status));
     }
     // A live run's counters count its live instances; a reset recounts
     // them from scratch, so it waits for the run to end.
     if !RunTransition::Reopen.from().contains(&run.status) {
-        return Err(ResetError::RunLive(RunId(run_id), run.status));
+        return Err(OperatorError::RunLive(RunId(run_id), run.status));
     }
     // Same-run parents of each selected instance, from the children lists.
     let mut parents: HashMap<i64, Vec<(i64, DepType)>> = HashMap::new();
@@ -378,8 +405,12 @@ async fn reset_in<C: ConnectionTrait>(
         .count();
     let pending_instances = i32::try_from(selected.len()).unwrap_or(i32::MAX);
     let reopened = pending_instances > 0;
+    // A reopened run takes a run slot like a new one, or waits for one:
+    // `max_active_runs` holds whatever an operator reruns.
+    let slot_free = !reopened || run_slot_free_for(conn, run.dag_id).await?;
     let (transition, status) = match (reopened, failed_kept) {
-        (true, _) => (RunTransition::Reopen, RunStatus::Running),
+        (true, _) if slot_free => (RunTransition::Reopen, RunStatus::Running),
+        (true, _) => (RunTransition::ReopenWaiting, RunStatus::Queued),
         (false, 0) => (RunTransition::Recount, RunStatus::Success),
         (false, _) => (RunTransition::Recount, RunStatus::Failed),
     };
@@ -405,7 +436,7 @@ async fn reset_in<C: ConnectionTrait>(
         transition.applied(run.status, status);
     }
     let mut out = Effects::default();
-    if reopened {
+    if status == RunStatus::Running {
         release_roots(conn, &[run_id], now, &mut out).await?;
     }
     Ok(out)
@@ -419,7 +450,7 @@ pub async fn mark(
     db: &DatabaseConnection,
     id: TaskInstanceId,
     to: TaskStatus,
-) -> Result<Effects, ResetError> {
+) -> Result<Effects, OperatorError> {
     retried(
         || async {
             let txn = begin_write(db).await?;
@@ -427,7 +458,7 @@ pub async fn mark(
             txn.commit().await?;
             Ok(effects)
         },
-        ResetError::is_deadlock,
+        OperatorError::is_deadlock,
     )
     .await
 }
@@ -453,9 +484,9 @@ where
     }
 }
 
-impl ResetError {
+impl OperatorError {
     fn is_deadlock(&self) -> bool {
-        matches!(self, ResetError::Db(e) if is_deadlock(e))
+        matches!(self, OperatorError::Db(e) if is_deadlock(e))
     }
 }
 
@@ -464,18 +495,19 @@ async fn mark_in<C: ConnectionTrait>(
     id: i64,
     to: TaskStatus,
     now: DateTime<Utc>,
-) -> Result<Effects, ResetError> {
+) -> Result<Effects, OperatorError> {
     let row = Ti::find_by_id(id)
         .lock_exclusive()
         .one(conn)
         .await?
-        .ok_or(ResetError::UnknownInstance(TaskInstanceId(id)))?;
+        .ok_or(OperatorError::UnknownInstance(TaskInstanceId(id)))?;
     if !TaskTransition::Mark.to().contains(&to) {
-        return Err(ResetError::NotAMark(to));
+        return Err(OperatorError::NotAMark(to));
     }
     if !TaskTransition::Mark.from().contains(&row.status) {
-        return Err(ResetError::Live(row.task_name, row.status));
+        return Err(OperatorError::Live(row.task_name, row.status));
     }
+    refuse_in_waiting_run(conn, id).await?;
     let reason = format!("marked {to} by a user");
     Ti::update_many()
         .col_expr(TiCol::Status, Expr::value(to.as_str()))

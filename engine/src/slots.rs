@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use datajump_shared::dag_file::OverlapPolicy;
 use datajump_shared::entities::{dag, dag_run, task_instance};
 use datajump_shared::{RunStatus, TaskStatus};
 use sea_orm::sea_query::Expr;
@@ -23,6 +24,21 @@ async fn run_slot_free<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result
         .await?
         .get(&dag.id)
         .is_some_and(|free| *free > 0))
+}
+
+/// Whether DAG `dag_id` may have one more RUNNING run now: always under
+/// overlap `parallel`, otherwise while under its `max_active_runs`. Locks
+/// the DAG's row (see [`free_run_slots`]). For a run an operator reopens.
+pub(crate) async fn run_slot_free_for<C: ConnectionTrait>(
+    conn: &C,
+    dag_id: i64,
+) -> Result<bool, DbErr> {
+    match dag::Entity::find_by_id(dag_id).one(conn).await? {
+        Some(dag) if dag.overlap_policy != OverlapPolicy::Parallel => {
+            run_slot_free(conn, &dag).await
+        }
+        _ => Ok(true),
+    }
 }
 
 /// How many more runs each of `dags` may start now under its

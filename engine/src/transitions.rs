@@ -69,6 +69,9 @@ pub enum RunTransition {
     Kill,
     /// An operator reset some of its instances: it runs again.
     Reopen,
+    /// As `Reopen`, while the DAG is at `max_active_runs`: it waits for a
+    /// slot like a new run, and `StartWaiting` starts it.
+    ReopenWaiting,
     /// An operator reset nothing that must run (a mark of a leaf): a
     /// finished run's status is recounted from what was kept.
     Recount,
@@ -165,7 +168,7 @@ impl RunTransition {
             Self::StartWaiting => &[R::Queued],
             Self::Finish => &[R::Running],
             Self::Kill => &[R::Queued, R::Running],
-            Self::Reopen => &[R::Success, R::Failed, R::Killed],
+            Self::Reopen | Self::ReopenWaiting => &[R::Success, R::Failed, R::Killed],
             // A killed run stays KILLED when a mark changes nothing else.
             Self::Recount => &[R::Success, R::Failed],
         }
@@ -177,6 +180,7 @@ impl RunTransition {
             Self::StartWaiting | Self::Reopen => &[R::Running],
             Self::Finish | Self::Recount => &[R::Success, R::Failed],
             Self::Kill => &[R::Killed],
+            Self::ReopenWaiting => &[R::Queued],
         }
     }
 

@@ -12,7 +12,7 @@ use axum::Json as AxumJson;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use datajump_engine::{ResetError, ResetScope};
+use datajump_engine::{OperatorError, ResetScope};
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::{RunId, TaskInstanceId, TaskStatus};
 use datajump_shared::{logs, subjects};
@@ -274,7 +274,10 @@ pub async fn kill_task(
     Path(id): Path<i64>,
 ) -> Result<AxumJson<KillResponse>> {
     let instance = find_task_instance(&state, id).await?;
-    match datajump_engine::kill_instance(&state.db, TaskInstanceId(id)).await? {
+    let killed = datajump_engine::kill_instance(&state.db, TaskInstanceId(id))
+        .await
+        .map_err(|e| reset_failed(e, "cannot kill this task"))?;
+    match killed {
         Some((row, effects)) => {
             effects.publish(&state.bus).await?;
             info!(task_instance = id, "task instance killed through the API");
@@ -357,16 +360,16 @@ pub async fn rerun(
 
 /// The answer to a refused or failed rerun, clear or mark; `refused` says
 /// what could not be done when something in the way is still live.
-fn reset_failed(e: ResetError, refused: &str) -> Error {
+fn reset_failed(e: OperatorError, refused: &str) -> Error {
     match e {
-        ResetError::Db(e) => Error::Db(e),
-        e @ (ResetError::UnknownRun(_) | ResetError::UnknownInstance(_)) => {
+        OperatorError::Db(e) => Error::Db(e),
+        e @ (OperatorError::UnknownRun(_) | OperatorError::UnknownInstance(_)) => {
             Error::not_found(e.to_string())
         }
-        e @ (ResetError::Live(..) | ResetError::RunLive(..)) => {
-            Error::conflict(format!("{refused}: {e}"))
-        }
-        e @ ResetError::NotAMark(_) => Error::bad_request(e.to_string()),
+        e @ (OperatorError::Live(..)
+        | OperatorError::RunLive(..)
+        | OperatorError::RunWaiting(_)) => Error::conflict(format!("{refused}: {e}")),
+        e @ OperatorError::NotAMark(_) => Error::bad_request(e.to_string()),
     }
 }
 

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer};
 use chrono::Utc;
-use datajump_engine::{Effects, ResetError, ResetScope};
+use datajump_engine::{Effects, OperatorError, ResetScope};
 use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_nats::Bus;
 use datajump_shared::dag_file::DagFile;
@@ -702,7 +702,10 @@ impl TestEnv {
 
     /// Kills a task instance as an operator does: the engine's commit, then
     /// what it owes published. `None` if it had already ended.
-    pub async fn kill_instance(&self, id: i64) -> Result<Option<task_instance::Model>, DbErr> {
+    pub async fn kill_instance(
+        &self,
+        id: i64,
+    ) -> Result<Option<task_instance::Model>, OperatorError> {
         let Some((row, effects)) =
             datajump_engine::kill_instance(&self.db, datajump_shared::TaskInstanceId(id)).await?
         else {
@@ -730,7 +733,7 @@ impl TestEnv {
         &self,
         run_id: i64,
         scope: ResetScope,
-    ) -> Result<Vec<task_instance::Model>, ResetError> {
+    ) -> Result<Vec<task_instance::Model>, OperatorError> {
         let effects =
             datajump_engine::reset(&self.db, datajump_shared::RunId(run_id), scope).await?;
         self.publish(effects).await
@@ -742,13 +745,13 @@ impl TestEnv {
         &self,
         id: i64,
         to: TaskStatus,
-    ) -> Result<Vec<task_instance::Model>, ResetError> {
+    ) -> Result<Vec<task_instance::Model>, OperatorError> {
         let effects =
             datajump_engine::mark(&self.db, datajump_shared::TaskInstanceId(id), to).await?;
         self.publish(effects).await
     }
 
-    async fn publish(&self, effects: Effects) -> Result<Vec<task_instance::Model>, ResetError> {
+    async fn publish(&self, effects: Effects) -> Result<Vec<task_instance::Model>, OperatorError> {
         let queued = effects.queued().to_vec();
         effects.publish(&self.bus).await.expect("publish");
         Ok(queued)

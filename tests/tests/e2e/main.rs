@@ -57,6 +57,7 @@ mod metrics;
 mod nats_auth;
 mod nats_roles;
 mod operator;
+mod operator_sequences;
 mod reliability;
 mod rerun;
 mod retention;

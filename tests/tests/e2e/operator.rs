@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use datajump_engine::{ResetError, ResetScope};
+use datajump_engine::{OperatorError, ResetScope};
 use datajump_shared::entities::task_instance;
 use datajump_shared::{RunStatus, TaskStatus};
 
@@ -236,7 +236,7 @@ both_dbs!(operator_actions_from_every_state, |env| async move {
         .reset(second_id, ResetScope::All)
         .await
         .expect_err("live tasks cannot be rerun");
-    assert!(matches!(refused, ResetError::Live(..)), "{refused}");
+    assert!(matches!(refused, OperatorError::Live(..)), "{refused}");
     let again = wait_settled(&env, second_id).await;
     assert!(
         again["ok"].attempt > instances["ok"].attempt,
@@ -254,7 +254,7 @@ both_dbs!(operator_actions_from_every_state, |env| async move {
         .await
         .expect_err("a live run cannot be reset");
     assert!(
-        matches!(refused, ResetError::RunLive(_, RunStatus::Running)),
+        matches!(refused, OperatorError::RunLive(_, RunStatus::Running)),
         "{refused}"
     );
     assert_eq!(
@@ -285,7 +285,10 @@ both_dbs!(operator_actions_from_every_state, |env| async move {
         .mark(id2("ok"), TaskStatus::Skipped)
         .await
         .expect_err("only SUCCESS and FAILED are marks");
-    assert!(matches!(refused, ResetError::NotAMark(TaskStatus::Skipped)));
+    assert!(matches!(
+        refused,
+        OperatorError::NotAMark(TaskStatus::Skipped)
+    ));
 
     // A killed run is rerun like a failed one.
     env.reset(waiting_id, ResetScope::All)
