@@ -55,6 +55,11 @@ pub enum NatsError {
         /// Why.
         source: async_nats::ConnectError,
     },
+    /// The server runs without JetStream.
+    #[error(
+        "the NATS server does not have JetStream enabled, and DataJump keeps its streams there: start nats-server with -js (or a `jetstream {{}}` block in its configuration)"
+    )]
+    NoJetStream,
     /// A JetStream API call failed.
     #[error("JetStream {what}: {source}")]
     JetStream {
@@ -568,6 +573,19 @@ async fn queue_topology(js: &Context, queue: &str, mode: Mode) -> Result<Vec<Dri
     Ok(drift)
 }
 
+/// Fails with [`NatsError::NoJetStream`] when no JetStream answers: without
+/// this, the first stream lookup would fail with a bare "no responders".
+/// Other failures of the account query (a user not allowed it) are left
+/// for the calls that follow to report.
+async fn require_jetstream(js: &Context) -> Result<(), NatsError> {
+    match js.query_account().await {
+        Err(e) if e.kind() == jetstream::context::AccountErrorKind::JetStreamUnavailable => {
+            Err(NatsError::NoJetStream)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Creates every stream, consumer and bucket that is missing and returns the
 /// differences found in those that exist (each also logged as a warning).
 pub async fn ensure_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
@@ -581,6 +599,7 @@ pub async fn check_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
 }
 
 async fn topology(js: &Context, mode: Mode) -> Result<Vec<Drift>, NatsError> {
+    require_jetstream(js).await?;
     let mut drift = Vec::new();
     for config in stream_configs() {
         drift.extend(ensure_stream(js, config, mode).await?);

@@ -93,7 +93,7 @@ pub struct NatsServer {
 }
 
 /// The nats-server binary tests run.
-fn nats_binary() -> String {
+pub fn nats_binary() -> String {
     std::env::var("DATAJUMP_TEST_NATS_SERVER").unwrap_or_else(|_| "nats-server".to_owned())
 }
 

@@ -126,3 +126,52 @@ async fn drift_is_reported_and_left_alone() {
         "left unchanged"
     );
 }
+
+/// A newcomer's nats-server started without `-js`: every role and `datajump
+/// up` stop at once with the fix in the message, not with a bare "no
+/// responders".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_jetstream_is_refused_with_the_fix() {
+    let env = crate::harness::TestEnv::new(crate::harness::Backend::Sqlite).await;
+    let port = crate::harness::free_port();
+    let mut plain = std::process::Command::new(crate::harness::nats_binary())
+        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start nats-server without JetStream");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nats-server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("nats://127.0.0.1:{port}");
+    for args in [
+        &["ticker"][..],
+        &["topology", "check"],
+        &["up", "--api-addr", "127.0.0.1:0"],
+    ] {
+        let started = std::time::Instant::now();
+        let (ok, stdout, stderr) =
+            crate::harness::process::run_cli(&env, args, &[("DATAJUMP_NATS_URL", url.as_str())])
+                .await;
+        assert!(
+            !ok,
+            "datajump {args:?} ran on a server without JetStream: {stdout}"
+        );
+        assert!(
+            stderr.contains("does not have JetStream enabled") && stderr.contains("-js"),
+            "datajump {args:?}: {stderr}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "datajump {args:?} took {:?} to say so",
+            started.elapsed()
+        );
+    }
+    let _ = plain.kill();
+    let _ = plain.wait();
+}
