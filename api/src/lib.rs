@@ -115,6 +115,9 @@ pub struct AppState {
     /// Whether the listener is on a loopback address, where the `Host`
     /// rule applies.
     pub loopback: bool,
+    /// Permits of the reads whose answer grows with a whole DAG
+    /// ([`routes::table::WHOLE_DAG_READS`]).
+    pub whole_dag_reads: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -131,6 +134,7 @@ impl AppState {
             timezone: Arc::from(config.timezone.name()),
             browser: Arc::new(config.browser.clone()),
             loopback: config.addr.ip().is_loopback(),
+            whole_dag_reads: Arc::new(tokio::sync::Semaphore::new(routes::table::WHOLE_DAG_READS)),
         }
     }
 }

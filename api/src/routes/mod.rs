@@ -59,7 +59,14 @@ pub fn router(state: AppState) -> Router {
     let mut router = Router::new();
     for endpoint in table::endpoints() {
         let (access, route) = (endpoint.access, endpoint.path);
-        let handler = endpoint.handler.layer(middleware::from_fn_with_state(
+        let mut handler = endpoint.handler;
+        if endpoint.whole_dag {
+            handler = handler.layer(middleware::from_fn_with_state(
+                state.clone(),
+                one_of_a_few_whole_dag_reads,
+            ));
+        }
+        let handler = handler.layer(middleware::from_fn_with_state(
             state.clone(),
             move |State(state): State<AppState>, request, next| {
                 crate::auth::authorize(state, access, route, request, next)
@@ -75,6 +82,23 @@ pub fn router(state: AppState) -> Router {
             crate::auth::guard,
         ))
         .with_state(state)
+}
+
+/// Serves a route whose answer grows with a whole DAG once one of
+/// [`table::WHOLE_DAG_READS`] permits is free: readers beyond them wait
+/// their turn rather than each building a DAG's answer in memory at once.
+async fn one_of_a_few_whole_dag_reads(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: middleware::Next,
+) -> axum::response::Response {
+    match state.whole_dag_reads.acquire().await {
+        Ok(_permit) => next.run(request).await,
+        // The semaphore is never closed.
+        Err(e) => axum::response::IntoResponse::into_response(crate::error::Error::Internal(
+            e.to_string(),
+        )),
+    }
 }
 
 /// `router` (a router of its own state, such as `/metrics`'s) behind the

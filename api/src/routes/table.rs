@@ -83,9 +83,19 @@ pub struct Endpoint {
     pub query: &'static [&'static str],
     /// The status of a successful answer.
     pub status: u16,
+    /// Its answer grows with a whole DAG (a definition, a canvas, a run
+    /// with every task instance): served [`WHOLE_DAG_READS`] at a time, so
+    /// that many readers at once queue instead of exhausting memory.
+    pub whole_dag: bool,
     /// The handler, answering `verb` only.
     pub handler: MethodRouter<AppState>,
 }
+
+/// Answers that grow with a whole DAG built at once: each holds the DAG's
+/// rows, the DTOs and their JSON (tens of MB for a DAG of thousands of
+/// tasks) while it is built, which takes milliseconds, so a queue of
+/// readers costs them little wait and the memory stays that of two.
+pub const WHOLE_DAG_READS: usize = 2;
 
 impl Endpoint {
     fn new<H, T>(
@@ -107,6 +117,7 @@ impl Endpoint {
             body: Body::None,
             query: &[],
             status: 200,
+            whole_dag: false,
             handler: on(verb.filter(), handler),
         }
     }
@@ -121,6 +132,13 @@ impl Endpoint {
 
     fn status(self, status: u16) -> Endpoint {
         Endpoint { status, ..self }
+    }
+
+    fn whole_dag(self) -> Endpoint {
+        Endpoint {
+            whole_dag: true,
+            ..self
+        }
     }
 }
 
@@ -164,14 +182,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/api/v1/dags/{dagId}",
             "A DAG with its definition",
             dags::get,
-        ),
+        )
+        .whole_dag(),
         Endpoint::new(
             Get,
             VIEWER,
             "/api/v1/dags/by-name/{name}",
             "A DAG by name with its definition",
             dags::by_name,
-        ),
+        )
+        .whole_dag(),
         Endpoint::new(
             Put,
             ADMIN,
@@ -216,7 +236,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/api/v1/dags/{dagId}/canvas",
             "The DAG's canvas",
             canvas::get,
-        ),
+        )
+        .whole_dag(),
         Endpoint::new(
             Post,
             ADMIN,
@@ -273,7 +294,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/api/v1/dags/instances/{instanceId}",
             "A run with its task instances",
             runs::get,
-        ),
+        )
+        .whole_dag(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -302,7 +324,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/api/v1/dags/instances/by-key/{runKey}",
             "The run a trigger started",
             runs::by_key,
-        ),
+        )
+        .whole_dag(),
         Endpoint::new(
             Get,
             VIEWER,

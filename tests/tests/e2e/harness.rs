@@ -557,6 +557,22 @@ impl TestEnv {
             .expect("query dag_run")
     }
 
+    /// Waits until the run with `dedup_key` exists and returns it.
+    pub async fn wait_run_created(&self, dedup_key: &str, timeout: Duration) -> dag_run::Model {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_roles();
+            if let Some(run) = self.run_by_key(dedup_key).await {
+                return run;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "run {dedup_key} was never created"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits until the run with `dedup_key` is terminal and returns it.
     pub async fn wait_run(&self, dedup_key: &str, timeout: Duration) -> dag_run::Model {
         let deadline = Instant::now() + timeout;

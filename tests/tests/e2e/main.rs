@@ -38,6 +38,7 @@ macro_rules! both_dbs {
 mod alerts;
 mod api;
 mod api_more;
+mod big_reads;
 mod browser;
 mod catalog;
 mod cli;

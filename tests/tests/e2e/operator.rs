@@ -78,14 +78,7 @@ fn status(instances: &Instances, name: &str) -> TaskStatus {
 
 /// The run `key` names, once a resolver has created it.
 async fn created(env: &crate::harness::TestEnv, key: &str) -> i64 {
-    let started = Instant::now();
-    loop {
-        if let Some(run) = env.run_by_key(key).await {
-            return run.id;
-        }
-        assert!(started.elapsed() < TIMEOUT, "run {key} was never created");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    env.wait_run_created(key, TIMEOUT).await.id
 }
 
 /// Marks a task instance, then waits for its run to be finished again (a
