@@ -2,8 +2,9 @@
 # Runs every check and test DataJump has: formatting, clippy, the unit tests,
 # and the end-to-end suite against real nats-server and real SQLite and
 # PostgreSQL databases — once with Debian's nats-server 2.9.10 (the oldest we
-# support) and once with the current server from PyPI. Exits non-zero if
-# anything fails.
+# support) and once with the current server from PyPI — and a bounded
+# schemathesis run against the API (scripts/schemathesis.sh). Exits non-zero
+# if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_MARIADB=1 DATAJUMP_NEED_CURRENT_NATS=1
@@ -29,6 +30,7 @@ echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
 # The fault tests (faults::) ran above; docs/ARCHITECTURE.md "Testing" runs them with one
 # server version, so this second pass leaves them out.
 DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not test(/^faults::/)'
+bash scripts/schemathesis.sh
 echo "== transition coverage (engine/src/transitions.rs)"
 cargo run -q -p datajump-tests --bin transition-coverage -- "$transitions"
 echo "== all tests passed"

@@ -86,6 +86,10 @@ pub enum ApiError {
         /// Why.
         source: std::io::Error,
     },
+    /// The JetStream topology is missing and could not be created, or NATS
+    /// failed.
+    #[error(transparent)]
+    Nats(#[from] datajump_nats::NatsError),
     /// Asked to listen beyond this machine with no token.
     #[error(
         "refusing to serve the API on {addr} without a token: anyone who can reach it could run commands. Set DATAJUMP_API_TOKEN, listen on a loopback address such as 127.0.0.1, or (on an isolated network only) pass --insecure-no-auth"
@@ -211,6 +215,8 @@ pub async fn serve_on(
         source,
     })?;
     check_address(&config, addr)?;
+    // Like every role: the streams its fires, events and reads use.
+    datajump_nats::ensure_topology(&async_nats::jetstream::new(config.nats.clone())).await?;
     config.addr = addr;
     info!(%addr, token = effective_token(&config).is_some(), "API listening");
     let app = router(config).into_make_service_with_connect_info::<SocketAddr>();
