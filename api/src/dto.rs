@@ -127,6 +127,9 @@ pub struct DagSummary {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+    /// The file that owns the DAG's definition (edits elsewhere get 409),
+    /// or `null` for a DAG made through the API.
+    pub source_file: Option<String>,
 }
 
 impl From<&dag::Model> for DagSummary {
@@ -143,6 +146,7 @@ impl From<&dag::Model> for DagSummary {
             overlap: row.overlap_policy,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            source_file: row.source_file.clone(),
         }
     }
 }
@@ -516,6 +520,36 @@ pub struct ScheduleBody {
     /// Business date = local fire date + this many days.
     #[serde(default)]
     pub biz_date_offset: Option<i32>,
+}
+
+impl ScheduleBody {
+    /// Whether the body only pauses or resumes the schedule (an operator's
+    /// change, allowed on a file-managed DAG).
+    pub fn only_enabled(&self) -> bool {
+        let ScheduleBody {
+            name: _,
+            cron_expression,
+            event_name,
+            enabled,
+            timezone,
+            start_date,
+            end_date,
+            catchup,
+            catchup_limit,
+            misfire_grace,
+            biz_date_offset,
+        } = self;
+        enabled.is_some()
+            && cron_expression.is_none()
+            && event_name.is_none()
+            && timezone.is_none()
+            && start_date.is_none()
+            && end_date.is_none()
+            && catchup.is_none()
+            && catchup_limit.is_none()
+            && misfire_grace.is_none()
+            && biz_date_offset.is_none()
+    }
 }
 
 /// `POST /api/v1/dags/schedule/validate-cron` body.

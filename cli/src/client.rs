@@ -40,9 +40,18 @@ impl Client {
         }
     }
 
-    /// Validates and stores a DAG file; tells tickers when schedules changed.
-    pub async fn apply(&self, file: &DagFile) -> Result<ApplyReport> {
-        let report = catalog::apply(&self.db, file, &self.global.timezone).await?;
+    /// Stores the DAG of the file at `path`, which then owns its
+    /// definition ([`catalog::Origin::File`]); tells tickers when schedules
+    /// changed.
+    pub async fn apply(&self, file: &DagFile, path: &std::path::Path) -> Result<ApplyReport> {
+        let source = source_file(path);
+        let report = catalog::apply(
+            &self.db,
+            file,
+            &self.global.timezone,
+            catalog::Origin::File(&source),
+        )
+        .await?;
         if report.schedules_touched() {
             self.notify_schedules_changed().await;
         }
@@ -228,4 +237,13 @@ fn operator() -> (String, String) {
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "unknown".to_owned());
     (format!("os:{user}"), format!("cli@{host}"))
+}
+
+/// How a DAG file's path is recorded as its owner: absolute, so that the
+/// same file applied from two directories is one owner.
+pub fn source_file(path: &std::path::Path) -> String {
+    std::fs::canonicalize(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
 }

@@ -28,6 +28,50 @@ pub enum CatalogError {
     /// No DAG has that name.
     #[error("no DAG named '{0}'")]
     UnknownDag(String),
+    /// A definition edit of a DAG that a file owns.
+    #[error(
+        "DAG '{dag}' is managed by the file {file}: change the file and apply it (`datajump dag apply -f {file}`); putting it online or offline and pausing or resuming its schedules stay open to operators"
+    )]
+    FileManaged {
+        /// The DAG.
+        dag: String,
+        /// Its file.
+        file: String,
+    },
+}
+
+/// Where a DAG definition being applied comes from, which decides what of
+/// it wins (docs/DAG_FORMAT.md "File-managed DAGs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin<'a> {
+    /// A DAG file at this path (`dag apply -f`, `up`'s folder). It owns
+    /// the definition; the operational state (the DAG's `online`, each
+    /// schedule's `active`) changes only where the file's own value changed
+    /// since it was last applied, so an operator's choice survives a restart
+    /// or an unchanged re-apply.
+    File(&'a str),
+    /// A definition edit through the API (a PUT, the canvas, adding or
+    /// changing a schedule): refused for a DAG a file owns.
+    Edit,
+    /// An operator's change of the operational state alone (online or
+    /// offline, a schedule paused or resumed), on any DAG: the caller
+    /// changes nothing else of the stored definition.
+    Operation,
+}
+
+/// The operational flag (`online`, `active`) an apply from `origin` leaves:
+/// `stored` is the row's value and `last_from_file` what the file said
+/// when it was last applied.
+fn operational(
+    origin: Origin<'_>,
+    wanted: bool,
+    stored: bool,
+    last_from_file: Option<bool>,
+) -> bool {
+    match origin {
+        Origin::File(_) if last_from_file == Some(wanted) => stored,
+        _ => wanted,
+    }
 }
 
 /// What `apply` changed.
@@ -272,6 +316,7 @@ pub async fn apply(
     db: &DatabaseConnection,
     file: &DagFile,
     default_timezone: &str,
+    origin: Origin<'_>,
 ) -> Result<ApplyReport, CatalogError> {
     let txn = crate::db::begin_write(db).await?;
     let now = Utc::now();
@@ -286,6 +331,18 @@ pub async fn apply(
         .alerts
         .as_ref()
         .and_then(|alerts| serde_json::to_value(alerts).ok());
+    if let (Some(row), Origin::Edit) = (&existing, origin)
+        && let Some(path) = &row.source_file
+    {
+        return Err(CatalogError::FileManaged {
+            dag: row.name.clone(),
+            file: path.clone(),
+        });
+    }
+    let from_file = match origin {
+        Origin::File(path) => Some(path.to_owned()),
+        _ => None,
+    };
     let dag_row = match existing {
         None => {
             report.created = true;
@@ -302,17 +359,21 @@ pub async fn apply(
                 alert_config: Set(alert_config.clone()),
                 created_at: Set(now),
                 updated_at: Set(now),
+                file_online: Set(from_file.is_some().then_some(file.online)),
+                source_file: Set(from_file),
                 ..Default::default()
             }
             .insert(&txn)
             .await?
         }
         Some(row) => {
+            let online = operational(origin, file.online, row.online, row.file_online);
             let fields = [
                 ("description", row.description != file.description),
                 ("project", row.project_id != file.project),
                 ("owner", row.owner != file.owner),
-                ("online", row.online != file.online),
+                ("online", row.online != online),
+                ("file", from_file.is_some() && row.source_file != from_file),
                 ("params", row.params != params),
                 (
                     "max_active_runs",
@@ -330,7 +391,11 @@ pub async fn apply(
             active.description = Set(file.description.clone());
             active.project_id = Set(file.project);
             active.owner = Set(file.owner.clone());
-            active.online = Set(file.online);
+            active.online = Set(online);
+            if from_file.is_some() {
+                active.file_online = Set(Some(file.online));
+                active.source_file = Set(from_file);
+            }
             active.params = Set(params);
             active.max_active_runs = Set(file.max_active_runs);
             active.overlap_policy = Set(file.overlap);
@@ -340,7 +405,16 @@ pub async fn apply(
     };
 
     apply_tasks(&txn, &dag_row, file, now, &mut report).await?;
-    apply_schedules(&txn, &dag_row, file, default_timezone, now, &mut report).await?;
+    apply_schedules(
+        &txn,
+        &dag_row,
+        file,
+        default_timezone,
+        origin,
+        now,
+        &mut report,
+    )
+    .await?;
 
     let mut dag_row = dag_row;
     if !report.created && !report.is_unchanged() {
@@ -468,6 +542,7 @@ async fn apply_schedules(
     dag_row: &dag::Model,
     file: &DagFile,
     default_timezone: &str,
+    origin: Origin<'_>,
     now: chrono::DateTime<Utc>,
     report: &mut ApplyReport,
 ) -> Result<(), DbErr> {
@@ -478,8 +553,18 @@ async fn apply_schedules(
         .into_iter()
         .map(|s| (s.name.clone(), s))
         .collect();
+    let from_file = matches!(origin, Origin::File(_));
     for (schedule_file, name) in file.schedules.iter().zip(file.schedule_names()) {
-        let wanted = schedule_definition_of_file(schedule_file, default_timezone);
+        let mut wanted = schedule_definition_of_file(schedule_file, default_timezone);
+        let old = old_by_name.remove(&name);
+        if let Some(old) = &old {
+            wanted.active = operational(origin, wanted.active, old.active, old.file_active);
+        }
+        let file_active = if from_file {
+            Some(schedule_file.active)
+        } else {
+            old.as_ref().and_then(|o| o.file_active)
+        };
         let active = schedule::ActiveModel {
             dag_id: Set(dag_row.id),
             name: Set(name.clone()),
@@ -494,10 +579,11 @@ async fn apply_schedules(
             catchup_limit: Set(wanted.catchup_limit),
             misfire_grace_secs: Set(wanted.misfire_grace_secs),
             biz_date_offset_days: Set(wanted.biz_date_offset_days),
+            file_active: Set(file_active),
             updated_at: Set(now),
             ..Default::default()
         };
-        match old_by_name.remove(&name) {
+        match old {
             None => {
                 report.schedules_added.push(name);
                 schedule::ActiveModel {
@@ -509,6 +595,14 @@ async fn apply_schedules(
             }
             Some(old) if schedule_definition_of_row(&old) != wanted => {
                 report.schedules_changed.push(name);
+                schedule::ActiveModel {
+                    id: Set(old.id),
+                    ..active
+                }
+                .update(txn)
+                .await?;
+            }
+            Some(old) if old.file_active != file_active => {
                 schedule::ActiveModel {
                     id: Set(old.id),
                     ..active

@@ -10,6 +10,7 @@
 //! with. Positions are layout, not definition: moving a node alone keeps
 //! the version.
 
+use datajump_store::catalog::Origin;
 use std::collections::{BTreeSet, HashMap};
 
 use axum::Json as AxumJson;
@@ -160,7 +161,7 @@ pub async fn save(
     let mut file = definition::load(&state.db, &dag).await?;
     file.insert("tasks".into(), tasks);
     let parsed = definition::parse(&file)?;
-    store(&state, &parsed).await?;
+    store(&state, &parsed, Origin::Edit).await?;
     for (name, x, y) in positions {
         task::Entity::update_many()
             .col_expr(task::Column::PositionX, Expr::value(x))

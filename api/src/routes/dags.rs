@@ -7,6 +7,7 @@
 //! version is bumped on each change, and tickers are told about schedule
 //! changes.
 
+use datajump_store::catalog::Origin;
 use std::collections::{BTreeMap, HashMap};
 
 use datajump_shared::dag_file::OverlapPolicy;
@@ -79,6 +80,7 @@ pub async fn list(
 /// `projectId`, and optionally everything a DAG file has (`tasks`,
 /// `schedules`, `params`, `maxActiveRuns`, …) in camelCase.
 pub async fn create(State(state): State<AppState>, Json(body): Json<Value>) -> Result<Response> {
+    let (body, source_file) = take_source_file(body)?;
     let mut file = definition::from_request(&body)?;
     file.entry("tasks").or_insert_with(|| json!([]));
     let parsed = definition::parse(&file)?;
@@ -92,7 +94,7 @@ pub async fn create(State(state): State<AppState>, Json(body): Json<Value>) -> R
             existing.name, existing.id, existing.id
         )));
     }
-    let report = store(&state, &parsed).await?;
+    let report = store(&state, &parsed, origin(source_file.as_deref())).await?;
     info!(dag = %parsed.name, id = report.dag_id, "DAG created through the API");
     let dag = find_dag(&state, report.dag_id).await?;
     let location = format!("/api/v1/dags/{}", dag.id);
@@ -136,6 +138,7 @@ pub async fn update(
     Json(body): Json<Value>,
 ) -> Result<AxumJson<Value>> {
     let dag = find_dag(&state, dag_id).await?;
+    let (body, source_file) = take_source_file(body)?;
     let changes = definition::from_request(&body)?;
     if let Some(name) = changes.get("name")
         && name.as_str() != Some(dag.name.as_str())
@@ -148,7 +151,7 @@ pub async fn update(
     let mut file = definition::load(&state.db, &dag).await?;
     file.extend(changes);
     let parsed = definition::parse(&file)?;
-    store(&state, &parsed).await?;
+    store(&state, &parsed, origin(source_file.as_deref())).await?;
     let dag = find_dag(&state, dag_id).await?;
     Ok(AxumJson(detail(&state, &dag).await?))
 }
@@ -268,9 +271,29 @@ async fn set_online(state: &AppState, dag_id: i64, online: bool) -> Result<AxumJ
     let mut file = definition::load(&state.db, &dag).await?;
     file.insert("online".into(), json!(online));
     let parsed = definition::parse(&file)?;
-    store(state, &parsed).await?;
+    store(state, &parsed, Origin::Operation).await?;
     let dag = find_dag(state, dag_id).await?;
     Ok(AxumJson(DagSummary::from(&dag)))
+}
+
+/// Splits `sourceFile` off a DAG body: the path of the file `dag apply -f`
+/// read the definition from, which makes the file its owner.
+fn take_source_file(mut body: Value) -> Result<(Value, Option<String>)> {
+    let source = match body.as_object_mut().and_then(|o| o.remove("sourceFile")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(path)) if !path.trim().is_empty() => Some(path),
+        Some(other) => {
+            return Err(Error::bad_request(format!(
+                "invalid field `sourceFile`: expected the path of the DAG's file, got {other}"
+            )));
+        }
+    };
+    Ok((body, source))
+}
+
+/// How a body with (or without) a `sourceFile` is applied.
+fn origin(source_file: Option<&str>) -> Origin<'_> {
+    source_file.map_or(Origin::Edit, Origin::File)
 }
 
 /// `POST /api/v1/dags/{dagId}/online`: schedules fire it again.

@@ -26,7 +26,7 @@ use axum::middleware;
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::dag;
 use datajump_shared::subjects;
-use datajump_store::catalog::{self, ApplyReport, CatalogError};
+use datajump_store::catalog::{self, ApplyReport, CatalogError, Origin};
 use sea_orm::EntityTrait;
 use tracing::warn;
 
@@ -148,12 +148,13 @@ pub fn paging(page: Option<u64>, page_size: Option<u64>, size_field: &str) -> Re
 
 /// Stores a validated definition as `dag apply` does, then tells tickers
 /// to reload when schedules changed.
-pub async fn store(state: &AppState, file: &DagFile) -> Result<ApplyReport> {
-    let report = catalog::apply(&state.db, file, &state.timezone)
+pub async fn store(state: &AppState, file: &DagFile, origin: Origin<'_>) -> Result<ApplyReport> {
+    let report = catalog::apply(&state.db, file, &state.timezone, origin)
         .await
         .map_err(|e| match e {
             CatalogError::Db(e) => Error::Db(e),
             CatalogError::UnknownDag(name) => Error::not_found(format!("no DAG named '{name}'")),
+            e @ CatalogError::FileManaged { .. } => Error::conflict(e.to_string()),
         })?;
     if report.schedules_touched() {
         schedules_changed(state).await;

@@ -16,6 +16,7 @@ use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use datajump_cron::{CronExpr, parse_time_zone};
 use datajump_shared::dag_file::ScheduleKind;
 use datajump_shared::entities::{dag, schedule};
+use datajump_store::catalog::Origin;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
 
@@ -113,6 +114,7 @@ async fn change_schedule(
     state: &AppState,
     dag_id: i64,
     create: bool,
+    origin: Origin<'_>,
     change: impl FnOnce(&mut Map<String, Value>),
 ) -> Result<AxumJson<ScheduleDto>> {
     let dag = find_dag(state, dag_id).await?;
@@ -135,7 +137,7 @@ async fn change_schedule(
         }
     };
     change(&mut schedule);
-    save_schedules(state, &dag, |schedules| {
+    save_schedules(state, &dag, origin, |schedules| {
         *schedules = vec![Value::Object(schedule)];
         Ok(())
     })
@@ -153,6 +155,7 @@ async fn change_schedule(
 async fn save_schedules(
     state: &AppState,
     dag: &dag::Model,
+    origin: Origin<'_>,
     edit: impl FnOnce(&mut Vec<Value>) -> Result<()>,
 ) -> Result<()> {
     let mut file = definition::load(&state.db, dag).await?;
@@ -163,7 +166,7 @@ async fn save_schedules(
     edit(&mut schedules)?;
     file.insert("schedules".into(), Value::Array(schedules));
     let parsed = definition::parse(&file)?;
-    store(state, &parsed).await?;
+    store(state, &parsed, origin).await?;
     Ok(())
 }
 
@@ -202,7 +205,7 @@ pub async fn put(
         parse_time_zone(zone)
             .map_err(|e| Error::bad_request(format!("invalid field `timezone`: {e}")))?;
     }
-    change_schedule(&state, dag_id, true, |schedule| {
+    change_schedule(&state, dag_id, true, Origin::Edit, |schedule| {
         set_cron(schedule, &body.cron_expression);
         if let Some(enabled) = body.enabled {
             schedule.insert("active".into(), json!(enabled));
@@ -226,7 +229,13 @@ pub async fn enable(
         check_cron("cronExpression", expression)?;
     }
     let create = body.cron_expression.is_some();
-    change_schedule(&state, dag_id, create, |schedule| {
+    // Resuming is the operator's; setting a cron is an edit.
+    let origin = if create {
+        Origin::Edit
+    } else {
+        Origin::Operation
+    };
+    change_schedule(&state, dag_id, create, origin, |schedule| {
         if let Some(expression) = &body.cron_expression {
             set_cron(schedule, expression);
         }
@@ -241,7 +250,7 @@ pub async fn disable(
     Path(dag_id): Path<i64>,
     JsonOrEmpty(_body): JsonOrEmpty<ScheduleDisable>,
 ) -> Result<AxumJson<ScheduleDto>> {
-    change_schedule(&state, dag_id, false, |schedule| {
+    change_schedule(&state, dag_id, false, Origin::Operation, |schedule| {
         schedule.insert("active".into(), json!(false));
     })
     .await
@@ -358,7 +367,7 @@ pub async fn create(
     let mut schedule = Map::new();
     schedule.insert("name".into(), json!(name));
     apply_body(&mut schedule, &body)?;
-    save_schedules(&state, &dag, |schedules| {
+    save_schedules(&state, &dag, Origin::Edit, |schedules| {
         if schedules.iter().any(|s| s["name"] == name.as_str()) {
             return Err(Error::conflict(format!(
                 "DAG '{}' already has a schedule named '{name}'",
@@ -410,7 +419,13 @@ async fn change_one(
         .cloned()
         .unwrap_or_default();
     apply_body(&mut schedule, body)?;
-    save_schedules(state, &dag, |schedules| {
+    // Pausing or resuming alone is the operator's; anything else an edit.
+    let origin = if body.only_enabled() {
+        Origin::Operation
+    } else {
+        Origin::Edit
+    };
+    save_schedules(state, &dag, origin, |schedules| {
         for item in schedules.iter_mut() {
             if item["name"] == row.name.as_str() {
                 *item = Value::Object(schedule);
@@ -468,7 +483,7 @@ pub async fn delete_one(
     Path((dag_id, schedule_id)): Path<(i64, i64)>,
 ) -> Result<StatusCode> {
     let (dag, row) = find_schedule(&state, dag_id, schedule_id).await?;
-    save_schedules(&state, &dag, |schedules| {
+    save_schedules(&state, &dag, Origin::Edit, |schedules| {
         schedules.retain(|s| s["name"] != row.name.as_str());
         Ok(())
     })

@@ -263,7 +263,7 @@ const ONE_RUN: &str = "max_active_runs: 1\n";
 /// returns its id.
 async fn apply(system: &System<'_>, yaml: &str) -> Result<i64> {
     let file = DagFile::parse(yaml).context("bench DAG is invalid")?;
-    let report = catalog::apply(&system.db, &file, "UTC")
+    let report = catalog::apply(&system.db, &file, "UTC", catalog::Origin::Edit)
         .await
         .with_context(|| format!("cannot apply the bench DAG {}", file.name))?;
     Ok(report.dag_id)

@@ -129,9 +129,15 @@ async fn apply(api: &Api, files: &[PathBuf], json: bool) -> Result<ExitCode> {
         // Every field written out, defaults included: an update replaces
         // the whole definition, as applying the file locally would.
         let file = serde_json::to_value(&dag).context("cannot encode the DAG")?;
-        let body = Value::Object(datajump_api::definition::to_response(
+        let mut body = datajump_api::definition::to_response(
             file.as_object().context("a DAG encodes as an object")?,
-        ));
+        );
+        // The file owns the definition from now on (docs/DAG_FORMAT.md).
+        body.insert(
+            "sourceFile".into(),
+            Value::String(crate::client::source_file(path)),
+        );
+        let body = Value::Object(body);
         let (stored, what) = match api.dag(&dag.name).await {
             Ok(before) => {
                 let id = before["id"].as_i64().context("the API's DAG has no id")?;

@@ -82,7 +82,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot read {}", path.display()))?;
         match DagFile::parse(&text) {
             Ok(dag) => {
-                let report = client.apply(&dag).await?;
+                let report = client.apply(&dag, path).await?;
                 println!(
                     "dag '{}' ({}): {report}",
                     printable(&dag.name),

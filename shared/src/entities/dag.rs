@@ -36,6 +36,14 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Last change.
     pub updated_at: DateTimeUtc,
+    /// The file the DAG was applied from (`dag apply -f`, `up`'s folder):
+    /// its definition is then the file's, and edits elsewhere are refused.
+    /// `None` for a DAG made through the API.
+    pub source_file: Option<String>,
+    /// What that file last said about `online`: a re-apply changes
+    /// `online` only when the file's own line changed, so an operator's
+    /// online/offline survives restarts.
+    pub file_online: Option<bool>,
 }
 
 /// No declared relations: joins are written where they are needed.

@@ -41,6 +41,9 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Last change.
     pub updated_at: DateTimeUtc,
+    /// What the DAG's file last said about `active` (as
+    /// `dag.file_online`); `None` unless the DAG is file-managed.
+    pub file_active: Option<bool>,
 }
 
 /// No declared relations.

@@ -250,13 +250,35 @@ tasks:
             "cannot reach the API at {down} (is `datajump up` or `datajump api` running?)"
         ));
 
-    // schedule add → list → disable → delete.
-    let added = datajump(
+    // A DAG applied from a file is the file's: adding a schedule to it by
+    // command is refused, naming the file.
+    datajump(
         &api,
         &[
             "schedule",
             "add",
             "cli_flow",
+            "nightly",
+            "--cron",
+            "0 0 2 * * ?",
+        ],
+    )
+    .await
+    .fails_with("is managed by the file");
+
+    // schedule add → list → disable → delete, on a DAG made through the API.
+    api.post(
+        "/api/v1/dags",
+        serde_json::json!({ "name": "cli_adhoc", "tasks": [{ "name": "a", "command": "true" }] }),
+    )
+    .await
+    .expect(201);
+    let added = datajump(
+        &api,
+        &[
+            "schedule",
+            "add",
+            "cli_adhoc",
             "nightly",
             "--cron",
             "0 0 2 * * ?",
@@ -270,26 +292,28 @@ tasks:
         added.contains("nightly") && added.contains("active"),
         "{added}"
     );
-    let listed = datajump(&api, &["schedule", "list", "cli_flow"]).await.ok();
+    let listed = datajump(&api, &["schedule", "list", "cli_adhoc"])
+        .await
+        .ok();
     assert!(
         listed.contains("0 0 2 * * ?") && listed.contains("UTC"),
         "{listed}"
     );
     let paused = datajump(
         &api,
-        &["schedule", "disable", "cli_flow", "nightly", "--json"],
+        &["schedule", "disable", "cli_adhoc", "nightly", "--json"],
     )
     .await
     .json();
     assert_eq!(paused["enabled"], false, "{paused}");
-    datajump(&api, &["schedule", "delete", "cli_flow", "nightly"])
+    datajump(&api, &["schedule", "delete", "cli_adhoc", "nightly"])
         .await
         .ok();
-    let listed = datajump(&api, &["schedule", "list", "cli_flow", "--json"])
+    let listed = datajump(&api, &["schedule", "list", "cli_adhoc", "--json"])
         .await
         .json();
     assert_eq!(listed, Value::Array(Vec::new()));
-    datajump(&api, &["schedule", "delete", "cli_flow", "nightly"])
+    datajump(&api, &["schedule", "delete", "cli_adhoc", "nightly"])
         .await
         .fails_with("no schedule named 'nightly'");
 

@@ -503,7 +503,7 @@ impl TestEnv {
     /// Parses and stores a DAG file, announcing schedule changes as `dag apply` does.
     pub async fn try_apply(&self, yaml: &str) -> Result<ApplyReport, String> {
         let file = DagFile::parse(yaml).map_err(|e| e.to_string())?;
-        let report = catalog::apply(&self.db, &file, TIMEZONE)
+        let report = catalog::apply(&self.db, &file, TIMEZONE, catalog::Origin::Edit)
             .await
             .map_err(|e| e.to_string())?;
         if report.schedules_touched() {

@@ -47,6 +47,7 @@ mod dependencies;
 mod engine;
 mod executors;
 mod faults;
+mod file_managed;
 mod forged_messages;
 mod harness;
 mod hostile_params;
