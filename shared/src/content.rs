@@ -172,7 +172,7 @@ pub struct HttpContent {
 /// A header value as a DAG may write it: text, or a number or a boolean
 /// written as text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a header value: text, a number or true/false")]
 pub enum HeaderText {
     /// Text (parameters and secrets substituted).
     Text(String),

@@ -289,7 +289,10 @@ impl Default for RetryFile {
 
 /// A dependency as written: a bare task name, or the long form.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a dependency: a task name (`extract`, `other_dag/extract`) or `{ task: extract, type: STRONG or WEAK, offset_day: -1 }`"
+)]
 pub enum DependencyFile {
     /// `- extract` (STRONG, same run) or `- other_dag/task`.
     Name(String),
@@ -859,6 +862,18 @@ tasks:
         assert!(err.contains("task 't\\u{1b}[2J'"), "{err}");
         assert!(!err.contains("\nDataJump"), "{err}");
         assert!(DagFile::parse("name: 夜间汇总\ntasks: []\n").is_ok());
+    }
+
+    #[test]
+    fn a_bad_dependency_says_what_one_looks_like() {
+        let err = DagFile::parse(
+            "name: x\ntasks:\n  - { name: a, command: 'true' }\n  - { name: b, command: 'true', depends_on: [{ task: a, type: weak }] }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("tasks[1].depends_on"), "{err}");
+        assert!(err.contains("type: STRONG or WEAK"), "{err}");
+        assert!(!err.contains("DependencyFile"), "a Rust type name: {err}");
     }
 
     #[test]
