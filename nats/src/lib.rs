@@ -227,7 +227,7 @@ impl Bus {
         stream: &'static str,
         subject: String,
         msg_id: &str,
-        payload: Vec<u8>,
+        payload: impl Into<bytes::Bytes>,
     ) -> Result<bool, NatsError> {
         let what = format!("publish to {subject}");
         let ack = self
@@ -262,6 +262,8 @@ impl Bus {
         msg_id: &str,
         payload: Vec<u8>,
     ) -> Result<(), NatsError> {
+        // Shared, so keeping it for a republish copies nothing.
+        let payload = bytes::Bytes::from(payload);
         if self
             .publish(stream, subject.clone(), msg_id, payload.clone())
             .await?

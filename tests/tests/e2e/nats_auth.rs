@@ -116,6 +116,20 @@ pub(crate) fn datajump_as(
     command
 }
 
+/// Whether JetStream stores a work message `client` publishes (a user
+/// without the right is refused by the server and gets no ack).
+pub(crate) async fn stores_work(client: &async_nats::Client) -> bool {
+    let forged = async_nats::jetstream::new(client.clone())
+        .publish("dj.work.default.high", b"{}".as_slice().into())
+        .await;
+    match forged {
+        Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack)
+            .await
+            .is_ok_and(|ack| ack.is_ok()),
+        Err(_) => false,
+    }
+}
+
 /// Waits until `check` is true, or fails with `what`.
 pub(crate) async fn eventually<F: std::future::Future<Output = bool>>(
     what: &str,
@@ -212,16 +226,7 @@ async fn a_locked_down_nats_runs_everything_and_refuses_the_rest() {
     .await;
 
     // It may not publish work (or fires, completions, kills).
-    let forged = js
-        .publish("dj.work.default.high", b"{}".as_slice().into())
-        .await;
-    let stored = match forged {
-        Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack)
-            .await
-            .is_ok_and(|ack| ack.is_ok()),
-        Err(_) => false,
-    };
-    assert!(!stored, "the producer published work");
+    assert!(!stores_work(&producer).await, "the producer published work");
     let server_log = std::fs::read_to_string(dir.join("nats.log")).unwrap_or_default();
     // 2.9 logs `Publish Violation - User "producer", Subject "…"`.
     assert!(
