@@ -15,18 +15,19 @@
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use datajump_shared::access::Role;
+use datajump_shared::access::{Reach, Role};
 use datajump_store::{audit, tokens};
 use tracing::warn;
 
 use crate::AppState;
 use crate::error::Error;
 use crate::routes::session::CallerOf;
-use crate::routes::table::Access;
+use crate::routes::table::{Access, Scope};
 
 /// Who is calling, once authenticated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,8 @@ pub struct Caller {
     /// The named token's id (`None` for `DATAJUMP_API_TOKEN` and
     /// anonymous callers).
     pub token_id: Option<i64>,
+    /// The projects it reaches ([`crate::reach`]).
+    pub reach: Reach,
 }
 
 /// The cookie a browser session rides on.
@@ -75,6 +78,7 @@ fn anonymous() -> Caller {
         name: "anonymous".to_owned(),
         role: Role::Admin,
         token_id: None,
+        reach: Reach::Everything,
     }
 }
 
@@ -87,6 +91,7 @@ pub async fn caller_of_token(state: &AppState, given: &str) -> Result<Caller, Er
             name: "DATAJUMP_API_TOKEN".to_owned(),
             role: Role::Admin,
             token_id: None,
+            reach: Reach::Everything,
         });
     }
     match tokens::find(&state.db, given).await? {
@@ -98,6 +103,7 @@ pub async fn caller_of_token(state: &AppState, given: &str) -> Result<Caller, Er
                 name: row.name,
                 role: row.role,
                 token_id: Some(row.id),
+                reach: Reach::from_column(row.project_id),
             })
         }
         None => Err(Error::Unauthorized(
@@ -137,6 +143,7 @@ async fn authenticate(state: &AppState, credentials: Credentials) -> Result<Opti
                     name: session.name,
                     role: session.role,
                     token_id: session.token_id,
+                    reach: Reach::from_column(session.project_id),
                 })),
                 // An ended session (signed out, expired, its token revoked)
                 // is as good as none: the route's rule decides, and signing
@@ -220,22 +227,54 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     next.run(request).await
 }
 
-/// Middleware of one route: refuses a caller its `access` does not allow,
-/// and writes the audit row of a change (or of a refused attempt at one)
-/// once it is answered. `route` is the route as the table names it
-/// (`/api/v1/dags/{dagId}/trigger`).
-pub async fn authorize(
-    state: AppState,
-    access: Access,
-    route: &'static str,
+/// What a route requires of its caller: a role, and what of which project
+/// it touches.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// The role.
+    pub access: Access,
+    /// The project.
+    pub scope: Scope,
+    /// The route as the table names it (`/api/v1/dags/{dagId}/trigger`).
+    pub route: &'static str,
+}
+
+/// The answer to a caller beyond `rule`: a role too weak, or something of
+/// a project beyond its token's reach ([`crate::reach::problem`]).
+async fn refusal(
+    state: &AppState,
+    rule: Rule,
+    caller: Option<&Caller>,
     request: Request,
-    next: Next,
-) -> Response {
+) -> (Option<Error>, Request) {
+    if let Some(error) = check(rule.access, caller) {
+        return (Some(error), request);
+    }
+    let Some(caller) = caller.filter(|c| c.reach != Reach::Everything) else {
+        return (None, request);
+    };
+    let (mut parts, body) = request.into_parts();
+    let params = RawPathParams::from_request_parts(&mut parts, state).await;
+    let request = Request::from_parts(parts, body);
+    let problem = match params {
+        Ok(params) => crate::reach::problem(state, rule.scope, caller, &params)
+            .await
+            .unwrap_or_else(Some),
+        Err(_) => None,
+    };
+    (problem, request)
+}
+
+/// Middleware of one route: refuses a caller `rule` does not allow, and
+/// writes the audit row of a change (or of a refused attempt at one) once
+/// it is answered.
+pub async fn authorize(state: AppState, rule: Rule, request: Request, next: Next) -> Response {
+    let route = rule.route;
     let caller = request
         .extensions()
         .get::<CallerOf>()
         .and_then(|a| a.0.clone());
-    let refused = check(access, caller.as_ref());
+    let (refused, request) = refusal(&state, rule, caller.as_ref(), request).await;
     let method = request.method().clone();
     if matches!(method, Method::GET | Method::HEAD | Method::OPTIONS) {
         return match refused {
@@ -279,6 +318,7 @@ mod tests {
             name: "t".to_owned(),
             role,
             token_id: None,
+            reach: Reach::Everything,
         }
     }
 

@@ -56,6 +56,27 @@ pub struct DagListQuery {
     pub page_size: Option<u64>,
 }
 
+/// `POST /api/v1/dags` and `PUT /api/v1/dags/{dagId}` query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyQuery {
+    /// Validate the definition and answer what would change, storing
+    /// nothing (`dag apply --dry-run`).
+    pub dry_run: Option<bool>,
+}
+
+/// The answer to a `?dryRun=true` create or update (200): nothing stored.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DryRunResponse {
+    /// Always true: the answer of a dry run.
+    pub dry_run: bool,
+    /// The DAG.
+    pub name: String,
+    /// What an apply would change (its `version` is the one it would get).
+    pub changes: datajump_store::catalog::ApplyReport,
+}
+
 /// The query of a list with nothing to filter: `page` and `pageSize`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -12,7 +12,8 @@
 //! Modules: [`routes`] (one module per resource), [`dto`] (bodies),
 //! [`definition`] (DAG definitions as JSON), [`error`] (the error shape),
 //! [`extract`] (extractors answering bad input with that shape), [`auth`]
-//! (who may reach a route), [`browser`] (the rules that keep web pages
+//! (who may reach a route), [`reach`] (tokens limited to a project),
+//! [`browser`] (the rules that keep web pages
 //! out), [`metrics`] (`/metrics`, merged beside the route
 //! table's routes because the same router also serves a role's
 //! `--metrics-addr`, and because it answers Prometheus text, not JSON).
@@ -36,6 +37,7 @@ pub mod dto;
 pub mod error;
 pub mod extract;
 pub mod metrics;
+pub mod reach;
 pub mod routes;
 
 /// How the API runs.
@@ -157,17 +159,24 @@ pub fn router(config: Config) -> Router {
         js: async_nats::jetstream::new(config.nats.clone()),
     };
     let state = AppState::new(&config);
-    let metrics_access = if config.public_metrics {
-        routes::table::Access::Public
+    // The metrics name the DAGs of every project.
+    let (access, scope) = if config.public_metrics {
+        (
+            routes::table::Access::Public,
+            routes::table::Scope::Unscoped,
+        )
     } else {
-        routes::table::Access::Role(datajump_shared::access::Role::Viewer)
+        (
+            routes::table::Access::Role(datajump_shared::access::Role::Viewer),
+            routes::table::Scope::Installation,
+        )
     };
-    let metrics = routes::behind_rules(
-        state.clone(),
-        metrics_access,
-        "/metrics",
-        metrics::router(Some(cluster)),
-    );
+    let rule = auth::Rule {
+        access,
+        scope,
+        route: "/metrics",
+    };
+    let metrics = routes::behind_rules(state.clone(), rule, metrics::router(Some(cluster)));
     routes::router(state).merge(metrics)
 }
 

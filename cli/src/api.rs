@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use crate::output::out;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
@@ -166,7 +167,7 @@ impl Api {
     }
 
     /// Sends a request and reads its JSON answer (`Null` for 204).
-    async fn json(
+    pub(crate) async fn json(
         &self,
         method: Method,
         segments: &[&str],
@@ -266,7 +267,7 @@ pub fn read<T: DeserializeOwned>(answer: Value) -> ApiResult<T> {
 
 /// Prints an answer as indented JSON (`--json`).
 pub fn print_json(answer: &Value) {
-    println!(
+    out!(
         "{}",
         serde_json::to_string_pretty(answer).unwrap_or_else(|_| answer.to_string())
     );

@@ -1,6 +1,7 @@
 //! Direct database access, for what runs beside the roles rather than
 //! through the API: `datajump up` applying the DAG files of its folder, and
-//! the operator commands `datasource`, `secret` and `alerts`. Datasource
+//! the operator commands `datasource`, `secret`, `token`, `project` and
+//! `alerts`. Datasource
 //! passwords and secret values are deliberately not exposed over HTTP, so
 //! these commands need the database (`DATAJUMP_DATABASE_URL`); every user
 //! command goes through the API instead ([`crate::api`]).
@@ -9,12 +10,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use chrono::Utc;
-use datajump_shared::access::Role;
+use datajump_shared::access::{Reach, Role};
 use datajump_shared::dag_file::DagFile;
-use datajump_shared::entities::alert;
+use datajump_shared::entities::{alert, project};
 use datajump_shared::subjects;
 use datajump_store::catalog::{self, ApplyReport};
-use datajump_store::{alerts, audit, tokens};
+use datajump_store::{alerts, audit, projects, tokens};
 use sea_orm::{DatabaseConnection, EntityTrait};
 
 use crate::Global;
@@ -80,14 +81,16 @@ impl Client {
 
     // ----- datasources (`datajump datasource …`) -----
 
-    /// Stores a new datasource.
+    /// Stores a new datasource for the tasks of `project_id`.
     pub async fn add_datasource(
         &self,
+        project_id: i64,
         new: datajump_shared::datasources::NewDatasource,
     ) -> Result<datajump_shared::entities::datasource::Model> {
         let name = new.name.clone();
-        let row = datajump_store::datasources::add(&self.db, new).await?;
-        self.audit("datasource add", &name).await;
+        let row = datajump_store::datasources::add(&self.db, project_id, new).await?;
+        self.audit("datasource add", &format!("{name} (project {project_id})"))
+            .await;
         Ok(row)
     }
 
@@ -144,15 +147,18 @@ impl Client {
 
     // ----- secrets (`datajump secret …`) -----
 
-    /// Creates or replaces a secret.
+    /// Creates or replaces a secret of `project_id`.
     pub async fn set_secret(
         &self,
+        project_id: i64,
         name: &str,
         value: &str,
         description: Option<&str>,
     ) -> Result<datajump_store::secrets::SetOutcome> {
-        let outcome = datajump_store::secrets::set(&self.db, name, value, description).await?;
-        self.audit("secret set", name).await;
+        let outcome =
+            datajump_store::secrets::set(&self.db, project_id, name, value, description).await?;
+        self.audit("secret set", &format!("{name} (project {project_id})"))
+            .await;
         Ok(outcome)
     }
 
@@ -189,11 +195,36 @@ impl Client {
     // ----- tokens (`datajump token …`) -----
 
     /// Creates an API token; the token itself is in the answer only.
-    pub async fn create_token(&self, name: &str, role: Role) -> Result<tokens::Created> {
-        let created = tokens::create(&self.db, name, role, &operator().0).await?;
-        self.audit("token create", &format!("{name} ({role})"))
+    pub async fn create_token(
+        &self,
+        name: &str,
+        role: Role,
+        reach: Reach,
+    ) -> Result<tokens::Created> {
+        let created = tokens::create(&self.db, name, role, reach, &operator().0).await?;
+        self.audit("token create", &format!("{name} ({role}, {reach})"))
             .await;
         Ok(created)
+    }
+
+    // ----- projects (`datajump project …`) -----
+
+    /// The project `given` names by id or name.
+    pub async fn resolve_project(&self, given: &str) -> Result<project::Model> {
+        Ok(projects::resolve(&self.db, given).await?)
+    }
+
+    /// Creates a project.
+    pub async fn create_project(&self, name: &str, description: &str) -> Result<project::Model> {
+        let row = projects::create(&self.db, name, description).await?;
+        self.audit("project create", &format!("{name} (id {})", row.id))
+            .await;
+        Ok(row)
+    }
+
+    /// Every project, by id.
+    pub async fn projects(&self) -> Result<Vec<project::Model>> {
+        Ok(projects::list(&self.db).await?)
     }
 
     /// Every API token (names and roles; tokens are not stored).

@@ -180,6 +180,9 @@ enum Command {
     /// Manage the named API tokens and their roles (direct database access; a token is shown once).
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
+    /// Manage projects: the groups DAGs, secrets, datasources and tokens belong to (direct database access).
+    #[command(subcommand)]
+    Project(commands::project::ProjectCommand),
     /// Who changed what, when and from where (GET /api/v1/audit; an admin token).
     Audit(commands::audit::AuditArgs),
     /// Kill a running (or waiting) task instance, or a whole run.
@@ -263,6 +266,7 @@ pub async fn main() -> ExitCode {
         Command::Secret(command) => commands::secret::run(&cli.global, command).await,
         Command::Alerts(command) => commands::alerts::run(&cli.global, command).await,
         Command::Token(command) => commands::token::run(&cli.global, command).await,
+        Command::Project(command) => commands::project::run(&cli.global, command).await,
         Command::Audit(args) => commands::audit::run(&cli.global, args).await,
         Command::Cron(command) => commands::cron::run(command),
     };

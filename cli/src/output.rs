@@ -1,7 +1,60 @@
-//! Terminal input and output shared by commands: plain-text tables and
-//! secrets read without showing them.
+//! Terminal input and output shared by commands: lines and plain-text
+//! tables on standard output, and secrets read without showing them.
+//!
+//! A command that prints and exits writes through [`out!`]: when its
+//! reader has gone away (`datajump runs nightly | head -3`), the command
+//! ends at once with success, as `cat` ends on SIGPIPE, instead of
+//! panicking on the first line nobody reads. `up` and the roles keep
+//! running when their output is closed, so they write through
+//! [`status!`], which drops a line that cannot be written.
 
-use std::io::BufRead;
+use std::fmt;
+use std::io::{BufRead, ErrorKind, Write};
+
+/// Prints a line on standard output for a command that prints and exits;
+/// a closed output ends the command ([`line`]).
+macro_rules! out {
+    () => {
+        $crate::output::line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::line(format_args!($($arg)*))
+    };
+}
+pub(crate) use out;
+
+/// Prints a line on standard output for `up` and the roles: a line that
+/// cannot be written is dropped, and the process runs on.
+macro_rules! status {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+pub(crate) use status;
+
+/// Writes `args` and a newline to standard output ([`out!`]).
+pub fn line(args: fmt::Arguments<'_>) {
+    write_or_end(format_args!("{args}\n"));
+}
+
+/// Writes `text` as it is (a log, which carries its own newlines).
+pub fn text(text: &str) {
+    write_or_end(format_args!("{text}"));
+}
+
+/// Writes to standard output; a reader gone away ends the process with
+/// success, any other failure (a full disk) with an error.
+fn write_or_end(args: fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        if e.kind() == ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}
 
 use anyhow::{Context, Result, bail};
 pub use datajump_shared::naming::printable;
@@ -34,7 +87,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
             .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        out!("{}", padded.join("  ").trim_end());
     };
     line(header.to_vec());
     for row in &rows {

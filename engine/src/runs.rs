@@ -360,6 +360,7 @@ fn instance_rows(
             params.extend(fire.params.clone());
             let spec = InstanceSpec {
                 dag_name: plan.dag_name.clone(),
+                project_id: plan.project_id,
                 logical_time: fire.logical_time,
                 time_zone: fire.time_zone.clone(),
                 params,

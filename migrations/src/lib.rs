@@ -17,6 +17,7 @@ mod m20261130_000007_run_plan;
 mod m20261201_000008_api_token_audit;
 mod m20261201_000009_installation;
 mod m20261201_000010_file_managed;
+mod m20261201_000011_projects;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000008_api_token_audit::Migration),
             Box::new(m20261201_000009_installation::Migration),
             Box::new(m20261201_000010_file_managed::Migration),
+            Box::new(m20261201_000011_projects::Migration),
         ]
     }
 }

@@ -636,6 +636,7 @@ async fn run_claimed(
                 process: config.task_process.clone(),
                 network: config.network.clone(),
                 db: config.db.clone(),
+                project_id: work.spec.project_id,
                 timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),
                 cancel: kill.clone(),
             };

@@ -16,6 +16,7 @@ use chrono::{NaiveDate, TimeZone, Utc};
 use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, NetworkPolicy, execute};
 use datajump_shared::content::{TaskContent, TaskType};
+use datajump_shared::dag_file::DEFAULT_PROJECT;
 use datajump_shared::datasources::{DatasourceError, DatasourceKind, NewDatasource};
 use datajump_shared::params::ParamContext;
 use datajump_store::datasources;
@@ -121,6 +122,7 @@ impl Run {
             process: std::sync::Arc::default(),
             network: Arc::new(self.network),
             db: db.clone(),
+            project_id: DEFAULT_PROJECT,
             timeout: self.timeout,
             cancel: self.cancel,
         };
@@ -294,15 +296,18 @@ async fn datasource_catalog_add_list_remove() {
     let s = scheduler().await;
     let mut pg = datasource("warehouse", DatasourceKind::Postgresql, "db.internal");
     pg.password = Some("hunter2".to_owned());
-    let row = datasources::add(&s.db, pg.clone()).await.expect("add");
+    let row = datasources::add(&s.db, DEFAULT_PROJECT, pg.clone())
+        .await
+        .expect("add");
     assert_eq!(row.kind, DatasourceKind::Postgresql);
     assert!(!format!("{row:?}").contains("hunter2"));
     assert!(matches!(
-        datasources::add(&s.db, pg).await,
+        datasources::add(&s.db, DEFAULT_PROJECT, pg).await,
         Err(DatasourceError::Exists(name)) if name == "warehouse"
     ));
     datasources::add(
         &s.db,
+        DEFAULT_PROJECT,
         datasource("local", DatasourceKind::Sqlite, "/tmp/x.db"),
     )
     .await
@@ -343,7 +348,7 @@ async fn datasource_catalog_add_list_remove() {
 async fn postgres_script_with_literals_dollar_quotes_params_and_a_cut_result() {
     let s = scheduler().await;
     let pg = PgDatabase::create().await;
-    datasources::add(&s.db, pg.datasource("pg"))
+    datasources::add(&s.db, DEFAULT_PROJECT, pg.datasource("pg"))
         .await
         .expect("add");
     let sql = r#"
@@ -405,7 +410,7 @@ async fn postgres_script_with_literals_dollar_quotes_params_and_a_cut_result() {
 async fn postgres_first_failing_statement_fails_the_task_and_stops() {
     let s = scheduler().await;
     let pg = PgDatabase::create().await;
-    datasources::add(&s.db, pg.datasource("pg"))
+    datasources::add(&s.db, DEFAULT_PROJECT, pg.datasource("pg"))
         .await
         .expect("add");
     let ran = Run::new(
@@ -458,7 +463,7 @@ async fn pg_sleepers(db: &DatabaseConnection, database: &str) -> i64 {
 async fn postgres_timeout_and_kill_stop_the_statement_on_the_server() {
     let s = scheduler().await;
     let pg = PgDatabase::create().await;
-    datasources::add(&s.db, pg.datasource("pg"))
+    datasources::add(&s.db, DEFAULT_PROJECT, pg.datasource("pg"))
         .await
         .expect("add");
     let content = json!({ "datasource": "pg", "sql": "SELECT 1; SELECT pg_sleep(60)" });
@@ -501,7 +506,9 @@ async fn unreachable_datasource_fails_retryably_without_the_password() {
     ds.port = Some(port);
     ds.username = Some("u".to_owned());
     ds.password = Some("s3cr3t-pw".to_owned());
-    datasources::add(&s.db, ds).await.expect("add");
+    datasources::add(&s.db, DEFAULT_PROJECT, ds)
+        .await
+        .expect("add");
     let ran = Run::new("SQL", json!({ "datasource": "gone", "sql": "SELECT 1" }))
         .on(&s.db)
         .await;
@@ -525,6 +532,7 @@ async fn sql_parameters_and_datasources_fail_fast() {
     let file = dir.path().join("data.db");
     datasources::add(
         &s.db,
+        DEFAULT_PROJECT,
         datasource("lite", DatasourceKind::Sqlite, &file.display().to_string()),
     )
     .await
@@ -582,7 +590,7 @@ async fn sql_parameters_and_datasources_fail_fast() {
 async fn mariadb_script_with_escapes_procedure_show_and_a_cut_result() {
     let s = scheduler().await;
     let my = MyTables::create().await;
-    datasources::add(&s.db, my.datasource("maria"))
+    datasources::add(&s.db, DEFAULT_PROJECT, my.datasource("maria"))
         .await
         .expect("add");
     let (people, numbers, counter, bump) = (
@@ -655,7 +663,7 @@ async fn mariadb_script_with_escapes_procedure_show_and_a_cut_result() {
 async fn mariadb_failure_and_timeout() {
     let s = scheduler().await;
     let my = MyTables::create().await;
-    datasources::add(&s.db, my.datasource("maria"))
+    datasources::add(&s.db, DEFAULT_PROJECT, my.datasource("maria"))
         .await
         .expect("add");
     let people = my.name("people");
@@ -703,6 +711,7 @@ async fn sqlite_script_with_a_trigger_body() {
     std::fs::File::create(&file).expect("create file");
     datasources::add(
         &s.db,
+        DEFAULT_PROJECT,
         datasource("lite", DatasourceKind::Sqlite, &file.display().to_string()),
     )
     .await
@@ -742,6 +751,7 @@ async fn sqlite_script_with_a_trigger_body() {
     // A path that does not exist fails (retryably) instead of creating a database.
     datasources::add(
         &s.db,
+        DEFAULT_PROJECT,
         datasource(
             "typo",
             DatasourceKind::Sqlite,
@@ -765,6 +775,7 @@ async fn sqlite_timeout_interrupts_the_statement() {
     std::fs::File::create(&file).expect("create file");
     datasources::add(
         &s.db,
+        DEFAULT_PROJECT,
         datasource("lite", DatasourceKind::Sqlite, &file.display().to_string()),
     )
     .await
@@ -969,9 +980,15 @@ async fn http_params_headers_body_and_masked_credentials() {
         "secret_headers": ["x-custom-secret"],
         "body": { "day": "${bizdate}", "task": "${task_name}", "n": 3 },
     });
-    datajump_store::secrets::set(&s.db, "api_token", "tok-abc", Some("test API"))
-        .await
-        .expect("secret stored");
+    datajump_store::secrets::set(
+        &s.db,
+        DEFAULT_PROJECT,
+        "api_token",
+        "tok-abc",
+        Some("test API"),
+    )
+    .await
+    .expect("secret stored");
     let ran = Run::new("HTTP", content).on(&s.db).await;
     assert_success(&ran);
     for secret in ["tok-abc", "key-123", "cookie-456", "custom-789"] {
@@ -1202,7 +1219,7 @@ async fn secret_headers_stay_on_their_host_and_encoded_echoes_are_masked() {
     let s = scheduler().await;
     let (addr, seen) = echoing_server().await;
     let key = r#"k3y "quoted" \ slashed/+"#;
-    datajump_store::secrets::set(&s.db, "api_key", key, None)
+    datajump_store::secrets::set(&s.db, DEFAULT_PROJECT, "api_key", key, None)
         .await
         .expect("secret stored");
     let with_key = |path: &str| {

@@ -1,4 +1,5 @@
-//! Who may do what: the roles an API token carries.
+//! Who may do what: the role an API token carries, and the projects it
+//! reaches.
 //!
 //! Three roles, each allowed what the one below it is and more: a viewer
 //! reads; an operator also runs things (trigger, kill, rerun, backfill,
@@ -6,6 +7,12 @@
 //! admin also changes what runs (DAGs, schedules, datasources, secrets,
 //! tokens) and reads the audit log. The API's route table names the role
 //! each route needs.
+//!
+//! A token also has a [`Reach`]: every project, or one. A token limited to
+//! a project sees and acts on that project's DAGs, runs, tokens and
+//! nothing else, as if the rest did not exist; what belongs to no project
+//! (the audit log, metrics, events, which start DAGs of any project) needs
+//! a token that reaches everything.
 
 use sea_orm::sea_query::StringLen;
 use sea_orm::{DeriveActiveEnum, EnumIter};
@@ -64,9 +71,66 @@ impl Role {
     }
 }
 
+/// Which projects a token, and whoever holds it, reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reach {
+    /// Every project, and what belongs to none.
+    Everything,
+    /// One project's DAGs, runs and tokens only.
+    Project(i64),
+}
+
+impl Reach {
+    /// The reach a nullable `project_id` column stores (`NULL`: everything).
+    pub fn from_column(project_id: Option<i64>) -> Reach {
+        project_id.map_or(Reach::Everything, Reach::Project)
+    }
+
+    /// The value of a `project_id` column for this reach.
+    pub fn project_id(self) -> Option<i64> {
+        match self {
+            Reach::Everything => None,
+            Reach::Project(id) => Some(id),
+        }
+    }
+
+    /// Whether what belongs to `project_id` is within reach.
+    pub fn includes(self, project_id: i64) -> bool {
+        self == Reach::Everything || self == Reach::Project(project_id)
+    }
+
+    /// Whether everything `other` reaches is within this reach: a token may
+    /// only create tokens its own reach covers.
+    pub fn covers(self, other: Reach) -> bool {
+        match other {
+            Reach::Everything => self == Reach::Everything,
+            Reach::Project(id) => self.includes(id),
+        }
+    }
+}
+
+impl std::fmt::Display for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reach::Everything => f.write_str("every project"),
+            Reach::Project(id) => write!(f, "project {id}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_project_reach_covers_only_itself() {
+        let (all, two, three) = (Reach::Everything, Reach::Project(2), Reach::Project(3));
+        assert!(all.covers(two) && all.covers(all) && two.covers(two));
+        assert!(!two.covers(all) && !two.covers(three));
+        assert!(two.includes(2) && !two.includes(3) && all.includes(3));
+        assert_eq!(Reach::from_column(None), all);
+        assert_eq!(Reach::from_column(Some(2)).project_id(), Some(2));
+    }
 
     #[test]
     fn roles_are_ordered() {

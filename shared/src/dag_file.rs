@@ -162,7 +162,7 @@ pub struct DagFile {
     /// Free text.
     #[serde(default)]
     pub description: String,
-    /// Project id (default 1).
+    /// Project id (default 1, [`DEFAULT_PROJECT`]).
     #[serde(default = "default_project")]
     pub project: i64,
     /// Responsible person or team.
@@ -479,8 +479,13 @@ impl TaskFile {
 fn default_true() -> bool {
     true
 }
-fn default_project() -> i64 {
-    1
+/// The project a DAG file means when it names none: `default`, the one
+/// every installation has.
+pub const DEFAULT_PROJECT: i64 = 1;
+
+/// [`DEFAULT_PROJECT`], for serde.
+pub fn default_project() -> i64 {
+    DEFAULT_PROJECT
 }
 fn default_max_active_runs() -> i32 {
     1

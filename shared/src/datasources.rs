@@ -346,6 +346,7 @@ mod tests {
             params: serde_json::json!({}),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
+            project_id: crate::dag_file::DEFAULT_PROJECT,
         }
     }
 

@@ -252,6 +252,10 @@ pub struct Plan {
     pub dag_id: i64,
     /// DAG name.
     pub dag_name: String,
+    /// The DAG's project, whose secrets and datasources its tasks use
+    /// (plans stored before projects were rows are of the default one).
+    #[serde(default = "crate::dag_file::default_project")]
+    pub project_id: i64,
     /// DAG version.
     pub version: i32,
     /// DAG-level parameters.
@@ -307,6 +311,11 @@ impl Plan {
 pub struct InstanceSpec {
     /// DAG name.
     pub dag_name: String,
+    /// The DAG's project: its tasks may use that project's secrets and
+    /// datasources only (specs written before projects were rows are of
+    /// the default one).
+    #[serde(default = "crate::dag_file::default_project")]
+    pub project_id: i64,
     /// The run's logical time.
     pub logical_time: DateTime<Utc>,
     /// IANA zone the run's dates are read in (its schedule's, or the default).
@@ -403,6 +412,7 @@ impl Plan {
         Plan {
             dag_id: dag.id,
             dag_name: dag.name.clone(),
+            project_id: dag.project_id,
             version: dag.version,
             params: params_from_json(&dag.params),
             tasks: task_specs,

@@ -39,6 +39,30 @@ pub enum SecretError {
     /// No secret has that name.
     #[error("no secret named '{0}' (create it with `datajump secret set {0}`)")]
     NotFound(String),
+    /// A task asked for a secret its project does not have (it may exist
+    /// in another project, which the task may not use).
+    #[error(
+        "no secret named '{name}' in project {project}, the task's project \
+         (create it with `datajump secret set {name} --project {project}`)"
+    )]
+    NotInProject {
+        /// The secret's name.
+        name: String,
+        /// The task's project.
+        project: i64,
+    },
+    /// `set` of a name another project's secret has: names are unique in
+    /// an installation.
+    #[error(
+        "the secret '{name}' belongs to project {project}; remove it there first \
+         (`datajump secret remove {name}`) to set it for another project"
+    )]
+    OtherProject {
+        /// The secret's name.
+        name: String,
+        /// The project it belongs to.
+        project: i64,
+    },
     /// A name that cannot be written inside `${secret:…}`.
     #[error(
         "invalid secret name '{0}': use 1-128 characters from letters, digits, '_' and '.', \

@@ -12,11 +12,12 @@ use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait,
     IntoActiveModel, ModelTrait, QueryFilter, QueryOrder,
 };
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use datajump_shared::content::TaskType;
 use datajump_shared::dag_file::{Catchup, DagFile, ScheduleKind};
-use datajump_shared::entities::{dag, schedule, task, task_dependency};
+use datajump_shared::entities::{dag, project, schedule, task, task_dependency};
 use datajump_shared::plan::{Plan, RetryStrategy, Strategy, params_to_json};
 
 /// Why a DAG could not be stored.
@@ -28,6 +29,11 @@ pub enum CatalogError {
     /// No DAG has that name.
     #[error("no DAG named '{0}'")]
     UnknownDag(String),
+    /// The DAG's project is not a row.
+    #[error(
+        "no project with id {0} (create one with `datajump project create NAME`; `datajump project list` shows them)"
+    )]
+    UnknownProject(i64),
     /// A definition edit of a DAG that a file owns.
     #[error(
         "DAG '{dag}' is managed by the file {file}: change the file and apply it (`datajump dag apply -f {file}`); putting it online or offline and pausing or resuming its schedules stay open to operators"
@@ -74,8 +80,10 @@ fn operational(
     }
 }
 
-/// What `apply` changed.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// What `apply` changed; the API answers it as `changes` (camelCase), and
+/// the CLI prints it with this type's `Display`.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ApplyReport {
     /// The DAG's id.
     pub dag_id: i64,
@@ -318,10 +326,48 @@ pub async fn apply(
     default_timezone: &str,
     origin: Origin<'_>,
 ) -> Result<ApplyReport, CatalogError> {
+    write(db, file, default_timezone, origin, Outcome::Commit).await
+}
+
+/// What [`apply`] would change, and the errors it would meet, without
+/// changing anything (`dag apply --dry-run`): the same writes in a
+/// transaction that is rolled back, so the preview cannot drift from what
+/// an apply does. The report's `dag_id` and `version` are those the DAG
+/// would have (a new DAG's id is not kept).
+pub async fn preview(
+    db: &DatabaseConnection,
+    file: &DagFile,
+    default_timezone: &str,
+    origin: Origin<'_>,
+) -> Result<ApplyReport, CatalogError> {
+    write(db, file, default_timezone, origin, Outcome::RollBack).await
+}
+
+/// What becomes of [`write`]'s transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Commit,
+    RollBack,
+}
+
+async fn write(
+    db: &DatabaseConnection,
+    file: &DagFile,
+    default_timezone: &str,
+    origin: Origin<'_>,
+    outcome: Outcome,
+) -> Result<ApplyReport, CatalogError> {
     let txn = crate::db::begin_write(db).await?;
     let now = Utc::now();
     let mut report = ApplyReport::default();
 
+    if project::Entity::find_by_id(file.project)
+        .one(&txn)
+        .await?
+        .is_none()
+    {
+        return Err(CatalogError::UnknownProject(file.project));
+    }
     let existing = dag::Entity::find()
         .filter(dag::Column::Name.eq(&file.name))
         .one(&txn)
@@ -426,7 +472,10 @@ pub async fn apply(
     report.dag_id = dag_row.id;
     report.version = dag_row.version;
     report.notes = file.untrusted_param_notes();
-    txn.commit().await?;
+    match outcome {
+        Outcome::Commit => txn.commit().await?,
+        Outcome::RollBack => txn.rollback().await?,
+    }
     Ok(report)
 }
 

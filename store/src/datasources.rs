@@ -11,8 +11,13 @@ use sea_orm::{
 use datajump_shared::datasources::{DatasourceError, NewDatasource};
 use datajump_shared::entities::datasource::{self, Model};
 
-/// Stores a new datasource.
-pub async fn add(db: &DatabaseConnection, new: NewDatasource) -> Result<Model, DatasourceError> {
+/// Stores a new datasource for the tasks of `project_id`. Names are unique
+/// in an installation.
+pub async fn add(
+    db: &DatabaseConnection,
+    project_id: i64,
+    new: NewDatasource,
+) -> Result<Model, DatasourceError> {
     new.validate()?;
     if by_name(db, &new.name).await?.is_some() {
         return Err(DatasourceError::Exists(new.name));
@@ -25,6 +30,7 @@ pub async fn add(db: &DatabaseConnection, new: NewDatasource) -> Result<Model, D
             .collect(),
     );
     let row = datasource::ActiveModel {
+        project_id: Set(project_id),
         name: Set(new.name.clone()),
         kind: Set(new.kind),
         host: Set(new.host),
@@ -50,12 +56,17 @@ pub async fn add(db: &DatabaseConnection, new: NewDatasource) -> Result<Model, D
 }
 
 /// The datasource `name` with its password opened, for connecting to it
-/// (the runner only).
+/// from a task of `project_id` (the runner only); `None` when that project
+/// has no datasource of that name, whatever other projects have.
 pub async fn for_connection(
     db: &DatabaseConnection,
+    project_id: i64,
     name: &str,
 ) -> Result<Option<Model>, DatasourceError> {
-    let Some(mut row) = by_name(db, name).await? else {
+    let Some(mut row) = by_name(db, name)
+        .await?
+        .filter(|row| row.project_id == project_id)
+    else {
         return Ok(None);
     };
     if let Some(stored) = &row.password {

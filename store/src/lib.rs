@@ -1,6 +1,6 @@
 //! DataJump's database, outside the state machine: connecting to it
 //! ([`db`]), the installation's identity ([`installation`]), the catalog a
-//! DAG file is applied to ([`catalog`]), the datasources and secrets tasks
+//! DAG file is applied to ([`catalog`]), projects ([`projects`]), the datasources and secrets tasks
 //! use (sealed at rest, [`sealing`]), API tokens ([`tokens`]), browser
 //! sessions ([`sessions`]) and the audit log ([`audit`]), alert delivery's
 //! outbox rows ([`alerts`]) and backfill plans ([`backfill`]).
@@ -20,6 +20,7 @@ pub mod catalog;
 pub mod datasources;
 pub mod db;
 pub mod installation;
+pub mod projects;
 pub mod sealing;
 pub mod secrets;
 pub mod sessions;

@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    FromQueryResult, QueryFilter, QueryOrder, QuerySelect, SqlErr,
 };
 
-use datajump_shared::entities::{datasource, secret};
+use datajump_shared::entities::{dag, datasource, secret};
 
 use crate::sealing::{SealError, SecretKey, open_with};
 use datajump_shared::secrets::{SecretError, is_valid_name};
@@ -25,10 +25,12 @@ pub enum SetOutcome {
 }
 
 /// A secret as it may be shown: everything but the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
 pub struct SecretInfo {
     /// Its name.
     pub name: String,
+    /// The project whose tasks may use it.
+    pub project_id: i64,
     /// What it is for.
     pub description: String,
     /// When it was created.
@@ -37,10 +39,12 @@ pub struct SecretInfo {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Creates the secret `name`, or replaces its value (and its description,
-/// when one is given).
+/// Creates the secret `name` for the tasks of `project_id`, or replaces
+/// its value (and its description, when one is given). Names are unique in
+/// an installation: a name another project's secret has is refused.
 pub async fn set(
     db: &DatabaseConnection,
+    project_id: i64,
     name: &str,
     value: &str,
     description: Option<&str>,
@@ -61,12 +65,27 @@ pub async fn set(
     }
     let updated = update
         .filter(secret::Column::Name.eq(name))
+        .filter(secret::Column::ProjectId.eq(project_id))
         .exec(db)
         .await?;
     if updated.rows_affected > 0 {
         return Ok(SetOutcome::Updated);
     }
+    let elsewhere: Option<i64> = secret::Entity::find()
+        .select_only()
+        .column(secret::Column::ProjectId)
+        .filter(secret::Column::Name.eq(name))
+        .into_tuple()
+        .one(db)
+        .await?;
+    if let Some(project) = elsewhere {
+        return Err(SecretError::OtherProject {
+            name: name.to_owned(),
+            project,
+        });
+    }
     let inserted = secret::ActiveModel {
+        project_id: Set(project_id),
         name: Set(name.to_owned()),
         value: Set(stored),
         description: Set(description.unwrap_or_default().to_owned()),
@@ -80,7 +99,7 @@ pub async fn set(
         Ok(_) => Ok(SetOutcome::Created),
         // A concurrent `set` of the same name inserted first: ours replaces it.
         Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-            Box::pin(set(db, name, value, description)).await
+            Box::pin(set(db, project_id, name, value, description)).await
         }
         Err(e) => Err(e.into()),
     }
@@ -88,27 +107,19 @@ pub async fn set(
 
 /// Every secret without its value, by name.
 pub async fn list(db: &DatabaseConnection) -> Result<Vec<SecretInfo>, DbErr> {
-    let rows: Vec<(String, String, DateTime<Utc>, DateTime<Utc>)> = secret::Entity::find()
+    secret::Entity::find()
         .select_only()
         .columns([
             secret::Column::Name,
+            secret::Column::ProjectId,
             secret::Column::Description,
             secret::Column::CreatedAt,
             secret::Column::UpdatedAt,
         ])
         .order_by_asc(secret::Column::Name)
-        .into_tuple()
+        .into_model::<SecretInfo>()
         .all(db)
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(name, description, created_at, updated_at)| SecretInfo {
-            name,
-            description,
-            created_at,
-            updated_at,
-        })
-        .collect())
+        .await
 }
 
 /// Removes the secret named `name`.
@@ -123,10 +134,11 @@ pub async fn remove(db: &DatabaseConnection, name: &str) -> Result<(), SecretErr
     Ok(())
 }
 
-/// The values of `names`, for the runner only; the first missing name is
-/// an error.
+/// The values of `names` for a task of `project_id`, for the runner only;
+/// the first name its project has no secret of is an error.
 pub async fn values(
     db: &DatabaseConnection,
+    project_id: i64,
     names: &BTreeSet<String>,
 ) -> Result<BTreeMap<String, String>, SecretError> {
     if names.is_empty() {
@@ -136,13 +148,17 @@ pub async fn values(
         .select_only()
         .columns([secret::Column::Name, secret::Column::Value])
         .filter(secret::Column::Name.is_in(names.iter().cloned()))
+        .filter(secret::Column::ProjectId.eq(project_id))
         .into_tuple::<(String, String)>()
         .all(db)
         .await?
         .into_iter()
         .collect();
     if let Some(missing) = names.iter().find(|name| !found.contains_key(*name)) {
-        return Err(SecretError::NotFound(missing.clone()));
+        return Err(SecretError::NotInProject {
+            name: missing.clone(),
+            project: project_id,
+        });
     }
     found
         .into_iter()
@@ -154,6 +170,26 @@ pub async fn values(
             }),
         })
         .collect()
+}
+
+/// The values of `names` for what the DAG `dag_id` sends (its alerts'
+/// webhooks): those of the DAG's project, as its tasks get.
+pub async fn values_for_dag(
+    db: &DatabaseConnection,
+    dag_id: i64,
+    names: &BTreeSet<String>,
+) -> Result<BTreeMap<String, String>, SecretError> {
+    if names.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let project: Option<i64> = dag::Entity::find_by_id(dag_id)
+        .select_only()
+        .column(dag::Column::ProjectId)
+        .into_tuple()
+        .one(db)
+        .await?;
+    let project = project.ok_or_else(|| DbErr::RecordNotFound(format!("DAG {dag_id}")))?;
+    values(db, project, names).await
 }
 
 /// What [`rotate_key`] re-sealed.

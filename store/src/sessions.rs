@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
 
-use datajump_shared::access::Role;
+use datajump_shared::access::{Reach, Role};
 use datajump_shared::entities::api_session::{self, Model};
 
 use crate::tokens::{hash, hex};
@@ -15,12 +15,14 @@ use crate::tokens::{hash, hex};
 pub const LIFETIME: Duration = Duration::hours(12);
 
 /// Starts a session for the token `name` (`token_id` when it is a named
-/// one) with `role`; returns the cookie's value and the session.
+/// one) with `role` and `reach`; returns the cookie's value and the
+/// session.
 pub async fn create(
     db: &DatabaseConnection,
     token_id: Option<i64>,
     name: &str,
     role: Role,
+    reach: Reach,
     now: DateTime<Utc>,
 ) -> Result<(String, Model), DbErr> {
     let mut secret = [0u8; 32];
@@ -31,6 +33,7 @@ pub async fn create(
         token_id: Set(token_id),
         name: Set(name.to_owned()),
         role: Set(role),
+        project_id: Set(reach.project_id()),
         created_at: Set(now),
         expires_at: Set(now + LIFETIME),
         ..Default::default()

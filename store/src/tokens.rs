@@ -14,7 +14,7 @@ use sea_orm::{
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use datajump_shared::access::Role;
+use datajump_shared::access::{Reach, Role};
 use datajump_shared::entities::api_token::{self, Model};
 
 /// What every token starts with, so a leaked one is recognisable.
@@ -75,18 +75,22 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         })
 }
 
-fn is_valid_name(name: &str) -> bool {
+/// Whether `name` is a valid token (or project) name.
+pub(crate) fn is_valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
-/// Creates a token `name` with `role`, recorded as made by `created_by`.
+/// Creates a token `name` with `role` reaching `reach`, recorded as made
+/// by `created_by`. Whether its creator may give it that much is the
+/// caller's to check ([`Reach::covers`], [`Role::allows`]).
 pub async fn create(
     db: &DatabaseConnection,
     name: &str,
     role: Role,
+    reach: Reach,
     created_by: &str,
 ) -> Result<Created, TokenError> {
     if !is_valid_name(name) {
@@ -98,6 +102,7 @@ pub async fn create(
     let row = api_token::ActiveModel {
         name: Set(name.to_owned()),
         role: Set(role),
+        project_id: Set(reach.project_id()),
         token_hash: Set(hash(&token)),
         created_by: Set(created_by.to_owned()),
         created_at: Set(Utc::now()),

@@ -105,7 +105,7 @@ async fn deliver(
             Err(e) => return failed(e.to_string()),
         }
     }
-    let secret_values = match secrets::values(db, &names).await {
+    let secret_values = match secrets::values_for_dag(db, alert.dag_id, &names).await {
         Ok(values) => values,
         Err(e) => return failed(e.to_string()),
     };

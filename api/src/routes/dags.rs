@@ -7,14 +7,14 @@
 //! version is bumped on each change, and tickers are told about schedule
 //! changes.
 
-use datajump_store::catalog::Origin;
+use datajump_store::catalog::{ApplyReport, Origin};
 use std::collections::{BTreeMap, HashMap};
 
 use datajump_shared::dag_file::OverlapPolicy;
 use datajump_store::backfill::{self, BackfillError, Planned};
 
 use axum::Json as AxumJson;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
@@ -31,15 +31,18 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder}
 use serde_json::{Map, Value, json};
 use tracing::{info, warn};
 
-use super::{find_dag, paging, schedules_changed, store};
+use super::{find_dag, paging, preview, schedules_changed, store};
 use crate::AppState;
+use crate::auth::Caller;
 use crate::definition;
 use crate::dto::{
-    BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagListQuery, DagSummary, Edge,
-    Page, PageQuery, TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
+    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagListQuery,
+    DagSummary, DryRunResponse, Edge, Page, PageQuery, TriggerRequest, TriggerResponse,
+    ValidateRequest, ValidateResponse,
 };
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
+use crate::routes::session::CallerOf;
 
 /// A DAG's detail: its headline fields and its whole definition (tasks and
 /// schedules in the DAG file's shape, camelCase).
@@ -55,13 +58,19 @@ pub async fn detail(state: &AppState, dag: &dag::Model) -> Result<Value> {
 }
 
 /// `GET /api/v1/dags?projectId=&page=&pageSize=`: a project's DAGs by id.
+/// The project left out is the caller's own, when its token is limited to
+/// one, and the default project otherwise.
 pub async fn list(
     State(state): State<AppState>,
+    Extension(CallerOf(caller)): Extension<CallerOf>,
     Query(query): Query<DagListQuery>,
 ) -> Result<AxumJson<Page<DagSummary>>> {
+    let caller = crate::reach::caller(caller)?;
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    let project = query.project_id.unwrap_or_else(|| own_project(&caller));
+    caller.may_use_project(project)?;
     let paginator = dag::Entity::find()
-        .filter(dag::Column::ProjectId.eq(query.project_id.unwrap_or(1)))
+        .filter(dag::Column::ProjectId.eq(project))
         .order_by_asc(dag::Column::Id)
         .paginate(&state.db, page_size);
     let total = paginator.num_items().await?;
@@ -74,25 +83,59 @@ pub async fn list(
     }))
 }
 
+/// The project a caller means when it names none: its token's, or the
+/// default one.
+fn own_project(caller: &Caller) -> i64 {
+    caller
+        .reach
+        .project_id()
+        .unwrap_or(datajump_store::projects::DEFAULT_PROJECT)
+}
+
 /// `POST /api/v1/dags`: creates a DAG (201); 409 if the name is taken.
 ///
 /// The body is a DAG definition: `name` (required), `description`,
-/// `projectId`, and optionally everything a DAG file has (`tasks`,
+/// `projectId` (the caller's own project when left out, if its token is
+/// limited to one), and optionally everything a DAG file has (`tasks`,
 /// `schedules`, `params`, `maxActiveRuns`, …) in camelCase.
-pub async fn create(State(state): State<AppState>, Json(body): Json<Value>) -> Result<Response> {
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(CallerOf(caller)): Extension<CallerOf>,
+    Query(query): Query<ApplyQuery>,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    let caller = crate::reach::caller(caller)?;
     let (body, source_file) = take_source_file(body)?;
     let mut file = definition::from_request(&body)?;
     file.entry("tasks").or_insert_with(|| json!([]));
+    file.entry("project")
+        .or_insert_with(|| json!(own_project(&caller)));
     let parsed = definition::parse(&file)?;
+    caller.may_use_project(parsed.project)?;
     if let Some(existing) = dag::Entity::find()
         .filter(dag::Column::Name.eq(&parsed.name))
         .one(&state.db)
         .await?
     {
-        return Err(Error::conflict(format!(
-            "a DAG named '{}' already exists (id {}); update it with PUT /api/v1/dags/{}",
-            existing.name, existing.id, existing.id
-        )));
+        // Names are unique across projects; another project's DAG is not
+        // pointed to.
+        return Err(Error::conflict(
+            if caller.reach.includes(existing.project_id) {
+                format!(
+                    "a DAG named '{}' already exists (id {}); update it with PUT /api/v1/dags/{}",
+                    existing.name, existing.id, existing.id
+                )
+            } else {
+                format!(
+                    "a DAG named '{}' already exists in another project; DAG names are unique in an installation",
+                    existing.name
+                )
+            },
+        ));
+    }
+    if query.dry_run == Some(true) {
+        let changes = preview(&state, &parsed, origin(source_file.as_deref())).await?;
+        return Ok(dry_run(parsed.name, changes).into_response());
     }
     let report = store(&state, &parsed, origin(source_file.as_deref())).await?;
     info!(dag = %parsed.name, id = report.dag_id, "DAG created through the API");
@@ -101,7 +144,7 @@ pub async fn create(State(state): State<AppState>, Json(body): Json<Value>) -> R
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        AxumJson(detail(&state, &dag).await?),
+        AxumJson(with_changes(detail(&state, &dag).await?, report)?),
     )
         .into_response())
 }
@@ -134,9 +177,12 @@ pub async fn by_name(
 /// (leaving out `tasks` keeps the tasks, and so on); the name cannot change.
 pub async fn update(
     State(state): State<AppState>,
+    Extension(CallerOf(caller)): Extension<CallerOf>,
     Path(dag_id): Path<i64>,
+    Query(query): Query<ApplyQuery>,
     Json(body): Json<Value>,
-) -> Result<AxumJson<Value>> {
+) -> Result<Response> {
+    let caller = crate::reach::caller(caller)?;
     let dag = find_dag(&state, dag_id).await?;
     let (body, source_file) = take_source_file(body)?;
     let changes = definition::from_request(&body)?;
@@ -151,9 +197,36 @@ pub async fn update(
     let mut file = definition::load(&state.db, &dag).await?;
     file.extend(changes);
     let parsed = definition::parse(&file)?;
-    store(&state, &parsed, origin(source_file.as_deref())).await?;
+    caller.may_use_project(parsed.project)?;
+    if query.dry_run == Some(true) {
+        let changes = preview(&state, &parsed, origin(source_file.as_deref())).await?;
+        return Ok(dry_run(parsed.name, changes).into_response());
+    }
+    let report = store(&state, &parsed, origin(source_file.as_deref())).await?;
     let dag = find_dag(&state, dag_id).await?;
-    Ok(AxumJson(detail(&state, &dag).await?))
+    Ok(AxumJson(with_changes(detail(&state, &dag).await?, report)?).into_response())
+}
+
+/// A stored DAG's detail with what its apply changed as `changes`: the
+/// tasks and schedules added, changed and removed, and the notes
+/// (parameters pasted bare into a script or SQL, which triggers and
+/// events cannot set), so a client applying over HTTP hears what `dag
+/// apply` prints.
+fn with_changes(mut detail: Value, report: ApplyReport) -> Result<Value> {
+    let changes = serde_json::to_value(report).map_err(|e| Error::Internal(e.to_string()))?;
+    if let Some(object) = detail.as_object_mut() {
+        object.insert("changes".to_owned(), changes);
+    }
+    Ok(detail)
+}
+
+/// The answer to a dry run.
+fn dry_run(name: String, changes: ApplyReport) -> AxumJson<DryRunResponse> {
+    AxumJson(DryRunResponse {
+        dry_run: true,
+        name,
+        changes,
+    })
 }
 
 /// `DELETE /api/v1/dags/{dagId}`: removes the DAG with its tasks,

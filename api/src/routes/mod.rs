@@ -40,11 +40,13 @@ pub mod dags;
 pub mod events;
 pub mod health;
 pub mod openapi;
+pub mod projects;
 pub mod runners;
 pub mod runs;
 pub mod schedules;
 pub mod session;
 pub mod table;
+pub mod tokens;
 
 /// Default items per page.
 pub const DEFAULT_PAGE_SIZE: u64 = 20;
@@ -58,7 +60,11 @@ pub const MAX_PAGE: u64 = 1_000_000_000;
 pub fn router(state: AppState) -> Router {
     let mut router = Router::new();
     for endpoint in table::endpoints() {
-        let (access, route) = (endpoint.access, endpoint.path);
+        let rule = crate::auth::Rule {
+            access: endpoint.access,
+            scope: endpoint.scope,
+            route: endpoint.path,
+        };
         let mut handler = endpoint.handler;
         if endpoint.whole_dag {
             handler = handler.layer(middleware::from_fn_with_state(
@@ -69,7 +75,7 @@ pub fn router(state: AppState) -> Router {
         let handler = handler.layer(middleware::from_fn_with_state(
             state.clone(),
             move |State(state): State<AppState>, request, next| {
-                crate::auth::authorize(state, access, route, request, next)
+                crate::auth::authorize(state, rule, request, next)
             },
         ));
         router = router.route(endpoint.path, handler);
@@ -103,18 +109,13 @@ async fn one_of_a_few_whole_dag_reads(
 
 /// `router` (a router of its own state, such as `/metrics`'s) behind the
 /// rules every route of the table is behind: the browser rules and a
-/// caller `access` allows, checked on each of its routes as `route`.
-pub fn behind_rules(
-    state: AppState,
-    access: table::Access,
-    route: &'static str,
-    router: Router,
-) -> Router {
+/// caller `rule` allows, checked on each of its routes.
+pub fn behind_rules(state: AppState, rule: crate::auth::Rule, router: Router) -> Router {
     router
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             move |State(state): State<AppState>, request, next| {
-                crate::auth::authorize(state, access, route, request, next)
+                crate::auth::authorize(state, rule, request, next)
             },
         ))
         .layer(middleware::from_fn_with_state(state, crate::auth::guard))
@@ -151,15 +152,30 @@ pub fn paging(page: Option<u64>, page_size: Option<u64>, size_field: &str) -> Re
 pub async fn store(state: &AppState, file: &DagFile, origin: Origin<'_>) -> Result<ApplyReport> {
     let report = catalog::apply(&state.db, file, &state.timezone, origin)
         .await
-        .map_err(|e| match e {
-            CatalogError::Db(e) => Error::Db(e),
-            CatalogError::UnknownDag(name) => Error::not_found(format!("no DAG named '{name}'")),
-            e @ CatalogError::FileManaged { .. } => Error::conflict(e.to_string()),
-        })?;
+        .map_err(catalog_error)?;
     if report.schedules_touched() {
         schedules_changed(state).await;
     }
     Ok(report)
+}
+
+/// What [`store`] would change, storing nothing (`?dryRun=true`).
+pub async fn preview(state: &AppState, file: &DagFile, origin: Origin<'_>) -> Result<ApplyReport> {
+    catalog::preview(&state.db, file, &state.timezone, origin)
+        .await
+        .map_err(catalog_error)
+}
+
+/// The answer to a catalog error.
+fn catalog_error(e: CatalogError) -> Error {
+    match e {
+        CatalogError::Db(e) => Error::Db(e),
+        CatalogError::UnknownDag(name) => Error::not_found(format!("no DAG named '{name}'")),
+        e @ CatalogError::UnknownProject(_) => {
+            Error::bad_request(format!("invalid field `projectId`: {e}"))
+        }
+        e @ CatalogError::FileManaged { .. } => Error::conflict(e.to_string()),
+    }
 }
 
 /// Tells running tickers to reload schedules now. Best effort: they also

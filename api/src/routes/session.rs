@@ -34,6 +34,8 @@ pub struct SessionDto {
     pub name: String,
     /// `viewer`, `operator` or `admin`.
     pub role: Role,
+    /// The one project the token is limited to; `null`: every project.
+    pub project_id: Option<i64>,
     /// Whether the API requires a token at all (false: the local trial).
     pub tokens_required: bool,
     /// When the session cookie stops working, if signed in by one.
@@ -60,12 +62,14 @@ pub async fn create(State(state): State<AppState>, Json(body): Json<SignIn>) -> 
         caller.token_id,
         &caller.name,
         caller.role,
+        caller.reach,
         Utc::now(),
     )
     .await?;
     let answer = SessionDto {
         name: session.name,
         role: session.role,
+        project_id: session.project_id,
         tokens_required: true,
         expires_at: Some(session.expires_at),
     };
@@ -101,6 +105,7 @@ pub async fn show(
     Ok(AxumJson(SessionDto {
         name: caller.name,
         role: caller.role,
+        project_id: caller.reach.project_id(),
         tokens_required: required,
         expires_at,
     }))

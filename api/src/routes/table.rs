@@ -9,7 +9,8 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use datajump_shared::access::Role;
 
 use super::{
-    alerts, audit, canvas, dags, events, health, openapi, runners, runs, schedules, session,
+    alerts, audit, canvas, dags, events, health, openapi, projects, runners, runs, schedules,
+    session, tokens,
 };
 use crate::AppState;
 
@@ -67,12 +68,60 @@ pub enum Access {
     Role(Role),
 }
 
+/// What of which project a route touches: how a token limited to one
+/// project ([`Reach::Project`]) is checked before the handler runs.
+///
+/// [`Endpoint::new`] reads it off the path, so a route on a DAG, a run or
+/// a task instance is checked against its project without saying so, and
+/// a route with no such placeholder is [`Scope::Installation`], closed to
+/// limited tokens, unless it declares otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Nothing of any project: the probes, sign-in, this document, a cron
+    /// check, the runners.
+    Unscoped,
+    /// The DAG of the path's `{dagId}`.
+    Dag,
+    /// The DAG of the path's `{name}`.
+    DagName,
+    /// The run of the path's `{instanceId}`.
+    Run,
+    /// The run of the path's `{runKey}`.
+    RunKey,
+    /// The task instance of the path's `{taskInstanceId}`.
+    TaskInstance,
+    /// The handler keeps to the caller's reach itself: it lists only what
+    /// is within it, or refuses to create what is not.
+    Handler,
+    /// Everything at once (the audit log, metrics, events, which start
+    /// DAGs of any project): only for a token that reaches every project.
+    Installation,
+}
+
+impl Scope {
+    /// The scope a path's placeholders imply.
+    fn of_path(path: &str) -> Scope {
+        [
+            ("{dagId}", Scope::Dag),
+            ("/by-name/{name}", Scope::DagName),
+            ("{instanceId}", Scope::Run),
+            ("{runKey}", Scope::RunKey),
+            ("{taskInstanceId}", Scope::TaskInstance),
+        ]
+        .into_iter()
+        .find(|(placeholder, _)| path.contains(placeholder))
+        .map_or(Scope::Installation, |(_, scope)| scope)
+    }
+}
+
 /// One endpoint: a method on a path.
 pub struct Endpoint {
     /// The method.
     pub verb: Verb,
     /// Who may call it: every route says, so none is open by omission.
     pub access: Access,
+    /// Which project it touches, for tokens limited to one.
+    pub scope: Scope,
     /// The path as served, with `{param}` placeholders.
     pub path: &'static str,
     /// What it does, in a line.
@@ -112,6 +161,7 @@ impl Endpoint {
         Endpoint {
             verb,
             access,
+            scope: Scope::of_path(path),
             path,
             summary,
             body: Body::None,
@@ -134,6 +184,10 @@ impl Endpoint {
         Endpoint { status, ..self }
     }
 
+    fn scope(self, scope: Scope) -> Endpoint {
+        Endpoint { scope, ..self }
+    }
+
     fn whole_dag(self) -> Endpoint {
         Endpoint {
             whole_dag: true,
@@ -147,35 +201,38 @@ const PAGE: &[&str] = &["page", "pageSize"];
 /// Every endpoint of the API.
 pub fn endpoints() -> Vec<Endpoint> {
     use Body::{Optional, Required};
+    use Scope::{Handler, Unscoped};
     use Verb::{Delete, Get, Post, Put};
     const PUBLIC: Access = Access::Public;
     const VIEWER: Access = Access::Role(Role::Viewer);
     const OPERATOR: Access = Access::Role(Role::Operator);
     const ADMIN: Access = Access::Role(Role::Admin);
     vec![
-        Endpoint::new(Get, PUBLIC, "/healthz", "Liveness", health::healthz),
+        Endpoint::new(Get, PUBLIC, "/healthz", "Liveness", health::healthz).scope(Unscoped),
         Endpoint::new(
             Get,
             PUBLIC,
             "/readyz",
             "Readiness: the database and NATS answer",
             health::readyz,
-        ),
+        )
+        .scope(Unscoped),
         Endpoint::new(
             Get,
             VIEWER,
             "/api/v1/openapi.json",
             "This document",
             openapi::document,
-        ),
-        Endpoint::new(Get, VIEWER, "/api/v1/dags", "A project's DAGs", dags::list).query(&[
-            "projectId",
-            "page",
-            "pageSize",
-        ]),
+        )
+        .scope(Unscoped),
+        Endpoint::new(Get, VIEWER, "/api/v1/dags", "A project's DAGs", dags::list)
+            .query(&["projectId", "page", "pageSize"])
+            .scope(Handler),
         Endpoint::new(Post, ADMIN, "/api/v1/dags", "Create a DAG", dags::create)
             .body(Required)
-            .status(201),
+            .query(&["dryRun"])
+            .status(201)
+            .scope(Handler),
         Endpoint::new(
             Get,
             VIEWER,
@@ -199,7 +256,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Change a DAG's fields",
             dags::update,
         )
-        .body(Required),
+        .body(Required)
+        .query(&["dryRun"]),
         Endpoint::new(
             Delete,
             ADMIN,
@@ -456,7 +514,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Check a cron expression",
             schedules::validate_cron,
         )
-        .body(Required),
+        .body(Required)
+        .scope(Unscoped),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -481,7 +540,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Live runners",
             runners::list,
         )
-        .query(PAGE),
+        .query(PAGE)
+        .scope(Unscoped),
         Endpoint::new(
             Post,
             PUBLIC,
@@ -490,14 +550,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             session::create,
         )
         .body(Required)
-        .status(201),
+        .status(201)
+        .scope(Unscoped),
         Endpoint::new(
             Get,
             PUBLIC,
             "/api/v1/session",
-            "Who the caller is: name, role, whether tokens are required",
+            "Who the caller is: name, role, project, whether tokens are required",
             session::show,
-        ),
+        )
+        .scope(Unscoped),
         Endpoint::new(
             Delete,
             PUBLIC,
@@ -505,7 +567,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Sign out: end the session and clear its cookie",
             session::delete,
         )
-        .status(204),
+        .status(204)
+        .scope(Unscoped),
         Endpoint::new(
             Get,
             ADMIN,
@@ -514,6 +577,43 @@ pub fn endpoints() -> Vec<Endpoint> {
             audit::list,
         )
         .query(PAGE),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/projects",
+            "The projects within the caller's reach",
+            projects::list,
+        )
+        .query(PAGE)
+        .scope(Handler),
+        Endpoint::new(
+            Get,
+            ADMIN,
+            "/api/v1/tokens",
+            "The API tokens within the caller's reach (never the tokens themselves)",
+            tokens::list,
+        )
+        .query(PAGE)
+        .scope(Handler),
+        Endpoint::new(
+            Post,
+            ADMIN,
+            "/api/v1/tokens",
+            "Create a token no wider than the caller's own; shown once",
+            tokens::create,
+        )
+        .body(Required)
+        .status(201)
+        .scope(Handler),
+        Endpoint::new(
+            Delete,
+            ADMIN,
+            "/api/v1/tokens/{name}",
+            "Revoke a token, ending its browser sessions",
+            tokens::revoke,
+        )
+        .status(204)
+        .scope(Handler),
     ]
 }
 
@@ -523,7 +623,7 @@ mod tests {
 
     /// The role table's rules, so a route added with a careless access
     /// fails here: only the probes are public, reads are a viewer's (the
-    /// audit log an admin's), and every change needs an operator at least,
+    /// audit log and the token list an admin's), and every change needs an operator at least,
     /// except the two validations, which change nothing.
     #[test]
     fn every_route_declares_the_role_its_kind_needs() {
@@ -531,7 +631,7 @@ mod tests {
             let route = format!("{:?} {}", endpoint.verb, endpoint.path);
             let expected = match (endpoint.verb, endpoint.path) {
                 (_, "/healthz" | "/readyz" | "/api/v1/session") => Access::Public,
-                (Verb::Get, "/api/v1/audit") => Access::Role(Role::Admin),
+                (Verb::Get, "/api/v1/audit" | "/api/v1/tokens") => Access::Role(Role::Admin),
                 (Verb::Get, _) => Access::Role(Role::Viewer),
                 (_, path) if path.ends_with("/validate") || path.ends_with("/validate-cron") => {
                     Access::Role(Role::Viewer)
@@ -546,6 +646,54 @@ mod tests {
                 }
             };
             assert_eq!(endpoint.access, expected, "{route}");
+        }
+    }
+
+    /// A route on a DAG, a run or a task instance is checked against its
+    /// project; of the rest, only these are open to a token limited to a
+    /// project, each keeping to its reach in its handler or touching no
+    /// project's data. A new route without a placeholder is closed to
+    /// limited tokens until it is listed here.
+    #[test]
+    fn every_route_keeps_limited_tokens_to_their_project() {
+        const HANDLER: [&str; 6] = [
+            "Get /api/v1/dags",
+            "Post /api/v1/dags",
+            "Get /api/v1/projects",
+            "Get /api/v1/tokens",
+            "Post /api/v1/tokens",
+            "Delete /api/v1/tokens/{name}",
+        ];
+        const UNSCOPED: [&str; 8] = [
+            "Get /healthz",
+            "Get /readyz",
+            "Get /api/v1/openapi.json",
+            "Post /api/v1/dags/schedule/validate-cron",
+            "Get /api/v1/runners",
+            "Post /api/v1/session",
+            "Get /api/v1/session",
+            "Delete /api/v1/session",
+        ];
+        for endpoint in endpoints() {
+            let route = format!("{:?} {}", endpoint.verb, endpoint.path);
+            let expected = if route.ends_with("/by-name/{name}") {
+                Scope::DagName
+            } else if endpoint.path.contains("{dagId}") {
+                Scope::Dag
+            } else if endpoint.path.contains("{instanceId}") {
+                Scope::Run
+            } else if endpoint.path.contains("{runKey}") {
+                Scope::RunKey
+            } else if endpoint.path.contains("{taskInstanceId}") {
+                Scope::TaskInstance
+            } else if HANDLER.contains(&route.as_str()) {
+                Scope::Handler
+            } else if UNSCOPED.contains(&route.as_str()) {
+                Scope::Unscoped
+            } else {
+                Scope::Installation
+            };
+            assert_eq!(endpoint.scope, expected, "{route}");
         }
     }
 }

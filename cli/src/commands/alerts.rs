@@ -11,7 +11,7 @@ use datajump_shared::entities::alert;
 
 use crate::Global;
 use crate::client::Client;
-use crate::output::table;
+use crate::output::{out, table};
 
 /// Alert subcommands.
 #[derive(Subcommand)]
@@ -47,7 +47,7 @@ pub async fn run(global: &Global, command: AlertsCommand) -> Result<ExitCode> {
             let mut all_sent = true;
             for alert in &ended {
                 all_sent &= alert.status == AlertState::Sent;
-                println!(
+                out!(
                     "{}: {}{}",
                     target_url(alert),
                     alert.status,

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::Global;
 use crate::api::Api;
-use crate::output::table;
+use crate::output::{out, table};
 
 /// Arguments of `audit`.
 #[derive(Args)]
@@ -29,7 +29,7 @@ pub async fn run(global: &Global, args: AuditArgs) -> Result<ExitCode> {
         .get(&["audit"], &[("pageSize", args.limit.to_string())])
         .await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&page)?);
+        out!("{}", serde_json::to_string_pretty(&page)?);
         return Ok(ExitCode::SUCCESS);
     }
     let text = |entry: &Value, field: &str| match &entry[field] {

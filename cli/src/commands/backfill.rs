@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
+use crate::output::out;
 
 /// Arguments of `backfill`.
 #[derive(Args)]
@@ -157,7 +158,7 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
         } else {
             String::new()
         };
-        println!(
+        out!(
             "backfill of {}: {total} dates, {} ran, {existed} already existed{not_scheduled}, {failed} did not succeed",
             args.dag,
             answers.runs.len(),

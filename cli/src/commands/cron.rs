@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use crate::output::out;
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
@@ -46,7 +47,7 @@ pub fn run(command: CronCommand) -> Result<ExitCode> {
             let after = after.unwrap_or_else(Utc::now).with_timezone(&zone);
             let mut printed = 0;
             for at in cron.iter_after(&after).take(n) {
-                println!("{}", at.to_rfc3339());
+                out!("{}", at.to_rfc3339());
                 printed += 1;
             }
             if printed == 0 {
@@ -56,7 +57,7 @@ pub fn run(command: CronCommand) -> Result<ExitCode> {
         }
         CronCommand::Describe { expr } => {
             let cron = CronExpr::parse(&expr).with_context(|| "cannot describe it")?;
-            println!("{}", cron.describe());
+            out!("{}", cron.describe());
             Ok(ExitCode::SUCCESS)
         }
     }

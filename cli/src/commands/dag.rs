@@ -7,35 +7,51 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 use datajump_api::dto::DagSummary;
 use datajump_shared::dag_file::DagFile;
+use datajump_store::catalog::ApplyReport;
+use reqwest::Method;
 use serde_json::Value;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
-use crate::output::{printable, table};
+use crate::output::{out, printable, table};
 
 /// DAG subcommands.
 #[derive(Subcommand)]
 pub enum DagCommand {
-    /// Create or update DAGs from YAML files (by name); prints each DAG's version.
+    /// Create or update DAGs from YAML files (by name); prints what changed.
     ///
     /// Every file is validated here before anything is sent: cycles (named),
     /// unknown or duplicate tasks, invalid cron, time zones, queue names, with
     /// the line of a syntax error. The whole definition is then sent to the
     /// API (created, or replaced in full: what the file leaves out gets its
-    /// default). See docs/DAG_FORMAT.md for the format.
+    /// default), and each DAG's new version is printed with the fields,
+    /// tasks and schedules added, changed and removed. The file owns the
+    /// DAG from then on: the API refuses edits of its definition, while
+    /// online/offline and schedule pauses stay the operators'. See
+    /// docs/DAG_FORMAT.md for the format.
+    ///
+    /// Examples:
+    ///   datajump dag apply -f dags/                 # every file of a folder
+    ///   datajump dag apply -f nightly.yaml --dry-run  # what would change
+    #[command(verbatim_doc_comment)]
     Apply {
         /// DAG files or folders of them (*.yaml, *.yml).
         #[arg(short = 'f', long = "file", required = true)]
         files: Vec<PathBuf>,
-        /// Print the API's answers (the DAGs as stored) as a JSON array.
+        /// Say what each file would change, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the API's answers (the DAGs as stored, with `changes`) as a
+        /// JSON array.
         #[arg(long)]
         json: bool,
     },
     /// List a project's DAGs.
     List {
-        /// The project.
-        #[arg(long, default_value_t = 1)]
-        project: i64,
+        /// The project's id (default: the token's project, if it is limited
+        /// to one, else 1, `default`; `datajump project list` shows them).
+        #[arg(long)]
+        project: Option<i64>,
         /// Print the API's JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -59,11 +75,17 @@ pub enum DagCommand {
 pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
     let api = Api::new(&global.api_url)?;
     match command {
-        DagCommand::Apply { files, json } => apply(&api, &files, json).await,
+        DagCommand::Apply {
+            files,
+            dry_run,
+            json,
+        } => apply(&api, &files, dry_run, json).await,
         DagCommand::List { project, json } => {
-            let dags = api
-                .all(&["dags"], &[("projectId", project.to_string())])
-                .await?;
+            let query: Vec<(&str, String)> = project
+                .map(|id| ("projectId", id.to_string()))
+                .into_iter()
+                .collect();
+            let dags = api.all(&["dags"], &query).await?;
             if json {
                 print_json(&Value::Array(dags));
                 return Ok(ExitCode::SUCCESS);
@@ -94,7 +116,7 @@ pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
         DagCommand::Delete { name } => {
             let id = api.dag_id(&name).await?;
             api.delete(&["dags", &id.to_string()]).await?;
-            println!(
+            out!(
                 "deleted DAG {} (id {id}) with its tasks, schedules and runs",
                 printable(&name)
             );
@@ -104,7 +126,7 @@ pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
 }
 
 /// `dag apply`: validates every file, then creates or replaces each DAG.
-async fn apply(api: &Api, files: &[PathBuf], json: bool) -> Result<ExitCode> {
+async fn apply(api: &Api, files: &[PathBuf], dry_run: bool, json: bool) -> Result<ExitCode> {
     let files = expand(files)?;
     // Validate every file before sending any.
     let mut parsed = Vec::new();
@@ -138,36 +160,32 @@ async fn apply(api: &Api, files: &[PathBuf], json: bool) -> Result<ExitCode> {
             Value::String(crate::client::source_file(path)),
         );
         let body = Value::Object(body);
-        let (stored, what) = match api.dag(&dag.name).await {
+        let query: Vec<(&str, String)> = if dry_run {
+            vec![("dryRun", "true".to_owned())]
+        } else {
+            Vec::new()
+        };
+        let stored = match api.dag(&dag.name).await {
             Ok(before) => {
                 let id = before["id"].as_i64().context("the API's DAG has no id")?;
-                let after = api.put(&["dags", &id.to_string()], &body).await?;
-                let was: DagSummary = read(before)?;
-                let now: DagSummary = read(after.clone())?;
-                let what = if now.version == was.version {
-                    format!("unchanged (version {})", now.version)
-                } else {
-                    format!("updated (version {} -> {})", was.version, now.version)
-                };
-                (after, what)
+                let segments = ["dags", &id.to_string()];
+                api.json(Method::PUT, &segments, &query, Some(&body))
+                    .await?
             }
             Err(e) if e.is_not_found() => {
-                let created = api.post(&["dags"], Some(&body)).await?;
-                let now: DagSummary = read(created.clone())?;
-                let what = format!("created (id {}, version {})", now.id, now.version);
-                (created, what)
+                api.json(Method::POST, &["dags"], &query, Some(&body))
+                    .await?
             }
             Err(e) => return Err(e.into()),
         };
         if !json {
-            println!(
-                "dag '{}' ({}): {what}",
+            let changes: ApplyReport = read(stored["changes"].clone())?;
+            out!(
+                "dag '{}' ({}): {}{changes}",
                 printable(&dag.name),
-                printable(&path.display().to_string())
+                printable(&path.display().to_string()),
+                if dry_run { "would be " } else { "" }
             );
-            for note in dag.untrusted_param_notes() {
-                println!("  note: {note}");
-            }
         }
         answers.push(stored);
     }
@@ -230,7 +248,7 @@ fn show(dag: Value) -> Result<()> {
         })
         .collect();
     let d: DagSummary = read(dag)?;
-    println!(
+    out!(
         "DAG {} (id {}, project {}, version {}, {})",
         printable(&d.name),
         d.id,
@@ -239,19 +257,19 @@ fn show(dag: Value) -> Result<()> {
         if d.online { "online" } else { "offline" }
     );
     if !d.description.is_empty() {
-        println!("  {}", printable(&d.description));
+        out!("  {}", printable(&d.description));
     }
-    println!(
+    out!(
         "max active runs {}, overlap {}, owner {}",
         d.max_active_runs,
         d.overlap,
         printable(d.owner.as_deref().unwrap_or("-"))
     );
-    println!();
+    out!();
     table(&["TASK", "TYPE", "QUEUE", "DEPENDS ON"], &tasks);
-    println!();
+    out!();
     if schedules.is_empty() {
-        println!("no schedules (runs start by trigger only)");
+        out!("no schedules (runs start by trigger only)");
     } else {
         table(&["SCHEDULE", "TRIGGER", "TIMEZONE", "STATE"], &schedules);
     }

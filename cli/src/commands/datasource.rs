@@ -13,10 +13,11 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use datajump_shared::datasources::{self, DatasourceKind, MASK, NewDatasource};
+use datajump_shared::naming::printable;
 
 use crate::Global;
 use crate::client::Client;
-use crate::output::{read_secret, table};
+use crate::output::{out, read_secret, table};
 
 /// Datasource subcommands.
 #[derive(Subcommand)]
@@ -67,6 +68,9 @@ pub struct AddArgs {
     /// `sslmode=require`; for sqlite, `mode=ro` opens the file read-only.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
+    /// The project whose SQL tasks may use it, by id or name.
+    #[arg(long, default_value = "default")]
+    project: String,
 }
 
 fn parse_kind(text: &str) -> Result<DatasourceKind, String> {
@@ -111,9 +115,16 @@ pub async fn run(global: &Global, command: DatasourceCommand) -> Result<ExitCode
     let client = Client::connect(global).await?;
     match command {
         DatasourceCommand::Add(args) => {
-            let row = client.add_datasource(args.into_new()?).await?;
+            let project = client.resolve_project(&args.project).await?;
+            let row = client.add_datasource(project.id, args.into_new()?).await?;
             let url = datasources::connection_url(&row)?;
-            println!("datasource '{}' added: {} {url}", row.name, row.kind);
+            out!(
+                "datasource '{}' added for project {} ({}): {} {url}",
+                row.name,
+                printable(&project.name),
+                project.id,
+                row.kind
+            );
             if row.password.is_some() && datajump_store::sealing::current().is_none() {
                 eprintln!(
                     "warning: its password is stored unencrypted: no secret key is configured \
@@ -140,6 +151,7 @@ pub async fn run(global: &Global, command: DatasourceCommand) -> Result<ExitCode
                     };
                     vec![
                         d.name,
+                        d.project_id.to_string(),
                         d.kind.as_str().to_owned(),
                         d.host,
                         d.port.map(|p| p.to_string()).unwrap_or_default(),
@@ -156,14 +168,15 @@ pub async fn run(global: &Global, command: DatasourceCommand) -> Result<ExitCode
                 .collect();
             table(
                 &[
-                    "NAME", "KIND", "HOST", "PORT", "DATABASE", "USER", "PASSWORD", "PARAMS",
+                    "NAME", "PROJECT", "KIND", "HOST", "PORT", "DATABASE", "USER", "PASSWORD",
+                    "PARAMS",
                 ],
                 &rows,
             );
         }
         DatasourceCommand::Remove { name } => {
             client.remove_datasource(&name).await?;
-            println!("datasource '{name}' removed");
+            out!("datasource '{name}' removed");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
+use crate::output::out;
 
 /// Event subcommands.
 #[derive(Subcommand)]
@@ -43,9 +44,12 @@ pub async fn run(global: &Global, command: EventsCommand) -> Result<ExitCode> {
         print_json(&answer);
     } else {
         let event: EventResponse = read(answer)?;
-        println!(
+        out!(
             "published event {} to {} (stream {}, sequence {})",
-            event.event, event.subject, event.stream, event.sequence
+            event.event,
+            event.subject,
+            event.stream,
+            event.sequence
         );
     }
     Ok(ExitCode::SUCCESS)

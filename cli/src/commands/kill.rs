@@ -8,6 +8,7 @@ use datajump_api::dto::KillResponse;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
+use crate::output::out;
 
 /// Arguments of `kill`.
 #[derive(Args)]
@@ -43,11 +44,11 @@ pub async fn run(global: &Global, args: KillArgs) -> Result<ExitCode> {
     }
     let killed: KillResponse = read(answer)?;
     match args.run {
-        Some(run) => println!(
+        Some(run) => out!(
             "killed run {run} ({} live tasks stopped)",
             killed.killed_task_instances.len()
         ),
-        None => println!(
+        None => out!(
             "killed task instance {}; its children follow their strategies",
             killed.id
         ),

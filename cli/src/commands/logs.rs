@@ -25,6 +25,7 @@ use futures::StreamExt;
 
 use crate::Global;
 use crate::api::{Api, read};
+use crate::output::{self, out};
 
 /// Arguments of `logs`.
 #[derive(Args)]
@@ -66,7 +67,7 @@ pub async fn run(global: &Global, args: LogsArgs) -> Result<ExitCode> {
             let exec = started(&api, id, args.attempt).await?;
             follow(&api, global, id, &exec, &mut std::io::stdout()).await?;
         }
-        Target::Instance(id) => print!("{}", log(&api, id, args.attempt).await?),
+        Target::Instance(id) => output::text(&log(&api, id, args.attempt).await?),
         Target::Run(run_id) => {
             if args.follow {
                 bail!("--follow takes a task instance id; `datajump runs DAG` lists them");
@@ -76,17 +77,19 @@ pub async fn run(global: &Global, args: LogsArgs) -> Result<ExitCode> {
                     .await?,
             )?;
             for instance in run.task_instances {
-                println!(
+                out!(
                     "##### {} (task instance {}, {})",
-                    instance.task_name, instance.id, instance.status
+                    instance.task_name,
+                    instance.id,
+                    instance.status
                 );
                 match log(&api, instance.id, args.attempt).await {
-                    Ok(text) => print!("{text}"),
+                    Ok(text) => output::text(&text),
                     // Not started yet, or no such attempt: say so and go on.
-                    Err(e) if e.is_not_found() => println!("({e})"),
+                    Err(e) if e.is_not_found() => out!("({e})"),
                     Err(e) => return Err(e.into()),
                 }
-                println!();
+                out!();
             }
         }
     }
@@ -95,7 +98,7 @@ pub async fn run(global: &Global, args: LogsArgs) -> Result<ExitCode> {
 
 /// The log of task instance `id`'s attempt `attempt` (default the latest):
 /// the full copy once it has ended, its tail while it runs.
-async fn log(api: &Api, id: i64, attempt: Option<i32>) -> crate::api::ApiResult<String> {
+pub(crate) async fn log(api: &Api, id: i64, attempt: Option<i32>) -> crate::api::ApiResult<String> {
     let query: Vec<(&str, String)> = attempt
         .map(|a| ("attempt", a.to_string()))
         .into_iter()

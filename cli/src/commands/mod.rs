@@ -11,6 +11,7 @@ pub mod datasource;
 pub mod events;
 pub mod kill;
 pub mod logs;
+pub mod project;
 pub mod rerun;
 pub mod roles;
 pub mod runs;

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
+use crate::output::out;
 
 /// Arguments of `rerun`.
 #[derive(Args)]
@@ -59,9 +60,9 @@ pub enum TaskCommand {
 fn report(what: &str, queued: &[TaskInstanceDto]) {
     let names: Vec<&str> = queued.iter().map(|r| r.task_name.as_str()).collect();
     if names.is_empty() {
-        println!("{what}");
+        out!("{what}");
     } else {
-        println!("{what}; queued now: {}", names.join(", "));
+        out!("{what}; queued now: {}", names.join(", "));
     }
 }
 

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Global;
 use crate::commands::shutdown_on_signal;
+use crate::output::status;
 
 /// Arguments of `ticker`.
 #[derive(Args)]
@@ -230,7 +231,7 @@ pub async fn nats(global: &Global, name: &str) -> Result<async_nats::Client> {
 /// `migrate`.
 pub async fn migrate(global: &Global) -> Result<ExitCode> {
     database(global).await?;
-    println!("database {} is up to date", global.database_url);
+    status!("database {} is up to date", global.database_url);
     Ok(ExitCode::SUCCESS)
 }
 

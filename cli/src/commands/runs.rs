@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
-use crate::output::table;
+use crate::output::{out, table};
 
 /// Arguments of `runs`.
 #[derive(Args)]
@@ -28,7 +28,7 @@ pub struct RunsArgs {
 /// `logs` and `task …` take).
 pub fn print_run(run: &RunDetail) {
     let r = &run.run;
-    println!(
+    out!(
         "run {}  {}  {}  biz_date {}  logical {}",
         r.id,
         r.status,
@@ -78,11 +78,11 @@ pub async fn run(global: &Global, args: RunsArgs) -> Result<ExitCode> {
     if args.json {
         print_json(&Value::Array(runs));
     } else if runs.is_empty() {
-        println!("no runs of {} yet", args.dag);
+        out!("no runs of {} yet", args.dag);
     } else {
         for run in runs {
             print_run(&read(run)?);
-            println!();
+            out!();
         }
     }
     Ok(ExitCode::SUCCESS)

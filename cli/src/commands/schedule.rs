@@ -14,7 +14,7 @@ use datajump_shared::dag_file::ScheduleKind;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
-use crate::output::table;
+use crate::output::{out, table};
 
 /// Schedule subcommands.
 #[derive(Subcommand)]
@@ -149,7 +149,7 @@ pub async fn run(global: &Global, command: ScheduleCommand) -> Result<ExitCode> 
             if json {
                 print_json(&Value::Array(schedules));
             } else if schedules.is_empty() {
-                println!("DAG {dag} has no schedules (runs start by trigger only)");
+                out!("DAG {dag} has no schedules (runs start by trigger only)");
             } else {
                 let rows = schedules
                     .into_iter()
@@ -196,7 +196,7 @@ pub async fn run(global: &Global, command: ScheduleCommand) -> Result<ExitCode> 
         ScheduleCommand::Delete { dag, name } => {
             let (dag_id, id) = find(&api, &dag, &name).await?;
             api.delete(&["dags", &dag_id, "schedules", &id]).await?;
-            println!("removed schedule {name} of DAG {dag}");
+            out!("removed schedule {name} of DAG {dag}");
         }
         ScheduleCommand::Enable { dag, name, json } => {
             let (dag_id, id) = find(&api, &dag, &name).await?;

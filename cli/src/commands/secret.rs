@@ -12,13 +12,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use datajump_shared::naming::printable;
 use datajump_shared::secrets::{self, SecretError};
 use datajump_store::sealing::{self, SecretKey};
 use datajump_store::secrets::SetOutcome;
 
 use crate::Global;
 use crate::client::Client;
-use crate::output::{read_secret, table};
+use crate::output::{out, read_secret, table};
 
 /// Secret subcommands.
 #[derive(Subcommand)]
@@ -27,17 +28,19 @@ pub enum SecretCommand {
     ///
     /// An HTTP task uses it in a header value; the runner reads it when the
     /// request is sent, so it is never stored in the DAG or sent in a message,
-    /// and the log shows it as ***.
+    /// and the log shows it as ***. A secret belongs to one project (the
+    /// default one unless --project says), and only that project's tasks
+    /// and alerts may use it; names are unique in the installation.
     ///
     /// Examples:
     ///   printf '%s\n' "$TOKEN" | datajump secret set api_token --description "reporting API"
-    ///   API_TOKEN=… datajump secret set api_token --value-env API_TOKEN
+    ///   API_TOKEN=… datajump secret set api_token --value-env API_TOKEN --project analytics
     ///
     /// and in the DAG:
     ///   headers: { Authorization: "Bearer ${secret:api_token}" }
     #[command(verbatim_doc_comment)]
     Set(SetArgs),
-    /// List secrets (names and descriptions; values are never shown).
+    /// List secrets (names, projects and descriptions; values are never shown).
     List,
     /// Remove a secret (tasks naming it then fail until it is set again).
     Remove {
@@ -78,6 +81,9 @@ pub struct SetArgs {
     /// What the secret is for (kept as it was when not given).
     #[arg(long)]
     description: Option<String>,
+    /// The project whose tasks may use it, by id or name.
+    #[arg(long, default_value = "default")]
+    project: String,
 }
 
 /// `secret rotate-key`: a new key, every value re-sealed under it, then
@@ -100,17 +106,18 @@ async fn rotate_key(global: &Global, client: &Client) -> Result<()> {
         new.write(&staged)?;
     }
     let resealed = client.rotate_secret_key(old, &new).await?;
-    println!(
+    out!(
         "re-sealed {} secret(s) and {} datasource password(s) under a new key",
-        resealed.secrets, resealed.passwords
+        resealed.secrets,
+        resealed.passwords
     );
     if from_env {
-        println!("new key (give it to every role and operator command as DATAJUMP_SECRET_KEY):");
-        println!("{}", new.encode());
+        out!("new key (give it to every role and operator command as DATAJUMP_SECRET_KEY):");
+        out!("{}", new.encode());
     } else {
         std::fs::rename(&staged, &file)
             .with_context(|| format!("cannot move the new key into {}", file.display()))?;
-        println!(
+        out!(
             "the new key is in {} (roles on other hosts need a copy)",
             file.display()
         );
@@ -130,14 +137,20 @@ pub async fn run(global: &Global, command: SecretCommand) -> Result<ExitCode> {
             let Some(value) = read_secret("--value", args.value_env.as_deref(), from_stdin)? else {
                 bail!("no value: give --value-env VAR or pipe the value to standard input");
             };
+            let project = client.resolve_project(&args.project).await?;
             let outcome = client
-                .set_secret(&args.name, &value, args.description.as_deref())
+                .set_secret(project.id, &args.name, &value, args.description.as_deref())
                 .await?;
             let done = match outcome {
                 SetOutcome::Created => "created",
                 SetOutcome::Updated => "updated",
             };
-            println!("secret '{}' {done}", args.name);
+            out!(
+                "secret '{}' {done} for project {} ({})",
+                args.name,
+                printable(&project.name),
+                project.id
+            );
             if sealing::current().is_none() {
                 eprintln!(
                     "warning: stored unencrypted: no secret key is configured (set \
@@ -153,16 +166,17 @@ pub async fn run(global: &Global, command: SecretCommand) -> Result<ExitCode> {
                 .map(|s| {
                     vec![
                         s.name,
+                        s.project_id.to_string(),
                         s.description,
                         s.updated_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
                     ]
                 })
                 .collect();
-            table(&["NAME", "DESCRIPTION", "UPDATED"], &rows);
+            table(&["NAME", "PROJECT", "DESCRIPTION", "UPDATED"], &rows);
         }
         SecretCommand::Remove { name } => {
             client.remove_secret(&name).await?;
-            println!("secret '{name}' removed");
+            out!("secret '{name}' removed");
         }
         SecretCommand::RotateKey => rotate_key(global, &client).await?,
     }

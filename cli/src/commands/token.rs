@@ -11,11 +11,11 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::Subcommand;
-use datajump_shared::access::Role;
+use datajump_shared::access::{Reach, Role};
 
 use crate::Global;
 use crate::client::Client;
-use crate::output::table;
+use crate::output::{out, table};
 
 /// Token subcommands.
 #[derive(Subcommand)]
@@ -32,9 +32,15 @@ pub enum TokenCommand {
     /// Once any token exists, every API route but /healthz and /readyz needs
     /// one (DATAJUMP_API_TOKEN keeps working as an admin token).
     ///
+    /// With --project, the token sees and acts on that project's DAGs, runs
+    /// and tokens only (others answer 404), and cannot reach what covers
+    /// every project: the audit log, /metrics, events. An admin token of a
+    /// project creates tokens of its project only (POST /api/v1/tokens).
+    ///
     /// Examples:
     ///   datajump token create grafana --role viewer
     ///   datajump token create ci --role operator
+    ///   datajump token create analytics-lead --role admin --project analytics
     ///   DATAJUMP_API_TOKEN=dj_… datajump trigger nightly_orders
     #[command(verbatim_doc_comment)]
     Create {
@@ -43,8 +49,11 @@ pub enum TokenCommand {
         /// viewer, operator or admin.
         #[arg(long, value_parser = parse_role)]
         role: Role,
+        /// Limit it to one project, by id or name (default: every project).
+        #[arg(long)]
+        project: Option<String>,
     },
-    /// List tokens: names, roles, who created them and when last used.
+    /// List tokens: names, roles, projects, who created them and when last used.
     List,
     /// Revoke a token: requests carrying it are refused from now on.
     Revoke {
@@ -62,12 +71,20 @@ fn parse_role(text: &str) -> Result<Role, String> {
 pub async fn run(global: &Global, command: TokenCommand) -> Result<ExitCode> {
     let client = Client::connect(global).await?;
     match command {
-        TokenCommand::Create { name, role } => {
-            let created = client.create_token(&name, role).await?;
-            println!("{}", created.token);
+        TokenCommand::Create {
+            name,
+            role,
+            project,
+        } => {
+            let reach = match project {
+                Some(given) => Reach::Project(client.resolve_project(&given).await?.id),
+                None => Reach::Everything,
+            };
+            let created = client.create_token(&name, role, reach).await?;
+            out!("{}", created.token);
             eprintln!(
-                "token '{name}' ({role}) created. It is shown only now: keep it in a secret store, \
-                 and send it as `Authorization: Bearer <token>` (the CLI reads DATAJUMP_API_TOKEN)."
+                "token '{name}' ({role}, {reach}) created. It is shown only now: keep it in a secret \
+                 store, and send it as `Authorization: Bearer <token>` (the CLI reads DATAJUMP_API_TOKEN)."
             );
         }
         TokenCommand::List => {
@@ -79,6 +96,8 @@ pub async fn run(global: &Global, command: TokenCommand) -> Result<ExitCode> {
                     vec![
                         t.name,
                         t.role.to_string(),
+                        t.project_id
+                            .map_or_else(|| "all".to_owned(), |id| id.to_string()),
                         t.created_by,
                         t.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
                         t.last_used_at.map_or_else(
@@ -89,10 +108,17 @@ pub async fn run(global: &Global, command: TokenCommand) -> Result<ExitCode> {
                 })
                 .collect();
             if rows.is_empty() {
-                println!("no tokens: the API is open to whoever can reach it (loopback only)");
+                out!("no tokens: the API is open to whoever can reach it (loopback only)");
             } else {
                 table(
-                    &["NAME", "ROLE", "CREATED BY", "CREATED", "LAST USED"],
+                    &[
+                        "NAME",
+                        "ROLE",
+                        "PROJECT",
+                        "CREATED BY",
+                        "CREATED",
+                        "LAST USED",
+                    ],
                     &rows,
                 );
             }
@@ -102,7 +128,7 @@ pub async fn run(global: &Global, command: TokenCommand) -> Result<ExitCode> {
                 bail!("give the name of the token to revoke (datajump token list)");
             }
             client.revoke_token(&name).await?;
-            println!("token '{name}' revoked");
+            out!("token '{name}' revoked");
         }
     }
     Ok(ExitCode::SUCCESS)

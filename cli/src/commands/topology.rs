@@ -11,7 +11,7 @@ use datajump_shared::naming::validate_queue;
 
 use crate::Global;
 use crate::commands::roles::nats;
-use crate::output::table;
+use crate::output::{out, table};
 
 /// What to do with the topology.
 #[derive(Subcommand)]
@@ -62,7 +62,7 @@ pub async fn run(global: &Global, command: TopologyCommand) -> Result<ExitCode> 
         .map(|d| vec![d.object.clone(), d.detail.clone()])
         .collect();
     if rows.is_empty() {
-        println!(
+        out!(
             "JetStream topology {}: every stream, consumer and bucket is as DataJump expects",
             if apply { "applied" } else { "checked" }
         );
@@ -70,7 +70,7 @@ pub async fn run(global: &Global, command: TopologyCommand) -> Result<ExitCode> 
     }
     table(&["OBJECT", "DIFFERENCE"], &rows);
     if apply {
-        println!(
+        out!(
             "created what was missing; the differences above were left as they are (DataJump never updates an existing stream or consumer)"
         );
         Ok(ExitCode::SUCCESS)

@@ -1,17 +1,25 @@
 //! `datajump trigger DAG [--param k=v]… [--wait]`, through the API.
+//!
+//! With `--wait`, every change of a task's state is printed as it is seen
+//! (polled from the API five times a second): when it starts, the retry it
+//! waits for and when, why it failed with the last lines of its log and
+//! the command that shows the rest. Nothing waits in silence.
 
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use chrono::NaiveDate;
+use chrono::{NaiveDate, Utc};
 use clap::Args;
 use datajump_api::dto::{RunDetail, TriggerResponse};
+use datajump_shared::TaskStatus;
 use serde_json::{Map, Value, json};
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
 use crate::commands::runs::print_run;
+use crate::output::{out, printable};
 
 /// Arguments of `trigger`.
 #[derive(Args)]
@@ -24,11 +32,12 @@ pub struct TriggerArgs {
     /// Business date of the run (default: yesterday in the API's time zone).
     #[arg(long)]
     biz_date: Option<NaiveDate>,
-    /// Wait for the run to finish; exit 0 only if it ends SUCCESS.
+    /// Wait for the run to finish, printing each task's state changes as
+    /// they happen; exit 0 only if it ends SUCCESS.
     #[arg(long)]
     wait: bool,
-    /// With --wait: give up after this many seconds.
-    #[arg(long, default_value_t = 3600)]
+    /// With --wait: give up after this many seconds (exit 1; the run goes on).
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
     timeout: u64,
     /// Print the API's JSON: the trigger's answer, or with --wait the finished run.
     #[arg(long)]
@@ -66,17 +75,25 @@ pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
         if args.json {
             print_json(&answer);
         } else {
-            println!(
+            out!(
                 "triggered {} (run key {}, biz date {})",
-                args.dag, triggered.run_key, triggered.biz_date
+                args.dag,
+                triggered.run_key,
+                triggered.biz_date
             );
         }
         return Ok(ExitCode::SUCCESS);
     }
     if !args.json {
-        println!("triggered {} (run key {})", args.dag, triggered.run_key);
+        out!("triggered {} (run key {})", args.dag, triggered.run_key);
     }
-    let finished = wait(&api, &triggered.run_key, Duration::from_secs(args.timeout)).await?;
+    let finished = wait(
+        &api,
+        &triggered.run_key,
+        Duration::from_secs(args.timeout),
+        !args.json,
+    )
+    .await?;
     let run: RunDetail = read(finished.clone())?;
     if args.json {
         print_json(&finished);
@@ -90,17 +107,106 @@ pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
     })
 }
 
+/// How many lines of a failed task's log `--wait` prints.
+const FAILED_LOG_LINES: usize = 10;
+
+/// What `--wait` has seen of each task instance, to print what changed.
+#[derive(Default)]
+struct Progress {
+    seen: HashMap<i64, (TaskStatus, i32)>,
+}
+
+impl Progress {
+    /// The lines saying what changed in `run` since the last look, and
+    /// the instances that have just failed (whose logs are worth showing).
+    fn changes(&mut self, run: &RunDetail) -> (Vec<String>, Vec<i64>) {
+        let mut lines = Vec::new();
+        let mut failed = Vec::new();
+        for task in &run.task_instances {
+            let now = (task.status, task.attempts);
+            let before = self.seen.insert(task.id, now);
+            if before == Some(now) || (before.is_none() && task.status == TaskStatus::Pending) {
+                continue;
+            }
+            let name = printable(&task.task_name);
+            let line = match task.status {
+                TaskStatus::Running => format!("{name}: RUNNING (attempt {})", task.attempts),
+                TaskStatus::UpForRetry => format!(
+                    "{name}: UP_FOR_RETRY after attempt {}{}{}",
+                    task.attempts,
+                    task.error_message
+                        .as_deref()
+                        .map_or_else(String::new, |why| format!(": {}", printable(why))),
+                    task.retry_at.map_or_else(String::new, |at| format!(
+                        "; retries at {} (in {}s)",
+                        at.format("%H:%M:%S"),
+                        ((at - Utc::now()).num_milliseconds().max(0) + 999) / 1000
+                    ))
+                ),
+                TaskStatus::Failed | TaskStatus::Timeout => {
+                    failed.push(task.id);
+                    format!(
+                        "{name}: {}{}",
+                        task.status,
+                        task.error_message
+                            .as_deref()
+                            .map_or_else(String::new, |why| format!(": {}", printable(why)))
+                    )
+                }
+                status => match &task.error_message {
+                    Some(why) if status != TaskStatus::Success => {
+                        format!("{name}: {status}: {}", printable(why))
+                    }
+                    _ => format!("{name}: {status}"),
+                },
+            };
+            lines.push(format!("  {}  {line}", Utc::now().format("%H:%M:%S")));
+        }
+        (lines, failed)
+    }
+}
+
+/// Prints the last lines of instance `id`'s log and how to see the rest.
+async fn print_log_tail(api: &Api, id: i64) {
+    match crate::commands::logs::log(api, id, None).await {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().collect();
+            let from = lines.len().saturating_sub(FAILED_LOG_LINES);
+            for line in &lines[from..] {
+                out!("      | {}", printable(line));
+            }
+        }
+        Err(e) => out!("      (its log cannot be read: {e})"),
+    }
+    out!("      the whole log: datajump logs {id}");
+}
+
 /// Waits until the run with key `run_key` has finished; returns the API's
-/// answer for it (the run with its task instances).
-async fn wait(api: &Api, run_key: &str, timeout: Duration) -> Result<Value> {
+/// answer for it (the run with its task instances). With `report`, prints
+/// each task's state changes as they are seen.
+async fn wait(api: &Api, run_key: &str, timeout: Duration, report: bool) -> Result<Value> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut created = false;
+    let mut progress = Progress::default();
     loop {
         match api
             .get(&["dags", "instances", "by-key", run_key], &[])
             .await
         {
             Ok(answer) => {
+                if report {
+                    if !created {
+                        out!("  run {} created", answer["id"]);
+                    }
+                    let run: RunDetail = read(answer.clone())?;
+                    let (lines, failed) = progress.changes(&run);
+                    for line in lines {
+                        out!("{line}");
+                    }
+                    for id in failed {
+                        print_log_tail(api, id).await;
+                    }
+                }
                 created = true;
                 let status = answer["status"].as_str().unwrap_or_default();
                 if !matches!(status, "RUNNING" | "QUEUED") {
@@ -113,7 +219,11 @@ async fn wait(api: &Api, run_key: &str, timeout: Duration) -> Result<Value> {
         }
         if tokio::time::Instant::now() >= deadline {
             if created {
-                bail!("the run did not finish within {}s", timeout.as_secs());
+                bail!(
+                    "the run did not finish within {}s (--timeout); it goes on: \
+                     `datajump runs` shows it",
+                    timeout.as_secs()
+                );
             }
             bail!(
                 "no resolver created the run within {}s: is `datajump up` (or a resolver) running?",

@@ -16,7 +16,7 @@ use crate::commands::roles::{
     runner_config, ticker_config,
 };
 use crate::commands::shutdown_on_signal;
-use crate::output::printable;
+use crate::output::{printable, status};
 
 /// Arguments of `up`.
 #[derive(Args)]
@@ -83,7 +83,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         match DagFile::parse(&text) {
             Ok(dag) => {
                 let report = client.apply(&dag, path).await?;
-                println!(
+                status!(
                     "dag '{}' ({}): {report}",
                     printable(&dag.name),
                     printable(&path.display().to_string())
@@ -96,12 +96,13 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         }
     }
 
-    println!("DataJump is up.");
-    println!(
+    status!("DataJump is up.");
+    status!(
         "  database: {} (installation {})",
-        global.database_url, api.installation
+        global.database_url,
+        api.installation
     );
-    println!(
+    status!(
         "  NATS:     {}{}",
         global.nats_url,
         if nats_child.is_some() {
@@ -114,23 +115,23 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         }
     );
     if let Some(path) = &key_file {
-        println!(
+        status!(
             "  secrets:  encrypted at rest with the key in {} (created now: keep a copy; roles \
              on other hosts need it as DATAJUMP_SECRET_KEY)",
             path.display()
         );
     }
-    println!(
+    status!(
         "  DAGs:     {} ({} files)",
         args.dags.display(),
         files.len()
     );
-    println!("  API:      http://{}/healthz", args.api_addr);
-    println!("  metrics:  http://{}/metrics", args.api_addr);
-    println!(
+    status!("  API:      http://{}/healthz", args.api_addr);
+    status!("  metrics:  http://{}/metrics", args.api_addr);
+    status!(
         "  logs:     this terminal (one line per run and task transition); task output is kept per execution in the database"
     );
-    println!(
+    status!(
         "  try:      datajump trigger example_diamond --wait   |   datajump runs example_diamond"
     );
 

@@ -117,7 +117,7 @@ async fn read_secrets(
             names.extend(secret_names(value).map_err(|e| ExecOutcome::Invalid(e.to_string()))?);
         }
     }
-    datajump_store::secrets::values(&ctx.db, &names)
+    datajump_store::secrets::values(&ctx.db, ctx.project_id, &names)
         .await
         .map_err(|e| match e {
             SecretError::Db(_) => failed(format!("cannot read the task's secrets: {e}")),

@@ -44,6 +44,9 @@ pub struct ExecContext {
     /// The scheduler's database, for secrets the task needs (datasource
     /// passwords, credential headers): they never travel in messages.
     pub db: DatabaseConnection,
+    /// The task's project: the only one whose secrets and datasources it
+    /// may use.
+    pub project_id: i64,
     /// Zero means none.
     pub timeout: Duration,
     /// Cancelled when the attempt must stop (kill, runner shutdown).

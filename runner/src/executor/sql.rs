@@ -62,11 +62,13 @@ fn failed(message: String) -> ExecOutcome {
 /// Runs the statements against the datasource.
 pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
     let (sql, name) = (content.sql.as_str(), content.datasource.as_str());
-    let source = match datajump_store::datasources::for_connection(&ctx.db, name).await {
+    let project = ctx.project_id;
+    let source = match datajump_store::datasources::for_connection(&ctx.db, project, name).await {
         Ok(Some(source)) => source,
         Ok(None) => {
             return ExecOutcome::Invalid(format!(
-                "unknown datasource '{name}': add it with `datajump datasource add {name} --kind …`"
+                "unknown datasource '{name}' in project {project}, the task's project: add it with \
+                 `datajump datasource add {name} --project {project} --kind …`"
             ));
         }
         Err(e @ datajump_shared::datasources::DatasourceError::Db(_)) => {

@@ -26,6 +26,8 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// When the cookie stops working.
     pub expires_at: DateTimeUtc,
+    /// The token's project, if it is limited to one.
+    pub project_id: Option<i64>,
 }
 
 /// No declared relations.

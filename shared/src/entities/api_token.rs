@@ -26,6 +26,8 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// When it was last used (updated at most once a minute).
     pub last_used_at: Option<DateTimeUtc>,
+    /// The one project it is limited to; `None`: every project.
+    pub project_id: Option<i64>,
 }
 
 /// No declared relations.

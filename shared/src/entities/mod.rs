@@ -14,6 +14,7 @@ pub mod datasource;
 pub mod dependency_wait;
 pub mod execution;
 pub mod installation;
+pub mod project;
 pub mod schedule;
 pub mod secret;
 pub mod task;

@@ -20,6 +20,8 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Last change of the value or description.
     pub updated_at: DateTimeUtc,
+    /// The project whose tasks may use it.
+    pub project_id: i64,
 }
 
 impl std::fmt::Debug for Model {

@@ -3,6 +3,7 @@
 //! the secret header resolved, retried with backoff while the receiver
 //! answers 500; `datajump alerts test` (the real CLI) reports delivery.
 
+use datajump_shared::dag_file::DEFAULT_PROJECT;
 use std::time::Duration;
 
 use datajump_shared::RunStatus;
@@ -34,7 +35,7 @@ tasks: [{{ name: a, command: "true" }}]
         "{refused}"
     );
 
-    secrets::set(&env.db, "hook_token", TOKEN, None)
+    secrets::set(&env.db, DEFAULT_PROJECT, "hook_token", TOKEN, None)
         .await
         .expect("secret");
     env.apply(&format!(

@@ -316,6 +316,12 @@ both_dbs!(api_dag_lifecycle_and_runs, |env| async move {
     .expect_error(400, "BAD_REQUEST", "invalid cron");
 
     // Minimal DAGs (§6.1 fields only), one in another project; pagination.
+    api.post("/api/v1/dags", json!({ "name": "nowhere", "projectId": 2 }))
+        .await
+        .expect_error(400, "BAD_REQUEST", "no project with id 2");
+    datajump_store::projects::create(&env.db, "elsewhere", "")
+        .await
+        .expect("project 2");
     for (name, project) in [("second", 1), ("third", 1), ("elsewhere", 2)] {
         api.post(
             "/api/v1/dags",
@@ -864,7 +870,31 @@ both_dbs!(api_token_events_and_runners, |env| async move {
         .expect(200);
     api.get("/api/v1/dags").await.expect(200);
     let created = api.post("/api/v1/dags", dag).await.expect(201);
+    assert_eq!(created["changes"]["notes"], json!([]), "{created}");
+    assert_eq!(created["changes"]["created"], true, "{created}");
     let dag_id = id_of(&created);
+
+    // A parameter pasted bare into a script is noted when the DAG is
+    // stored, and a trigger that sets it is refused before any run exists.
+    let bare = api
+        .post(
+            "/api/v1/dags",
+            json!({ "name": "bare_region", "tasks": [{ "name": "t", "command": "echo ${region}" }] }),
+        )
+        .await
+        .expect(201);
+    let notes = bare["changes"]["notes"].to_string();
+    assert!(
+        notes.contains("${region} is pasted in as written"),
+        "{bare}"
+    );
+    assert!(notes.contains("${region:shell}"), "{bare}");
+    api.post(
+        &format!("/api/v1/dags/{}/trigger", id_of(&bare)),
+        json!({ "params": { "region": "eu; touch /tmp/owned" } }),
+    )
+    .await
+    .expect_error(400, "BAD_REQUEST", ":shell");
     api.send(
         Method::DELETE,
         &format!("/api/v1/dags/{dag_id}"),

@@ -355,3 +355,198 @@ tasks:
         .fails_with("no DAG named 'cli_gate'");
     env.check_roles();
 });
+
+/// `datajump … | head -1`: the reader goes away before the command is done
+/// printing, and the command ends quietly with success, as a Unix tool
+/// does, instead of panicking on the write.
+#[tokio::test]
+async fn a_closed_pipe_ends_a_command_quietly() {
+    for args in [
+        &["cron", "next", "0 * * * * ?", "-n", "50"][..],
+        &["cron", "describe", "0 30 8 ? * MON-FRI"][..],
+    ] {
+        let mut child = tokio::process::Command::new(crate::harness::process::DATAJUMP)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start datajump");
+        // The reader closes before the first line is written.
+        drop(child.stdout.take());
+        let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+            .await
+            .expect("datajump ended")
+            .expect("datajump's output");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{args:?} ended {:?}: {stderr}",
+            output.status
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+both_dbs!(
+    trigger_wait_says_what_happens_as_it_happens,
+    |env| async move {
+        // The ticker's deadline scan starts retries.
+        let _ticker = env.spawn_ticker().await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 2).await;
+        let api = Api::start(&env, Some(TOKEN)).await;
+        let marker = shell_path(&env.path("tried-once"));
+        let dags = env.path("dags");
+        write_dag(
+            &dags,
+            "chatty",
+            &format!(
+                r#"
+name: chatty
+params: {{ nap: "0" }}
+tasks:
+  - name: flaky
+    command: "if [ -e {marker} ]; then echo fine; else touch {marker}; echo not yet; exit 1; fi"
+    retry: {{ max: 1, interval: 1 }}
+  - name: broken
+    depends_on: [flaky]
+    command: "sleep 1; for i in $(seq 1 30); do echo line $i; done; exit 3"
+    retry: {{ max: 0 }}
+  - name: slow
+    command: "sleep \"$DJ_PARAM_NAP\""
+"#
+            ),
+        );
+        datajump(&api, &["dag", "apply", "-f", &dags.display().to_string()])
+            .await
+            .ok();
+        let waited = datajump(&api, &["trigger", "chatty", "--wait", "--timeout", "20"]).await;
+        assert!(
+            !waited.success,
+            "a failed run exits non-zero: {}",
+            waited.stdout
+        );
+        let out = &waited.stdout;
+        // A state that lasts less than a poll (200 ms) may go unseen; the
+        // attempt count still says what happened.
+        for expected in [
+            "flaky: UP_FOR_RETRY after attempt 1: exit code 1",
+            "retries at ",
+            "flaky: SUCCESS",
+            "broken: RUNNING (attempt 1)",
+            "broken: FAILED",
+            "| line 30",
+            "the whole log: datajump logs ",
+        ] {
+            assert!(out.contains(expected), "no {expected:?} in:\n{out}");
+        }
+        assert!(
+            !out.contains("| line 3\n"),
+            "only the log's last lines:\n{out}"
+        );
+        let position = |needle: &str| out.find(needle).unwrap_or(usize::MAX);
+        assert!(
+            position("UP_FOR_RETRY") < position("flaky: SUCCESS"),
+            "in the order they happened:\n{out}"
+        );
+
+        let gave_up = datajump(
+            &api,
+            &[
+                "trigger",
+                "chatty",
+                "--wait",
+                "--timeout",
+                "1",
+                "-p",
+                "nap=30",
+            ],
+        )
+        .await;
+        gave_up.fails_with("did not finish within 1s (--timeout)");
+    }
+);
+
+both_dbs!(
+    dag_apply_says_what_it_changes_and_dry_run_changes_nothing,
+    |env| async move {
+        let api = Api::start(&env, Some(TOKEN)).await;
+        let dags = env.path("dags");
+        let file = dags.join("reports.yaml").display().to_string();
+        write_dag(
+            &dags,
+            "reports",
+            r#"
+name: reports
+schedules: [{ name: nightly, cron: "0 0 2 * * ?" }]
+tasks:
+  - { name: extract, command: "echo extract" }
+  - { name: old_step, command: "echo old", depends_on: [extract] }
+"#,
+        );
+        let first = datajump(&api, &["dag", "apply", "-f", &file]).await.ok();
+        assert!(first.contains("created (version 1)"), "{first}");
+
+        write_dag(
+            &dags,
+            "reports",
+            r#"
+name: reports
+schedules:
+  - { name: nightly, cron: "0 0 2 * * ?" }
+  - { name: weekly, cron: "0 0 6 ? * MON" }
+tasks:
+  - { name: extract, command: "echo extract --all" }
+  - { name: publish, command: "echo publish", depends_on: [extract] }
+"#,
+        );
+        let preview = datajump(&api, &["dag", "apply", "-f", &file, "--dry-run"])
+            .await
+            .ok();
+        for expected in [
+            "would be updated (version 2)",
+            "tasks added: publish",
+            "tasks changed: extract",
+            "tasks removed: old_step",
+            "schedules added: weekly",
+        ] {
+            assert!(preview.contains(expected), "no {expected:?} in:\n{preview}");
+        }
+        let shown = datajump(&api, &["dag", "show", "reports", "--json"])
+            .await
+            .json();
+        assert_eq!(shown["version"], 1, "a dry run stores nothing: {shown}");
+        let tasks: Vec<&str> = shown["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(tasks, ["extract", "old_step"], "{shown}");
+
+        let applied = datajump(&api, &["dag", "apply", "-f", &file]).await.ok();
+        assert!(applied.contains("updated (version 2)"), "{applied}");
+        assert!(!applied.contains("would be"), "{applied}");
+        assert!(applied.contains("tasks removed: old_step"), "{applied}");
+        let again = datajump(&api, &["dag", "apply", "-f", &file]).await.ok();
+        assert!(again.contains("unchanged (version 2)"), "{again}");
+
+        write_dag(
+            &dags,
+            "fresh",
+            "name: fresh\ntasks:\n  - { name: t, command: 'true' }\n",
+        );
+        let fresh = dags.join("fresh.yaml").display().to_string();
+        let preview = datajump(&api, &["dag", "apply", "-f", &fresh, "--dry-run"])
+            .await
+            .ok();
+        assert!(
+            preview.contains("would be created (version 1)"),
+            "{preview}"
+        );
+        datajump(&api, &["dag", "show", "fresh"])
+            .await
+            .fails_with("no DAG named 'fresh'");
+    }
+);

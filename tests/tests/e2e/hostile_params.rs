@@ -5,6 +5,7 @@
 //! some other way, before anything runs; and the DAG written with
 //! `${p:literal}` and `${p:shell}` runs the same value harmlessly.
 
+use datajump_shared::dag_file::DEFAULT_PROJECT;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -47,6 +48,7 @@ both_dbs!(
         };
         datajump_store::datasources::add(
             &env.db,
+            DEFAULT_PROJECT,
             NewDatasource {
                 name: "warehouse".to_owned(),
                 kind: DatasourceKind::Sqlite,

@@ -3,6 +3,7 @@
 //! and no log; a literal credential header is refused when the DAG is
 //! applied. The receiving server is `harness::http_receiver`.
 
+use datajump_shared::dag_file::DEFAULT_PROJECT;
 use std::time::Duration;
 
 use datajump_shared::entities::{dag_run_plan, task, task_instance};
@@ -47,9 +48,15 @@ tasks:
         "nothing was stored"
     );
 
-    secrets::set(&env.db, "hook_token", TOKEN, Some("the hook"))
-        .await
-        .expect("secret stored");
+    secrets::set(
+        &env.db,
+        DEFAULT_PROJECT,
+        "hook_token",
+        TOKEN,
+        Some("the hook"),
+    )
+    .await
+    .expect("secret stored");
     env.apply(&format!(
         r#"
 name: notify

@@ -12,7 +12,7 @@ use crate::harness::process::run_cli;
 
 /// Runs `datajump ARGS` on the test's database (and the API at `api_url`
 /// with `token`, for user commands); returns (success, stdout, stderr).
-async fn datajump(
+pub(crate) async fn datajump(
     env: &TestEnv,
     api_url: &str,
     token: Option<&str>,
@@ -39,7 +39,7 @@ async fn create_token(env: &TestEnv, api: &Api, name: &str, role: &str) -> Strin
 }
 
 /// A request as `token` (or none).
-async fn call(
+pub(crate) async fn call(
     api: &Api,
     token: Option<&str>,
     method: Method,
@@ -227,7 +227,9 @@ both_dbs!(tokens_roles_and_the_audit_log, |env| async move {
     assert!(has("ci-bot", "POST /api/v1/dags", 403), "{audit}");
     let cli_entry = entries
         .iter()
-        .find(|e| e["action"] == "token create" && e["target"] == "platform-team (admin)")
+        .find(|e| {
+            e["action"] == "token create" && e["target"] == "platform-team (admin, every project)"
+        })
         .unwrap_or_else(|| panic!("no audit row of the CLI's token create: {audit}"));
     assert!(
         cli_entry["actor"]
@@ -345,6 +347,7 @@ both_dbs!(a_browser_signs_in_with_a_session_cookie, |env| async move {
         &env.db,
         "admin",
         datajump_shared::access::Role::Admin,
+        datajump_shared::access::Reach::Everything,
         "test",
     )
     .await
@@ -354,6 +357,7 @@ both_dbs!(a_browser_signs_in_with_a_session_cookie, |env| async move {
         &env.db,
         "night-shift",
         datajump_shared::access::Role::Operator,
+        datajump_shared::access::Reach::Everything,
         "test",
     )
     .await

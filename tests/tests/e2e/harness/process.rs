@@ -13,7 +13,7 @@ use futures::StreamExt;
 use super::TestEnv;
 
 /// The real `datajump` CLI.
-const DATAJUMP: &str = env!("CARGO_BIN_EXE_datajump-under-test");
+pub const DATAJUMP: &str = env!("CARGO_BIN_EXE_datajump-under-test");
 /// Role log filter: the roles' info lines (one per transition), not the libraries'.
 const ROLE_LOG: &str = "info,sqlx=warn,async_nats=warn,sea_orm=warn";
 
@@ -38,6 +38,7 @@ impl Process {
             .args(args)
             .env("DATAJUMP_DATABASE_URL", &env.db_url)
             .env("DATAJUMP_NATS_URL", env.nats_url())
+            .env("DATAJUMP_DATA_DIR", env.path("data"))
             .env("DATAJUMP_LOG", ROLE_LOG)
             .env("NO_COLOR", "1")
             .env_remove("DATAJUMP_FAULT_EXIT_AFTER_COMMIT")

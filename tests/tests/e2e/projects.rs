@@ -1,0 +1,499 @@
+//! Projects as a boundary, tried as the lead of one project would try to
+//! step out of it: `datajump project create`, a token limited to the
+//! project, and then every way across — another project's DAGs, runs and
+//! logs by id, by name and by run key; creating or moving a DAG into
+//! another project; a token wider than its own; what covers every project
+//! (the audit log, metrics, events); and a task of the project naming
+//! another project's secret or datasource. Each is refused and changes
+//! nothing, while the project's own work runs.
+
+use reqwest::Method;
+use serde_json::json;
+
+use datajump_shared::RunStatus;
+use datajump_shared::entities::{api_token, dag_run};
+use sea_orm::{EntityTrait, PaginatorTrait};
+
+use crate::api::{Api, TIMEOUT};
+use crate::harness::http_receiver;
+use crate::tokens::{call, datajump};
+
+/// `datajump token create NAME --role ROLE [--project P]`'s token.
+async fn token(env: &crate::harness::TestEnv, api: &Api, args: &[&str]) -> String {
+    let mut all = vec!["token", "create"];
+    all.extend_from_slice(args);
+    let (ok, stdout, stderr) = datajump(env, api.base(), None, &all).await;
+    assert!(ok, "token create {args:?}: {stderr}");
+    stdout.trim().to_owned()
+}
+
+both_dbs!(a_project_token_stays_in_its_project, |env| async move {
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 2).await;
+    let api = Api::start(&env, None).await;
+    let (port, seen) = http_receiver(0);
+
+    // The installation's operator sets up a second project with its own
+    // secret; the default project has one of its own and a datasource.
+    let (ok, stdout, stderr) = datajump(
+        &env,
+        api.base(),
+        None,
+        &["project", "create", "analytics", "--description", "reports"],
+    )
+    .await;
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("created with id 2"), "{stdout}");
+    let (ok, stdout, _) = datajump(&env, api.base(), None, &["project", "list"]).await;
+    assert!(
+        ok && stdout.contains("default") && stdout.contains("analytics"),
+        "{stdout}"
+    );
+    for (name, project, value) in [
+        ("platform_key", "default", "PLATFORM-SECRET-1"),
+        ("analytics_key", "analytics", "ANALYTICS-SECRET-2"),
+    ] {
+        let (ok, _, stderr) = crate::harness::process::run_cli(
+            &env,
+            &[
+                "secret",
+                "set",
+                name,
+                "--project",
+                project,
+                "--value-env",
+                "VALUE",
+            ],
+            &[("VALUE", value)],
+        )
+        .await;
+        assert!(ok, "secret set {name}: {stderr}");
+    }
+    let warehouse = env.path("warehouse.db");
+    std::fs::write(&warehouse, b"").expect("an empty SQLite file");
+    let (ok, _, stderr) = datajump(
+        &env,
+        api.base(),
+        None,
+        &[
+            "datasource",
+            "add",
+            "warehouse",
+            "--kind",
+            "sqlite",
+            "--host",
+            &warehouse.display().to_string(),
+        ],
+    )
+    .await;
+    assert!(ok, "{stderr}");
+
+    env.apply("name: platform_nightly\ntasks:\n  - { name: t, command: 'echo platform' }\n")
+        .await;
+    let platform_dag = env.dag_id("platform_nightly").await;
+    let platform_run = env
+        .run_to_end("platform_nightly", RunStatus::Success, TIMEOUT)
+        .await;
+    let platform_instance = env.instances(platform_run.id).await[0].id;
+    let unknown = env
+        .try_apply("name: orphan\nproject: 7\ntasks:\n  - { name: t, command: 'true' }\n")
+        .await
+        .expect_err("a DAG of a project that does not exist is refused");
+    assert!(unknown.contains("no project with id 7"), "{unknown}");
+
+    let root = token(&env, &api, &["root", "--role", "admin"]).await;
+    let lead = token(
+        &env,
+        &api,
+        &["lead", "--role", "admin", "--project", "analytics"],
+    )
+    .await;
+    let (_, session) = call(&api, Some(&lead), Method::GET, "/api/v1/session", None).await;
+    assert_eq!(session["projectId"], 2, "{session}");
+
+    // The lead's own work: a DAG created without naming a project lands
+    // in the lead's, and its task uses the project's secret.
+    let (status, created) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        "/api/v1/dags",
+        Some(json!({
+            "name": "reports",
+            "tasks": [{
+                "name": "publish",
+                "type": "HTTP",
+                "content": {
+                    "url": format!("http://127.0.0.1:{port}/reports"),
+                    "headers": { "Authorization": "Bearer ${secret:analytics_key}" },
+                },
+            }],
+        })),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["projectId"], 2, "{created}");
+    let (status, triggered) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        &format!("/api/v1/dags/{}/trigger", created["id"]),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202, "{triggered}");
+    let key = triggered["runKey"].as_str().expect("runKey").to_owned();
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(
+        run.status,
+        RunStatus::Success,
+        "{}",
+        env.describe_run(&run).await
+    );
+    let (status, by_key) = call(
+        &api,
+        Some(&lead),
+        Method::GET,
+        &format!("/api/v1/dags/instances/by-key/{key}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "the lead reads its own run: {by_key}");
+
+    // Another project's DAG, run and log do not exist for the lead.
+    let runs_before = dag_run::Entity::find().count(&env.db).await.expect("runs");
+    for (method, path) in [
+        (Method::GET, format!("/api/v1/dags/{platform_dag}")),
+        (
+            Method::GET,
+            "/api/v1/dags/by-name/platform_nightly".to_owned(),
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/dags/{platform_dag}/instances"),
+        ),
+        (Method::POST, format!("/api/v1/dags/{platform_dag}/trigger")),
+        (Method::POST, format!("/api/v1/dags/{platform_dag}/offline")),
+        (Method::DELETE, format!("/api/v1/dags/{platform_dag}")),
+        (
+            Method::GET,
+            format!("/api/v1/dags/instances/{}", platform_run.id),
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/dags/instances/{}/rerun", platform_run.id),
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/dags/instances/by-key/{}", platform_run.dedup_key),
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/dags/task-instances/{platform_instance}/log"),
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/task-instances/{platform_instance}/clear"),
+        ),
+    ] {
+        let (status, body) = call(&api, Some(&lead), method.clone(), &path, None).await;
+        assert_eq!(status, 404, "{method} {path}: {body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("no ")),
+            "{method} {path} says it does not exist: {body}"
+        );
+    }
+    assert_eq!(
+        dag_run::Entity::find().count(&env.db).await.expect("runs"),
+        runs_before,
+        "no run was started across the boundary"
+    );
+    let (status, platform) = call(
+        &api,
+        Some(&root),
+        Method::GET,
+        &format!("/api/v1/dags/{platform_dag}"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, platform["online"].clone()),
+        (200, json!(true)),
+        "{platform}"
+    );
+
+    // Lists keep to the project; asking for another is refused.
+    let (_, own) = call(&api, Some(&lead), Method::GET, "/api/v1/dags", None).await;
+    let names: Vec<&str> = own["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert_eq!(names, ["reports"], "{own}");
+    let (status, _) = call(
+        &api,
+        Some(&lead),
+        Method::GET,
+        "/api/v1/dags?projectId=1",
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (_, projects) = call(&api, Some(&lead), Method::GET, "/api/v1/projects", None).await;
+    assert_eq!(projects["total"], 1, "{projects}");
+    assert_eq!(projects["items"][0]["name"], "analytics");
+    let (_, all) = call(&api, Some(&root), Method::GET, "/api/v1/projects", None).await;
+    assert_eq!(all["total"], 2, "{all}");
+
+    // Nothing is created or moved into another project.
+    let (status, body) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        "/api/v1/dags",
+        Some(json!({ "name": "planted", "projectId": 1 })),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = call(
+        &api,
+        Some(&lead),
+        Method::PUT,
+        &format!("/api/v1/dags/{}", created["id"]),
+        Some(json!({ "projectId": 1 })),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    let (_, still) = call(
+        &api,
+        Some(&root),
+        Method::GET,
+        "/api/v1/dags?projectId=1",
+        None,
+    )
+    .await;
+    assert_eq!(
+        still["total"], 1,
+        "only platform_nightly is in project 1: {still}"
+    );
+
+    // No token wider than the lead's own.
+    let (status, body) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        "/api/v1/tokens",
+        Some(json!({ "name": "escape", "role": "admin", "projectId": 1 })),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, narrow) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        "/api/v1/tokens",
+        Some(json!({ "name": "analytics-ci", "role": "operator" })),
+    )
+    .await;
+    assert_eq!(status, 201, "{narrow}");
+    assert_eq!(
+        narrow["projectId"], 2,
+        "a token left unlimited takes its creator's project"
+    );
+    let tokens: Vec<(String, Option<i64>)> = api_token::Entity::find()
+        .all(&env.db)
+        .await
+        .expect("tokens")
+        .into_iter()
+        .map(|t| (t.name, t.project_id))
+        .collect();
+    assert!(
+        !tokens.iter().any(|(name, _)| name == "escape"),
+        "{tokens:?}"
+    );
+    let (_, listed) = call(&api, Some(&lead), Method::GET, "/api/v1/tokens", None).await;
+    let listed: Vec<&str> = listed["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        listed,
+        ["analytics-ci", "lead"],
+        "the lead sees its project's tokens only"
+    );
+    let (status, _) = call(
+        &api,
+        Some(&lead),
+        Method::DELETE,
+        "/api/v1/tokens/root",
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = call(&api, Some(&root), Method::GET, "/api/v1/audit", None).await;
+    assert_eq!(status, 200, "root's token still works");
+
+    // What covers every project needs a token that reaches every project.
+    for (method, path) in [
+        (Method::GET, "/api/v1/audit"),
+        (Method::GET, "/metrics"),
+        (Method::POST, "/api/v1/events/orders.ready"),
+    ] {
+        let (status, body) = call(&api, Some(&lead), method.clone(), path, None).await;
+        assert_eq!(status, 403, "{method} {path}: {body}");
+    }
+
+    // A task of the project may not use another project's secret or
+    // datasource, even by name.
+    let (status, sneaky) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        "/api/v1/dags",
+        Some(json!({
+            "name": "borrow",
+            "tasks": [
+                {
+                    "name": "steal_secret",
+                    "type": "HTTP",
+                    "content": {
+                        "url": format!("http://127.0.0.1:{port}/borrow"),
+                        "headers": { "X-Api-Key": "${secret:platform_key}" },
+                    },
+                },
+                {
+                    "name": "steal_datasource",
+                    "type": "SQL",
+                    "datasource": "warehouse",
+                    "sql": "select 1",
+                },
+            ],
+        })),
+    )
+    .await;
+    assert_eq!(status, 201, "{sneaky}");
+    let (_, triggered) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        &format!("/api/v1/dags/{}/trigger", sneaky["id"]),
+        None,
+    )
+    .await;
+    let key = triggered["runKey"].as_str().expect("runKey").to_owned();
+    let run = env.wait_run(&key, TIMEOUT).await;
+    assert_eq!(
+        run.status,
+        RunStatus::Failed,
+        "{}",
+        env.describe_run(&run).await
+    );
+    let reasons: Vec<String> = env
+        .executions_by_name(run.id)
+        .await
+        .into_values()
+        .flat_map(|attempts| attempts.into_iter().filter_map(|e| e.error_msg))
+        .collect();
+    let all_reasons = reasons.join("\n");
+    assert!(
+        all_reasons.contains("no secret named 'platform_key' in project 2"),
+        "{all_reasons}"
+    );
+    assert!(
+        all_reasons.contains("unknown datasource 'warehouse' in project 2"),
+        "{all_reasons}"
+    );
+
+    let requests = seen.lock().expect("requests").clone();
+    let paths: Vec<String> = requests
+        .iter()
+        .map(|r| r.headers.first().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        requests.len(),
+        1,
+        "only the reports task called out: {paths:?}"
+    );
+    assert!(
+        requests[0]
+            .headers
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case("authorization: Bearer ANALYTICS-SECRET-2")),
+        "{:?}",
+        requests[0].headers
+    );
+});
+
+/// An installation upgraded from before projects were rows keeps its DAGs
+/// where they were: each project id in use becomes a project, existing
+/// secrets are the default project's, and the next project created takes
+/// the id after the highest.
+#[tokio::test]
+async fn an_upgrade_turns_the_project_ids_in_use_into_projects() {
+    use datajump_migrations::{Migrator, MigratorTrait};
+    use datajump_shared::dag_file::OverlapPolicy;
+    use datajump_shared::entities::dag;
+    use sea_orm::ActiveValue::Set;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+    let db = datajump_store::db::connect(&url).await.expect("database");
+    // Nine migrations: through 000010 (there is no 000005).
+    Migrator::up(&db, Some(9))
+        .await
+        .expect("the schema before projects");
+    let applied = Migrator::get_applied_migrations(&db)
+        .await
+        .expect("applied");
+    assert_eq!(
+        applied.last().map(|m| m.name().to_owned()).as_deref(),
+        Some("m20261201_000010_file_managed")
+    );
+    let now = chrono::Utc::now();
+    for (name, project) in [("old_default", 1), ("old_marketing", 5)] {
+        dag::Entity::insert(dag::ActiveModel {
+            name: Set(name.to_owned()),
+            description: Set(String::new()),
+            project_id: Set(project),
+            owner: Set(None),
+            online: Set(true),
+            version: Set(1),
+            params: Set(json!({})),
+            max_active_runs: Set(1),
+            overlap_policy: Set(OverlapPolicy::Wait),
+            alert_config: Set(None),
+            created_at: Set(now),
+            updated_at: Set(now),
+            source_file: Set(None),
+            file_online: Set(None),
+            ..Default::default()
+        })
+        .exec(&db)
+        .await
+        .expect("a DAG of the old schema");
+    }
+    Migrator::up(&db, None).await.expect("the upgrade");
+    let projects: Vec<(i64, String)> = datajump_store::projects::list(&db)
+        .await
+        .expect("projects")
+        .into_iter()
+        .map(|p| (p.id, p.name))
+        .collect();
+    assert_eq!(
+        projects,
+        [(1, "default".to_owned()), (5, "project-5".to_owned())]
+    );
+    let next = datajump_store::projects::create(&db, "finance", "")
+        .await
+        .expect("a new project");
+    assert_eq!(next.id, 6);
+    assert!(matches!(
+        datajump_store::projects::create(&db, "finance", "").await,
+        Err(datajump_store::projects::ProjectError::Exists(_))
+    ));
+}
