@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Brings DataJump up on this machine with embedded defaults: installs
 # nats-server if it is missing, builds the binary and runs `datajump up`
-# (SQLite file ./datajump.db, a local nats-server on 4222, the DAGs in ./dags,
-# the API on 127.0.0.1:8080). Extra arguments go to `datajump up`.
+# (a SQLite database in ~/.local/share/datajump, a local nats-server on 4222,
+# the DAGs in ./dags, the API on 127.0.0.1:8080). Extra arguments go to
+# `datajump up`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup-services.sh

@@ -23,7 +23,7 @@ mod output;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use datajump_store::db::DEFAULT_DATABASE_URL;
+use datajump_store::db::{DatabaseUrl, DatabaseUrlError};
 use tracing_subscriber::EnvFilter;
 
 /// DataJump: a DAG task scheduler on NATS JetStream.
@@ -59,9 +59,11 @@ pub struct Global {
     /// The HTTP API user commands talk to (`datajump up` and `datajump api` serve it).
     #[arg(long = "api", global = true, env = "DATAJUMP_API_URL", default_value = api::DEFAULT_API_URL)]
     pub api_url: String,
-    /// Database URL (roles and operator commands): `sqlite://FILE?mode=rwc` or `postgres://USER@HOST/DB`.
-    #[arg(long, global = true, env = "DATAJUMP_DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
-    pub database_url: String,
+    /// Database URL (roles and operator commands): `sqlite://FILE?mode=rwc` or
+    /// `postgres://USER@HOST/DB` [default: datajump.db in the data folder]. Only `up` and
+    /// `migrate` create a database that does not exist.
+    #[arg(long = "database-url", global = true, env = "DATAJUMP_DATABASE_URL")]
+    pub database_url_given: Option<String>,
     /// NATS URL, or a comma-separated list for a cluster (roles, and `logs --follow`'s live lines).
     #[arg(
         long,
@@ -73,13 +75,16 @@ pub struct Global {
     /// Default time zone of schedules that name none (IANA name).
     #[arg(long, global = true, env = "DATAJUMP_TIMEZONE", default_value = datajump_cron::DEFAULT_TIME_ZONE)]
     pub timezone: String,
-    /// Folder for local state: a started nats-server's storage and logs, and `secret.key`, the
-    /// key secrets are sealed with when DATAJUMP_SECRET_KEY / DATAJUMP_SECRET_KEY_FILE are unset.
+    /// Folder for local state: the default SQLite database, a started nats-server's storage
+    /// and logs, and `secret.key`, the key secrets are sealed with when DATAJUMP_SECRET_KEY /
+    /// DATAJUMP_SECRET_KEY_FILE are unset [default: $XDG_DATA_HOME/datajump, else
+    /// ~/.local/share/datajump].
     #[arg(
         long,
         global = true,
         env = "DATAJUMP_DATA_DIR",
-        default_value = "./.datajump"
+        default_value_os_t = default_data_dir(),
+        hide_default_value = true
     )]
     pub data_dir: std::path::PathBuf,
     /// NATS user name; its password is read from DATAJUMP_NATS_PASSWORD (never a flag). A token
@@ -118,7 +123,32 @@ pub struct Global {
     pub nats_require_tls: bool,
 }
 
+/// Where local state lives when `--data-dir` is not given: the XDG data
+/// folder, so that a command run from any directory finds the same
+/// database (`./.datajump` only where there is no home).
+fn default_data_dir() -> std::path::PathBuf {
+    let absolute = |name| {
+        std::env::var_os(name)
+            .map(std::path::PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    absolute("XDG_DATA_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local").join("share")))
+        .map_or_else(
+            || std::path::PathBuf::from(".datajump"),
+            |base| base.join("datajump"),
+        )
+}
+
 impl Global {
+    /// The database: the one given, or the SQLite file of the data folder.
+    pub fn database_url(&self) -> Result<DatabaseUrl, DatabaseUrlError> {
+        match &self.database_url_given {
+            Some(given) => DatabaseUrl::parse(given),
+            None => Ok(DatabaseUrl::default_in(&self.data_dir)),
+        }
+    }
+
     /// The NATS credentials and TLS settings of the flags and environment.
     pub fn nats_auth(&self) -> datajump_nats::NatsAuth {
         let secret = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());

@@ -8,6 +8,7 @@
 //! SQLite it also queues the process's writers on one lock, so they never
 //! poll SQLite's lock with sleeps.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sea_orm::sea_query::{CaseStatement, Expr, Value};
@@ -18,8 +19,112 @@ use sea_orm::{
     Statement, TransactionOptions, TransactionTrait,
 };
 
-/// Default database: a SQLite file in the working directory.
-pub const DEFAULT_DATABASE_URL: &str = "sqlite://datajump.db?mode=rwc";
+/// The SQLite file a data folder holds when no database URL is given.
+pub const DEFAULT_SQLITE_FILE: &str = "datajump.db";
+
+/// A URL DataJump can keep its own state at, parsed once: a SQLite file
+/// (`sqlite://FILE?mode=rwc`, `sqlite::memory:`) or a PostgreSQL database
+/// (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl {
+    url: String,
+    sqlite_file: Option<PathBuf>,
+}
+
+/// Why a database URL cannot hold DataJump's state.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DatabaseUrlError {
+    /// A scheme other than sqlite and postgres.
+    #[error(
+        "'{scheme}://' cannot hold DataJump's own state: use sqlite://FILE?mode=rwc or \
+         postgres://USER@HOST/DB (MySQL and MariaDB are for SQL tasks' datasources: \
+         `datajump datasource add`)"
+    )]
+    Unsupported {
+        /// The scheme given.
+        scheme: String,
+    },
+    /// Not a URL at all.
+    #[error("'{0}' is not a database URL: use sqlite://FILE?mode=rwc or postgres://USER@HOST/DB")]
+    NotAUrl(String),
+}
+
+impl DatabaseUrl {
+    /// Checks `text`.
+    pub fn parse(text: &str) -> Result<DatabaseUrl, DatabaseUrlError> {
+        let text = text.trim();
+        let Some((scheme, rest)) = text.split_once(':') else {
+            return Err(DatabaseUrlError::NotAUrl(text.to_owned()));
+        };
+        match scheme {
+            "sqlite" => {
+                let path = rest.trim_start_matches("//");
+                let path = path.split_once('?').map_or(path, |(path, _)| path);
+                let sqlite_file =
+                    (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path));
+                Ok(DatabaseUrl {
+                    url: text.to_owned(),
+                    sqlite_file,
+                })
+            }
+            "postgres" | "postgresql" => Ok(DatabaseUrl {
+                url: text.to_owned(),
+                sqlite_file: None,
+            }),
+            _ if rest.starts_with("//") => Err(DatabaseUrlError::Unsupported {
+                scheme: scheme.to_owned(),
+            }),
+            _ => Err(DatabaseUrlError::NotAUrl(text.to_owned())),
+        }
+    }
+
+    /// The SQLite file `dir` holds by default, created when first opened.
+    pub fn default_in(dir: &Path) -> DatabaseUrl {
+        let file = dir.join(DEFAULT_SQLITE_FILE);
+        DatabaseUrl {
+            url: format!("sqlite://{}?mode=rwc", file.display()),
+            sqlite_file: Some(file),
+        }
+    }
+
+    /// The URL as given, for connecting.
+    pub fn as_str(&self) -> &str {
+        &self.url
+    }
+
+    /// The SQLite file, if it is one (not an in-memory database).
+    pub fn sqlite_file(&self) -> Option<&Path> {
+        self.sqlite_file.as_deref()
+    }
+
+    /// The URL with its password, if any, written `***`: for messages.
+    pub fn redacted(&self) -> String {
+        let Some((scheme, rest)) = self.url.split_once("://") else {
+            return self.url.clone();
+        };
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        match rest[..authority_end].rfind('@') {
+            Some(at) => match rest[..at].split_once(':') {
+                Some((user, _password)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+                None => self.url.clone(),
+            },
+            None => self.url.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for DatabaseUrl {
+    /// The redacted form: a URL is printed only that way.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DatabaseUrl({})", self.redacted())
+    }
+}
 
 /// Connects to `url` (`sqlite://…` or `postgres://…`) with DataJump's pool settings.
 pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
@@ -162,5 +267,41 @@ pub fn is_deadlock(err: &DbErr) -> bool {
             .and_then(|db| db.code())
             .is_some_and(|code| code == "40P01"),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_urls_are_checked_and_printed_without_passwords() {
+        let lite = DatabaseUrl::parse("sqlite://data/dj.db?mode=rwc").expect("sqlite");
+        assert_eq!(lite.sqlite_file(), Some(Path::new("data/dj.db")));
+        assert_eq!(
+            DatabaseUrl::parse("sqlite:///var/dj.db")
+                .expect("absolute")
+                .sqlite_file(),
+            Some(Path::new("/var/dj.db"))
+        );
+        assert_eq!(
+            DatabaseUrl::parse("sqlite::memory:")
+                .expect("memory")
+                .sqlite_file(),
+            None
+        );
+        let pg = DatabaseUrl::parse("postgres://etl:hunter2@db1:5432/dj").expect("postgres");
+        assert_eq!(pg.to_string(), "postgres://etl:***@db1:5432/dj");
+        assert_eq!(
+            DatabaseUrl::parse("postgres://etl@db1/dj")
+                .expect("no password")
+                .to_string(),
+            "postgres://etl@db1/dj"
+        );
+        assert!(matches!(
+            DatabaseUrl::parse("mysql://root@127.0.0.1/dj"),
+            Err(DatabaseUrlError::Unsupported { scheme }) if scheme == "mysql"
+        ));
+        assert!(DatabaseUrl::parse("datajump.db").is_err());
     }
 }

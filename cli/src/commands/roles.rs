@@ -206,15 +206,88 @@ pub async fn api_config(
     })
 }
 
-/// Opens and migrates the database.
-pub async fn database(global: &Global) -> Result<DatabaseConnection> {
-    let db = datajump_store::db::connect(&global.database_url)
+/// Whether a command may create the database it is pointed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfMissing {
+    /// `up` and `migrate`: create it.
+    Create,
+    /// Everything else: a SQLite file that does not exist is a mistake (a
+    /// command run from another directory, a typo), never a new database.
+    Refuse,
+}
+
+/// How long connecting may take before the database is reported unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens and migrates the database; returns it with the number of
+/// migrations this applied.
+pub async fn open_database(
+    global: &Global,
+    if_missing: IfMissing,
+) -> Result<(DatabaseConnection, usize)> {
+    let url = global.database_url()?;
+    if let Some(file) = url.sqlite_file() {
+        if global.database_url_given.is_none() {
+            warn_of_an_earlier_default(global);
+        }
+        if !file.exists() {
+            if if_missing == IfMissing::Refuse {
+                bail!(
+                    "no database at {}: start DataJump with `datajump up` (or create it with \
+                     `datajump migrate`), or point --database-url / DATAJUMP_DATABASE_URL at \
+                     the database DataJump runs on",
+                    file.display()
+                );
+            }
+            if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+        }
+    }
+    let db = tokio::time::timeout(CONNECT_TIMEOUT, datajump_store::db::connect(url.as_str()))
         .await
-        .with_context(|| format!("cannot open the database {}", global.database_url))?;
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "the database {url} did not answer within {}s",
+                CONNECT_TIMEOUT.as_secs()
+            )
+        })?
+        .with_context(|| format!("cannot open the database {url}"))?;
+    let pending = Migrator::get_pending_migrations(&db)
+        .await
+        .with_context(|| format!("cannot read the migrations of {url}"))?
+        .len();
     Migrator::up(&db, None)
         .await
-        .context("cannot migrate the database")?;
-    Ok(db)
+        .with_context(|| format!("cannot migrate the database {url}"))?;
+    Ok((db, pending))
+}
+
+/// Opens and migrates the database, which must exist (every command but
+/// `up` and `migrate`).
+pub async fn database(global: &Global) -> Result<DatabaseConnection> {
+    Ok(open_database(global, IfMissing::Refuse).await?.0)
+}
+
+/// Says so when the working directory holds the database or data folder
+/// of a version that kept them there, while this one uses the data folder.
+fn warn_of_an_earlier_default(global: &Global) {
+    let old_db = std::path::Path::new(datajump_store::db::DEFAULT_SQLITE_FILE);
+    let new_db = global
+        .data_dir
+        .join(datajump_store::db::DEFAULT_SQLITE_FILE);
+    if old_db.exists() && !new_db.exists() {
+        eprintln!(
+            "warning: ./{} is the database of an earlier DataJump, which kept it in the working \
+             directory; this one uses {}. To keep it: mkdir -p {dir} && mv datajump.db* {dir}/ \
+             (and mv .datajump/* {dir}/ for its secret key), or pass \
+             --database-url 'sqlite://datajump.db?mode=rwc'",
+            old_db.display(),
+            new_db.display(),
+            dir = global.data_dir.display()
+        );
+    }
 }
 
 /// Connects to NATS, waiting for it.
@@ -230,8 +303,12 @@ pub async fn nats(global: &Global, name: &str) -> Result<async_nats::Client> {
 
 /// `migrate`.
 pub async fn migrate(global: &Global) -> Result<ExitCode> {
-    database(global).await?;
-    status!("database {} is up to date", global.database_url);
+    let (_, applied) = open_database(global, IfMissing::Create).await?;
+    status!(
+        "applied {applied} migration{}: database {} is up to date",
+        if applied == 1 { "" } else { "s" },
+        global.database_url()?
+    );
     Ok(ExitCode::SUCCESS)
 }
 

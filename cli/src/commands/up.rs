@@ -12,8 +12,8 @@ use crate::Global;
 use crate::client::Client;
 use crate::commands::dag::expand;
 use crate::commands::roles::{
-    AccessArgs, RetentionArgs, RunnerArgs, api_config, database, metrics_server, nats,
-    runner_config, ticker_config,
+    AccessArgs, IfMissing, RetentionArgs, RunnerArgs, api_config, metrics_server, nats,
+    open_database, runner_config, ticker_config,
 };
 use crate::commands::shutdown_on_signal;
 use crate::output::{printable, status};
@@ -58,7 +58,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot create {}", global.data_dir.display()))?;
     let key_file = secret_key(global)?;
     let mut nats_child = crate::nats_server::ensure(&global.nats_url, &global.data_dir).await?;
-    let db = database(global).await?;
+    let (db, _) = open_database(global, IfMissing::Create).await?;
     let client = Client::with_database(db.clone(), global);
     let nats_client = nats(global, "datajump-up").await?;
     let js = async_nats::jetstream::new(nats_client.clone());
@@ -99,7 +99,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     status!("DataJump is up.");
     status!(
         "  database: {} (installation {})",
-        global.database_url,
+        global.database_url()?,
         api.installation
     );
     status!(

@@ -550,3 +550,123 @@ tasks:
             .fails_with("no DAG named 'fresh'");
     }
 );
+
+/// Runs `datajump ARGS` in `cwd` as a newcomer would, with only `HOME`
+/// (and `PATH`) set and `extra` on top.
+async fn run_as_newcomer(cwd: &Path, home: &Path, args: &[&str], extra: &[(&str, &str)]) -> Ran {
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(crate::harness::process::DATAJUMP)
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("DATAJUMP_LOG", "warn")
+            .envs(extra.iter().copied())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("datajump {args:?} did not finish in time"))
+    .expect("run datajump");
+    Ran {
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The database is the same wherever a command runs from; only `up` and
+/// `migrate` create one; a wrong URL is said at once and plainly.
+#[tokio::test]
+async fn the_database_is_found_from_any_directory() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let home = root.path().join("home");
+    let (project, elsewhere) = (root.path().join("project"), root.path().join("elsewhere"));
+    for dir in [&home, &project, &elsewhere] {
+        std::fs::create_dir_all(dir).expect("dir");
+    }
+    let default_db = home.join(".local/share/datajump/datajump.db");
+
+    // Before any database exists, an operator command refuses to make one.
+    let refused = run_as_newcomer(&elsewhere, &home, &["secret", "list"], &[]).await;
+    refused.fails_with("no database at ");
+    assert!(!default_db.exists(), "nothing was created");
+    assert!(std::fs::read_dir(&elsewhere).expect("dir").next().is_none());
+
+    let migrated = run_as_newcomer(&project, &home, &["migrate"], &[])
+        .await
+        .ok();
+    assert!(migrated.contains("applied 10 migrations"), "{migrated}");
+    assert!(default_db.exists(), "the database is in the data folder");
+    let again = run_as_newcomer(&project, &home, &["migrate"], &[])
+        .await
+        .ok();
+    assert!(again.contains("applied 0 migrations"), "{again}");
+
+    // A secret set from one directory is listed from another.
+    run_as_newcomer(
+        &project,
+        &home,
+        &["secret", "set", "api_key", "--value-env", "V"],
+        &[("V", "s3cret")],
+    )
+    .await
+    .ok();
+    let listed = run_as_newcomer(&elsewhere, &home, &["secret", "list"], &[])
+        .await
+        .ok();
+    assert!(listed.contains("api_key"), "{listed}");
+
+    // A database left where an earlier version kept it is pointed out.
+    std::fs::write(elsewhere.join("datajump.db"), b"").expect("an old database");
+    let elsewhere_home = root.path().join("other-home");
+    std::fs::create_dir_all(&elsewhere_home).expect("dir");
+    let warned = run_as_newcomer(&elsewhere, &elsewhere_home, &["migrate"], &[]).await;
+    assert!(
+        warned
+            .stderr
+            .contains("./datajump.db is the database of an earlier DataJump")
+            && warned.stderr.contains("mv datajump.db*"),
+        "{}",
+        warned.stderr
+    );
+
+    // URLs that cannot work are refused at once, without the password.
+    run_as_newcomer(
+        &project,
+        &home,
+        &["migrate"],
+        &[("DATAJUMP_DATABASE_URL", "mysql://root@127.0.0.1/dj")],
+    )
+    .await
+    .fails_with("'mysql://' cannot hold DataJump's own state");
+    let started = Instant::now();
+    let unreachable = run_as_newcomer(
+        &project,
+        &home,
+        &["secret", "list"],
+        &[(
+            "DATAJUMP_DATABASE_URL",
+            &format!("postgres://etl:hunter2@127.0.0.1:{}/dj", free_port()),
+        )],
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!unreachable.success);
+    assert!(
+        unreachable.stderr.contains("postgres://etl:***@127.0.0.1:"),
+        "{}",
+        unreachable.stderr
+    );
+    assert!(
+        !unreachable.stderr.contains("hunter2"),
+        "{}",
+        unreachable.stderr
+    );
+}
