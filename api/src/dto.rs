@@ -619,6 +619,12 @@ pub struct EventResponse {
     pub stream: String,
     /// Its sequence in the stream.
     pub sequence: u64,
+    /// The online DAGs with an active schedule on this event: each starts
+    /// a run (empty: the event starts nothing).
+    pub starts: Vec<String>,
+    /// DAGs with an active schedule on this event that are offline, and so
+    /// start nothing until they are put online.
+    pub offline: Vec<String>,
 }
 
 /// A runner, from its heartbeat in `dj_runners`.

@@ -236,8 +236,13 @@ enum Command {
 pub fn init_tracing() {
     let filter = EnvFilter::try_from_env("DATAJUMP_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,async_nats=warn,sea_orm=warn"));
+    // Colours only for a person at a terminal (and never with NO_COLOR):
+    // escape codes in a log file or a pipe are noise.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .with_target(false)
         .compact()

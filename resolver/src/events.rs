@@ -4,11 +4,8 @@
 use async_nats::jetstream;
 use chrono::Utc;
 use datajump_nats::Bus;
-use datajump_shared::dag_file::ScheduleKind;
-use datajump_shared::entities::schedule;
 use datajump_shared::messages::{EventPayload, FireMsg, VERSION};
 use datajump_shared::{TriggerType, subjects};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use tracing::info;
 
 use crate::{Config, Verdict};
@@ -32,13 +29,7 @@ pub(crate) async fn handle_event(
         Ok(event) => event,
         Err(e) => return Verdict::Poison(e.to_string()),
     };
-    let schedules = match schedule::Entity::find()
-        .filter(schedule::Column::Kind.eq(ScheduleKind::Event))
-        .filter(schedule::Column::EventName.eq(name))
-        .filter(schedule::Column::Active.eq(true))
-        .all(&config.db)
-        .await
-    {
+    let schedules = match datajump_store::catalog::event_schedules(&config.db, name).await {
         Ok(schedules) => schedules,
         Err(e) => return e.into(),
     };

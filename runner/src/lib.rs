@@ -46,6 +46,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use commit::Committer;
 use executor::{ExecContext, ExecOutcome, LogSink, TaskProcess, protect_runner};
+use log::Heading;
 
 /// How a runner runs.
 #[derive(Clone)]
@@ -618,7 +619,15 @@ async fn run_claimed(
         Some((config.nats.clone(), exec_row.id)),
         config.max_log_bytes,
     );
-    log.header(task.task_id, &task.name, task.task_type.as_str(), start);
+    log.header(&Heading {
+        task_id: task.task_id,
+        task_instance_id: row.id,
+        attempt: exec_row.attempt,
+        name: &task.name,
+        task_type: task.task_type.as_str(),
+        start,
+        time_zone: work.spec.time_zone.parse().unwrap_or(chrono_tz::UTC),
+    });
     // Parsed when the DAG was applied; what fails here was stored before
     // content was checked, and cannot run as written.
     let content = match unreadable {

@@ -153,6 +153,27 @@ impl Spill {
     }
 }
 
+/// What a log's header says about the attempt (the product's log format,
+/// with the instance and attempt beside the task, and the start time in
+/// the run's time zone, as its schedule reads times).
+#[derive(Debug, Clone)]
+pub struct Heading<'a> {
+    /// The task definition.
+    pub task_id: i64,
+    /// The task instance: what `datajump logs` and `kill` take.
+    pub task_instance_id: i64,
+    /// The attempt, 0-based (printed 1-based).
+    pub attempt: i32,
+    /// The task's name.
+    pub name: &'a str,
+    /// SHELL, PYTHON, SQL or HTTP.
+    pub task_type: &'a str,
+    /// When the attempt started.
+    pub start: DateTime<Utc>,
+    /// The run's time zone.
+    pub time_zone: chrono_tz::Tz,
+}
+
 /// Collects an execution's log lines.
 #[derive(Clone, Default)]
 pub struct LogSink(Arc<Mutex<Inner>>);
@@ -216,14 +237,20 @@ impl LogSink {
     }
 
     /// Writes the start header.
-    pub fn header(&self, task_id: i64, name: &str, task_type: &str, start: DateTime<Utc>) {
+    pub fn header(&self, heading: &Heading<'_>) {
         self.line("========== Task Execution Start ==========");
-        self.line(&format!("Task ID: {task_id}"));
-        self.line(&format!("Task Name: {name}"));
-        self.line(&format!("Task Type: {task_type}"));
+        self.line(&format!("Task ID: {}", heading.task_id));
+        self.line(&format!("Task Instance ID: {}", heading.task_instance_id));
+        self.line(&format!("Attempt: {}", heading.attempt + 1));
+        self.line(&format!("Task Name: {}", heading.name));
+        self.line(&format!("Task Type: {}", heading.task_type));
         self.line(&format!(
-            "Start Time: {}",
-            start.format("%Y-%m-%d %H:%M:%S%.3f UTC")
+            "Start Time: {} ({})",
+            heading
+                .start
+                .with_timezone(&heading.time_zone)
+                .format("%Y-%m-%d %H:%M:%S%.3f %:z"),
+            heading.time_zone.name()
         ));
         self.line("==========================================");
         self.line("");

@@ -715,3 +715,19 @@ pub async fn current_plans<'a, C: sea_orm::ConnectionTrait>(
         })
         .collect())
 }
+
+/// The active event schedules bound to the event `name`: what a resolver
+/// fires when the event arrives (each run then needs its DAG online), and
+/// what `POST /api/v1/events/{name}` says it will start.
+pub async fn event_schedules(
+    db: &impl sea_orm::ConnectionTrait,
+    name: &str,
+) -> Result<Vec<schedule::Model>, DbErr> {
+    schedule::Entity::find()
+        .filter(schedule::Column::Kind.eq(ScheduleKind::Event))
+        .filter(schedule::Column::EventName.eq(name))
+        .filter(schedule::Column::Active.eq(true))
+        .order_by_asc(schedule::Column::Id)
+        .all(db)
+        .await
+}

@@ -7,9 +7,11 @@ use axum::Json as AxumJson;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
+use datajump_shared::entities::dag;
 use datajump_shared::messages::{EventPayload, EventPayloadError};
 use datajump_shared::naming::validate_event;
 use datajump_shared::subjects;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use tracing::info;
 
 use crate::AppState;
@@ -48,6 +50,19 @@ pub async fn publish(
         .await
         .map_err(|e| Error::Nats(format!("publish to {subject}: {e}")))?;
     info!(event = %name, sequence = ack.sequence, "event published through the API");
+    let dag_ids: Vec<i64> = datajump_store::catalog::event_schedules(&state.db, &name)
+        .await?
+        .iter()
+        .map(|s| s.dag_id)
+        .collect();
+    let (starts, offline): (Vec<dag::Model>, Vec<dag::Model>) = dag::Entity::find()
+        .filter(dag::Column::Id.is_in(dag_ids))
+        .order_by_asc(dag::Column::Name)
+        .all(&state.db)
+        .await?
+        .into_iter()
+        .partition(|dag| dag.online);
+    let names = |dags: Vec<dag::Model>| dags.into_iter().map(|d| d.name).collect();
     Ok((
         StatusCode::ACCEPTED,
         AxumJson(EventResponse {
@@ -55,6 +70,8 @@ pub async fn publish(
             subject,
             stream: ack.stream,
             sequence: ack.sequence,
+            starts: names(starts),
+            offline: names(offline),
         }),
     ))
 }

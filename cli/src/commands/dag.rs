@@ -65,7 +65,24 @@ pub enum DagCommand {
         json: bool,
     },
     /// Delete a DAG with its tasks, schedules and run history (refused while runs are active).
+    ///
+    /// On a terminal it asks first; --yes skips the question (and is needed
+    /// when the input is not a terminal, so a script cannot delete by accident).
     Delete {
+        /// The DAG's name.
+        name: String,
+        /// Delete without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Stop the DAG's schedules and events from starting runs (it goes offline);
+    /// runs already started go on, and triggers still work.
+    Pause {
+        /// The DAG's name.
+        name: String,
+    },
+    /// Let the DAG's schedules and events start runs again (it goes online).
+    Unpause {
         /// The DAG's name.
         name: String,
     },
@@ -104,6 +121,8 @@ pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
             table(&["ID", "NAME", "STATE", "VERSION", "DESCRIPTION"], &rows);
             Ok(ExitCode::SUCCESS)
         }
+        DagCommand::Pause { name } => set_online(&api, &name, false).await,
+        DagCommand::Unpause { name } => set_online(&api, &name, true).await,
         DagCommand::Show { name, json } => {
             let dag = api.dag(&name).await?;
             if json {
@@ -113,8 +132,17 @@ pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        DagCommand::Delete { name } => {
+        DagCommand::Delete { name, yes } => {
             let id = api.dag_id(&name).await?;
+            if !yes
+                && !confirmed(&format!(
+                    "delete DAG {} (id {id}) with its tasks, schedules and every run? [y/N] ",
+                    printable(&name)
+                ))?
+            {
+                eprintln!("nothing deleted");
+                return Ok(ExitCode::FAILURE);
+            }
             api.delete(&["dags", &id.to_string()]).await?;
             out!(
                 "deleted DAG {} (id {id}) with its tasks, schedules and runs",
@@ -123,6 +151,43 @@ pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Puts the DAG `name` online or offline (`dag unpause` / `dag pause`).
+async fn set_online(api: &Api, name: &str, online: bool) -> Result<ExitCode> {
+    let id = api.dag_id(name).await?;
+    let action = if online { "online" } else { "offline" };
+    api.post(&["dags", &id.to_string(), action], None).await?;
+    out!(
+        "DAG {} is {}",
+        printable(name),
+        if online {
+            "unpaused: its schedules and events start runs"
+        } else {
+            "paused: its schedules and events start nothing (runs in progress go on)"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Asks `question` on the terminal; true for `y`/`yes`. Off a terminal
+/// there is nobody to ask: that is an error naming `--yes`.
+fn confirmed(question: &str) -> Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!("not on a terminal, so nobody can confirm: pass --yes to delete");
+    }
+    eprint!("{question}");
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .context("cannot read the answer")?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }
 
 /// `dag apply`: validates every file, then creates or replaces each DAG.

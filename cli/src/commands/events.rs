@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
-use crate::output::out;
+use crate::output::{out, printable};
 
 /// Event subcommands.
 #[derive(Subcommand)]
@@ -51,6 +51,21 @@ pub async fn run(global: &Global, command: EventsCommand) -> Result<ExitCode> {
             event.stream,
             event.sequence
         );
+        if event.starts.is_empty() {
+            eprintln!(
+                "warning: no online DAG has an active schedule on {}: the event starts nothing \
+                 (bind one with `schedules: [{{ event: {} }}]` in a DAG file)",
+                event.event, event.event
+            );
+        } else {
+            out!("starts a run of: {}", printable(&event.starts.join(", ")));
+        }
+        if !event.offline.is_empty() {
+            eprintln!(
+                "note: bound but offline, so not started: {} (`datajump dag unpause NAME`)",
+                printable(&event.offline.join(", "))
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -74,13 +74,31 @@ pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
     if !args.wait {
         if args.json {
             print_json(&answer);
-        } else {
-            out!(
-                "triggered {} (run key {}, biz date {})",
-                args.dag,
-                triggered.run_key,
-                triggered.biz_date
-            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        // A resolver creates the run from the fire within milliseconds;
+        // its id is what `runs`, `kill --run` and `rerun` take.
+        match created_within(&api, &triggered.run_key, RUN_ID_WAIT).await? {
+            Some(id) => out!(
+                "triggered {}: run {id} (biz date {}, run key {})",
+                printable(&args.dag),
+                triggered.biz_date,
+                triggered.run_key
+            ),
+            None => {
+                out!(
+                    "triggered {} (biz date {}, run key {})",
+                    printable(&args.dag),
+                    triggered.biz_date,
+                    triggered.run_key
+                );
+                eprintln!(
+                    "warning: no run was created within {}s: is `datajump up` (or a resolver) \
+                     running? `datajump runs {}` lists it once it is",
+                    RUN_ID_WAIT.as_secs(),
+                    printable(&args.dag)
+                );
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -105,6 +123,29 @@ pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// How long `trigger` without `--wait` waits to print the run's id.
+const RUN_ID_WAIT: Duration = Duration::from_secs(5);
+
+/// The id of the run with key `run_key` once a resolver has created it,
+/// or `None` after `within`.
+async fn created_within(api: &Api, run_key: &str, within: Duration) -> Result<Option<i64>> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match api
+            .get(&["dags", "instances", "by-key", run_key], &[])
+            .await
+        {
+            Ok(answer) => return Ok(answer["id"].as_i64()),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// How many lines of a failed task's log `--wait` prints.

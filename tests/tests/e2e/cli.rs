@@ -186,6 +186,14 @@ tasks:
         .ok();
     assert!(waited.contains("SUCCESS"), "{waited}");
     let runs = datajump(&api, &["runs", "cli_flow", "--json"]).await.json();
+    let plain = datajump(&api, &["trigger", "cli_flow", "-p", "who=again"])
+        .await
+        .ok();
+    assert!(
+        plain.starts_with("triggered cli_flow: run ") && plain.contains("run key manual:"),
+        "trigger says the run's id: {plain}"
+    );
+    newest_finished_run(&api, "cli_flow").await;
     let run = &runs[0];
     assert_eq!(run["status"], "SUCCESS", "{runs}");
     assert_eq!(run["triggerType"], "MANUAL");
@@ -331,6 +339,17 @@ tasks:
     .await
     .ok();
     assert!(published.contains("dj.event.cli.ready"), "{published}");
+    assert!(
+        published.contains("starts a run of: cli_event"),
+        "{published}"
+    );
+    let unbound = datajump(&api, &["events", "publish", "cli.nobody_listens"]).await;
+    assert!(unbound.success, "{}", unbound.stderr);
+    assert!(
+        unbound.stderr.contains("the event starts nothing"),
+        "{}",
+        unbound.stderr
+    );
     let reacted = newest_finished_run(&api, "cli_event").await;
     assert_eq!(reacted["triggerType"], "EVENT", "{reacted}");
     assert_eq!(reacted["status"], "SUCCESS", "{reacted}");
@@ -344,12 +363,28 @@ tasks:
         .json();
     let gate_url = triggered["statusUrl"].as_str().expect("statusUrl");
     api.wait_task_running(gate_url).await;
-    datajump(&api, &["dag", "delete", "cli_gate"])
+    datajump(&api, &["dag", "delete", "cli_gate", "--yes"])
         .await
         .fails_with("running or queued run");
     std::fs::write(&gate, "").expect("open the gate");
     assert_eq!(api.wait_run(gate_url).await["status"], "SUCCESS");
-    datajump(&api, &["dag", "delete", "cli_gate"]).await.ok();
+    // Off a terminal there is nobody to confirm: it takes --yes.
+    datajump(&api, &["dag", "delete", "cli_gate"])
+        .await
+        .fails_with("pass --yes");
+    datajump(&api, &["dag", "pause", "cli_gate"]).await.ok();
+    let paused = datajump(&api, &["dag", "show", "cli_gate", "--json"])
+        .await
+        .json();
+    assert_eq!(paused["online"], false, "{paused}");
+    datajump(&api, &["dag", "unpause", "cli_gate"]).await.ok();
+    let unpaused = datajump(&api, &["dag", "show", "cli_gate", "--json"])
+        .await
+        .json();
+    assert_eq!(unpaused["online"], true, "{unpaused}");
+    datajump(&api, &["dag", "delete", "cli_gate", "-y"])
+        .await
+        .ok();
     datajump(&api, &["dag", "show", "cli_gate"])
         .await
         .fails_with("no DAG named 'cli_gate'");

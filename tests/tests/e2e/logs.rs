@@ -73,6 +73,24 @@ tasks:
         );
     }
     assert!(full.starts_with("========== Task Execution Start =========="));
+    // The header names the instance and attempt beside the task, and the
+    // start in the run's zone (the default schedule zone, Asia/Shanghai).
+    let header: Vec<&str> = full.lines().take(8).collect();
+    assert_eq!(
+        header[1],
+        format!("Task ID: {}", exec.task_id),
+        "{header:?}"
+    );
+    assert_eq!(
+        header[2],
+        format!("Task Instance ID: {}", exec.task_instance_id),
+        "{header:?}"
+    );
+    assert_eq!(header[3], "Attempt: 1", "{header:?}");
+    assert!(
+        header[6].starts_with("Start Time: ") && header[6].ends_with("+08:00 (Asia/Shanghai)"),
+        "{header:?}"
+    );
     assert!(full.contains("Exit Code: 0"));
     assert_eq!(
         logs::last_line_number(&tail),
