@@ -94,6 +94,17 @@ impl Client {
         Ok(row)
     }
 
+    /// The datasource `name` with its password opened, to try connecting.
+    pub async fn datasource_for_test(
+        &self,
+        name: &str,
+    ) -> Result<Option<datajump_shared::entities::datasource::Model>> {
+        let Some(row) = datajump_store::datasources::by_name(&self.db, name).await? else {
+            return Ok(None);
+        };
+        Ok(datajump_store::datasources::for_connection(&self.db, row.project_id, name).await?)
+    }
+
     /// Every datasource, by name.
     pub async fn datasources(&self) -> Result<Vec<datajump_shared::entities::datasource::Model>> {
         Ok(datajump_store::datasources::list(&self.db).await?)

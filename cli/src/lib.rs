@@ -72,8 +72,16 @@ pub struct Global {
         default_value = "nats://127.0.0.1:4222"
     )]
     pub nats_url: String,
-    /// Default time zone of schedules that name none (IANA name).
-    #[arg(long, global = true, env = "DATAJUMP_TIMEZONE", default_value = datajump_cron::DEFAULT_TIME_ZONE)]
+    /// The IANA time zone times are read in where nothing names one: the roles' default for
+    /// schedules that name none, and the zone `cron next` reads an expression in (`--tz` too).
+    #[arg(
+        long,
+        visible_alias = "tz",
+        global = true,
+        env = "DATAJUMP_TIMEZONE",
+        default_value = datajump_cron::DEFAULT_TIME_ZONE,
+        value_parser = known_time_zone
+    )]
     pub timezone: String,
     /// Folder for local state: the default SQLite database, a started nats-server's storage
     /// and logs, and `secret.key`, the key secrets are sealed with when DATAJUMP_SECRET_KEY /
@@ -121,6 +129,13 @@ pub struct Global {
     /// Refuse to talk to NATS without TLS.
     #[arg(long, global = true, env = "DATAJUMP_NATS_REQUIRE_TLS")]
     pub nats_require_tls: bool,
+}
+
+/// `--timezone`'s value, refused at once when no such zone exists.
+fn known_time_zone(name: &str) -> Result<String, String> {
+    datajump_cron::parse_time_zone(name)
+        .map(|zone| zone.name().to_owned())
+        .map_err(|e| format!("{e} (an IANA name such as Asia/Shanghai, Europe/London or UTC)"))
 }
 
 /// Where local state lives when `--data-dir` is not given: the XDG data
@@ -196,8 +211,11 @@ enum Command {
     Events(commands::events::EventsCommand),
     /// Start a MANUAL run of a DAG.
     Trigger(commands::trigger::TriggerArgs),
-    /// List a DAG's runs with their task states.
+    /// List a DAG's runs with their task states, newest first, a page at a time.
     Runs(commands::runs::RunsArgs),
+    /// Show one run by id.
+    #[command(subcommand)]
+    Run(commands::runs::RunCommand),
     /// Manage the datasources SQL tasks connect to (direct database access; passwords are never printed).
     #[command(subcommand)]
     Datasource(commands::datasource::DatasourceCommand),
@@ -292,6 +310,7 @@ pub async fn main() -> ExitCode {
         Command::Events(command) => commands::events::run(&cli.global, command).await,
         Command::Trigger(args) => commands::trigger::run(&cli.global, args).await,
         Command::Runs(args) => commands::runs::run(&cli.global, args).await,
+        Command::Run(command) => commands::runs::run_command(&cli.global, command).await,
         Command::Kill(args) => commands::kill::run(&cli.global, args).await,
         Command::Backfill(args) => commands::backfill::run(&cli.global, args).await,
         Command::Rerun(args) => commands::rerun::rerun(&cli.global, args).await,
@@ -303,7 +322,7 @@ pub async fn main() -> ExitCode {
         Command::Token(command) => commands::token::run(&cli.global, command).await,
         Command::Project(command) => commands::project::run(&cli.global, command).await,
         Command::Audit(args) => commands::audit::run(&cli.global, args).await,
-        Command::Cron(command) => commands::cron::run(command),
+        Command::Cron(command) => commands::cron::run(&cli.global, command),
     };
     match result {
         Ok(code) => code,

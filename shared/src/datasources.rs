@@ -166,6 +166,31 @@ fn is_valid_name(name: &str) -> bool {
 }
 
 impl NewDatasource {
+    /// The row this would be stored as, its password in clear, for
+    /// trying the connection before anything is stored.
+    pub fn trial_model(&self, project_id: i64) -> Model {
+        let now = chrono::Utc::now();
+        Model {
+            id: 0,
+            name: self.name.clone(),
+            kind: self.kind,
+            host: self.host.clone(),
+            port: self.port.map(i32::from),
+            database: self.database.clone(),
+            username: self.username.clone(),
+            password: self.password.clone(),
+            params: serde_json::Value::Object(
+                self.params
+                    .iter()
+                    .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                    .collect(),
+            ),
+            created_at: now,
+            updated_at: now,
+            project_id,
+        }
+    }
+
     /// Checks the settings against the kind.
     pub fn validate(&self) -> Result<(), DatasourceError> {
         if !is_valid_name(&self.name) {

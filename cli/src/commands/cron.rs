@@ -2,11 +2,13 @@
 
 use std::process::ExitCode;
 
-use crate::output::out;
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
-use datajump_cron::{CronExpr, DEFAULT_TIME_ZONE, parse_time_zone};
+use datajump_cron::{CronExpr, parse_time_zone};
+
+use crate::Global;
+use crate::output::out;
 
 /// Cron subcommands.
 #[derive(Subcommand)]
@@ -21,9 +23,6 @@ pub enum CronCommand {
     Next {
         /// Quartz (7 or 6 fields with `?`), Spring (6), Unix (5) or `@daily`-style.
         expr: String,
-        /// IANA time zone the expression is read in.
-        #[arg(long, env = "DATAJUMP_TIMEZONE", default_value = DEFAULT_TIME_ZONE)]
-        tz: String,
         /// Start after this instant (RFC 3339); default now.
         #[arg(long)]
         after: Option<DateTime<Utc>>,
@@ -39,11 +38,12 @@ pub enum CronCommand {
 }
 
 /// Runs a cron subcommand.
-pub fn run(command: CronCommand) -> Result<ExitCode> {
+pub fn run(global: &Global, command: CronCommand) -> Result<ExitCode> {
     match command {
-        CronCommand::Next { expr, tz, after, n } => {
+        CronCommand::Next { expr, after, n } => {
             let cron = CronExpr::parse(&expr)?;
-            let zone = parse_time_zone(&tz)?;
+            // Read in --timezone (--tz), as schedules that name no zone are.
+            let zone = parse_time_zone(&global.timezone)?;
             let after = after.unwrap_or_else(Utc::now).with_timezone(&zone);
             let mut printed = 0;
             for at in cron.iter_after(&after).take(n) {

@@ -24,11 +24,21 @@ use crate::output::{out, read_secret, table};
 pub enum DatasourceCommand {
     /// Add a datasource for SQL tasks (`datasource: NAME` in a DAG file).
     ///
+    /// The connection is tried first (connect, `SELECT 1`, as a SQL task
+    /// would from this host); a datasource that cannot connect is not
+    /// stored unless --no-test says so.
+    ///
     /// Examples:
     ///   DW_PASSWORD=… datajump datasource add dw --kind postgresql --host db1 --database dw --user etl --password-env DW_PASSWORD
     ///   datajump datasource add local --kind sqlite --host /data/app.db
+    ///   datajump datasource add later --kind mysql --host db2 --no-test
     #[command(verbatim_doc_comment)]
     Add(AddArgs),
+    /// Try a stored datasource's connection (connect, `SELECT 1`) from this host.
+    Test {
+        /// The datasource's name.
+        name: String,
+    },
     /// List datasources (a password shows as ***).
     List,
     /// Remove a datasource.
@@ -71,6 +81,10 @@ pub struct AddArgs {
     /// The project whose SQL tasks may use it, by id or name.
     #[arg(long, default_value = "default")]
     project: String,
+    /// Store it without trying the connection (a database not up yet, or
+    /// reachable from the runners' hosts only).
+    #[arg(long)]
+    no_test: bool,
 }
 
 fn parse_kind(text: &str) -> Result<DatasourceKind, String> {
@@ -116,7 +130,20 @@ pub async fn run(global: &Global, command: DatasourceCommand) -> Result<ExitCode
     match command {
         DatasourceCommand::Add(args) => {
             let project = client.resolve_project(&args.project).await?;
-            let row = client.add_datasource(project.id, args.into_new()?).await?;
+            let no_test = args.no_test;
+            let new = args.into_new()?;
+            new.validate()?;
+            if !no_test {
+                let trial = new.trial_model(project.id);
+                if let Err(why) = datajump_runner::executor::check_datasource(&trial).await {
+                    bail!(
+                        "datasource '{}' not added: cannot connect: {why}\n(fix the settings, or pass \
+                         --no-test to store it anyway)",
+                        new.name
+                    );
+                }
+            }
+            let row = client.add_datasource(project.id, new).await?;
             let url = datasources::connection_url(&row)?;
             out!(
                 "datasource '{}' added for project {} ({}): {} {url}",
@@ -173,6 +200,20 @@ pub async fn run(global: &Global, command: DatasourceCommand) -> Result<ExitCode
                 ],
                 &rows,
             );
+        }
+        DatasourceCommand::Test { name } => {
+            let Some(source) = client.datasource_for_test(&name).await? else {
+                bail!("no datasource named '{name}' (`datajump datasource list` shows them)");
+            };
+            match datajump_runner::executor::check_datasource(&source).await {
+                Ok(()) => out!(
+                    "datasource '{}' connects: {} {}",
+                    printable(&name),
+                    source.kind,
+                    datasources::connection_url(&source)?
+                ),
+                Err(why) => bail!("datasource '{name}' cannot connect: {why}"),
+            }
         }
         DatasourceCommand::Remove { name } => {
             client.remove_datasource(&name).await?;

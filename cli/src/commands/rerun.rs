@@ -5,11 +5,16 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use datajump_api::dto::{RerunResponse, TaskInstanceDto, TaskResetResponse};
+use std::time::Duration;
+
+use datajump_api::dto::{RerunResponse, RunDetail, TaskInstanceDto, TaskResetResponse};
+use datajump_shared::RunStatus;
 use serde_json::json;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
+use crate::commands::runs::print_run;
+use crate::commands::trigger::{Narrate, wait};
 use crate::output::out;
 
 /// Arguments of `rerun`.
@@ -20,7 +25,14 @@ pub struct RerunArgs {
     /// Only FAILED, TIMEOUT, KILLED and UPSTREAM_FAILED tasks and their downstream.
     #[arg(long)]
     failed_only: bool,
-    /// Print the API's JSON instead of a sentence.
+    /// Wait for the run to finish, printing each task's state changes;
+    /// exit 0 only if it ends SUCCESS.
+    #[arg(long)]
+    wait: bool,
+    /// With --wait: give up after this many seconds (exit 1; the run goes on).
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    timeout: u64,
+    /// Print the API's JSON instead of a sentence (with --wait, the finished run).
     #[arg(long)]
     json: bool,
 }
@@ -75,16 +87,52 @@ pub async fn rerun(global: &Global, args: RerunArgs) -> Result<ExitCode> {
             Some(&json!({ "failedOnly": args.failed_only })),
         )
         .await?;
-    if args.json {
-        print_json(&answer);
-    } else {
-        let rerun: RerunResponse = read(answer)?;
+    if !args.wait {
+        if args.json {
+            print_json(&answer);
+        } else {
+            let rerun: RerunResponse = read(answer)?;
+            report(
+                &format!("run {} is running again", rerun.id),
+                &rerun.queued_task_instances,
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rerun: RerunResponse = read(answer)?;
+    if !args.json {
         report(
             &format!("run {} is running again", rerun.id),
             &rerun.queued_task_instances,
         );
     }
-    Ok(ExitCode::SUCCESS)
+    let run: RunDetail = read(
+        api.get(&["dags", "instances", &rerun.id.to_string()], &[])
+            .await?,
+    )?;
+    let narrate = if args.json {
+        Narrate::No
+    } else {
+        Narrate::Rerun
+    };
+    let finished = wait(
+        &api,
+        &run.run.run_key,
+        Duration::from_secs(args.timeout),
+        narrate,
+    )
+    .await?;
+    let run: RunDetail = read(finished.clone())?;
+    if args.json {
+        print_json(&finished);
+    } else {
+        print_run(&run);
+    }
+    Ok(if run.run.status == RunStatus::Success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Runs a task subcommand.

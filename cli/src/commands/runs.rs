@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Args;
+use clap::{Args, Subcommand};
 use datajump_api::dto::{Page, RunDetail, RunDto};
 use serde_json::Value;
 
@@ -19,9 +19,44 @@ pub struct RunsArgs {
     /// Print the API's JSON (each run with its task instances) instead of tables.
     #[arg(long)]
     json: bool,
-    /// How many of the most recent runs (at most 500).
+    /// How many runs per page (at most 500).
     #[arg(long, default_value_t = 20)]
     limit: u64,
+    /// Which page, newest first: `--page 2` shows the runs before the first page's.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    page: u64,
+}
+
+/// Arguments of `run show`.
+#[derive(Args)]
+pub struct RunShowArgs {
+    /// The run's id (what `trigger` and `runs` print).
+    id: i64,
+    /// Print the API's JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `run` subcommands.
+#[derive(Subcommand)]
+pub enum RunCommand {
+    /// Show one run with its task instances.
+    Show(RunShowArgs),
+}
+
+/// Runs `run show`.
+pub async fn run_command(global: &Global, command: RunCommand) -> Result<ExitCode> {
+    let RunCommand::Show(args) = command;
+    let api = Api::new(&global.api_url)?;
+    let run = api
+        .get(&["dags", "instances", &args.id.to_string()], &[])
+        .await?;
+    if args.json {
+        print_json(&run);
+    } else {
+        print_run(&read(run)?);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints one run with its task instances (their ids are what `kill`,
@@ -64,7 +99,10 @@ pub async fn run(global: &Global, args: RunsArgs) -> Result<ExitCode> {
     let page: Page<RunDto> = read(
         api.get(
             &["dags", &dag_id, "instances"],
-            &[("limit", args.limit.to_string())],
+            &[
+                ("limit", args.limit.to_string()),
+                ("page", args.page.to_string()),
+            ],
         )
         .await?,
     )?;
@@ -77,12 +115,23 @@ pub async fn run(global: &Global, args: RunsArgs) -> Result<ExitCode> {
     }
     if args.json {
         print_json(&Value::Array(runs));
-    } else if runs.is_empty() {
+    } else if runs.is_empty() && args.page == 1 {
         out!("no runs of {} yet", args.dag);
+    } else if runs.is_empty() {
+        out!("no runs on page {} ({} runs in all)", args.page, page.total);
     } else {
         for run in runs {
             print_run(&read(run)?);
             out!();
+        }
+        let shown = (args.page - 1) * args.limit + page.items.len() as u64;
+        if shown < page.total {
+            out!(
+                "{shown} of {} runs shown; older: datajump runs {} --page {}",
+                page.total,
+                args.dag,
+                args.page + 1
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

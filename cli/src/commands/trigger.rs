@@ -105,11 +105,16 @@ pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
     if !args.json {
         out!("triggered {} (run key {})", args.dag, triggered.run_key);
     }
+    let narrate = if args.json {
+        Narrate::No
+    } else {
+        Narrate::NewRun
+    };
     let finished = wait(
         &api,
         &triggered.run_key,
         Duration::from_secs(args.timeout),
-        !args.json,
+        narrate,
     )
     .await?;
     let run: RunDetail = read(finished.clone())?;
@@ -222,10 +227,27 @@ async fn print_log_tail(api: &Api, id: i64) {
     out!("      the whole log: datajump logs {id}");
 }
 
+/// What [`wait`] prints while it waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Narrate {
+    /// Nothing (`--json`).
+    No,
+    /// Each task's state changes of a run just triggered, from its creation.
+    NewRun,
+    /// Each task's state changes of a run running again in place (`rerun`).
+    Rerun,
+}
+
 /// Waits until the run with key `run_key` has finished; returns the API's
-/// answer for it (the run with its task instances). With `report`, prints
-/// each task's state changes as they are seen.
-async fn wait(api: &Api, run_key: &str, timeout: Duration, report: bool) -> Result<Value> {
+/// answer for it (the run with its task instances), printing what
+/// `narrate` says as it goes.
+pub(crate) async fn wait(
+    api: &Api,
+    run_key: &str,
+    timeout: Duration,
+    narrate: Narrate,
+) -> Result<Value> {
+    let report = narrate != Narrate::No;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut created = false;
     let mut progress = Progress::default();
@@ -236,7 +258,7 @@ async fn wait(api: &Api, run_key: &str, timeout: Duration, report: bool) -> Resu
         {
             Ok(answer) => {
                 if report {
-                    if !created {
+                    if !created && narrate == Narrate::NewRun {
                         out!("  run {} created", answer["id"]);
                     }
                     let run: RunDetail = read(answer.clone())?;

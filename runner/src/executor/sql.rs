@@ -135,6 +135,33 @@ async fn connect(url: &ConnectionUrl) -> Result<DatabaseConnection, sea_orm::DbE
     Database::connect(options).await
 }
 
+/// Connects to `source` (its password opened) as a SQL task would and
+/// runs `SELECT 1`: what `datajump datasource add` and `datasource test`
+/// check. The error is the driver's reason, passwords redacted.
+pub async fn check_datasource(source: &datasource::Model) -> Result<(), String> {
+    let url = datasources::connection_url(source).map_err(|e| e.to_string())?;
+    let db = match connect(&url).await {
+        Ok(db) => db,
+        Err(e) => {
+            let why = connect_error(source.kind, &url)
+                .await
+                .unwrap_or_else(|| e.to_string());
+            return Err(datasources::redact(source, &why));
+        }
+    };
+    let probe = sea_orm::Statement::from_string(db.get_database_backend(), "SELECT 1");
+    let answered = tokio::time::timeout(CONNECT_TIMEOUT, db.query_one_raw(probe)).await;
+    let _ = db.close().await;
+    match answered {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(datasources::redact(source, &database_message(&e))),
+        Err(_) => Err(format!(
+            "connected, but `SELECT 1` did not answer within {}s",
+            CONNECT_TIMEOUT.as_secs()
+        )),
+    }
+}
+
 /// Why a connection fails, from one direct attempt: the pool retries a
 /// refused connection until its timeout and then reports only that it timed
 /// out.

@@ -204,6 +204,25 @@ tasks:
     let second = tasks[1]["id"].as_i64().expect("id").to_string();
     let table = datajump(&api, &["runs", "cli_flow"]).await.ok();
     assert!(table.contains(&format!("run {}", run["id"])), "{table}");
+    // Two runs now: a page of one says where the older one is.
+    let page1 = datajump(&api, &["runs", "cli_flow", "--limit", "1"])
+        .await
+        .ok();
+    assert!(
+        page1.contains("1 of 2 runs shown; older: datajump runs cli_flow --page 2"),
+        "{page1}"
+    );
+    let page2 = datajump(&api, &["runs", "cli_flow", "--limit", "1", "--page", "2"])
+        .await
+        .ok();
+    assert!(page2.contains(&format!("run {}", run["id"])), "{page2}");
+    let shown = datajump(&api, &["run", "show", &run["id"].to_string()])
+        .await
+        .ok();
+    assert!(
+        shown.starts_with(&format!("run {}  SUCCESS", run["id"])),
+        "{shown}"
+    );
     let log = datajump(&api, &["logs", &first]).await.ok();
     assert!(log.contains("hello from cli"), "{log}");
 
@@ -225,6 +244,14 @@ tasks:
         .ok();
     assert!(rerun.contains("is running again"), "{rerun}");
     assert_eq!(api.wait_run(&status_url).await["status"], "SUCCESS");
+    let waited = datajump(&api, &["rerun", &run["id"].to_string(), "--wait"])
+        .await
+        .ok();
+    assert!(
+        waited.contains("is running again")
+            && waited.contains(&format!("run {}  SUCCESS", run["id"])),
+        "rerun --wait ends with the finished run: {waited}"
+    );
 
     // kill a running task; killing it again is the API's 409.
     let triggered = datajump(&api, &["trigger", "cli_gate", "--json"])
@@ -397,7 +424,7 @@ tasks:
 #[tokio::test]
 async fn a_closed_pipe_ends_a_command_quietly() {
     for args in [
-        &["cron", "next", "0 * * * * ?", "-n", "50"][..],
+        &["cron", "next", "0 * * * * ?", "-n", "50", "--tz", "UTC"][..],
         &["cron", "describe", "0 30 8 ? * MON-FRI"][..],
     ] {
         let mut child = tokio::process::Command::new(crate::harness::process::DATAJUMP)
@@ -704,4 +731,116 @@ async fn the_database_is_found_from_any_directory() {
         "{}",
         unreachable.stderr
     );
+}
+
+both_dbs!(
+    datasource_add_tries_the_connection_first,
+    |env| async move {
+        let cli = |args: Vec<String>| {
+            let env = &env;
+            async move {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                crate::harness::process::run_cli(env, &args, &[]).await
+            }
+        };
+        let owned = |args: &[&str]| args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+        let port = free_port().to_string();
+        let unreachable = owned(&[
+            "datasource",
+            "add",
+            "warehouse",
+            "--kind",
+            "postgresql",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--database",
+            "dw",
+            "--user",
+            "etl",
+        ]);
+        let (ok, _, stderr) = cli(unreachable.clone()).await;
+        assert!(
+            !ok && stderr.contains("not added: cannot connect"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("--no-test"), "{stderr}");
+        let (_, listed, _) = cli(owned(&["datasource", "list"])).await;
+        assert!(!listed.contains("warehouse"), "nothing stored: {listed}");
+
+        let mut later = unreachable;
+        later.push("--no-test".to_owned());
+        let (ok, _, stderr) = cli(later).await;
+        assert!(ok, "{stderr}");
+        let (ok, _, stderr) = cli(owned(&["datasource", "test", "warehouse"])).await;
+        assert!(!ok && stderr.contains("cannot connect"), "{stderr}");
+
+        let file = env.path("lite.db");
+        std::fs::write(&file, b"").expect("an empty SQLite file");
+        let file = file.display().to_string();
+        let (ok, _, stderr) = cli(owned(&[
+            "datasource",
+            "add",
+            "lite",
+            "--kind",
+            "sqlite",
+            "--host",
+            &file,
+        ]))
+        .await;
+        assert!(ok, "{stderr}");
+        let (ok, stdout, stderr) = cli(owned(&["datasource", "test", "lite"])).await;
+        assert!(
+            ok && stdout.contains("datasource 'lite' connects"),
+            "{stdout}{stderr}"
+        );
+    }
+);
+
+/// `--timezone` and `--tz` are one flag; a zone that does not exist is an
+/// error on any command, not a silent default.
+#[tokio::test]
+async fn time_zones_are_one_flag_and_checked() {
+    let after = "2024-03-09T00:00:00Z";
+    let mut answers = Vec::new();
+    for flag in ["--tz", "--timezone"] {
+        let ran = run_at(
+            "http://127.0.0.1:9",
+            None,
+            &[
+                "cron",
+                "next",
+                "0 0 9 * * ?",
+                "-n",
+                "1",
+                "--after",
+                after,
+                flag,
+                "Europe/London",
+            ],
+        )
+        .await;
+        answers.push(ran.ok());
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert!(
+        answers[0].starts_with("2024-03-09T09:00:00+00:00"),
+        "{}",
+        answers[0]
+    );
+    run_at(
+        "http://127.0.0.1:9",
+        None,
+        &["cron", "next", "@daily", "--tz", "Mars/Olympus"],
+    )
+    .await
+    .fails_with("Mars/Olympus");
+    run_at(
+        "http://127.0.0.1:9",
+        None,
+        &["runs", "x", "--timezone", "Nowhere"],
+    )
+    .await
+    .fails_with("Nowhere");
 }
