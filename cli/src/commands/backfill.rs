@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
-use crate::output::out;
+use crate::output::{out, printable};
 
 /// Arguments of `backfill`.
 #[derive(Args)]
@@ -54,7 +54,21 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
         bail!("--parallel must be at least 1");
     }
     let api = Api::new(&global.api_url)?;
-    let dag_id = api.dag_id(&args.dag).await?.to_string();
+    let dag = api.dag(&args.dag).await?;
+    let dag_id = dag["id"].to_string();
+    // Runs beyond the DAG's limit wait QUEUED, so --parallel above it
+    // changes nothing but the number of runs waiting.
+    if let Some(limit) = dag["maxActiveRuns"].as_u64()
+        && dag["overlap"] != "parallel"
+        && u64::try_from(args.parallel).unwrap_or(u64::MAX) > limit
+    {
+        eprintln!(
+            "note: {} allows {limit} active run(s) (max_active_runs), so at most {limit} of the \
+             {} parallel backfill runs proceed at a time; the others wait QUEUED",
+            printable(&args.dag),
+            args.parallel
+        );
+    }
     let mut queue: VecDeque<NaiveDate> = args
         .from
         .iter_days()

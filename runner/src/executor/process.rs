@@ -37,8 +37,10 @@ fn failed(message: String) -> ExecOutcome {
 }
 
 /// The guard between the runner and the script: `$0` is the interpreter,
-/// `$1` the script. On SIGTERM (the runner died) it kills its process group.
-const GUARD: &str = r#"trap 'kill -KILL 0' TERM; "$0" "$1" & wait $!; exit $?"#;
+/// `$1` the script. On SIGTERM (the runner died) it removes the script
+/// file, which the runner can no longer remove, and kills its process
+/// group.
+const GUARD: &str = r#"trap 'rm -f -- "$1"; kill -KILL 0' TERM; "$0" "$1" & wait $!; exit $?"#;
 
 /// Writes `body` to a temporary file with `suffix`; it is removed on drop.
 pub fn script_file(body: &str, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {

@@ -124,7 +124,11 @@ tasks:
     .await;
     let _ticker = start_ticker(&env, "ticker").await;
     let _resolver = start_resolver(&env, "resolver").await;
-    let mut first = start_runner(&env, "runner-1", 2, &[]).await;
+    // runner-1's temporary files are its own, to see that none is left.
+    let first_tmp = env.path("runner-1-tmp");
+    std::fs::create_dir_all(&first_tmp).expect("runner-1's TMPDIR");
+    let first_tmp_text = first_tmp.display().to_string();
+    let mut first = start_runner(&env, "runner-1", 2, &[("TMPDIR", &first_tmp_text)]).await;
 
     let key = env.trigger("long").await;
     // The script, its guard (the script's parent and process group leader)
@@ -162,6 +166,15 @@ tasks:
         group_members(guard),
         Vec::<u32>::new(),
         "processes left in the killed task's process group"
+    );
+    let left: Vec<_> = std::fs::read_dir(&first_tmp)
+        .expect("runner-1's TMPDIR")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the killed task's script file is gone: {left:?}"
     );
 
     let run = env.wait_run(&key, TWO_MINUTES).await;

@@ -721,3 +721,22 @@ tasks:
         );
     }
 );
+
+both_dbs!(
+    backfill_says_when_max_active_runs_caps_it,
+    |env| async move {
+        env.apply("name: capped\ntasks:\n  - { name: work, command: 'true' }\n")
+            .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let api = Api::start(&env, None).await;
+        let output = backfill(&api, "capped", "2024-02-01", "2024-02-02", "3").await;
+        assert!(
+            output
+                .contains("capped allows 1 active run(s) (max_active_runs), so at most 1 of the 3"),
+            "{output}"
+        );
+        let quiet = backfill(&api, "capped", "2024-02-03", "2024-02-03", "1").await;
+        assert!(!quiet.contains("max_active_runs"), "{quiet}");
+    }
+);
