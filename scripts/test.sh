@@ -7,7 +7,7 @@
 # if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_MARIADB=1 DATAJUMP_NEED_CURRENT_NATS=1
+export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_MARIADB=1 DATAJUMP_NEED_CURRENT_NATS=1 DATAJUMP_NEED_NEXTEST=1
 source scripts/setup-services.sh
 
 echo "== cargo fmt --check"

@@ -186,6 +186,12 @@ impl Global {
 enum Command {
     /// Run every role in one process with embedded defaults (starts nats-server if none answers).
     Up(commands::up::UpArgs),
+    /// Stop the `datajump up` running on this data folder (as Ctrl-C would: tasks may finish).
+    Down,
+    /// Drop this installation: its database (tables, or the SQLite file) and DataJump's
+    /// streams and buckets, after a confirmation (--yes off a terminal). DAG files and the
+    /// secret key stay.
+    Reset(commands::lifecycle::ResetArgs),
     /// Apply the database migrations (`up` and every role do it too).
     Migrate,
     /// Create or check the JetStream streams, consumers and buckets (`up`
@@ -300,6 +306,8 @@ pub async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Up(args) => commands::up::run(&cli.global, args).await,
         Command::Migrate => commands::roles::migrate(&cli.global).await,
+        Command::Down => commands::lifecycle::down(&cli.global).await,
+        Command::Reset(args) => commands::lifecycle::reset(&cli.global, args).await,
         Command::Topology(command) => commands::topology::run(&cli.global, command).await,
         Command::Ticker(args) => commands::roles::ticker(&cli.global, args).await,
         Command::Resolver(args) => commands::roles::resolver(&cli.global, args).await,

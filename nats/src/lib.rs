@@ -594,6 +594,26 @@ pub async fn ensure_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
     topology(js, Mode::Create).await
 }
 
+/// Deletes every stream and bucket [`ensure_topology`] creates (their
+/// consumers go with them), for `datajump reset`; returns the names of
+/// those that existed.
+pub async fn remove_topology(js: &Context) -> Result<Vec<String>, NatsError> {
+    let mut names: Vec<String> = stream_configs().into_iter().map(|c| c.name).collect();
+    for bucket in [subjects::TICKER_BUCKET, subjects::RUNNERS_BUCKET] {
+        names.push(kv_stream(bucket, Duration::ZERO).name);
+    }
+    names.push(format!("OBJ_{}", subjects::LOGS_BUCKET));
+    let mut removed = Vec::new();
+    for name in names {
+        match js.delete_stream(&name).await {
+            Ok(_) => removed.push(name),
+            Err(e) if e.to_string().contains("not found") => {}
+            Err(e) => return Err(js_err(format!("delete stream {name}"))(e.into())),
+        }
+    }
+    Ok(removed)
+}
+
 /// The differences between the server and DataJump's topology, the missing
 /// objects included, changing nothing (`datajump topology check`).
 pub async fn check_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {

@@ -135,7 +135,7 @@ pub async fn run(global: &Global, command: DagCommand) -> Result<ExitCode> {
         DagCommand::Delete { name, yes } => {
             let id = api.dag_id(&name).await?;
             if !yes
-                && !confirmed(&format!(
+                && !crate::commands::confirmed(&format!(
                     "delete DAG {} (id {id}) with its tasks, schedules and every run? [y/N] ",
                     printable(&name)
                 ))?
@@ -168,26 +168,6 @@ async fn set_online(api: &Api, name: &str, online: bool) -> Result<ExitCode> {
         }
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Asks `question` on the terminal; true for `y`/`yes`. Off a terminal
-/// there is nobody to ask: that is an error naming `--yes`.
-fn confirmed(question: &str) -> Result<bool> {
-    use std::io::{BufRead, IsTerminal, Write};
-    if !std::io::stdin().is_terminal() {
-        anyhow::bail!("not on a terminal, so nobody can confirm: pass --yes to delete");
-    }
-    eprint!("{question}");
-    std::io::stderr().flush().ok();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .context("cannot read the answer")?;
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
 }
 
 /// `dag apply`: validates every file, then creates or replaces each DAG.

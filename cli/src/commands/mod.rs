@@ -10,6 +10,7 @@ pub mod dag;
 pub mod datasource;
 pub mod events;
 pub mod kill;
+pub mod lifecycle;
 pub mod logs;
 pub mod project;
 pub mod rerun;
@@ -48,4 +49,24 @@ pub fn shutdown_on_signal() -> CancellationToken {
         cancel.cancel();
     });
     token
+}
+
+/// Asks `question` on the terminal; true for `y`/`yes`. Off a terminal
+/// there is nobody to ask: that is an error naming `--yes`.
+pub fn confirmed(question: &str) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!("not on a terminal, so nobody can confirm: pass --yes");
+    }
+    eprint!("{question}");
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| anyhow::anyhow!("cannot read the answer: {e}"))?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }

@@ -56,6 +56,8 @@ fn secret_key(global: &Global) -> Result<Option<PathBuf>> {
 pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&global.data_dir)
         .with_context(|| format!("cannot create {}", global.data_dir.display()))?;
+    // Removed when `up` returns; `datajump down` signals the pid in it.
+    let _pid_file = crate::commands::lifecycle::PidFile::create(&global.data_dir)?;
     let key_file = secret_key(global)?;
     let mut nats_child = crate::nats_server::ensure(&global.nats_url, &global.data_dir).await?;
     let (db, _) = open_database(global, IfMissing::Create).await?;
@@ -134,6 +136,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     status!(
         "  try:      datajump trigger example_diamond --wait   |   datajump runs example_diamond"
     );
+    status!("  stop:     Ctrl-C here, or `datajump down` from another terminal");
 
     let shutdown = shutdown_on_signal();
     let mut roles = JoinSet::new();

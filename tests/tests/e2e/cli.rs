@@ -844,3 +844,70 @@ async fn time_zones_are_one_flag_and_checked() {
     .await
     .fails_with("Nowhere");
 }
+
+/// `datajump down` stops the `up` of the same data folder from another
+/// shell; `datajump reset` then drops the database and the streams, and
+/// asks first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn down_stops_up_and_reset_starts_over() {
+    use crate::harness::process::{Process, run_cli};
+    let env = crate::harness::TestEnv::new(crate::harness::Backend::Sqlite).await;
+    let data = env.path("trial-data");
+    let data_text = data.display().to_string();
+    let file = env.path("trial.db");
+    let db = format!("sqlite://{}?mode=rwc", file.display());
+    let dags = env.path("dags");
+    std::fs::create_dir_all(&dags).expect("dags folder");
+    let settings = [
+        ("DATAJUMP_DATABASE_URL", db.as_str()),
+        ("DATAJUMP_DATA_DIR", data_text.as_str()),
+    ];
+    let mut up = Process::start(
+        &env,
+        "up",
+        &[
+            "up",
+            "--dags",
+            &dags.display().to_string(),
+            "--api-addr",
+            &format!("127.0.0.1:{}", free_port()),
+        ],
+        &settings,
+    );
+    up.wait_log("DataJump is up.", Duration::from_secs(60))
+        .await;
+    assert!(data.join("up.pid").exists(), "up names itself");
+
+    let (ok, stdout, stderr) = run_cli(&env, &["reset", "--yes"], &settings).await;
+    assert!(
+        !ok && stderr.contains("stop it first with `datajump down`"),
+        "{stdout}{stderr}"
+    );
+    let (ok, stdout, stderr) = run_cli(&env, &["down"], &settings).await;
+    assert!(ok && stdout.contains("stopped"), "{stdout}{stderr}");
+    assert!(
+        up.wait_exit(Duration::from_secs(30)).await.success(),
+        "up stopped cleanly"
+    );
+    assert!(!data.join("up.pid").exists(), "the pid file went with it");
+    let (ok, stdout, _) = run_cli(&env, &["down"], &settings).await;
+    assert!(ok && stdout.contains("nothing to stop"), "{stdout}");
+
+    // Off a terminal, reset needs --yes and drops nothing without it.
+    let (ok, _, stderr) = run_cli(&env, &["reset"], &settings).await;
+    assert!(!ok && stderr.contains("pass --yes"), "{stderr}");
+    assert!(file.exists());
+    let (ok, stdout, stderr) = run_cli(&env, &["reset", "--yes"], &settings).await;
+    assert!(ok, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("dropped DJ_WORK") && stdout.contains("dropped the database"),
+        "{stdout}"
+    );
+    assert!(!file.exists(), "the SQLite file is gone");
+    assert!(
+        env.bus.js().get_stream("DJ_WORK").await.is_err(),
+        "the work stream is gone"
+    );
+    let (ok, _, stderr) = run_cli(&env, &["secret", "list"], &settings).await;
+    assert!(!ok && stderr.contains("no database at"), "{stderr}");
+}
