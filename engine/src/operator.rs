@@ -22,6 +22,7 @@ use crate::propagation::{children, propagate_all};
 use crate::slots::{release_roots, run_slot_free_for, start_waiting_run};
 use crate::sql::{Ti, TiCol, update_instance};
 use crate::transitions::{RunTransition, TaskTransition};
+use crate::waits::start_awaited_runs;
 
 /// Any live status → KILLED (docs/ARCHITECTURE.md, "Kill": the database first, then the
 /// message). Returns the killed instance, `None` if it had already ended
@@ -188,8 +189,10 @@ async fn kill_run_in<C: ConnectionTrait>(
     let mut effects = Effects::default();
     effects.announce_kills(&killed);
     if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
-        effects.started_runs.push(started);
-        release_roots(conn, &[started], now, &mut effects).await?;
+        let mut runs = vec![started];
+        runs.extend(start_awaited_runs(conn, &runs).await?);
+        effects.started_runs.extend(&runs);
+        release_roots(conn, &runs, now, &mut effects).await?;
     }
     Ok(Some((killed, effects)))
 }

@@ -30,6 +30,7 @@ use crate::slots::{lock_dags, pending_roots, start_waiting_run};
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_chunked};
 use crate::transitions::{RunTransition, TaskTransition};
 use crate::waits::release_waiters;
+use crate::waits::start_awaited_runs;
 
 /// Propagates terminal instances in one transaction: each is marked
 /// propagated (a second call is a no-op), its result counted into its
@@ -465,8 +466,10 @@ async fn count_off_runs<C: ConnectionTrait>(
     }
     for run in finished.iter().filter(|run| waiting.contains(&run.dag_id)) {
         if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
-            out.started_runs.push(started);
-            let roots = pending_roots(conn, &[started]).await?;
+            let mut runs = vec![started];
+            runs.extend(start_awaited_runs(conn, &runs).await?);
+            out.started_runs.extend(&runs);
+            let roots = pending_roots(conn, &runs).await?;
             evaluate_all(conn, &roots, now, out, settled).await?;
         }
     }

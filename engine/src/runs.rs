@@ -25,7 +25,7 @@ use tracing::{debug, info};
 use crate::effects::Effects;
 use crate::queue::queue_new;
 use crate::slots::{free_run_slots, release_roots};
-use crate::waits::link_external_parents;
+use crate::waits::{awaited_by_running_run, link_external_parents, start_awaited_runs};
 
 /// Why a scheduled fire must not start a run now, if it must not, given
 /// whether each schedule of the batch is active (absent: deleted).
@@ -159,7 +159,17 @@ pub async fn create_runs(
                 let some = *free > 0;
                 *free = free.saturating_sub(1);
                 some
-            });
+            })
+            // A run that an active run of its DAG already waits on starts
+            // past the limit: queued, it would wait on its own waiter.
+            || (dag.overlap_policy == OverlapPolicy::Wait
+                && awaited_by_running_run(
+                    &txn,
+                    dag.id,
+                    &plan.tasks.iter().map(|t| t.task_id).collect::<Vec<_>>(),
+                    fire.biz_date,
+                )
+                .await?);
         let status = match (plan.tasks.is_empty(), slot_free) {
             (true, _) => RunStatus::Success,
             (false, true) => RunStatus::Running,
@@ -232,6 +242,8 @@ pub async fn create_runs(
     for (run, run_id) in &created {
         link_external_parents(&txn, run.plan, run.dag, *run_id, run.fire.biz_date, now).await?;
     }
+    let awaited = start_awaited_runs(&txn, &running).await?;
+    running.extend(awaited);
     // What did not start QUEUED but may run now: disabled roots (settled
     // SKIPPED) and instances whose parents in other runs had already ended.
     release_roots(&txn, &running, now, &mut released).await?;

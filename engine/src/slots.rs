@@ -142,8 +142,8 @@ pub(crate) async fn release_roots<C: ConnectionTrait>(
     propagate_all(conn, settled, now, out).await
 }
 
-/// QUEUED → RUNNING for the oldest waiting run of a DAG, when a slot is
-/// free; the caller releases its roots.
+/// QUEUED → RUNNING for the waiting run of a DAG with the earliest
+/// business date, when a slot is free; the caller releases its roots.
 pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
     conn: &C,
     dag_id: i64,
@@ -154,9 +154,11 @@ pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
     if !run_slot_free(conn, &dag).await? {
         return Ok(None);
     }
+    // The earliest batch first: later ones may depend on it.
     let Some(waiting) = dag_run::Entity::find()
         .filter(dag_run::Column::DagId.eq(dag_id))
         .filter(dag_run::Column::Status.eq(RunStatus::Queued))
+        .order_by_asc(dag_run::Column::BizDate)
         .order_by_asc(dag_run::Column::Id)
         .one(conn)
         .await?
@@ -177,4 +179,29 @@ pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
     }
     RunTransition::StartWaiting.applied(RunStatus::Queued, RunStatus::Running);
     Ok(Some(waiting.id))
+}
+
+/// QUEUED → RUNNING for run `run_id` whatever its DAG's `max_active_runs`:
+/// a run an active run of the same DAG waits on, which would otherwise
+/// wait for the slot its waiter holds while the waiter waits for it
+/// (docs/ARCHITECTURE.md "Dependency rules"). True when it started; the
+/// caller releases its roots.
+pub(crate) async fn start_awaited_run<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+) -> Result<bool, DbErr> {
+    let started = dag_run::Entity::update_many()
+        .col_expr(
+            dag_run::Column::Status,
+            Expr::value(RunStatus::Running.as_str()),
+        )
+        .filter(dag_run::Column::Id.eq(run_id))
+        .filter(RunTransition::StartWaiting.applies())
+        .exec(conn)
+        .await?;
+    if started.rows_affected != 1 {
+        return Ok(false);
+    }
+    RunTransition::StartWaiting.applied(RunStatus::Queued, RunStatus::Running);
+    Ok(true)
 }

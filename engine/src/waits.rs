@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
-use datajump_shared::entities::{dag, dag_run, dependency_wait, task, task_instance};
+use datajump_shared::biz_date::{BatchRule, latest_batch};
+use datajump_shared::entities::{dag, dag_run, dependency_wait, schedule, task, task_instance};
 use datajump_shared::plan::{DepType, Plan};
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus};
 use datajump_store::db::begin_write;
@@ -19,6 +20,7 @@ use tracing::warn;
 
 use crate::effects::Effects;
 use crate::propagation::{count_parent, evaluate_all, propagate_all};
+use crate::slots::start_awaited_run;
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_instance};
 use crate::transitions::TaskTransition;
 
@@ -106,6 +108,140 @@ async fn link_external_parent<C: ConnectionTrait>(
         .exec(conn)
         .await?;
     Ok(())
+}
+
+/// Starts, past `max_active_runs`, every QUEUED run of the same DAG that
+/// one of `running` waits on, then those runs' own awaited QUEUED runs in
+/// turn; returns the runs started, whose roots are the caller's to
+/// release. Queued, such a run would wait for the slot its waiter holds
+/// while the waiter waits for it (docs/ARCHITECTURE.md "Dependency
+/// rules").
+pub(crate) async fn start_awaited_runs<C: ConnectionTrait>(
+    conn: &C,
+    running: &[i64],
+) -> Result<Vec<i64>, DbErr> {
+    let mut started = Vec::new();
+    let mut frontier: Vec<i64> = running.to_vec();
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for chunk in frontier.chunks(IN_LIST_MAX) {
+            let waits = dependency_wait::Entity::find()
+                .filter(dependency_wait::Column::WaiterRunId.is_in(chunk.iter().copied()))
+                .all(conn)
+                .await?;
+            for wait in waits {
+                let Some(waiter_run) = dag_run::Entity::find_by_id(wait.waiter_run_id)
+                    .one(conn)
+                    .await?
+                else {
+                    continue;
+                };
+                let awaited_runs: Vec<i64> = Ti::find()
+                    .select_only()
+                    .column(TiCol::DagRunId)
+                    .filter(TiCol::TaskId.eq(wait.target_task_id))
+                    .filter(TiCol::BizDate.eq(wait.target_biz_date))
+                    .filter(TiCol::DagId.eq(waiter_run.dag_id))
+                    .into_tuple()
+                    .all(conn)
+                    .await?;
+                for run_id in awaited_runs {
+                    if !started.contains(&run_id) && start_awaited_run(conn, run_id).await? {
+                        started.push(run_id);
+                        next.push(run_id);
+                    }
+                }
+            }
+        }
+        frontier = next;
+    }
+    Ok(started)
+}
+
+/// Whether a RUNNING run of DAG `dag_id` waits on one of `task_ids` for
+/// `biz_date`: a new run of that date is then started past
+/// `max_active_runs` rather than QUEUED behind its own waiter.
+pub(crate) async fn awaited_by_running_run<C: ConnectionTrait>(
+    conn: &C,
+    dag_id: i64,
+    task_ids: &[i64],
+    biz_date: chrono::NaiveDate,
+) -> Result<bool, DbErr> {
+    if task_ids.is_empty() {
+        return Ok(false);
+    }
+    let running = sea_orm::sea_query::Query::select()
+        .column(dag_run::Column::Id)
+        .from(dag_run::Entity)
+        .and_where(dag_run::Column::DagId.eq(dag_id))
+        .and_where(dag_run::Column::Status.eq(RunStatus::Running))
+        .to_owned();
+    let mut found = false;
+    for chunk in task_ids.chunks(IN_LIST_MAX) {
+        found |= dependency_wait::Entity::find()
+            .filter(dependency_wait::Column::TargetBizDate.eq(biz_date))
+            .filter(dependency_wait::Column::TargetTaskId.is_in(chunk.iter().copied()))
+            .filter(dependency_wait::Column::WaiterRunId.in_subquery(running.clone()))
+            .count(conn)
+            .await?
+            > 0;
+        if found {
+            break;
+        }
+    }
+    Ok(found)
+}
+
+/// The business date a dependency on `date` of `target_dag`'s task
+/// `target_task` means: `date` itself when it has (or may have) a run —
+/// an instance exists, or the DAG has an event schedule or none at all —
+/// else the latest earlier date one of its active cron schedules makes
+/// (docs/ARCHITECTURE.md "Dependency rules"). Returns the date and whether
+/// it moved.
+async fn awaited_batch<C: ConnectionTrait>(
+    conn: &C,
+    target_dag: i64,
+    target_task: i64,
+    date: chrono::NaiveDate,
+) -> Result<(chrono::NaiveDate, bool), DbErr> {
+    use datajump_shared::dag_file::ScheduleKind;
+    let exists = Ti::find()
+        .filter(TiCol::TaskId.eq(target_task))
+        .filter(TiCol::BizDate.eq(date))
+        .count(conn)
+        .await?
+        > 0;
+    if exists {
+        return Ok((date, false));
+    }
+    let schedules = schedule::Entity::find()
+        .filter(schedule::Column::DagId.eq(target_dag))
+        .filter(schedule::Column::Active.eq(true))
+        .all(conn)
+        .await?;
+    if schedules.is_empty() || schedules.iter().any(|s| s.kind == ScheduleKind::Event) {
+        return Ok((date, false));
+    }
+    let parsed: Vec<(datajump_cron::CronExpr, chrono_tz::Tz, i32)> = schedules
+        .iter()
+        .filter_map(|s| {
+            let cron = datajump_cron::CronExpr::parse(s.cron_expr.as_deref()?).ok()?;
+            let zone = datajump_cron::parse_time_zone(&s.timezone).ok()?;
+            Some((cron, zone, s.biz_date_offset_days))
+        })
+        .collect();
+    let rules: Vec<BatchRule<'_>> = parsed
+        .iter()
+        .map(|(cron, zone, offset_days)| BatchRule {
+            cron,
+            zone: *zone,
+            offset_days: *offset_days,
+        })
+        .collect();
+    Ok(match latest_batch(&rules, date) {
+        Some(batch) if batch != date => (batch, true),
+        _ => (date, false),
+    })
 }
 
 /// Satisfies the cross-run dependencies waiting for `parents`' tasks and
@@ -242,7 +378,7 @@ async fn fail_wait_timeout<C: ConnectionTrait>(
 }
 
 /// Resolves each `offset_day` / `other_dag/task` edge of a new run to the
-/// awaited task and business date and links it (see
+/// awaited task and batch ([`awaited_batch`]) and links it (see
 /// [`link_external_parent`]).
 pub(crate) async fn link_external_parents<C: ConnectionTrait>(
     txn: &C,
@@ -285,16 +421,25 @@ pub(crate) async fn link_external_parents<C: ConnectionTrait>(
                 .await?
                 .map(|task| (target_dag.id, task.id)),
         };
-        let awaited_date = datajump_shared::biz_date::shift(biz_date, edge.offset_day);
+        let asked = datajump_shared::biz_date::shift(biz_date, edge.offset_day);
+        let (awaited_date, moved) = match target {
+            Some((target_dag, target_task)) => {
+                awaited_batch(txn, target_dag, target_task, asked).await?
+            }
+            None => (asked, false),
+        };
+        let awaited_dag = edge.parent_dag.as_deref().unwrap_or(&dag.name);
+        let mut description = format!("{awaited_dag}/{} for {awaited_date}", edge.parent);
+        if moved {
+            description.push_str(&format!(
+                " (the latest batch: no schedule of {awaited_dag} fires for {asked})"
+            ));
+        }
         let parent = ExternalParent {
             target,
             biz_date: awaited_date,
             dep_type: edge.dep_type,
-            description: format!(
-                "{}/{} for {awaited_date}",
-                edge.parent_dag.as_deref().unwrap_or(&dag.name),
-                edge.parent
-            ),
+            description,
         };
         if target.is_none() {
             warn!(dag_run_id = run_id, awaited = %parent.description, "awaited task does not exist: counted as not succeeded");

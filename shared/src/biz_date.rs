@@ -47,9 +47,58 @@ pub fn scheduled_fire_for(
     (fire.date_naive() == day).then(|| fire.with_timezone(&Utc))
 }
 
+/// How far back [`latest_batch`] looks for a date a schedule makes: every
+/// cron expression fires at least once a year.
+pub const BATCH_LOOK_BACK_DAYS: i32 = 400;
+
+/// One schedule's rule for the business dates its fires make: the cron, the
+/// zone it is read in and its business-date offset.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchRule<'a> {
+    /// When it fires.
+    pub cron: &'a datajump_cron::CronExpr,
+    /// The zone the cron is read in.
+    pub zone: Tz,
+    /// The offset from a fire's local date to its business date.
+    pub offset_days: i32,
+}
+
+/// The latest business date on or before `date` that a fire of one of
+/// `rules` makes: the batch a dependency on `date` means when no schedule
+/// fires for `date` itself (a weekday job's "yesterday" on a Monday is
+/// Friday's batch). `None` when no rule makes any date in the
+/// [`BATCH_LOOK_BACK_DAYS`] before `date`, or there is no rule.
+pub fn latest_batch(rules: &[BatchRule<'_>], date: NaiveDate) -> Option<NaiveDate> {
+    (0..=BATCH_LOOK_BACK_DAYS)
+        .map(|back| shift(date, -back))
+        .find(|day| {
+            rules.iter().any(|rule| {
+                scheduled_fire_for(*day, rule.cron, rule.zone, rule.offset_days).is_some()
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_weekday_schedule_makes_no_weekend_batches() {
+        let cron = datajump_cron::CronExpr::parse("0 30 8 ? * MON-FRI").unwrap();
+        let rule = BatchRule {
+            cron: &cron,
+            zone: chrono_tz::Asia::Shanghai,
+            offset_days: DEFAULT_OFFSET_DAYS,
+        };
+        let day = |d| NaiveDate::from_ymd_opt(2024, 1, d).unwrap();
+        // Fires Mon 01-08 … Fri 01-12 make batches Sun 01-07 … Thu 01-11;
+        // Monday 01-15's run (batch 01-14) looking back a day (01-13, a
+        // Saturday) means Thursday's batch, 01-11.
+        assert_eq!(latest_batch(&[rule], day(13)), Some(day(11)));
+        assert_eq!(latest_batch(&[rule], day(11)), Some(day(11)));
+        assert_eq!(latest_batch(&[rule], day(14)), Some(day(14)));
+        assert_eq!(latest_batch(&[], day(14)), None);
+    }
 
     #[test]
     fn early_morning_run_processes_yesterday() {

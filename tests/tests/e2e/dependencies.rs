@@ -173,3 +173,96 @@ tasks:
         assert!(env.executions(run.id).await.is_empty(), "nothing ran");
     }
 );
+
+both_dbs!(
+    a_weekday_job_waits_for_the_previous_batch_not_the_weekend,
+    |env| async move {
+        use datajump_shared::entities::dependency_wait;
+        use sea_orm::EntityTrait;
+        // Mon-Fri at 08:30: batches Sunday to Thursday (the business date
+        // is the day before the fire). "Yesterday" of Monday's run (batch
+        // Sunday) is Saturday, which no fire makes: the previous batch is
+        // Thursday's.
+        env.apply(
+            r#"
+name: weekday
+schedules: [{ cron: "0 30 8 ? * MON-FRI" }]
+tasks:
+  - name: report
+    command: "true"
+    depends_on:
+      - { task: report, offset_day: -1 }
+"#,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+
+        let thursday = trigger_for(&env, "weekday", "2024-01-11").await;
+        assert_eq!(
+            env.wait_run(&thursday, TIMEOUT).await.status,
+            RunStatus::Success
+        );
+        // Monday's run does not wait for a Saturday that never comes.
+        let monday = trigger_for(&env, "weekday", "2024-01-14").await;
+        let monday_run = env.wait_run(&monday, TIMEOUT).await;
+        assert_eq!(
+            monday_run.status,
+            RunStatus::Success,
+            "{}",
+            env.describe_run(&monday_run).await
+        );
+
+        // The next Monday's run comes before that week's Thursday: it waits
+        // for Thursday's batch and says why that one.
+        let next_monday = trigger_for(&env, "weekday", "2024-01-21").await;
+        wait_task(&env, &next_monday, "report", TaskStatus::Pending).await;
+        let waits = dependency_wait::Entity::find()
+            .all(&env.db)
+            .await
+            .expect("waits");
+        assert_eq!(waits.len(), 1, "{waits:?}");
+        assert_eq!(waits[0].target_biz_date, date("2024-01-18"));
+        assert!(
+            waits[0].description.contains(
+                "for 2024-01-18 (the latest batch: no schedule of weekday fires for 2024-01-20)"
+            ),
+            "{}",
+            waits[0].description
+        );
+        // That week's other batches arrive; the waiting run holds the DAG's
+        // only slot (max_active_runs 1), so they queue...
+        let mut week = Vec::new();
+        for day in ["2024-01-15", "2024-01-16", "2024-01-17"] {
+            let key = trigger_for(&env, "weekday", day).await;
+            let run = env.wait_run_created(&key, TIMEOUT).await;
+            assert_eq!(run.status, RunStatus::Queued, "{day} waits for the slot");
+            week.push(key);
+        }
+        // ...until Thursday's, which the waiting run awaits: it starts past
+        // the limit, and so does each queued batch it awaits in turn, so
+        // no run waits on the slot of a run waiting for it.
+        week.push(trigger_for(&env, "weekday", "2024-01-18").await);
+        week.push(next_monday);
+        for key in &week {
+            let run = env.wait_run(key, TIMEOUT).await;
+            assert_eq!(
+                run.status,
+                RunStatus::Success,
+                "{}",
+                env.describe_run(&run).await
+            );
+        }
+        let runs = env.runs_of(env.dag_id("weekday").await).await;
+        let mut order: Vec<(chrono::DateTime<chrono::Utc>, NaiveDate)> = Vec::new();
+        for run in &runs {
+            let report = &env.executions_by_name(run.id).await["report"][0];
+            order.push((report.start_time, run.biz_date));
+        }
+        order.sort();
+        let dates: Vec<NaiveDate> = order.into_iter().map(|(_, d)| d).collect();
+        let mut sorted = dates.clone();
+        sorted.sort();
+        assert_eq!(dates, sorted, "each batch ran after the one it depends on");
+    }
+);
