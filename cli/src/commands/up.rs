@@ -52,6 +52,43 @@ fn secret_key(global: &Global) -> Result<Option<PathBuf>> {
     Ok(Some(path))
 }
 
+/// The SQLite datasource the example SQL DAG uses, created on first start
+/// with an empty database file in the data folder; `None` when one of that
+/// name existed already (the operator's to keep).
+async fn example_datasource(client: &Client, global: &Global) -> Result<Option<PathBuf>> {
+    if client
+        .datasources()
+        .await?
+        .iter()
+        .any(|d| d.name == EXAMPLE_DATASOURCE)
+    {
+        return Ok(None);
+    }
+    let file = global.data_dir.join("example.db");
+    if !file.exists() {
+        std::fs::write(&file, b"").with_context(|| format!("cannot create {}", file.display()))?;
+    }
+    client
+        .add_datasource(
+            datajump_store::projects::DEFAULT_PROJECT,
+            datajump_shared::datasources::NewDatasource {
+                name: EXAMPLE_DATASOURCE.to_owned(),
+                kind: datajump_shared::datasources::DatasourceKind::Sqlite,
+                host: file.display().to_string(),
+                port: None,
+                database: None,
+                username: None,
+                password: None,
+                params: std::collections::BTreeMap::new(),
+            },
+        )
+        .await?;
+    Ok(Some(file))
+}
+
+/// The name of the datasource of `dags/example_sql.yaml`.
+const EXAMPLE_DATASOURCE: &str = "example_sqlite";
+
 /// Runs `up`.
 pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&global.data_dir)
@@ -74,6 +111,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     )
     .await?;
 
+    let example_db = example_datasource(&client, global).await?;
     let files = if args.dags.is_dir() {
         expand(std::slice::from_ref(&args.dags))?
     } else {
@@ -128,6 +166,12 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         args.dags.display(),
         files.len()
     );
+    if let Some(file) = &example_db {
+        status!(
+            "  examples: datasource {EXAMPLE_DATASOURCE} created on the SQLite file {} (for example_sql)",
+            file.display()
+        );
+    }
     status!("  API:      http://{}/healthz", args.api_addr);
     status!("  metrics:  http://{}/metrics", args.api_addr);
     status!(

@@ -911,3 +911,115 @@ async fn down_stops_up_and_reset_starts_over() {
     let (ok, _, stderr) = run_cli(&env, &["secret", "list"], &settings).await;
     assert!(!ok && stderr.contains("no database at"), "{stderr}");
 }
+
+/// The gallery in `dags/` as a newcomer meets it: `datajump up` applies
+/// every file (creating the example SQLite datasource), and each example
+/// that needs nothing from outside runs to SUCCESS as its comment says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_dags_run_as_their_comments_say() {
+    use crate::harness::process::Process;
+    let env = crate::harness::TestEnv::new(crate::harness::Backend::Sqlite).await;
+    let gallery = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dags");
+    let data = env.path("up-data");
+    let api_addr = format!("127.0.0.1:{}", free_port());
+    let api_url = format!("http://{api_addr}");
+    let mut up = Process::start(
+        &env,
+        "up",
+        &[
+            "up",
+            "--dags",
+            &gallery.display().to_string(),
+            "--api-addr",
+            &api_addr,
+        ],
+        &[("DATAJUMP_DATA_DIR", &data.display().to_string())],
+    );
+    up.wait_log("DataJump is up.", Duration::from_secs(60))
+        .await;
+    let log = up.log_text();
+    assert!(!log.contains("(skipped)"), "every example applies:\n{log}");
+    for name in [
+        "example_diamond",
+        "example_python",
+        "example_sql",
+        "example_retries",
+        "example_weekday",
+        "example_cross_dag",
+        "example_event",
+        "example_http",
+    ] {
+        assert!(
+            log.contains(&format!("dag '{name}'")),
+            "{name} applied:\n{log}"
+        );
+    }
+    assert!(log.contains("datasource example_sqlite created"), "{log}");
+
+    for (dag, params) in [
+        ("example_python", &["-p", "rows=2"][..]),
+        ("example_sql", &[][..]),
+        ("example_retries", &[][..]),
+        ("example_weekday", &[][..]),
+    ] {
+        let mut args = vec!["trigger", dag, "--wait", "--timeout", "60"];
+        args.extend_from_slice(params);
+        let ran = run_at(&api_url, None, &args).await;
+        assert!(ran.success, "{dag}:\n{}\n{}", ran.stdout, ran.stderr);
+    }
+    let retried = run_at(&api_url, None, &["runs", "example_retries", "--json"])
+        .await
+        .json();
+    assert_eq!(retried[0]["taskInstances"][0]["attempts"], 3, "{retried}");
+    let sql = run_at(&api_url, None, &["runs", "example_sql", "--json"])
+        .await
+        .json();
+    let report = sql[0]["taskInstances"][2]["id"].to_string();
+    let report_log = run_at(&api_url, None, &["logs", &report]).await.ok();
+    assert!(
+        report_log.contains(sql[0]["bizDate"].as_str().expect("bizDate")),
+        "the report reads back the row of its business date:\n{report_log}"
+    );
+
+    // The cross-DAG example waits for example_diamond's run of its date.
+    run_at(&api_url, None, &["trigger", "example_diamond"])
+        .await
+        .ok();
+    let crossed = run_at(
+        &api_url,
+        None,
+        &["trigger", "example_cross_dag", "--wait", "--timeout", "60"],
+    )
+    .await;
+    assert!(crossed.success, "{}\n{}", crossed.stdout, crossed.stderr);
+
+    let published = run_at(
+        &api_url,
+        None,
+        &[
+            "events",
+            "publish",
+            "orders.ready",
+            "--payload",
+            r#"{"table": "orders"}"#,
+        ],
+    )
+    .await
+    .ok();
+    assert!(
+        published.contains("starts a run of: example_event"),
+        "{published}"
+    );
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let runs = run_at(&api_url, None, &["runs", "example_event", "--json"])
+            .await
+            .json();
+        if runs[0]["status"] == "SUCCESS" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the event's run: {runs}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    up.kill9();
+}
