@@ -198,7 +198,7 @@ pub fn schedule_to_response(schedule: &Value) -> Value {
 }
 
 /// Field names of the file format that messages use bare (not in backticks).
-const FILE_FIELDS: [&str; 12] = [
+const FILE_FIELDS: [&str; 13] = [
     "max_active_runs",
     "max_interval",
     "on_timeout",
@@ -209,6 +209,7 @@ const FILE_FIELDS: [&str; 12] = [
     "biz_date_offset",
     "depends_on",
     "offset_day",
+    "previous_run",
     "on_exit_codes",
     "wait_timeout",
 ];
@@ -349,7 +350,12 @@ pub fn task_file(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
                 Some(dag) => format!("{dag}/{}", d.parent_task),
                 None => d.parent_task.clone(),
             };
-            json!({ "task": reference, "type": d.dep_type, "offset_day": d.offset_day })
+            let mut dependency =
+                json!({ "task": reference, "type": d.dep_type, "offset_day": d.offset_day });
+            if d.previous_run {
+                dependency["previous_run"] = json!(true);
+            }
+            dependency
         })
         .collect();
     out.insert("depends_on".into(), Value::Array(depends_on));

@@ -421,20 +421,42 @@ pub(crate) async fn link_external_parents<C: ConnectionTrait>(
                 .await?
                 .map(|task| (target_dag.id, task.id)),
         };
-        let asked = datajump_shared::biz_date::shift(biz_date, edge.offset_day);
-        let (awaited_date, moved) = match target {
-            Some((target_dag, target_task)) => {
-                awaited_batch(txn, target_dag, target_task, asked).await?
-            }
-            None => (asked, false),
-        };
         let awaited_dag = edge.parent_dag.as_deref().unwrap_or(&dag.name);
-        let mut description = format!("{awaited_dag}/{} for {awaited_date}", edge.parent);
-        if moved {
-            description.push_str(&format!(
-                " (the latest batch: no schedule of {awaited_dag} fires for {asked})"
-            ));
-        }
+        let (awaited_date, description) = match target {
+            Some((target_dag, _)) if edge.previous_run => {
+                // The latest earlier run; with none, the day before this
+                // one, which is before the DAG's first run: counted as met.
+                let previous = dag_run::Entity::find()
+                    .filter(dag_run::Column::DagId.eq(target_dag))
+                    .filter(dag_run::Column::BizDate.lt(biz_date))
+                    .order_by_desc(dag_run::Column::BizDate)
+                    .one(txn)
+                    .await?;
+                let date = previous.map_or_else(
+                    || datajump_shared::biz_date::shift(biz_date, -1),
+                    |run| run.biz_date,
+                );
+                (
+                    date,
+                    format!("{awaited_dag}/{} of the previous run ({date})", edge.parent),
+                )
+            }
+            Some((target_dag, target_task)) => {
+                let asked = datajump_shared::biz_date::shift(biz_date, edge.offset_day);
+                let (date, moved) = awaited_batch(txn, target_dag, target_task, asked).await?;
+                let mut description = format!("{awaited_dag}/{} for {date}", edge.parent);
+                if moved {
+                    description.push_str(&format!(
+                        " (the latest batch: no schedule of {awaited_dag} fires for {asked})"
+                    ));
+                }
+                (date, description)
+            }
+            None => {
+                let date = datajump_shared::biz_date::shift(biz_date, edge.offset_day);
+                (date, format!("{awaited_dag}/{} for {date}", edge.parent))
+            }
+        };
         let parent = ExternalParent {
             target,
             biz_date: awaited_date,

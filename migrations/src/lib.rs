@@ -18,6 +18,7 @@ mod m20261201_000008_api_token_audit;
 mod m20261201_000009_installation;
 mod m20261201_000010_file_managed;
 mod m20261201_000011_projects;
+mod m20261201_000012_previous_run;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -36,6 +37,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000009_installation::Migration),
             Box::new(m20261201_000010_file_managed::Migration),
             Box::new(m20261201_000011_projects::Migration),
+            Box::new(m20261201_000012_previous_run::Migration),
         ]
     }
 }

@@ -291,7 +291,7 @@ impl Default for RetryFile {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(
     untagged,
-    expecting = "a dependency: a task name (`extract`, `other_dag/extract`) or `{ task: extract, type: STRONG or WEAK, offset_day: -1 }`"
+    expecting = "a dependency: a task name (`extract`, `other_dag/extract`) or `{ task: extract, type: STRONG or WEAK, offset_day: -1 }` or `{ task: extract, previous_run: true }`"
 )]
 pub enum DependencyFile {
     /// `- extract` (STRONG, same run) or `- other_dag/task`.
@@ -306,23 +306,50 @@ pub enum DependencyFile {
         /// Business-date offset of the awaited run.
         #[serde(default)]
         offset_day: i32,
+        /// The awaited run is the latest earlier run (Airflow's
+        /// `depends_on_past`), whatever its business date.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        previous_run: bool,
     },
 }
 
+/// A dependency's parts: what [`DependencyFile::parts`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DependencyParts<'a> {
+    /// The awaited DAG; `None` for this one.
+    pub dag: Option<&'a str>,
+    /// The awaited task.
+    pub task: &'a str,
+    /// STRONG or WEAK.
+    pub dep_type: DepType,
+    /// Business-date offset of the awaited run.
+    pub offset_day: i32,
+    /// The awaited run is the latest earlier one.
+    pub previous_run: bool,
+}
+
 impl DependencyFile {
-    /// `(dag, task, type, offset_day)`; `dag` is `None` for the same DAG.
-    pub fn parts(&self) -> (Option<&str>, &str, DepType, i32) {
-        let (reference, dep_type, offset_day) = match self {
-            DependencyFile::Name(name) => (name.as_str(), DepType::Strong, 0),
+    /// Its parts; `dag` is `None` for the same DAG.
+    pub fn parts(&self) -> DependencyParts<'_> {
+        let (reference, dep_type, offset_day, previous_run) = match self {
+            DependencyFile::Name(name) => (name.as_str(), DepType::Strong, 0, false),
             DependencyFile::Full {
                 task,
                 dep_type,
                 offset_day,
-            } => (task.as_str(), *dep_type, *offset_day),
+                previous_run,
+            } => (task.as_str(), *dep_type, *offset_day, *previous_run),
         };
-        match reference.split_once('/') {
-            Some((dag, task)) => (Some(dag), task, dep_type, offset_day),
-            None => (None, reference, dep_type, offset_day),
+        let (dag, task) = match reference.split_once('/') {
+            Some((dag, task)) => (Some(dag), task),
+            None => (None, reference),
+        };
+        DependencyParts {
+            dag,
+            task,
+            dep_type,
+            offset_day,
+            previous_run,
         }
     }
 }
@@ -574,7 +601,13 @@ impl DagFile {
         let mut in_degree = vec![0usize; names.len()];
         for (child, task) in self.tasks.iter().enumerate() {
             for dep in &task.depends_on {
-                if let (None, parent, _, 0) = dep.parts()
+                if let DependencyParts {
+                    dag: None,
+                    task: parent,
+                    offset_day: 0,
+                    previous_run: false,
+                    ..
+                } = dep.parts()
                     && let Some(&parent) = index.get(parent)
                 {
                     children[parent].push(child);
@@ -740,7 +773,19 @@ impl DagFile {
                 problems.push(format!("{at}: {e}"));
             }
             for dep in &task.depends_on {
-                let (dag, parent, _, offset_day) = dep.parts();
+                let DependencyParts {
+                    dag,
+                    task: parent,
+                    offset_day,
+                    previous_run,
+                    ..
+                } = dep.parts();
+                if previous_run && offset_day != 0 {
+                    problems.push(format!(
+                        "{at}: dependency on '{parent}' gives both previous_run and offset_day: \
+                         previous_run is the latest earlier run, whatever its date; use one"
+                    ));
+                }
                 match dag {
                     Some(dag) if dag.is_empty() || parent.is_empty() => problems.push(format!(
                         "{at}: dependency '{dag}/{parent}' must be 'other_dag/task'"
@@ -749,7 +794,7 @@ impl DagFile {
                     None if !seen.contains_key(parent) => {
                         problems.push(format!("{at}: depends on unknown task '{parent}'"))
                     }
-                    None if parent == task.name && offset_day == 0 => {
+                    None if parent == task.name && offset_day == 0 && !previous_run => {
                         problems.push(format!("{at}: depends on itself"))
                     }
                     None => {}

@@ -236,12 +236,15 @@ pub struct PlanEdge {
     pub dep_type: DepType,
     /// Business-date offset of the awaited run.
     pub offset_day: i32,
+    /// The awaited run is the latest earlier run of the awaited DAG.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub previous_run: bool,
 }
 
 impl PlanEdge {
     /// True when the parent is in the same run (same DAG, same business date).
     pub fn is_same_run(&self) -> bool {
-        self.parent_dag.is_none() && self.offset_day == 0
+        self.parent_dag.is_none() && self.offset_day == 0 && !self.previous_run
     }
 }
 
@@ -406,6 +409,7 @@ impl Plan {
                     child: (*child).to_owned(),
                     dep_type: d.dep_type,
                     offset_day: d.offset_day,
+                    previous_run: d.previous_run,
                 })
             })
             .collect();

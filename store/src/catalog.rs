@@ -183,7 +183,7 @@ struct TaskDefinition {
     queue: String,
     strategy: Strategy,
     enabled: bool,
-    dependencies: Vec<(Option<String>, String, &'static str, i32)>,
+    dependencies: Vec<(Option<String>, String, &'static str, i32, bool)>,
 }
 
 /// The comparable definition of a schedule row.
@@ -207,12 +207,13 @@ fn task_definition_of_file(file: &datajump_shared::dag_file::TaskFile) -> TaskDe
         .depends_on
         .iter()
         .map(|d| {
-            let (dag, task, dep_type, offset_day) = d.parts();
+            let parts = d.parts();
             (
-                dag.map(str::to_owned),
-                task.to_owned(),
-                dep_type.as_str(),
-                offset_day,
+                parts.dag.map(str::to_owned),
+                parts.task.to_owned(),
+                parts.dep_type.as_str(),
+                parts.offset_day,
+                parts.previous_run,
             )
         })
         .collect();
@@ -249,6 +250,7 @@ fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) ->
                 d.parent_task.clone(),
                 d.dep_type.as_str(),
                 d.offset_day,
+                d.previous_run,
             )
         })
         .collect();
@@ -564,15 +566,16 @@ async fn apply_tasks(
     for task_file in &file.tasks {
         let child = ids[&task_file.name];
         for dep in &task_file.depends_on {
-            let (parent_dag, parent, dep_type, offset_day) = dep.parts();
+            let parts = dep.parts();
             deps.push(task_dependency::ActiveModel {
                 dag_id: Set(dag_row.id),
                 task_id: Set(child),
-                parent_task_id: Set(parent_dag.is_none().then(|| ids[parent])),
-                parent_dag: Set(parent_dag.map(str::to_owned)),
-                parent_task: Set(parent.to_owned()),
-                dep_type: Set(dep_type),
-                offset_day: Set(offset_day),
+                parent_task_id: Set(parts.dag.is_none().then(|| ids[parts.task])),
+                parent_dag: Set(parts.dag.map(str::to_owned)),
+                parent_task: Set(parts.task.to_owned()),
+                dep_type: Set(parts.dep_type),
+                offset_day: Set(parts.offset_day),
+                previous_run: Set(parts.previous_run),
                 created_at: Set(now),
                 ..Default::default()
             });

@@ -26,6 +26,9 @@ pub struct Model {
     pub dep_type: DepType,
     /// Business-date offset of the awaited run (0 = same run).
     pub offset_day: i32,
+    /// The awaited run is the awaited DAG's latest earlier run, whatever
+    /// its business date (then `offset_day` is 0).
+    pub previous_run: bool,
     /// Row creation.
     pub created_at: DateTimeUtc,
 }

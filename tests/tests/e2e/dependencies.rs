@@ -266,3 +266,85 @@ tasks:
         assert_eq!(dates, sorted, "each batch ran after the one it depends on");
     }
 );
+
+both_dbs!(
+    previous_run_waits_for_the_latest_earlier_run,
+    |env| async move {
+        use datajump_shared::entities::dependency_wait;
+        use sea_orm::EntityTrait;
+        let gate = env.path("gate");
+        let file = format!(
+            r#"
+name: ordered
+max_active_runs: 5
+tasks:
+  - name: step
+    command: "if [ \"$DJ_BIZ_DATE\" = 2024-01-10 ]; then while [ ! -e {gate} ]; do sleep 0.1; done; fi"
+    depends_on:
+      - {{ task: step, previous_run: true }}
+"#,
+            gate = crate::harness::shell_path(&gate),
+        );
+        env.apply(&file).await;
+        assert!(
+            env.apply(&file).await.is_unchanged(),
+            "previous_run is stored and read back as written"
+        );
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+
+        // The first run has no previous run; the next, days later, waits for
+        // it whatever the gap (offset_day: -1 would wait for 01-04).
+        let first = trigger_for(&env, "ordered", "2024-01-01").await;
+        assert_eq!(
+            env.wait_run(&first, TIMEOUT).await.status,
+            RunStatus::Success
+        );
+        let later = trigger_for(&env, "ordered", "2024-01-05").await;
+        assert_eq!(
+            env.wait_run(&later, TIMEOUT).await.status,
+            RunStatus::Success
+        );
+
+        let slow = trigger_for(&env, "ordered", "2024-01-10").await;
+        wait_task(&env, &slow, "step", TaskStatus::Running).await;
+        let next = trigger_for(&env, "ordered", "2024-01-12").await;
+        wait_task(&env, &next, "step", TaskStatus::Pending).await;
+        let waits = dependency_wait::Entity::find()
+            .all(&env.db)
+            .await
+            .expect("waits");
+        assert_eq!(waits.len(), 1, "{waits:?}");
+        assert_eq!(waits[0].target_biz_date, date("2024-01-10"));
+        assert!(
+            waits[0]
+                .description
+                .contains("ordered/step of the previous run (2024-01-10)"),
+            "{}",
+            waits[0].description
+        );
+        std::fs::write(&gate, "").expect("open the gate");
+        let slow_run = env.wait_run(&slow, TIMEOUT).await;
+        let next_run = env.wait_run(&next, TIMEOUT).await;
+        assert_eq!(
+            (slow_run.status, next_run.status),
+            (RunStatus::Success, RunStatus::Success)
+        );
+        let before = &env.executions_by_name(slow_run.id).await["step"][0];
+        let after = &env.executions_by_name(next_run.id).await["step"][0];
+        assert!(
+            before.end_time.expect("ended") <= after.start_time,
+            "01-12 ran after 01-10"
+        );
+
+        // Both fields at once is refused with the reason.
+        let refused = env
+        .try_apply("name: confused\ntasks:\n  - name: t\n    command: 'true'\n    depends_on: [{ task: t, previous_run: true, offset_day: -1 }]\n")
+        .await
+        .expect_err("previous_run with offset_day");
+        assert!(
+            refused.contains("both previous_run and offset_day"),
+            "{refused}"
+        );
+    }
+);
