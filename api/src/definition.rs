@@ -516,8 +516,15 @@ mod tests {
         let file = from_request(&json!({ "name": "d", "tasks": [{ "name": "a", "comand": "x" }] }))
             .unwrap();
         let err = parse(&file).unwrap_err().to_string();
-        assert!(err.contains("unknown field `comand`"), "{err}");
-        assert!(err.contains("`dependsOn`"), "{err}");
+        assert!(
+            err.contains("unknown field `comand`: did you mean `command`?"),
+            "{err}"
+        );
         assert!(!err.contains("line 1"), "{err}");
+        let file =
+            from_request(&json!({ "name": "d", "tasks": [{ "name": "a", "zzzz": "x" }] })).unwrap();
+        let err = parse(&file).unwrap_err().to_string();
+        assert!(err.contains("unknown field `zzzz` (allowed: "), "{err}");
+        assert!(err.contains("dependsOn"), "the API's names: {err}");
     }
 }
