@@ -16,8 +16,13 @@ use tracing::{info, warn};
 
 use crate::{Config, TickerError};
 
-/// How often the scan runs.
+/// The longest the scan sleeps: deadlines set by other processes (a
+/// runner's failed attempt) are seen at most this late, and since every
+/// deadline is set at least its interval ahead, a retry of a second or more
+/// is seen before it is due and then woken for on time.
 const SCAN_EVERY: Duration = Duration::from_secs(1);
+/// Slept past a deadline, so the row is due when the scan wakes.
+const WAKE_MARGIN: Duration = Duration::from_millis(2);
 /// Rows handled per scan; the rest wait a second.
 const BATCH: u64 = 500;
 /// How often queues are checked for a live runner.
@@ -34,9 +39,13 @@ pub(crate) async fn run(
     let (mut seen_last, mut unserved) = (BTreeMap::new(), BTreeMap::new());
     let mut next_queue_check = Instant::now();
     while !shutdown.is_cancelled() {
-        if let Err(e) = scan(config, bus).await {
-            warn!(error = %e, "deadline scan failed; retrying");
-        }
+        let nap = match scan(config, bus).await {
+            Ok(next) => until(next),
+            Err(e) => {
+                warn!(error = %e, "deadline scan failed; retrying");
+                SCAN_EVERY
+            }
+        };
         if Instant::now() >= next_queue_check {
             next_queue_check = Instant::now() + QUEUE_CHECK_EVERY;
             match unserved_queues(config, bus).await {
@@ -59,11 +68,22 @@ pub(crate) async fn run(
             }
         }
         tokio::select! {
-            () = tokio::time::sleep(SCAN_EVERY) => {},
+            () = tokio::time::sleep(nap) => {},
             () = shutdown.cancelled() => {},
         }
     }
     Ok(())
+}
+
+/// How long to sleep before the next scan: until the next deadline, but
+/// not longer than [`SCAN_EVERY`].
+fn until(next: Option<chrono::DateTime<Utc>>) -> Duration {
+    next.map_or(SCAN_EVERY, |at| {
+        (at - Utc::now())
+            .to_std()
+            .map_or(Duration::ZERO, |left| left + WAKE_MARGIN)
+            .min(SCAN_EVERY)
+    })
 }
 
 /// Why queues could not be checked for live runners.
@@ -116,19 +136,26 @@ fn report_unserved(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) 
     }
 }
 
-async fn scan(config: &Config, bus: &Bus) -> Result<(), DbErr> {
+/// Handles what is due and returns when the next deadline falls (now,
+/// when a full batch leaves more due). A deadline that was already due
+/// when the scan began and is still there could not be acted on (its
+/// publish failed, its row changed meanwhile): it is left to the next
+/// regular scan rather than retried in a tight loop.
+async fn scan(config: &Config, bus: &Bus) -> Result<Option<chrono::DateTime<Utc>>, DbErr> {
+    const WITH_DEADLINES: [TaskStatus; 3] = [
+        TaskStatus::Queued,
+        TaskStatus::UpForRetry,
+        TaskStatus::Pending,
+    ];
     let now = Utc::now();
     let due = task_instance::Entity::find()
         .filter(task_instance::Column::DeadlineAt.lte(now))
-        .filter(task_instance::Column::Status.is_in([
-            TaskStatus::Queued,
-            TaskStatus::UpForRetry,
-            TaskStatus::Pending,
-        ]))
+        .filter(task_instance::Column::Status.is_in(WITH_DEADLINES))
         .order_by_asc(task_instance::Column::DeadlineAt)
         .limit(BATCH)
         .all(&config.db)
         .await?;
+    let more_due = due.len() as u64 == BATCH;
     for row in due {
         let owed = match row.status {
             TaskStatus::UpForRetry => {
@@ -150,5 +177,16 @@ async fn scan(config: &Config, bus: &Bus) -> Result<(), DbErr> {
             warn!(task_instance_id = row.id, error = %e, "publishing after the deadline scan failed; the next scan retries");
         }
     }
-    Ok(())
+    if more_due {
+        return Ok(Some(now));
+    }
+    let next = task_instance::Entity::find()
+        .select_only()
+        .column_as(task_instance::Column::DeadlineAt.min(), "next")
+        .filter(task_instance::Column::Status.is_in(WITH_DEADLINES))
+        .filter(task_instance::Column::DeadlineAt.gt(now))
+        .into_tuple::<Option<chrono::DateTime<Utc>>>()
+        .one(&config.db)
+        .await?;
+    Ok(next.flatten())
 }

@@ -100,7 +100,7 @@ tasks:
     );
 
     // FIXED waits its interval each time; EXPONENTIAL doubles it. The
-    // ticker's one-second scan makes retries late, never early.
+    // deadline scan wakes for each retry's time: never early.
     for (task, expected) in [("fixed", [2.0, 2.0]), ("exponential", [2.0, 4.0])] {
         let waits = waits_between_attempts(&executions[task]);
         for (wait, expected) in waits.iter().zip(expected) {
@@ -740,3 +740,31 @@ both_dbs!(
         assert!(!quiet.contains("max_active_runs"), "{quiet}");
     }
 );
+
+both_dbs!(retries_start_on_time, |env| async move {
+    // The deadline scan wakes at the next deadline: a retry after 1 s does
+    // not wait for a scan that comes once a second (that made retries up
+    // to a second late). The bound is loose for a loaded machine; a scan
+    // every second would pass it for five retries in a row once in 200.
+    env.apply(
+        r#"
+name: punctual
+tasks:
+  - { name: flaky, command: exit 1, retry: { max: 5, interval: 1 } }
+"#,
+    )
+    .await;
+    let _ticker = env.spawn_ticker().await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 2).await;
+    let run = env.run_to_end("punctual", RunStatus::Failed, TIMEOUT).await;
+    let executions = env.executions_by_name(run.id).await;
+    let waits = waits_between_attempts(&executions["flaky"]);
+    assert_eq!(waits.len(), 5, "{waits:?}");
+    for wait in &waits {
+        assert!(
+            (0.95..1.35).contains(wait),
+            "each retry starts within a few hundred ms of its time: {waits:?}"
+        );
+    }
+});
