@@ -228,6 +228,11 @@ pub struct TriggerResponse {
     pub biz_date: NaiveDate,
     /// Where to follow the run by key.
     pub status_url: String,
+    /// The run's id (the API's instance id), when a resolver created it
+    /// within a moment of the trigger (it usually takes milliseconds);
+    /// absent when none did (no resolver running, or a backlog).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<i64>,
 }
 
 /// A DAG run (the product's API calls it a DAG instance).

@@ -280,7 +280,8 @@ async fn apply_claims(
         task_instance_id: Set(row.id),
         dag_run_id: Set(row.dag_run_id),
         task_id: Set(row.task_id),
-        schedule_id: Set(None),
+        // From the spec the run was created with (the fire's schedule).
+        schedule_id: Set(row.spec["schedule_id"].as_i64()),
         biz_date: Set(row.biz_date),
         status: Set(TaskStatus::Running),
         attempt: Set(row.last_attempt()),

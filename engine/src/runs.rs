@@ -373,6 +373,7 @@ fn instance_rows(
             let spec = InstanceSpec {
                 dag_name: plan.dag_name.clone(),
                 project_id: plan.project_id,
+                schedule_id: fire.schedule_id,
                 logical_time: fire.logical_time,
                 time_zone: fire.time_zone.clone(),
                 params,

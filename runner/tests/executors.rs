@@ -1048,7 +1048,12 @@ async fn http_params_headers_body_and_masked_credentials() {
     .on(&s.db)
     .await;
     assert_success(&ran);
-    assert_eq!(seen.last().2, "day=2024-01-14");
+    let (_, headers, body) = seen.last();
+    assert_eq!(body, "day=2024-01-14");
+    assert_eq!(
+        headers["content-type"], "text/plain; charset=utf-8",
+        "a text body says what it is"
+    );
 
     // A password in the URL is used (basic authentication) but never shown.
     let ran = Run::new(

@@ -314,6 +314,10 @@ impl Plan {
 pub struct InstanceSpec {
     /// DAG name.
     pub dag_name: String,
+    /// The schedule that fired the run, `None` for manual runs and
+    /// triggers: what each attempt's `execution.schedule_id` records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_id: Option<i64>,
     /// The DAG's project: its tasks may use that project's secrets and
     /// datasources only (specs written before projects were rows are of
     /// the default one).

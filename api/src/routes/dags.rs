@@ -564,6 +564,7 @@ pub async fn trigger(
     state.bus.publish_fire(&fire).await?;
     info!(dag = %dag.name, run_key = %fire.dedup_key, "DAG triggered through the API");
     let status_url = format!("/api/v1/dags/instances/by-key/{}", fire.dedup_key);
+    let instance_id = run_created_soon(&state, &fire.dedup_key).await?;
     Ok((
         StatusCode::ACCEPTED,
         [(header::LOCATION, status_url.clone())],
@@ -572,9 +573,33 @@ pub async fn trigger(
             dag_id: dag.id,
             biz_date,
             status_url,
+            instance_id,
         }),
     )
         .into_response())
+}
+
+/// How long a trigger waits for the resolver to create its run, to answer
+/// its id.
+const RUN_ID_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The id of the run with `dedup_key` once it exists, looking for
+/// [`RUN_ID_WAIT`] at most.
+async fn run_created_soon(state: &AppState, dedup_key: &str) -> Result<Option<i64>> {
+    let deadline = tokio::time::Instant::now() + RUN_ID_WAIT;
+    loop {
+        let found = dag_run::Entity::find()
+            .filter(dag_run::Column::DedupKey.eq(dedup_key))
+            .one(&state.db)
+            .await?;
+        if let Some(run) = found {
+            return Ok(Some(run.id));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// Most business dates one backfill may cover.

@@ -78,7 +78,11 @@ pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
         }
         // A resolver creates the run from the fire within milliseconds;
         // its id is what `runs`, `kill --run` and `rerun` take.
-        match created_within(&api, &triggered.run_key, RUN_ID_WAIT).await? {
+        let run_id = match triggered.instance_id {
+            Some(id) => Some(id),
+            None => created_within(&api, &triggered.run_key, RUN_ID_WAIT).await?,
+        };
+        match run_id {
             Some(id) => out!(
                 "triggered {}: run {id} (biz date {}, run key {})",
                 printable(&args.dag),

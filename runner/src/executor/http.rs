@@ -178,14 +178,27 @@ impl Request {
         }
         let body = match &content.body {
             None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::String(body)) => Some(text(body)?),
+            Some(serde_json::Value::String(body)) => {
+                if !headers.contains_key(CONTENT_TYPE) {
+                    headers.insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("text/plain; charset=utf-8"),
+                    );
+                }
+                Some(text(body)?)
+            }
             Some(json @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => {
                 if !headers.contains_key(CONTENT_TYPE) {
                     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 }
                 Some(substitute_json(json, &text)?.to_string())
             }
-            Some(other) => Some(other.to_string()),
+            Some(other) => {
+                if !headers.contains_key(CONTENT_TYPE) {
+                    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                }
+                Some(other.to_string())
+            }
         };
         // The content's checks made these HTTP statuses, and not an empty list.
         let success = content

@@ -962,6 +962,15 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     assert_eq!(run["triggerType"], "EVENT", "{run}");
     assert_eq!(run["status"], "SUCCESS", "{run}");
     assert_eq!(run["runParams"]["region"], "cn", "{run}");
+    assert_eq!(published["starts"], json!(["on_orders"]), "{published}");
+    // Each attempt records the schedule that fired its run.
+    let run_id = run["id"].as_i64().expect("id");
+    let schedule_id = run["scheduleId"]
+        .as_i64()
+        .expect("an event run has its schedule");
+    for attempt in env.executions(run_id).await {
+        assert_eq!(attempt.schedule_id, Some(schedule_id), "{attempt:?}");
+    }
 
     // The same event published straight to NATS, as `nats pub` would (a
     // core publish the DJ_EVENT stream captures), starts the DAG too.

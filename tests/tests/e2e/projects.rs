@@ -150,6 +150,10 @@ both_dbs!(a_project_token_stays_in_its_project, |env| async move {
         "{}",
         env.describe_run(&run).await
     );
+    assert_eq!(
+        triggered["instanceId"], run.id,
+        "the trigger answers the run's id once the resolver made it"
+    );
     let (status, by_key) = call(
         &api,
         Some(&lead),
