@@ -610,6 +610,9 @@ pub struct ValidateCronResponse {
     /// Why it is invalid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What is wrong with a valid expression: it never fires.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// `POST /api/v1/events/{name}` answer (202).

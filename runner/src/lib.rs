@@ -235,10 +235,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         }
     }
     let slots = Arc::new(Semaphore::new(config.slots));
+    // Slots the fetch loop holds while it waits for work: taken from the
+    // semaphore, but running nothing.
+    let fetching = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let heartbeat = tokio::spawn(heartbeat_loop(
         config.clone(),
         js.clone(),
-        slots.clone(),
+        Occupancy {
+            slots: slots.clone(),
+            fetching: fetching.clone(),
+        },
         shutdown.clone(),
     ));
     let stops = Stops {
@@ -280,8 +286,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             while let Some(Some(ring)) = doorbell.next().now_or_never() {
                 rung(&mut sources, &ring.subject);
             }
+            fetching.store(permits.len(), std::sync::atomic::Ordering::Relaxed);
             let messages = fetch_batch(&mut sources, permits.len()).await;
             if !messages.is_empty() {
+                fetching.store(0, std::sync::atomic::Ordering::Relaxed);
                 for (message, permit) in messages.into_iter().zip(permits.drain(..)) {
                     let config = config.clone();
                     let bus = bus.clone();
@@ -297,6 +305,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             }
             // Idle: hold one slot only, so the heartbeat counts the others free.
             permits.truncate(1);
+            fetching.store(permits.len(), std::sync::atomic::Ordering::Relaxed);
             // The doorbell (a core copy of the publish) can arrive before
             // the stream has stored the message, so a fetch right after a
             // ring may find nothing: look again shortly rather than at the
@@ -450,10 +459,27 @@ async fn fetch_batch(sources: &mut [WorkSource], wanted: usize) -> Vec<jetstream
     taken
 }
 
+/// What the heartbeat counts a runner's running tasks from.
+struct Occupancy {
+    /// The task slots.
+    slots: Arc<Semaphore>,
+    /// Slots the fetch loop holds while waiting for work.
+    fetching: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Occupancy {
+    /// Tasks running now: slots taken, less those held for fetching.
+    fn running(&self, slots: usize) -> usize {
+        slots
+            .saturating_sub(self.slots.available_permits())
+            .saturating_sub(self.fetching.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 async fn heartbeat_loop(
     config: Config,
     js: Context,
-    slots: Arc<Semaphore>,
+    occupancy: Occupancy,
     shutdown: CancellationToken,
 ) {
     let Ok(kv) = datajump_nats::key_value(&js, subjects::RUNNERS_BUCKET).await else {
@@ -465,7 +491,7 @@ async fn heartbeat_loop(
             id: &config.id,
             queues: &config.queues,
             slots: config.slots,
-            running: config.slots - slots.available_permits(),
+            running: occupancy.running(config.slots),
             at: Utc::now(),
         };
         if let Ok(body) = serde_json::to_vec(&beat)

@@ -836,11 +836,17 @@ impl DagFile {
                 problems.push(format!("{at}: duplicate schedule name"));
             }
             match (&schedule.cron, &schedule.event) {
-                (Some(cron), None) => {
-                    if let Err(e) = CronExpr::parse(cron) {
-                        problems.push(format!("{at}: {e}"));
+                (Some(cron), None) => match CronExpr::parse(cron) {
+                    Err(e) => problems.push(format!("{at}: {e}")),
+                    // Any zone will do: a day that does not exist (Feb 30)
+                    // or a year gone by does not come in any.
+                    Ok(expr) if expr.next_after(&chrono::Utc::now()).is_none() => {
+                        problems.push(format!(
+                            "{at}: '{cron}' never fires (a date that does not exist, or a year gone by)"
+                        ));
                     }
-                }
+                    Ok(_) => {}
+                },
                 (None, Some(event)) => {
                     if let Err(e) = validate_event(event) {
                         problems.push(format!("{at}: {e}"));
@@ -928,6 +934,7 @@ impl DagFile {
             if let Err(e) = validate_queue(&task.queue) {
                 problems.push(format!("{at}: {e}"));
             }
+            let mut awaited = BTreeSet::new();
             for dep in &task.depends_on {
                 let DependencyParts {
                     dag,
@@ -936,6 +943,15 @@ impl DagFile {
                     previous_run,
                     ..
                 } = dep.parts();
+                // One edge per awaited instance: a second, maybe of another
+                // type, would be counted twice or contradict the first.
+                if !awaited.insert((dag, parent, offset_day, previous_run)) {
+                    let reference =
+                        dag.map_or_else(|| parent.to_owned(), |d| format!("{d}/{parent}"));
+                    problems.push(format!(
+                        "{at}: depends on '{reference}' more than once; list each dependency once (with its type)"
+                    ));
+                }
                 if previous_run && offset_day != 0 {
                     problems.push(format!(
                         "{at}: dependency on '{parent}' gives both previous_run and offset_day: \
@@ -983,6 +999,23 @@ fn is_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn duplicate_dependencies_and_crons_that_never_fire_are_refused() {
+        let text = "name: z\nschedules:\n  - { name: feb30, cron: '0 0 0 30 2 ?' }\n  - { name: gone, cron: '0 0 0 1 1 ? 2020' }\n  - { name: daily, cron: '0 0 2 * * ?' }\ntasks:\n  - { name: a, command: 'true' }\n  - name: b\n    command: 'true'\n    depends_on: [a, { task: a, type: WEAK }, { task: a, offset_day: -1 }]\n";
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
+            panic!("invalid");
+        };
+        assert_eq!(
+            problems,
+            [
+                "schedule 'feb30': '0 0 0 30 2 ?' never fires (a date that does not exist, or a year gone by)",
+                "schedule 'gone': '0 0 0 1 1 ? 2020' never fires (a date that does not exist, or a year gone by)",
+                "task 'b': depends on 'a' more than once; list each dependency once (with its type)",
+            ],
+            "the offset edge is another instance, and the daily schedule fires"
+        );
+    }
 
     #[test]
     fn every_unknown_field_is_reported_at_once_with_a_suggestion() {

@@ -499,6 +499,7 @@ fn invalid(zone: String, error: String) -> AxumJson<ValidateCronResponse> {
         next_fire_times: None,
         timezone: zone,
         error: Some(error),
+        warning: None,
     })
 }
 
@@ -535,12 +536,18 @@ pub async fn validate_cron(
             .map(|t| t.to_rfc3339())
             .collect::<Vec<_>>()
     });
+    let next_fire_time = cron.next_after(&now).map(|t| t.to_rfc3339());
+    let warning = next_fire_time.is_none().then(|| {
+        "it never fires: a date that does not exist or a year gone by (a DAG with it is refused)"
+            .to_owned()
+    });
     Ok(AxumJson(ValidateCronResponse {
         valid: true,
         description: Some(cron.describe()),
-        next_fire_time: cron.next_after(&now).map(|t| t.to_rfc3339()),
+        next_fire_time,
         next_fire_times,
         timezone: zone.name().to_owned(),
         error: None,
+        warning,
     }))
 }

@@ -606,6 +606,18 @@ both_dbs!(api_schedules_and_cron, |env| async move {
         "{invalid}"
     );
     assert!(invalid["nextFireTime"].is_null());
+    assert!(valid["warning"].is_null(), "{valid}");
+    let never = api
+        .post(
+            "/api/v1/dags/schedule/validate-cron",
+            json!({ "cronExpression": "0 0 0 30 2 ?" }),
+        )
+        .await
+        .expect(200);
+    assert!(
+        never["warning"].as_str().is_some_and(|w| w.contains("never fires")),
+        "February 30 is valid syntax that never comes: {never}"
+    );
     api.post(
         "/api/v1/dags/schedule/validate-cron",
         json!({ "cronExpression": "@daily", "count": 0 }),
@@ -1017,5 +1029,19 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     assert_eq!(runners["items"][0]["queues"], json!(["default", "etl"]));
     assert_eq!(runners["items"][0]["slots"], 3);
     assert!(runners["items"][0]["lastSeen"].is_string(), "{runners}");
+    // Idle (its runs have ended), it runs nothing; the heartbeat is written
+    // every few seconds, so give it one beat to say so.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let runners = api.get("/api/v1/runners").await.expect(200);
+        if runners["items"][0]["running"] == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "an idle runner runs nothing: {runners}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     env.check_roles();
 });
