@@ -615,7 +615,9 @@ both_dbs!(api_schedules_and_cron, |env| async move {
         .await
         .expect(200);
     assert!(
-        never["warning"].as_str().is_some_and(|w| w.contains("never fires")),
+        never["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("never fires")),
         "February 30 is valid syntax that never comes: {never}"
     );
     api.post(
