@@ -8,6 +8,11 @@
 //! | [`canvas`] | `/api/v1/dags/{dagId}/canvas` |
 //! | [`events`] | `/api/v1/events/{name}` |
 //! | [`runners`] | `/api/v1/runners` |
+//! | [`projects`] | `/api/v1/projects` |
+//! | [`tokens`] | `/api/v1/tokens`, `/api/v1/tokens/{name}` |
+//! | [`session`] | `/api/v1/session` |
+//! | [`audit`] | `/api/v1/audit` |
+//! | [`alerts`] | `/api/v1/dags/{dagId}/alerts` |
 //! | [`health`] | `/healthz`, `/readyz` |
 //! | [`openapi`] | `/api/v1/openapi.json` |
 //!
