@@ -319,7 +319,7 @@ pub(crate) async fn release_waiters<C: ConnectionTrait>(
     Ok(())
 }
 
-/// A PENDING instance whose cross-run wait timed out → FAILED, with a
+/// A PENDING instance whose cross-run wait timed out → TIMEOUT, with a
 /// reason naming what it waited for, then propagated. Does nothing for an
 /// instance with no open waits (the ticker's deadline scan).
 pub async fn wait_timed_out(
@@ -328,12 +328,12 @@ pub async fn wait_timed_out(
     now: DateTime<Utc>,
 ) -> Result<Effects, DbErr> {
     let txn = begin_write(db).await?;
-    let effects = fail_wait_timeout(&txn, id.0, now).await?;
+    let effects = end_timed_out_wait(&txn, id.0, now).await?;
     txn.commit().await?;
     Ok(effects)
 }
 
-async fn fail_wait_timeout<C: ConnectionTrait>(
+async fn end_timed_out_wait<C: ConnectionTrait>(
     conn: &C,
     id: i64,
     now: DateTime<Utc>,
@@ -354,7 +354,7 @@ async fn fail_wait_timeout<C: ConnectionTrait>(
     let failed = update_instance(
         conn,
         Ti::update_many()
-            .col_expr(TiCol::Status, Expr::value(TaskStatus::Failed.as_str()))
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Timeout.as_str()))
             .col_expr(TiCol::Reason, Expr::value(reason))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
             .col_expr(
