@@ -474,6 +474,9 @@ async fn write(
     report.dag_id = dag_row.id;
     report.version = dag_row.version;
     report.notes = file.untrusted_param_notes();
+    report
+        .notes
+        .extend(missing_upstream_notes(&*txn, file).await?);
     match outcome {
         Outcome::Commit => txn.commit().await?,
         Outcome::RollBack => txn.rollback().await?,
@@ -733,4 +736,67 @@ pub async fn event_schedules(
         .order_by_asc(schedule::Column::Id)
         .all(db)
         .await
+}
+
+/// Notes on dependencies naming a DAG that does not exist (yet): such a
+/// dependency counts as not succeeded until the DAG is applied, which is
+/// rarely what the file means, so `apply` says so rather than failing later
+/// with a generic reason.
+async fn missing_upstream_notes(
+    db: &impl sea_orm::ConnectionTrait,
+    file: &DagFile,
+) -> Result<Vec<String>, DbErr> {
+    let mut named: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for task in &file.tasks {
+        for dep in &task.depends_on {
+            let parts = dep.parts();
+            if let Some(dag) = parts.dag.filter(|dag| *dag != file.name) {
+                named
+                    .entry(dag)
+                    .or_default()
+                    .push(format!("task '{}': {dag}/{}", task.name, parts.task));
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    for (dag, uses) in named {
+        let exists = dag::Entity::find()
+            .filter(dag::Column::Name.eq(dag))
+            .one(db)
+            .await?
+            .is_some();
+        if !exists {
+            notes.push(format!(
+                "{} depends on the DAG '{dag}', which does not exist (yet): until it is applied, \
+                 the dependency counts as not succeeded",
+                uses.join(", ")
+            ));
+        }
+    }
+    Ok(notes)
+}
+
+/// The tasks of other DAGs that depend on a task of the DAG `name`, as
+/// `dag/task`: what deleting it would break.
+pub async fn dependants_of(
+    db: &impl sea_orm::ConnectionTrait,
+    name: &str,
+) -> Result<Vec<String>, DbErr> {
+    let edges = task_dependency::Entity::find()
+        .filter(task_dependency::Column::ParentDag.eq(name))
+        .all(db)
+        .await?;
+    let mut out = Vec::new();
+    for edge in edges {
+        let child = task::Entity::find_by_id(edge.task_id).one(db).await?;
+        let owner = dag::Entity::find_by_id(edge.dag_id).one(db).await?;
+        if let (Some(child), Some(owner)) = (child, owner)
+            && owner.name != name
+        {
+            out.push(format!("{}/{}", owner.name, child.name));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
 }

@@ -230,10 +230,19 @@ fn dry_run(name: String, changes: ApplyReport) -> AxumJson<DryRunResponse> {
 }
 
 /// `DELETE /api/v1/dags/{dagId}`: removes the DAG with its tasks,
-/// schedules and run history (204); 409 while it has RUNNING or QUEUED runs.
+/// schedules and run history (204); 409 while it has RUNNING or QUEUED runs
+/// or other DAGs' tasks depend on it.
 pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> Result<StatusCode> {
     let dag = find_dag(&state, dag_id).await?;
     let txn = datajump_store::db::begin_write(&state.db).await?;
+    let dependants = datajump_store::catalog::dependants_of(&*txn, &dag.name).await?;
+    if !dependants.is_empty() {
+        return Err(Error::conflict(format!(
+            "DAG '{}' is depended on by {}: remove those dependencies first (they would count as not succeeded)",
+            dag.name,
+            dependants.join(", ")
+        )));
+    }
     let live: Vec<i64> = dag_run::Entity::find()
         .filter(dag_run::Column::DagId.eq(dag_id))
         .filter(dag_run::Column::Status.is_in([RunStatus::Running, RunStatus::Queued]))

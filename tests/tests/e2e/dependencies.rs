@@ -133,6 +133,29 @@ tasks:
         let load = &env.executions_by_name(up_run.id).await["load"][0];
         let report = &env.executions_by_name(down_run.id).await["report"][0];
         assert!(load.end_time.expect("ended") <= report.start_time);
+
+        // The upstream cannot be deleted from under its dependant...
+        let api = crate::api::Api::start(&env, None).await;
+        let upstream_id = env.dag_id("upstream").await;
+        api.send(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/dags/{upstream_id}"),
+            None,
+            false,
+        )
+        .await
+        .expect_error(409, "CONFLICT", "is depended on by downstream/report");
+        // ...and a dependency on a DAG that does not exist is said at once.
+        let noted = env
+            .apply("name: orphaned\ntasks:\n  - { name: t, command: 'true', depends_on: [ghost/load] }\n")
+            .await;
+        assert!(
+            noted.notes.iter().any(|n| n.contains(
+                "task 't': ghost/load depends on the DAG 'ghost', which does not exist (yet)"
+            )),
+            "{:?}",
+            noted.notes
+        );
     }
 );
 
