@@ -5,16 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use std::time::Duration;
-
 use datajump_api::dto::{RerunResponse, RunDetail, TaskInstanceDto, TaskResetResponse};
-use datajump_shared::RunStatus;
 use serde_json::json;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};
-use crate::commands::runs::print_run;
-use crate::commands::trigger::{Narrate, wait};
+use crate::commands::trigger::{Narrate, wait_for_outcome};
 use crate::output::out;
 
 /// Arguments of `rerun`.
@@ -115,24 +111,7 @@ pub async fn rerun(global: &Global, args: RerunArgs) -> Result<ExitCode> {
     } else {
         Narrate::Rerun
     };
-    let finished = wait(
-        &api,
-        &run.run.run_key,
-        Duration::from_secs(args.timeout),
-        narrate,
-    )
-    .await?;
-    let run: RunDetail = read(finished.clone())?;
-    if args.json {
-        print_json(&finished);
-    } else {
-        print_run(&run);
-    }
-    Ok(if run.run.status == RunStatus::Success {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    wait_for_outcome(&api, &run.run.run_key, args.timeout, narrate).await
 }
 
 /// Runs a task subcommand.

@@ -114,15 +114,21 @@ pub async fn run(global: &Global, args: TriggerArgs) -> Result<ExitCode> {
     } else {
         Narrate::NewRun
     };
-    let finished = wait(
-        &api,
-        &triggered.run_key,
-        Duration::from_secs(args.timeout),
-        narrate,
-    )
-    .await?;
+    wait_for_outcome(&api, &triggered.run_key, args.timeout, narrate).await
+}
+
+/// `--wait`: waits for the run with key `run_key` as [`wait`] does, prints
+/// it finished (its JSON when `narrate` is [`Narrate::No`], which `--json`
+/// asks for), and exits 0 only if it ended SUCCESS.
+pub(crate) async fn wait_for_outcome(
+    api: &Api,
+    run_key: &str,
+    timeout_secs: u64,
+    narrate: Narrate,
+) -> Result<ExitCode> {
+    let finished = wait(api, run_key, Duration::from_secs(timeout_secs), narrate).await?;
     let run: RunDetail = read(finished.clone())?;
-    if args.json {
+    if narrate == Narrate::No {
         print_json(&finished);
     } else {
         print_run(&run);
