@@ -50,6 +50,9 @@ pub struct Config {
     /// The database's installation, whose identity the message ids carry
     /// ([`datajump_store::installation::identity`]).
     pub installation: datajump_shared::subjects::Installation,
+    /// The names of the installation's subjects, streams and buckets
+    /// (`--nats-prefix`).
+    pub names: datajump_shared::subjects::Namespace,
     /// Where to listen.
     pub addr: SocketAddr,
     /// The bearer token every mutating request (POST, PUT, DELETE) must
@@ -132,10 +135,7 @@ impl AppState {
         AppState {
             db: config.db.clone(),
             nats: config.nats.clone(),
-            bus: datajump_nats::Bus::new(
-                async_nats::jetstream::new(config.nats.clone()),
-                config.installation.clone(),
-            ),
+            bus: metrics::Cluster::new(config).bus,
             token: effective_token(config).map(Arc::from),
             timezone: Arc::from(config.timezone.name()),
             browser: Arc::new(config.browser.clone()),
@@ -154,10 +154,7 @@ fn effective_token(config: &Config) -> Option<&str> {
 /// table's routes and `/metrics` with the system-wide gauges, which needs a
 /// viewer's token once tokens exist unless `public_metrics`.
 pub fn router(config: Config) -> Router {
-    let cluster = metrics::Cluster {
-        db: config.db.clone(),
-        js: async_nats::jetstream::new(config.nats.clone()),
-    };
+    let cluster = metrics::Cluster::new(&config);
     let state = AppState::new(&config);
     // The metrics name the DAGs of every project.
     let (access, scope) = if config.public_metrics {
@@ -225,7 +222,11 @@ pub async fn serve_on(
     })?;
     check_address(&config, addr)?;
     // Like every role: the streams its fires, events and reads use.
-    datajump_nats::ensure_topology(&async_nats::jetstream::new(config.nats.clone())).await?;
+    datajump_nats::ensure_topology(
+        &async_nats::jetstream::new(config.nats.clone()),
+        &config.names,
+    )
+    .await?;
     config.addr = addr;
     info!(%addr, token = effective_token(&config).is_some(), "API listening");
     let app = router(config).into_make_service_with_connect_info::<SocketAddr>();

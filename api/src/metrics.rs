@@ -51,7 +51,21 @@ pub struct Cluster {
     /// The database (runs and tasks by state).
     pub db: DatabaseConnection,
     /// JetStream (work consumers' backlog).
-    pub js: async_nats::jetstream::Context,
+    pub bus: datajump_nats::Bus,
+}
+
+impl Cluster {
+    /// The gauges' sources of an API configured by `config`.
+    pub fn new(config: &crate::Config) -> Cluster {
+        Cluster {
+            db: config.db.clone(),
+            bus: datajump_nats::Bus::new(
+                async_nats::jetstream::new(config.nats.clone()),
+                config.names.clone(),
+                config.installation.clone(),
+            ),
+        }
+    }
 }
 
 /// Runs and tasks by state, as the database has them now.
@@ -89,7 +103,10 @@ impl Cluster {
     async fn read(&self) -> SystemGauges {
         let (counts, backlog) = tokio::join!(
             tokio::time::timeout(SOURCE_TIMEOUT, self.state_counts()),
-            tokio::time::timeout(SOURCE_TIMEOUT, datajump_nats::work_backlog(&self.js)),
+            tokio::time::timeout(
+                SOURCE_TIMEOUT,
+                datajump_nats::work_backlog(self.bus.js(), self.bus.names())
+            ),
         );
         let counts = match counts {
             Ok(Ok(counts)) => Some(counts),

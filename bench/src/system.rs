@@ -21,7 +21,7 @@ use async_nats::jetstream;
 use clap::ValueEnum;
 use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_nats::Bus;
-use datajump_shared::subjects;
+use datajump_shared::subjects::{self, Namespace};
 use futures::StreamExt;
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
 use tokio::process::{Child, Command};
@@ -339,10 +339,11 @@ impl<'b> System<'b> {
                 .context("cannot migrate the bench database")?;
             let nats = connect_nats(&nats_url, "datajump-bench").await?;
             let js = jetstream::new(nats.clone());
-            datajump_nats::ensure_topology(&js).await?;
-            datajump_nats::ensure_queue(&js, subjects::DEFAULT_QUEUE).await?;
+            let names = Namespace::default();
+            datajump_nats::ensure_topology(&js, &names).await?;
+            datajump_nats::ensure_queue(&js, &names, subjects::DEFAULT_QUEUE).await?;
             let installation = datajump_store::installation::identity(&db).await?;
-            Ok::<_, anyhow::Error>((db, nats, Bus::new(js, installation)))
+            Ok::<_, anyhow::Error>((db, nats, Bus::new(js, names, installation)))
         }
         .await;
         let (db, nats, bus) = match prepared {
@@ -382,6 +383,7 @@ impl<'b> System<'b> {
         let ticker = datajump_ticker::Config {
             db: db.clone(),
             nats: nats.clone(),
+            names: self.bus.names().clone(),
             shard: None,
             default_timezone: chrono_tz::UTC,
             retention: None,
@@ -389,6 +391,7 @@ impl<'b> System<'b> {
         let resolver = datajump_resolver::Config {
             db,
             nats,
+            names: self.bus.names().clone(),
             concurrency: 16,
         };
         let token = self.shutdown.clone();
@@ -421,7 +424,7 @@ impl<'b> System<'b> {
                 self.pools.push(db.clone());
                 let nats =
                     connect_nats(&self.nats_url, &format!("datajump-bench-runner-{index}")).await?;
-                let config = runner_config(db, nats, &args, None)?;
+                let config = runner_config(db, nats, self.bus.names(), &args, None)?;
                 let token = self.shutdown.clone();
                 self.roles.spawn(async move {
                     datajump_runner::run(config, token)
@@ -501,7 +504,8 @@ impl<'b> System<'b> {
     }
 
     async fn wait_for_runners(&mut self, count: usize) -> Result<()> {
-        let kv = datajump_nats::key_value(self.bus.js(), subjects::RUNNERS_BUCKET).await?;
+        let kv =
+            datajump_nats::key_value(self.bus.js(), &self.bus.names().runners_bucket()).await?;
         let started = Instant::now();
         loop {
             let mut seen = 0;

@@ -13,7 +13,6 @@ use chrono::Utc;
 use datajump_shared::access::{Reach, Role};
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{alert, project};
-use datajump_shared::subjects;
 use datajump_store::catalog::{self, ApplyReport};
 use datajump_store::{alerts, audit, projects, tokens};
 use sea_orm::{DatabaseConnection, EntityTrait};
@@ -71,7 +70,7 @@ impl Client {
             .await
             .ok()?;
             client
-                .publish(subjects::SCHEDULES_CHANGED, "".into())
+                .publish(self.global.nats_prefix.schedules_changed(), "".into())
                 .await
                 .ok()?;
             client.flush().await.ok()

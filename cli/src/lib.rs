@@ -72,6 +72,17 @@ pub struct Global {
         default_value = "nats://127.0.0.1:4222"
     )]
     pub nats_url: String,
+    /// The prefix of every NATS subject, stream and bucket of this installation
+    /// (`dj.work.…`, `DJ_WORK`, `dj_ticker`), so that several installations can share one NATS
+    /// server: give each its own, the same for all of its processes.
+    #[arg(
+        long,
+        global = true,
+        env = "DATAJUMP_NATS_PREFIX",
+        default_value = datajump_shared::subjects::DEFAULT_PREFIX,
+        value_name = "PREFIX"
+    )]
+    pub nats_prefix: datajump_shared::subjects::Namespace,
     /// The IANA time zone times are read in where nothing names one: the roles' default for
     /// schedules that name none, and the zone `cron next` reads an expression in (`--tz` too).
     #[arg(

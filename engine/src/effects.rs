@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use datajump_nats::{Bus, NatsError};
 use datajump_shared::entities::task_instance;
 use datajump_shared::messages::{DoneMsg, Message, VERSION, WorkMsg};
-use datajump_shared::subjects::{self, Band};
+use datajump_shared::subjects::{self, Band, Stream};
 use datajump_shared::{RunStatus, TaskInstanceId, metrics};
 use futures::StreamExt;
 use tracing::{info, warn};
@@ -165,15 +165,17 @@ enum Outgoing<'a> {
 impl Outgoing<'_> {
     async fn send(self, bus: &Bus) -> Result<(), NatsError> {
         let result = match self {
-            Outgoing::Kill(id) => bus
-                .js()
-                .publish(subjects::kill(id), "".into())
-                .await
-                .map(drop)
-                .map_err(|e| NatsError::JetStream {
-                    what: format!("publish {}", subjects::kill(id)),
-                    source: e.into(),
-                }),
+            Outgoing::Kill(id) => {
+                let subject = bus.names().kill(id);
+                bus.js()
+                    .publish(subject.clone(), "".into())
+                    .await
+                    .map(drop)
+                    .map_err(|e| NatsError::JetStream {
+                        what: format!("publish {subject}"),
+                        source: e.into(),
+                    })
+            }
             Outgoing::Completion(row) => publish_done(bus, row).await,
             Outgoing::Work(row) => {
                 let published = publish_work(bus, row, false).await;
@@ -205,17 +207,19 @@ async fn publish_work(bus: &Bus, row: &task_instance::Model, again: bool) -> Res
         what: format!("encode work of task instance {}", row.id),
         source: e.into(),
     })?;
-    let subject = subjects::work(&row.queue, Band::of_priority(row.priority));
+    let subject = bus
+        .names()
+        .work(&row.queue, Band::of_priority(row.priority));
     let msg_id = bus
         .installation()
         .work_msg_id(row.instance_id(), row.attempt);
     if again {
         let fresh = subjects::fresh_msg_id(&msg_id);
-        bus.publish(subjects::WORK_STREAM, subject, &fresh, work.encode())
+        bus.publish(Stream::Work, subject, &fresh, work.encode())
             .await?;
         Ok(())
     } else {
-        bus.publish_unsuppressed(subjects::WORK_STREAM, subject, &msg_id, work.encode())
+        bus.publish_unsuppressed(Stream::Work, subject, &msg_id, work.encode())
             .await
     }
 }
@@ -233,8 +237,8 @@ async fn publish_done(bus: &Bus, row: &task_instance::Model) -> Result<(), NatsE
     };
     let msg_id = bus.installation().done_msg_id(row.instance_id(), attempt);
     bus.publish_unsuppressed(
-        subjects::DONE_STREAM,
-        subjects::done(row.run_id()),
+        Stream::Done,
+        bus.names().done(row.run_id()),
         &msg_id,
         done.encode(),
     )

@@ -27,7 +27,7 @@ use async_nats::jetstream::{
     object_store,
     stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
 };
-use datajump_shared::subjects::{self, Band, Installation};
+use datajump_shared::subjects::{self, Band, Installation, Namespace, Stream};
 use futures::StreamExt;
 use thiserror::Error;
 use tracing::warn;
@@ -193,20 +193,31 @@ pub async fn connect_with(
         })
 }
 
-/// What a role publishes through: the JetStream context and the
+/// What a role publishes through: the JetStream context, the namespace
+/// its subjects, streams and buckets are named in ([`Namespace`]), and the
 /// installation whose identity every message id it sends carries
-/// ([`Installation`]). Each role makes one at start, from the identity in
-/// its database.
+/// ([`Installation`]). Each role makes one at start, from its configured
+/// prefix and the identity in its database.
 #[derive(Clone)]
 pub struct Bus {
     js: Context,
+    names: Namespace,
     installation: Installation,
 }
 
 impl Bus {
-    /// A bus over `js` for `installation`.
-    pub fn new(js: Context, installation: Installation) -> Bus {
-        Bus { js, installation }
+    /// A bus over `js` naming things in `names`, for `installation`.
+    pub fn new(js: Context, names: Namespace, installation: Installation) -> Bus {
+        Bus {
+            js,
+            names,
+            installation,
+        }
+    }
+
+    /// The names of this installation's subjects, streams and buckets.
+    pub fn names(&self) -> &Namespace {
+        &self.names
     }
 
     /// The JetStream context, for consumers, buckets and the object store.
@@ -224,7 +235,7 @@ impl Bus {
     /// duplicate, which is counted by `stream`.
     pub async fn publish(
         &self,
-        stream: &'static str,
+        stream: Stream,
         subject: String,
         msg_id: &str,
         payload: impl Into<bytes::Bytes>,
@@ -257,7 +268,7 @@ impl Bus {
     /// harmless and a suppressed one would stall a task.
     pub async fn publish_unsuppressed(
         &self,
-        stream: &'static str,
+        stream: Stream,
         subject: String,
         msg_id: &str,
         payload: Vec<u8>,
@@ -305,8 +316,8 @@ impl Bus {
     ) -> Result<bool, NatsError> {
         use datajump_shared::messages::Message;
         self.publish(
-            subjects::FIRE_STREAM,
-            subjects::fire(fire.dag_id),
+            Stream::Fire,
+            self.names.fire(fire.dag_id),
             msg_id,
             fire.encode(),
         )
@@ -341,20 +352,21 @@ fn work_queue(name: &str, subject: &str) -> stream::Config {
 }
 
 /// The streams of docs/ARCHITECTURE.md "Subjects and streams", as DataJump creates them.
-pub fn stream_configs() -> Vec<stream::Config> {
+pub fn stream_configs(names: &Namespace) -> Vec<stream::Config> {
+    let queue = |stream| work_queue(&names.stream(stream), &names.stream_subjects(stream));
     vec![
-        work_queue(subjects::FIRE_STREAM, subjects::FIRE_ALL),
+        queue(Stream::Fire),
         stream::Config {
-            name: subjects::EVENT_STREAM.to_owned(),
-            subjects: vec![subjects::EVENT_ALL.to_owned()],
+            name: names.stream(Stream::Event),
+            subjects: vec![names.stream_subjects(Stream::Event)],
             retention: RetentionPolicy::Limits,
             storage: StorageType::File,
             max_age: EVENT_MAX_AGE,
             duplicate_window: DUPLICATE_WINDOW,
             ..Default::default()
         },
-        work_queue(subjects::WORK_STREAM, subjects::WORK_ALL),
-        work_queue(subjects::DONE_STREAM, subjects::DONE_ALL),
+        queue(Stream::Work),
+        queue(Stream::Done),
     ]
 }
 
@@ -552,25 +564,39 @@ async fn ensure_consumer(
 }
 
 /// Creates the work consumers (one per band) of a queue that are missing.
-pub async fn ensure_queue(js: &Context, queue: &str) -> Result<Vec<Drift>, NatsError> {
-    queue_topology(js, queue, Mode::Create).await
+pub async fn ensure_queue(
+    js: &Context,
+    names: &Namespace,
+    queue: &str,
+) -> Result<Vec<Drift>, NatsError> {
+    queue_topology(js, names, queue, Mode::Create).await
 }
 
 /// The differences of a queue's work consumers, the missing ones included,
 /// changing nothing.
-pub async fn check_queue(js: &Context, queue: &str) -> Result<Vec<Drift>, NatsError> {
-    queue_topology(js, queue, Mode::Check).await
+pub async fn check_queue(
+    js: &Context,
+    names: &Namespace,
+    queue: &str,
+) -> Result<Vec<Drift>, NatsError> {
+    queue_topology(js, names, queue, Mode::Check).await
 }
 
-async fn queue_topology(js: &Context, queue: &str, mode: Mode) -> Result<Vec<Drift>, NatsError> {
+async fn queue_topology(
+    js: &Context,
+    names: &Namespace,
+    queue: &str,
+    mode: Mode,
+) -> Result<Vec<Drift>, NatsError> {
     let mut drift = Vec::new();
+    let stream = names.stream(Stream::Work);
     for band in Band::ALL {
         let config = consumer_config(
             &subjects::runner_consumer(queue, band),
-            &subjects::work(queue, band),
+            &names.work(queue, band),
             false,
         );
-        drift.extend(ensure_consumer(js, subjects::WORK_STREAM, config, mode).await?);
+        drift.extend(ensure_consumer(js, &stream, config, mode).await?);
     }
     Ok(drift)
 }
@@ -590,21 +616,21 @@ async fn require_jetstream(js: &Context) -> Result<(), NatsError> {
 
 /// Creates every stream, consumer and bucket that is missing and returns the
 /// differences found in those that exist (each also logged as a warning).
-pub async fn ensure_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
-    topology(js, Mode::Create).await
+pub async fn ensure_topology(js: &Context, names: &Namespace) -> Result<Vec<Drift>, NatsError> {
+    topology(js, names, Mode::Create).await
 }
 
 /// Deletes every stream and bucket [`ensure_topology`] creates (their
 /// consumers go with them), for `datajump reset`; returns the names of
 /// those that existed.
-pub async fn remove_topology(js: &Context) -> Result<Vec<String>, NatsError> {
-    let mut names: Vec<String> = stream_configs().into_iter().map(|c| c.name).collect();
-    for bucket in [subjects::TICKER_BUCKET, subjects::RUNNERS_BUCKET] {
-        names.push(kv_stream(bucket, Duration::ZERO).name);
+pub async fn remove_topology(js: &Context, names: &Namespace) -> Result<Vec<String>, NatsError> {
+    let mut streams: Vec<String> = stream_configs(names).into_iter().map(|c| c.name).collect();
+    for bucket in [names.ticker_bucket(), names.runners_bucket()] {
+        streams.push(kv_stream(&bucket, Duration::ZERO).name);
     }
-    names.push(format!("OBJ_{}", subjects::LOGS_BUCKET));
+    streams.push(format!("OBJ_{}", names.logs_bucket()));
     let mut removed = Vec::new();
-    for name in names {
+    for name in streams {
         match js.delete_stream(&name).await {
             Ok(_) => removed.push(name),
             Err(e) if e.to_string().contains("not found") => {}
@@ -616,58 +642,43 @@ pub async fn remove_topology(js: &Context) -> Result<Vec<String>, NatsError> {
 
 /// The differences between the server and DataJump's topology, the missing
 /// objects included, changing nothing (`datajump topology check`).
-pub async fn check_topology(js: &Context) -> Result<Vec<Drift>, NatsError> {
-    topology(js, Mode::Check).await
+pub async fn check_topology(js: &Context, names: &Namespace) -> Result<Vec<Drift>, NatsError> {
+    topology(js, names, Mode::Check).await
 }
 
-async fn topology(js: &Context, mode: Mode) -> Result<Vec<Drift>, NatsError> {
+async fn topology(js: &Context, names: &Namespace, mode: Mode) -> Result<Vec<Drift>, NatsError> {
     require_jetstream(js).await?;
     let mut drift = Vec::new();
-    for config in stream_configs() {
+    for config in stream_configs(names) {
         drift.extend(ensure_stream(js, config, mode).await?);
     }
-    for (stream, consumer, filter, deliver_new) in [
-        (
-            subjects::FIRE_STREAM,
-            subjects::RESOLVER_FIRE_CONSUMER,
-            subjects::FIRE_ALL,
-            false,
-        ),
-        (
-            subjects::EVENT_STREAM,
-            subjects::RESOLVER_EVENT_CONSUMER,
-            subjects::EVENT_ALL,
-            true,
-        ),
-        (
-            subjects::DONE_STREAM,
-            subjects::RESOLVER_DONE_CONSUMER,
-            subjects::DONE_ALL,
-            false,
-        ),
+    for (stream, consumer, deliver_new) in [
+        (Stream::Fire, subjects::RESOLVER_FIRE_CONSUMER, false),
+        (Stream::Event, subjects::RESOLVER_EVENT_CONSUMER, true),
+        (Stream::Done, subjects::RESOLVER_DONE_CONSUMER, false),
     ] {
-        let config = consumer_config(consumer, filter, deliver_new);
-        drift.extend(ensure_consumer(js, stream, config, mode).await?);
+        let config = consumer_config(consumer, &names.stream_subjects(stream), deliver_new);
+        drift.extend(ensure_consumer(js, &names.stream(stream), config, mode).await?);
     }
-    drift.extend(queue_topology(js, subjects::DEFAULT_QUEUE, mode).await?);
-    drift
-        .extend(ensure_stream(js, kv_stream(subjects::TICKER_BUCKET, Duration::ZERO), mode).await?);
-    drift.extend(ensure_stream(js, kv_stream(subjects::RUNNERS_BUCKET, RUNNER_TTL), mode).await?);
-    if js.get_object_store(subjects::LOGS_BUCKET).await.is_err() {
+    drift.extend(queue_topology(js, names, subjects::DEFAULT_QUEUE, mode).await?);
+    drift.extend(ensure_stream(js, kv_stream(&names.ticker_bucket(), Duration::ZERO), mode).await?);
+    drift.extend(ensure_stream(js, kv_stream(&names.runners_bucket(), RUNNER_TTL), mode).await?);
+    let logs = names.logs_bucket();
+    if js.get_object_store(&logs).await.is_err() {
         if mode == Mode::Check {
-            drift.push(missing(subjects::LOGS_BUCKET));
+            drift.push(missing(&logs));
         } else {
             let created = js
                 .create_object_store(object_store::Config {
-                    bucket: subjects::LOGS_BUCKET.to_owned(),
+                    bucket: logs.clone(),
                     storage: StorageType::File,
                     ..Default::default()
                 })
                 .await;
             if let Err(e) = created
-                && js.get_object_store(subjects::LOGS_BUCKET).await.is_err()
+                && js.get_object_store(&logs).await.is_err()
             {
-                return Err(not_created("object store dj_logs", e.into()));
+                return Err(not_created(&format!("object store {logs}"), e.into()));
             }
         }
     }
@@ -680,10 +691,14 @@ async fn topology(js: &Context, mode: Mode) -> Result<Vec<Drift>, NatsError> {
 }
 
 /// The `dj_logs` object store (created by [`ensure_topology`]).
-pub async fn logs_store(js: &Context) -> Result<object_store::ObjectStore, NatsError> {
-    js.get_object_store(subjects::LOGS_BUCKET)
+pub async fn logs_store(
+    js: &Context,
+    names: &Namespace,
+) -> Result<object_store::ObjectStore, NatsError> {
+    let bucket = names.logs_bucket();
+    js.get_object_store(&bucket)
         .await
-        .map_err(|e| js_err(format!("object store {}", subjects::LOGS_BUCKET))(e.into()))
+        .map_err(|e| js_err(format!("object store {bucket}"))(e.into()))
 }
 
 /// Opens a KV bucket created by [`ensure_topology`].
@@ -770,15 +785,15 @@ pub async fn kv_scan(
 /// The queues live runners serve, read from their heartbeats in
 /// `dj_runners` (an expired heartbeat is gone from the bucket). A heartbeat
 /// that cannot be read is skipped.
-pub async fn served_queues(js: &Context) -> Result<BTreeSet<String>, NatsError> {
+pub async fn served_queues(js: &Context, names: &Namespace) -> Result<BTreeSet<String>, NatsError> {
     /// The part of a runner's heartbeat this needs.
     #[derive(serde::Deserialize)]
     struct Beat {
         #[serde(default)]
         queues: Vec<String>,
     }
-    let bucket = subjects::RUNNERS_BUCKET;
-    let kv = key_value(js, bucket).await?;
+    let bucket = names.runners_bucket();
+    let kv = key_value(js, &bucket).await?;
     let mut keys = kv
         .keys()
         .await
@@ -816,17 +831,17 @@ pub struct Backlog {
 /// JetStream API request per 256 consumers, whatever the number of messages.
 /// Consumers are recognised by their filter subject `dj.work.<queue>.<band>`
 /// rather than their name, because queue names may contain `-`.
-pub async fn work_backlog(js: &Context) -> Result<Vec<Backlog>, NatsError> {
-    let stream = subjects::WORK_STREAM;
+pub async fn work_backlog(js: &Context, names: &Namespace) -> Result<Vec<Backlog>, NatsError> {
+    let stream = names.stream(Stream::Work);
     let mut consumers = js
-        .get_stream(stream)
+        .get_stream(&stream)
         .await
         .map_err(|e| js_err(format!("stream {stream}"))(e.into()))?
         .consumers();
     let mut backlog = Vec::new();
     while let Some(info) = consumers.next().await {
         let info = info.map_err(|e| js_err(format!("list consumers of {stream}"))(e.into()))?;
-        if let Some((queue, band)) = subjects::parse_work(&info.config.filter_subject) {
+        if let Some((queue, band)) = names.parse_work(&info.config.filter_subject) {
             backlog.push(Backlog {
                 queue: queue.to_owned(),
                 band,

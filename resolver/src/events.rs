@@ -4,8 +4,8 @@
 use async_nats::jetstream;
 use chrono::Utc;
 use datajump_nats::Bus;
+use datajump_shared::TriggerType;
 use datajump_shared::messages::{EventPayload, FireMsg, VERSION};
-use datajump_shared::{TriggerType, subjects};
 use tracing::info;
 
 use crate::{Config, Verdict};
@@ -18,7 +18,7 @@ pub(crate) async fn handle_event(
     bus: &Bus,
     message: &jetstream::Message,
 ) -> Verdict {
-    let Some(name) = subjects::parse_event(message.subject.as_str()) else {
+    let Some(name) = bus.names().parse_event(message.subject.as_str()) else {
         return Verdict::Poison("not an event subject".to_owned());
     };
     let sequence = message

@@ -35,7 +35,8 @@ use async_nats::jetstream::{self, AckKind};
 use datajump_engine::Effects;
 use datajump_nats::{Bus, NatsError, pull_consumer};
 use datajump_shared::messages::{Message, MessageError};
-use datajump_shared::{metrics, subjects};
+use datajump_shared::metrics;
+use datajump_shared::subjects::{self, Namespace, Stream};
 use datajump_store::installation::{self, InstallationError};
 use futures::StreamExt;
 use sea_orm::{DatabaseConnection, DbErr};
@@ -50,6 +51,8 @@ pub struct Config {
     pub db: DatabaseConnection,
     /// The NATS connection.
     pub nats: async_nats::Client,
+    /// The names of the installation's subjects, streams and buckets.
+    pub names: Namespace,
     /// Messages handled at once per consumer.
     pub concurrency: usize,
 }
@@ -96,13 +99,17 @@ impl From<MessageError> for Verdict {
 /// Runs the resolver until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), ResolverError> {
     let js = jetstream::new(config.nats.clone());
-    datajump_nats::ensure_topology(&js).await?;
-    let bus = Bus::new(js, installation::identity(&config.db).await?);
+    datajump_nats::ensure_topology(&js, &config.names).await?;
+    let bus = Bus::new(
+        js,
+        config.names.clone(),
+        installation::identity(&config.db).await?,
+    );
     info!(installation = %bus.installation(), "resolver started");
     let fires = consume(
         &config,
         &bus,
-        subjects::FIRE_STREAM,
+        Stream::Fire,
         subjects::RESOLVER_FIRE_CONSUMER,
         &shutdown,
         Kind::Fire,
@@ -110,7 +117,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
     let dones = consume(
         &config,
         &bus,
-        subjects::DONE_STREAM,
+        Stream::Done,
         subjects::RESOLVER_DONE_CONSUMER,
         &shutdown,
         Kind::Done,
@@ -118,7 +125,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
     let events = consume(
         &config,
         &bus,
-        subjects::EVENT_STREAM,
+        Stream::Event,
         subjects::RESOLVER_EVENT_CONSUMER,
         &shutdown,
         Kind::Event,
@@ -145,17 +152,17 @@ pub const FIRE_BATCH: usize = 128;
 async fn consume(
     config: &Config,
     bus: &Bus,
-    stream: &str,
+    stream: Stream,
     consumer: &str,
     shutdown: &CancellationToken,
     kind: Kind,
 ) -> Result<(), ResolverError> {
-    let consumer = pull_consumer(bus.js(), stream, consumer).await?;
+    let consumer = pull_consumer(bus.js(), &bus.names().stream(stream), consumer).await?;
     while !shutdown.is_cancelled() {
         let messages = match consumer.messages().await {
             Ok(messages) => messages,
             Err(e) => {
-                warn!(error = %e, stream, "cannot pull; retrying");
+                warn!(error = %e, stream = stream.as_str(), "cannot pull; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
@@ -175,29 +182,17 @@ async fn consume(
             // arrived meanwhile. Publishing a batch's work and acknowledging
             // its messages overlaps the next batch's transaction.
             Kind::Done => {
-                pipeline(
-                    messages,
-                    DONE_BATCH,
-                    bus,
-                    subjects::DONE_STREAM,
-                    |batch| async move {
-                        let committed = dones::commit_dones(config, &batch).await;
-                        (batch, committed)
-                    },
-                )
+                pipeline(messages, DONE_BATCH, bus, stream, |batch| async move {
+                    let committed = dones::commit_dones(config, &batch).await;
+                    (batch, committed)
+                })
                 .await;
             }
             Kind::Fire => {
-                pipeline(
-                    messages,
-                    FIRE_BATCH,
-                    bus,
-                    subjects::FIRE_STREAM,
-                    |batch| async move {
-                        let committed = fires::commit_fires(config, &batch).await;
-                        (batch, committed)
-                    },
-                )
+                pipeline(messages, FIRE_BATCH, bus, stream, |batch| async move {
+                    let committed = fires::commit_fires(config, &batch).await;
+                    (batch, committed)
+                })
                 .await;
             }
             Kind::Event => {
@@ -228,7 +223,7 @@ const BATCHES_SETTLING: usize = 4;
 /// publishes what each released and settles its messages concurrently with
 /// the following batches: a message is acknowledged only after its
 /// transaction committed and its released work was published.
-async fn pipeline<S, F, Fut>(messages: S, batch: usize, bus: &Bus, stream: &str, commit: F)
+async fn pipeline<S, F, Fut>(messages: S, batch: usize, bus: &Bus, stream: Stream, commit: F)
 where
     S: futures::Stream<Item = jetstream::Message>,
     F: FnMut(Vec<jetstream::Message>) -> Fut,
@@ -245,7 +240,7 @@ where
         .await;
 }
 
-async fn settle_message(message: &jetstream::Message, stream: &str, verdict: Verdict) {
+async fn settle_message(message: &jetstream::Message, stream: Stream, verdict: Verdict) {
     let (sequence, subject) = (
         message
             .info()
@@ -292,7 +287,7 @@ fn decode_batch<M: Message>(
 /// verdict was handled and is acked.
 async fn settle_batch(
     messages: &[jetstream::Message],
-    stream: &str,
+    stream: Stream,
     verdicts: Vec<Option<Verdict>>,
 ) {
     for (message, verdict) in messages.iter().zip(verdicts) {

@@ -34,7 +34,7 @@ use datajump_shared::messages::{Message, WorkMsg};
 use datajump_shared::metrics::{self, RetryCause};
 use datajump_shared::params::{ParamContext, env_name};
 use datajump_shared::plan::RetryPolicy;
-use datajump_shared::subjects::{self, Band};
+use datajump_shared::subjects::{self, Band, Namespace, Stream};
 use datajump_store::installation::{self, InstallationError};
 use futures::{FutureExt, StreamExt};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait};
@@ -57,6 +57,8 @@ pub struct Config {
     pub nats: async_nats::Client,
     /// Unique id, e.g. `host-pid-random`.
     pub id: String,
+    /// The names of the installation's subjects, streams and buckets.
+    pub names: Namespace,
     /// Queues (worker groups) it serves.
     pub queues: Vec<String>,
     /// Tasks it runs at once.
@@ -152,10 +154,11 @@ impl Stops {
 async fn kill_listener(config: KillCheck, stops: Stops, shutdown: CancellationToken) {
     let KillCheck {
         nats,
+        names,
         db,
         runner_id,
     } = config;
-    let mut kills = match nats.subscribe(subjects::KILL_ALL).await {
+    let mut kills = match nats.subscribe(names.kill_all()).await {
         Ok(kills) => kills,
         Err(e) => {
             warn!(error = %e, "cannot listen for kills; status rechecks still stop killed tasks");
@@ -184,6 +187,7 @@ async fn kill_listener(config: KillCheck, stops: Stops, shutdown: CancellationTo
 /// What the kill listener needs to confirm a kill.
 struct KillCheck {
     nats: async_nats::Client,
+    names: Namespace,
     db: DatabaseConnection,
     runner_id: String,
 }
@@ -208,14 +212,19 @@ const OWNED_ELSEWHERE_DELAY: Duration = Duration::from_secs(5);
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunnerError> {
     protect_runner(&config.task_process);
     let js = jetstream::new(config.nats.clone());
-    datajump_nats::ensure_topology(&js).await?;
-    let logs = datajump_nats::logs_store(&js).await?;
-    let bus = Bus::new(js.clone(), installation::identity(&config.db).await?);
+    let names = &config.names;
+    datajump_nats::ensure_topology(&js, names).await?;
+    let logs = datajump_nats::logs_store(&js, names).await?;
+    let bus = Bus::new(
+        js.clone(),
+        names.clone(),
+        installation::identity(&config.db).await?,
+    );
     let mut sources: Vec<WorkSource> = Vec::new();
     let mut doorbell = futures::stream::SelectAll::new();
     for queue in &config.queues {
-        datajump_nats::ensure_queue(&js, queue).await?;
-        let subject = subjects::work_queue_all(queue);
+        datajump_nats::ensure_queue(&js, names, queue).await?;
+        let subject = names.work_queue_all(queue);
         let subscription = config
             .nats
             .subscribe(subject.clone())
@@ -223,13 +232,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             .map_err(|source| RunnerError::Subscribe { subject, source })?;
         doorbell.push(subscription);
     }
+    let work_stream = names.stream(Stream::Work);
     for band in Band::ALL {
         for queue in &config.queues {
             let name = subjects::runner_consumer(queue, band);
             sources.push(WorkSource {
                 queue: queue.clone(),
                 band,
-                consumer: pull_consumer(&js, subjects::WORK_STREAM, &name).await?,
+                consumer: pull_consumer(&js, &work_stream, &name).await?,
                 backlog: Backlog::default(),
             });
         }
@@ -254,6 +264,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     let killer = tokio::spawn(kill_listener(
         KillCheck {
             nats: config.nats.clone(),
+            names: config.names.clone(),
             db: config.db.clone(),
             runner_id: config.id.clone(),
         },
@@ -284,7 +295,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
                 permits.push(more);
             }
             while let Some(Some(ring)) = doorbell.next().now_or_never() {
-                rung(&mut sources, &ring.subject);
+                rung(names, &mut sources, &ring.subject);
             }
             fetching.store(permits.len(), std::sync::atomic::Ordering::Relaxed);
             let messages = fetch_batch(&mut sources, permits.len()).await;
@@ -318,7 +329,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
             tokio::select! {
                 ring = doorbell.next() => {
                     if let Some(ring) = ring {
-                        rung(&mut sources, &ring.subject);
+                        rung(names, &mut sources, &ring.subject);
                     }
                     rang = true;
                 }
@@ -342,7 +353,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     stops.drain.cancel();
     let _ = killer.await;
     heartbeat.abort();
-    if let Ok(kv) = datajump_nats::key_value(&js, subjects::RUNNERS_BUCKET).await {
+    if let Ok(kv) = datajump_nats::key_value(&js, &names.runners_bucket()).await {
         let _ = kv.purge(&config.id).await;
     }
     info!(runner = %config.id, "runner stopped");
@@ -407,8 +418,8 @@ impl Backlog {
 }
 
 /// Notes a doorbell ring (the core copy of a work publish) on its band.
-fn rung(sources: &mut [WorkSource], subject: &str) {
-    if let Some((queue, band)) = subjects::parse_work(subject)
+fn rung(names: &Namespace, sources: &mut [WorkSource], subject: &str) {
+    if let Some((queue, band)) = names.parse_work(subject)
         && let Some(source) = sources
             .iter_mut()
             .find(|s| s.band == band && s.queue == queue)
@@ -482,7 +493,7 @@ async fn heartbeat_loop(
     occupancy: Occupancy,
     shutdown: CancellationToken,
 ) {
-    let Ok(kv) = datajump_nats::key_value(&js, subjects::RUNNERS_BUCKET).await else {
+    let Ok(kv) = datajump_nats::key_value(&js, &config.names.runners_bucket()).await else {
         warn!("no dj_runners bucket: this runner is invisible to others");
         return;
     };
@@ -523,7 +534,7 @@ async fn handle_work(
                 .map(|i| i.stream_sequence)
                 .unwrap_or_default();
             warn!(subject = %message.subject, sequence, error = %e, "poison work message terminated");
-            metrics::poison_message(subjects::WORK_STREAM);
+            metrics::poison_message(Stream::Work);
             let _ = message.ack_with(AckKind::Term).await;
             return;
         }
@@ -581,7 +592,7 @@ async fn attempt(
         warn!(
             "the work message differs from the instance in the database; running what the database holds"
         );
-        metrics::poison_message(subjects::WORK_STREAM);
+        metrics::poison_message(Stream::Work);
     }
     let work = &queued;
     if let Some(queued) = row.queued_at {
@@ -642,7 +653,7 @@ async fn run_claimed(
     let start = exec_row.start_time;
     let task = &work.spec.task;
     let log = LogSink::new(
-        Some((config.nats.clone(), exec_row.id)),
+        Some((config.nats.clone(), &config.names, exec_row.id)),
         config.max_log_bytes,
     );
     log.header(&Heading {
@@ -833,7 +844,7 @@ async fn not_claimed(config: &Config, bus: &Bus, work: &WorkMsg) -> Result<AckKi
         });
     }
     if row.status == TaskStatus::Running && row.owner.as_deref() != Some(config.id.as_str()) {
-        if owner_alive(bus.js(), row.owner.as_deref()).await {
+        if owner_alive(bus, row.owner.as_deref()).await {
             debug!(owner = ?row.owner, "task is running elsewhere");
             return Ok(AckKind::Nak(Some(OWNED_ELSEWHERE_DELAY)));
         }
@@ -855,9 +866,9 @@ async fn not_claimed(config: &Config, bus: &Bus, work: &WorkMsg) -> Result<AckKi
 
 /// True while `owner`'s heartbeat is in `dj_runners` (or when that cannot
 /// be read: taking over a live runner's task would run it twice).
-async fn owner_alive(js: &Context, owner: Option<&str>) -> bool {
+async fn owner_alive(bus: &Bus, owner: Option<&str>) -> bool {
     let Some(owner) = owner else { return false };
-    match datajump_nats::key_value(js, subjects::RUNNERS_BUCKET).await {
+    match datajump_nats::key_value(bus.js(), &bus.names().runners_bucket()).await {
         Ok(kv) => !matches!(kv.get(owner).await, Ok(None)),
         Err(_) => true,
     }

@@ -21,7 +21,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use datajump_shared::logs::{SEQ_HEADER, TAIL_BYTES, cut_note};
-use datajump_shared::subjects;
+use datajump_shared::subjects::Namespace;
 
 /// The most bytes of a log kept in its full copy unless the runner says
 /// otherwise (`--max-log-bytes`).
@@ -190,17 +190,18 @@ pub struct FinishedLog {
 
 impl LogSink {
     /// A sink publishing live lines on `dj.log.<execution_id>` and answering
-    /// tail requests on [`subjects::log_tail_request`] until it finishes.
+    /// tail requests on [`Namespace::log_tail_request`] until it finishes.
     /// Its full copy keeps at most `max_bytes`.
-    pub fn new(nats: Option<(async_nats::Client, i64)>, max_bytes: u64) -> LogSink {
+    pub fn new(nats: Option<(async_nats::Client, &Namespace, i64)>, max_bytes: u64) -> LogSink {
         let sink = LogSink::default();
         sink.with(|inner| inner.max_bytes = max_bytes);
-        if let Some((client, execution_id)) = nats {
+        if let Some((client, names, execution_id)) = nats {
             let (sender, receiver) = mpsc::unbounded_channel::<(u64, String)>();
             sink.with(|inner| inner.live = Some(sender));
             tokio::spawn(serve_live(
                 client,
-                execution_id,
+                names.log(execution_id),
+                names.log_tail_request(execution_id),
                 receiver,
                 Arc::downgrade(&sink.0),
             ));
@@ -305,16 +306,13 @@ impl LogSink {
 /// the sink owns the sender that keeps this task alive.
 async fn serve_live(
     client: async_nats::Client,
-    execution_id: i64,
+    subject: String,
+    tail_requests: String,
     mut receiver: mpsc::UnboundedReceiver<(u64, String)>,
     sink: Weak<Mutex<Inner>>,
 ) {
-    let subject = subjects::log(execution_id);
     // Without the subscription `logs --follow` falls back to the database.
-    let mut requests = client
-        .subscribe(subjects::log_tail_request(execution_id))
-        .await
-        .ok();
+    let mut requests = client.subscribe(tail_requests).await.ok();
     loop {
         tokio::select! {
             line = receiver.recv() => {

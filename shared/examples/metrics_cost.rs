@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use datajump_shared::metrics::{self, RetryCause};
-use datajump_shared::subjects::WORK_STREAM;
+use datajump_shared::subjects::Stream;
 use datajump_shared::{RunStatus, TaskStatus};
 
 /// Calls per measurement and thread.
@@ -69,7 +69,7 @@ fn main() {
             metrics::run_finished(RunStatus::Success)
         }),
         ("poison_message(DJ_WORK)", |_| {
-            metrics::poison_message(WORK_STREAM)
+            metrics::poison_message(Stream::Work)
         }),
         ("task_dispatched", |i| {
             let (from, to) = at(i);

@@ -49,7 +49,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Metric, Registry};
 
-use crate::subjects::{DONE_STREAM, EVENT_STREAM, FIRE_STREAM, WORK_STREAM};
+use crate::subjects::Stream;
 use crate::{RunStatus, TaskStatus};
 
 /// The `Content-Type` of the page [`render`] and [`encode`] write: the
@@ -247,9 +247,9 @@ struct Metrics {
     /// Runs finished, by final status.
     runs_finished: LabeledCounters<RunStatus, 3>,
     /// Messages terminated as undecodable or naming impossible ids, by stream.
-    poison_messages: LabeledCounters<&'static str, 4>,
+    poison_messages: LabeledCounters<Stream, 4>,
     /// Publishes dropped as duplicates, by stream.
-    duplicate_publishes: LabeledCounters<&'static str, 4>,
+    duplicate_publishes: LabeledCounters<Stream, 4>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -299,16 +299,16 @@ impl Metrics {
             "datajump_poison_messages",
             "Messages terminated, never redelivered, because they could not be decoded or named ids that cannot exist, by stream.",
             "stream",
-            [FIRE_STREAM, EVENT_STREAM, WORK_STREAM, DONE_STREAM],
-            |stream| stream,
+            Stream::ALL,
+            Stream::as_str,
         );
         let duplicate_publishes = LabeledCounters::register(
             &mut registry,
             "datajump_duplicate_publishes",
             "Publishes JetStream dropped as duplicates of a message already in its duplicate window, by stream. Fires: usually a second ticker's copy. Work and completions: republished under a fresh id at once, and worth a look (something else published the id first).",
             "stream",
-            [FIRE_STREAM, EVENT_STREAM, WORK_STREAM, DONE_STREAM],
-            |stream| stream,
+            Stream::ALL,
+            Stream::as_str,
         );
         for (name, help, histogram) in [
             (
@@ -373,12 +373,12 @@ pub fn fire_published(scheduled: DateTime<Utc>, published: DateTime<Utc>) {
 }
 
 /// A message of `stream` was terminated as poison.
-pub fn poison_message(stream: &str) {
+pub fn poison_message(stream: Stream) {
     METRICS.poison_messages.inc(stream);
 }
 
 /// JetStream dropped a publish to `stream` as a duplicate.
-pub fn duplicate_publish(stream: &str) {
+pub fn duplicate_publish(stream: Stream) {
     METRICS.duplicate_publishes.inc(stream);
 }
 
@@ -455,7 +455,7 @@ mod tests {
             r#"datajump_task_attempts_total{status="UP_FOR_RETRY"}"#,
             r#"datajump_task_retries_total{cause="runner_lost"}"#,
             r#"datajump_dag_runs_finished_total{status="KILLED"}"#,
-            r#"datajump_poison_messages_total{stream="DJ_WORK"}"#,
+            r#"datajump_poison_messages_total{stream="work"}"#,
             r#"datajump_fire_lag_seconds_bucket{le="+Inf"}"#,
         ] {
             assert!(sample(&text, series).is_some(), "{series}");
@@ -477,14 +477,13 @@ mod tests {
     fn recording_counts_in_its_series_only() {
         let series = r#"datajump_task_attempts_total{status="SUCCESS"}"#;
         let other = r#"datajump_task_attempts_total{status="FAILED"}"#;
-        let poison = r#"datajump_poison_messages_total{stream="DJ_DONE"}"#;
+        let poison = r#"datajump_poison_messages_total{stream="done"}"#;
         let before = page();
         attempt_ended(TaskStatus::Success);
         attempt_ended(TaskStatus::Success);
         // Not a status an attempt ends in: no series, nothing counted.
         attempt_ended(TaskStatus::Running);
-        poison_message(DONE_STREAM);
-        poison_message("NOT_A_STREAM");
+        poison_message(Stream::Done);
         let after = page();
         let delta = |series| sample(&after, series).unwrap() - sample(&before, series).unwrap();
         // Tests of this crate are threads of one process: at least ours.

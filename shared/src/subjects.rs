@@ -38,114 +38,234 @@ impl Band {
     }
 }
 
-/// Stream of cron, manual and backfill fires.
-pub const FIRE_STREAM: &str = "DJ_FIRE";
-/// Stream of external events (kept for audit).
-pub const EVENT_STREAM: &str = "DJ_EVENT";
-/// Stream of task work messages.
-pub const WORK_STREAM: &str = "DJ_WORK";
-/// Stream of task completions.
-pub const DONE_STREAM: &str = "DJ_DONE";
+/// One of DataJump's four streams, for code that names a stream without
+/// knowing its installation's prefix (metrics labels, the streams a
+/// publish counts under).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stream {
+    /// Cron, manual and backfill fires.
+    Fire,
+    /// External events (kept for audit).
+    Event,
+    /// Task work messages.
+    Work,
+    /// Task completions.
+    Done,
+}
 
-/// Durable consumer of `DJ_FIRE`, shared by every resolver.
+impl Stream {
+    /// Every stream.
+    pub const ALL: [Stream; 4] = [Stream::Fire, Stream::Event, Stream::Work, Stream::Done];
+
+    /// Its metrics label, the same whatever the prefix, so dashboards
+    /// need not know it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stream::Fire => "fire",
+            Stream::Event => "event",
+            Stream::Work => "work",
+            Stream::Done => "done",
+        }
+    }
+}
+
+/// Durable consumer of the fire stream, shared by every resolver.
 pub const RESOLVER_FIRE_CONSUMER: &str = "resolver-fire";
-/// Durable consumer of `DJ_EVENT`, shared by every resolver.
+/// Durable consumer of the event stream, shared by every resolver.
 pub const RESOLVER_EVENT_CONSUMER: &str = "resolver-event";
-/// Durable consumer of `DJ_DONE`, shared by every resolver.
+/// Durable consumer of the completion stream, shared by every resolver.
 pub const RESOLVER_DONE_CONSUMER: &str = "resolver-done";
-
-/// KV bucket holding the last fire time of each schedule.
-pub const TICKER_BUCKET: &str = "dj_ticker";
-/// KV bucket of runner heartbeats; its max age is the liveness window.
-pub const RUNNERS_BUCKET: &str = "dj_runners";
-/// Object store of full task logs.
-pub const LOGS_BUCKET: &str = "dj_logs";
 
 /// Queue a task lands on when it names none.
 pub const DEFAULT_QUEUE: &str = "default";
 
-/// `dj.fire.<dag_id>`
-pub fn fire(dag_id: i64) -> String {
-    format!("dj.fire.{dag_id}")
-}
-
-/// Filter of every fire subject.
-pub const FIRE_ALL: &str = "dj.fire.*";
-
-/// `dj.event.<name>`; the name must have passed [`crate::naming::validate_event`].
-pub fn event(name: &str) -> String {
-    format!("dj.event.{name}")
-}
-
-/// Filter of every event subject.
-pub const EVENT_ALL: &str = "dj.event.>";
-
-/// The event name of an event subject, `None` for any other subject.
-pub fn parse_event(subject: &str) -> Option<&str> {
-    subject.strip_prefix("dj.event.")
-}
-
-/// `dj.work.<queue>.<band>`; the queue must have passed [`crate::naming::validate_queue`].
-pub fn work(queue: &str, band: Band) -> String {
-    format!("dj.work.{queue}.{}", band.as_str())
-}
-
-/// The queue and band of a work subject, `None` for any other subject.
-pub fn parse_work(subject: &str) -> Option<(&str, Band)> {
-    let (queue, band) = subject.strip_prefix("dj.work.")?.split_once('.')?;
-    let band = Band::ALL.into_iter().find(|b| b.as_str() == band)?;
-    Some((queue, band))
-}
-
-/// Filter of every work subject of a queue (a runner's doorbell).
-pub fn work_queue_all(queue: &str) -> String {
-    format!("dj.work.{queue}.*")
-}
-
-/// Filter of every work subject.
-pub const WORK_ALL: &str = "dj.work.*.*";
-
-/// Durable consumer serving one queue's band.
+/// Durable consumer serving one queue's band (consumers live inside their
+/// stream, so they need no prefix).
 pub fn runner_consumer(queue: &str, band: Band) -> String {
     format!("runner-{queue}-{}", band.as_str())
 }
 
-/// `dj.done.<dag_run_id>`
-pub fn done(dag_run_id: RunId) -> String {
-    format!("dj.done.{dag_run_id}")
-}
-
-/// Filter of every completion subject.
-pub const DONE_ALL: &str = "dj.done.*";
-
-/// Core subject telling runners to kill a task instance.
-pub fn kill(task_instance_id: TaskInstanceId) -> String {
-    format!("dj.kill.{task_instance_id}")
-}
-
-/// Filter of every kill subject.
-pub const KILL_ALL: &str = "dj.kill.*";
-
-/// Core subject carrying an execution's live log lines.
-pub fn log(execution_id: i64) -> String {
-    format!("dj.log.{execution_id}")
-}
-
-/// Core request subject a runner answers with an execution's log tail while
-/// the attempt runs (the same text as `execution.log_tail`, up to the moment
-/// of the request), so `datajump logs --follow` can start with what was
-/// written before it subscribed.
-pub fn log_tail_request(execution_id: i64) -> String {
-    format!("dj.log.{execution_id}.tail")
-}
-
-/// Name of an execution's full log in the `dj_logs` object store.
+/// Name of an execution's full log in the logs object store.
 pub fn log_object(execution_id: i64) -> String {
     format!("execution-{execution_id}")
 }
 
-/// Core subject announcing that schedules changed, so tickers reload at once.
-pub const SCHEDULES_CHANGED: &str = "dj.ctl.schedules";
+/// The prefix every subject, stream and bucket of one installation starts
+/// with (`--nats-prefix`, default `dj`), so that several installations can
+/// share one NATS server deliberately: `dj.work.etl.high` in stream
+/// `DJ_WORK`, bucket `dj_ticker`; with prefix `team2`, `team2.work.etl.high`
+/// in `TEAM2_WORK`, `team2_ticker`. Roles take it from their configuration
+/// and carry it in their bus; nothing else spells a NATS name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Namespace {
+    prefix: String,
+    /// The prefix in upper case, as stream names carry it.
+    upper: String,
+}
+
+/// A prefix that cannot name subjects, streams and buckets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "NATS prefix {0:?} must be 1 to 32 lower-case letters, digits and '-', starting with a letter (e.g. dj, team2, etl-prod)"
+)]
+pub struct InvalidPrefix(pub String);
+
+/// The prefix of an installation that names none.
+pub const DEFAULT_PREFIX: &str = "dj";
+
+impl Default for Namespace {
+    fn default() -> Namespace {
+        Namespace {
+            prefix: DEFAULT_PREFIX.to_owned(),
+            upper: DEFAULT_PREFIX.to_ascii_uppercase(),
+        }
+    }
+}
+
+impl std::str::FromStr for Namespace {
+    type Err = InvalidPrefix;
+    fn from_str(prefix: &str) -> Result<Namespace, InvalidPrefix> {
+        Namespace::new(prefix)
+    }
+}
+
+impl std::fmt::Display for Namespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.prefix)
+    }
+}
+
+impl Namespace {
+    /// Checks a prefix: one subject token that is also a valid part of a
+    /// stream and bucket name.
+    pub fn new(prefix: &str) -> Result<Namespace, InvalidPrefix> {
+        let valid = (1..=32).contains(&prefix.len())
+            && prefix.starts_with(|c: char| c.is_ascii_lowercase())
+            && prefix
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !valid {
+            return Err(InvalidPrefix(prefix.to_owned()));
+        }
+        Ok(Namespace {
+            prefix: prefix.to_owned(),
+            upper: prefix.to_ascii_uppercase(),
+        })
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `DJ_FIRE`, `DJ_EVENT`, `DJ_WORK` or `DJ_DONE`.
+    pub fn stream(&self, stream: Stream) -> String {
+        let suffix = match stream {
+            Stream::Fire => "FIRE",
+            Stream::Event => "EVENT",
+            Stream::Work => "WORK",
+            Stream::Done => "DONE",
+        };
+        format!("{}_{suffix}", self.upper)
+    }
+
+    /// KV bucket holding the last fire time of each schedule: `dj_ticker`.
+    pub fn ticker_bucket(&self) -> String {
+        format!("{}_ticker", self.prefix)
+    }
+
+    /// KV bucket of runner heartbeats; its max age is the liveness window:
+    /// `dj_runners`.
+    pub fn runners_bucket(&self) -> String {
+        format!("{}_runners", self.prefix)
+    }
+
+    /// Object store of full task logs: `dj_logs`.
+    pub fn logs_bucket(&self) -> String {
+        format!("{}_logs", self.prefix)
+    }
+
+    /// The filter of every subject of `stream`.
+    pub fn stream_subjects(&self, stream: Stream) -> String {
+        let p = &self.prefix;
+        match stream {
+            Stream::Fire => format!("{p}.fire.*"),
+            Stream::Event => format!("{p}.event.>"),
+            Stream::Work => format!("{p}.work.*.*"),
+            Stream::Done => format!("{p}.done.*"),
+        }
+    }
+
+    /// `dj.fire.<dag_id>`
+    pub fn fire(&self, dag_id: i64) -> String {
+        format!("{}.fire.{dag_id}", self.prefix)
+    }
+
+    /// `dj.event.<name>`; the name must have passed [`crate::naming::validate_event`].
+    pub fn event(&self, name: &str) -> String {
+        format!("{}.event.{name}", self.prefix)
+    }
+
+    /// The event name of an event subject, `None` for any other subject.
+    pub fn parse_event<'s>(&self, subject: &'s str) -> Option<&'s str> {
+        subject
+            .strip_prefix(self.prefix.as_str())?
+            .strip_prefix(".event.")
+    }
+
+    /// `dj.work.<queue>.<band>`; the queue must have passed [`crate::naming::validate_queue`].
+    pub fn work(&self, queue: &str, band: Band) -> String {
+        format!("{}.work.{queue}.{}", self.prefix, band.as_str())
+    }
+
+    /// The queue and band of a work subject, `None` for any other subject.
+    pub fn parse_work<'s>(&self, subject: &'s str) -> Option<(&'s str, Band)> {
+        let (queue, band) = subject
+            .strip_prefix(self.prefix.as_str())?
+            .strip_prefix(".work.")?
+            .split_once('.')?;
+        let band = Band::ALL.into_iter().find(|b| b.as_str() == band)?;
+        Some((queue, band))
+    }
+
+    /// Filter of every work subject of a queue (a runner's doorbell).
+    pub fn work_queue_all(&self, queue: &str) -> String {
+        format!("{}.work.{queue}.*", self.prefix)
+    }
+
+    /// `dj.done.<dag_run_id>`
+    pub fn done(&self, dag_run_id: RunId) -> String {
+        format!("{}.done.{dag_run_id}", self.prefix)
+    }
+
+    /// Core subject telling runners to kill a task instance.
+    pub fn kill(&self, task_instance_id: TaskInstanceId) -> String {
+        format!("{}.kill.{task_instance_id}", self.prefix)
+    }
+
+    /// Filter of every kill subject.
+    pub fn kill_all(&self) -> String {
+        format!("{}.kill.*", self.prefix)
+    }
+
+    /// Core subject carrying an execution's live log lines.
+    pub fn log(&self, execution_id: i64) -> String {
+        format!("{}.log.{execution_id}", self.prefix)
+    }
+
+    /// Core request subject a runner answers with an execution's log tail
+    /// while the attempt runs (the same text as `execution.log_tail`, up to
+    /// the moment of the request), so `datajump logs --follow` can start
+    /// with what was written before it subscribed.
+    pub fn log_tail_request(&self, execution_id: i64) -> String {
+        format!("{}.log.{execution_id}.tail", self.prefix)
+    }
+
+    /// Core subject announcing that schedules changed, so tickers reload at once.
+    pub fn schedules_changed(&self) -> String {
+        format!("{}.ctl.schedules", self.prefix)
+    }
+}
 
 /// The identity of one installation — one database — that every message
 /// id and `dj_ticker` key carries (docs/ARCHITECTURE.md "Message ids").
@@ -249,15 +369,42 @@ mod tests {
     }
 
     #[test]
-    fn names() {
-        assert_eq!(work("etl", Band::High), "dj.work.etl.high");
+    fn names() -> Result<(), InvalidPrefix> {
+        let dj = Namespace::default();
+        assert_eq!(dj.work("etl", Band::High), "dj.work.etl.high");
         assert_eq!(
-            parse_work(&work("ml-gpu", Band::Low)),
+            dj.parse_work(&dj.work("ml-gpu", Band::Low)),
             Some(("ml-gpu", Band::Low))
         );
-        assert_eq!(parse_work("dj.work.etl.urgent"), None);
-        assert_eq!(parse_work("dj.done.7"), None);
+        assert_eq!(dj.parse_work("dj.work.etl.urgent"), None);
+        assert_eq!(dj.parse_work("dj.done.7"), None);
+        assert_eq!(dj.stream(Stream::Work), "DJ_WORK");
+        assert_eq!(dj.ticker_bucket(), "dj_ticker");
         assert_eq!(runner_consumer("etl", Band::Low), "runner-etl-low");
+        let other = Namespace::new("team-2")?;
+        assert_eq!(other.stream(Stream::Fire), "TEAM-2_FIRE");
+        assert_eq!(other.stream_subjects(Stream::Event), "team-2.event.>");
+        assert_eq!(other.parse_work(&dj.work("etl", Band::Low)), None);
+        assert_eq!(dj.parse_event(&other.event("orders")), None);
+        assert_eq!(other.parse_event(&other.event("orders")), Some("orders"));
+        Ok(())
+    }
+
+    #[test]
+    fn prefixes_are_checked() {
+        for bad in [
+            "",
+            "DJ",
+            "1dj",
+            "d.j",
+            "d*",
+            "d>",
+            "d j",
+            "d_j",
+            &"a".repeat(33),
+        ] {
+            assert!(Namespace::new(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

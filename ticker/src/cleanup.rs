@@ -15,7 +15,6 @@ use datajump_nats::Bus;
 use datajump_shared::entities::{
     alert, dag_run, dag_run_plan, dependency_wait, execution, schedule, task_instance,
 };
-use datajump_shared::subjects;
 use futures::StreamExt;
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use tokio_util::sync::CancellationToken;
@@ -59,7 +58,11 @@ pub async fn remove_old_runs(
     retention: chrono::Duration,
 ) -> Result<usize, DbErr> {
     let cutoff = Utc::now() - retention;
-    let logs = bus.js().get_object_store(subjects::LOGS_BUCKET).await.ok();
+    let logs = bus
+        .js()
+        .get_object_store(bus.names().logs_bucket())
+        .await
+        .ok();
     let mut removed = 0;
     loop {
         let runs: Vec<i64> = dag_run::Entity::find()
@@ -121,7 +124,7 @@ async fn drop_stale_ticker_keys(
     config: &Config,
     bus: &Bus,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let kv = datajump_nats::key_value(bus.js(), subjects::TICKER_BUCKET).await?;
+    let kv = datajump_nats::key_value(bus.js(), &bus.names().ticker_bucket()).await?;
     // Ids only: a ticker may hold a million schedules.
     let live: HashSet<i64> = schedule::Entity::find()
         .select_only()

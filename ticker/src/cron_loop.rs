@@ -26,12 +26,12 @@ use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
 use datajump_cron::{CronExpr, parse_time_zone};
 use datajump_nats::{Bus, NatsError};
+use datajump_shared::TriggerType;
 use datajump_shared::biz_date::biz_date_for;
 use datajump_shared::dag_file::{Catchup, ScheduleKind};
 use datajump_shared::entities::{dag, schedule};
 use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
 use datajump_shared::plan::Params;
-use datajump_shared::{TriggerType, subjects};
 use futures::StreamExt;
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, FromQueryResult, JoinType, QueryFilter, QuerySelect,
@@ -148,10 +148,10 @@ pub(crate) async fn run(
 ) -> Result<(), TickerError> {
     let firing = Firing {
         bus: bus.clone(),
-        kv: datajump_nats::key_value(bus.js(), subjects::TICKER_BUCKET).await?,
+        kv: datajump_nats::key_value(bus.js(), &bus.names().ticker_bucket()).await?,
         dropped: dropped.clone(),
     };
-    let mut changes = match config.nats.subscribe(subjects::SCHEDULES_CHANGED).await {
+    let mut changes = match config.nats.subscribe(bus.names().schedules_changed()).await {
         Ok(sub) => Some(sub),
         Err(e) => {
             warn!(error = %e, "cannot watch schedule changes; reloading on a timer only");
@@ -460,7 +460,7 @@ async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
 async fn read_last_fires(bus: &Bus) -> Result<HashMap<i64, i64>, LoadError> {
     let mut last = HashMap::new();
     let installation = bus.installation();
-    datajump_nats::kv_scan(bus.js(), subjects::TICKER_BUCKET, |key, value| {
+    datajump_nats::kv_scan(bus.js(), &bus.names().ticker_bucket(), |key, value| {
         let unix = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
         if let (Some(schedule_id), Some(unix)) = (installation.ticker_key_schedule(key), unix) {
             last.insert(schedule_id, unix);

@@ -115,7 +115,7 @@ async fn unserved_queues(
     if waiting.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let served = datajump_nats::served_queues(bus.js()).await?;
+    let served = datajump_nats::served_queues(bus.js(), bus.names()).await?;
     Ok(waiting
         .into_iter()
         .filter(|(queue, _)| !served.contains(queue))

@@ -23,6 +23,7 @@ mod suppressed;
 
 use chrono_tz::Tz;
 use datajump_nats::{Bus, NatsError};
+use datajump_shared::subjects::Namespace;
 use datajump_store::installation::{self, InstallationError};
 use sea_orm::DatabaseConnection;
 use thiserror::Error;
@@ -36,6 +37,8 @@ pub struct Config {
     pub db: DatabaseConnection,
     /// The NATS connection.
     pub nats: async_nats::Client,
+    /// The names of the installation's subjects, streams and buckets.
+    pub names: Namespace,
     /// `Some((k, n))`: only schedules whose id ≡ k (mod n).
     pub shard: Option<(u64, u64)>,
     /// Zone for schedules whose stored zone cannot be read.
@@ -58,8 +61,12 @@ pub enum TickerError {
 /// Runs the ticker until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), TickerError> {
     let js = async_nats::jetstream::new(config.nats.clone());
-    datajump_nats::ensure_topology(&js).await?;
-    let bus = Bus::new(js, installation::identity(&config.db).await?);
+    datajump_nats::ensure_topology(&js, &config.names).await?;
+    let bus = Bus::new(
+        js,
+        config.names.clone(),
+        installation::identity(&config.db).await?,
+    );
     info!(shard = ?config.shard, installation = %bus.installation(), "ticker started");
     let (fires_unseen, fires_to_check) = suppressed::channel();
     let (cron, deadlines, (), (), ()) = tokio::join!(

@@ -19,13 +19,13 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use datajump_cron::parse_time_zone;
+use datajump_shared::RunStatus;
 use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
 use datajump_shared::entities::{
     dag, dag_run, execution, schedule, task, task_dependency, task_instance,
 };
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
-use datajump_shared::{RunStatus, subjects};
 use sea_orm::sea_query::Query as SqlQuery;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
@@ -301,7 +301,7 @@ pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> R
     txn.commit().await?;
     // Ids may be reused (SQLite): forget the deleted schedules' last fires.
     if !schedule_ids.is_empty() {
-        match datajump_nats::key_value(state.bus.js(), subjects::TICKER_BUCKET).await {
+        match datajump_nats::key_value(state.bus.js(), &state.bus.names().ticker_bucket()).await {
             Ok(kv) => {
                 for id in &schedule_ids {
                     if let Err(e) = kv.purge(state.bus.installation().ticker_key(*id)).await {

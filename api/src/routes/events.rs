@@ -10,7 +10,6 @@ use axum::http::StatusCode;
 use datajump_shared::entities::dag;
 use datajump_shared::messages::{EventPayload, EventPayloadError};
 use datajump_shared::naming::validate_event;
-use datajump_shared::subjects;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use tracing::info;
 
@@ -40,7 +39,7 @@ pub async fn publish(
             Err(e) => return Err(Error::bad_request(e.to_string())),
         }
     };
-    let subject = subjects::event(&name);
+    let subject = state.bus.names().event(&name);
     let ack = state
         .bus
         .js()

@@ -30,7 +30,6 @@ use axum::extract::State;
 use axum::middleware;
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::dag;
-use datajump_shared::subjects;
 use datajump_store::catalog::{self, ApplyReport, CatalogError, Origin};
 use sea_orm::EntityTrait;
 use tracing::warn;
@@ -188,7 +187,7 @@ fn catalog_error(e: CatalogError) -> Error {
 pub async fn schedules_changed(state: &AppState) {
     if let Err(e) = state
         .nats
-        .publish(subjects::SCHEDULES_CHANGED, "".into())
+        .publish(state.bus.names().schedules_changed(), "".into())
         .await
     {
         warn!(error = %e, "could not announce a schedule change; tickers reload on their timer");

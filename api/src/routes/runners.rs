@@ -5,7 +5,6 @@
 use axum::Json as AxumJson;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use datajump_shared::subjects;
 use futures::StreamExt;
 use serde::Deserialize;
 use tracing::warn;
@@ -37,19 +36,19 @@ pub async fn list(
     Query(query): Query<PageQuery>,
 ) -> Result<AxumJson<Page<RunnerDto>>> {
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
-    let kv = datajump_nats::key_value(state.bus.js(), subjects::RUNNERS_BUCKET).await?;
+    let bucket = state.bus.names().runners_bucket();
+    let kv = datajump_nats::key_value(state.bus.js(), &bucket).await?;
     let mut keys = kv
         .keys()
         .await
-        .map_err(|e| Error::Nats(format!("list {}: {e}", subjects::RUNNERS_BUCKET)))?;
+        .map_err(|e| Error::Nats(format!("list {bucket}: {e}")))?;
     let mut items = Vec::new();
     while let Some(key) = keys.next().await {
-        let key =
-            key.map_err(|e| Error::Nats(format!("list {}: {e}", subjects::RUNNERS_BUCKET)))?;
+        let key = key.map_err(|e| Error::Nats(format!("list {bucket}: {e}")))?;
         let Some(value) = kv
             .get(&key)
             .await
-            .map_err(|e| Error::Nats(format!("read {}/{key}: {e}", subjects::RUNNERS_BUCKET)))?
+            .map_err(|e| Error::Nats(format!("read {bucket}/{key}: {e}")))?
         else {
             continue;
         };

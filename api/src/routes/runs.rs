@@ -14,8 +14,8 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use datajump_engine::{OperatorError, ResetScope};
 use datajump_shared::entities::{dag_run, execution, task_instance};
+use datajump_shared::logs;
 use datajump_shared::{RunId, TaskInstanceId, TaskStatus};
-use datajump_shared::{logs, subjects};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use tracing::{debug, info};
 
@@ -194,7 +194,7 @@ async fn stored_log(
     let store = state
         .bus
         .js()
-        .get_object_store(subjects::LOGS_BUCKET)
+        .get_object_store(state.bus.names().logs_bucket())
         .await
         .map_err(|e| debug!(error = %e, "no log object store"))
         .ok()?;

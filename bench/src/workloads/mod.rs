@@ -160,7 +160,12 @@ impl FireWatch {
     pub async fn start(system: &System<'_>) -> Result<FireWatch> {
         let mut fires = system
             .nats
-            .subscribe(datajump_shared::subjects::FIRE_ALL)
+            .subscribe(
+                system
+                    .bus
+                    .names()
+                    .stream_subjects(datajump_shared::subjects::Stream::Fire),
+            )
             .await
             .context("cannot watch fires")?;
         let stop = CancellationToken::new();

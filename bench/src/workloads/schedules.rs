@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag, schedule, task};
-use datajump_shared::subjects;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, IntoActiveModel,
     QueryFilter,
@@ -321,7 +320,7 @@ async fn prefill_last_fires(system: &System<'_>, first_id: i64, count: usize) ->
             .bus
             .js()
             .publish(
-                format!("$KV.{}.{key}", subjects::TICKER_BUCKET),
+                format!("$KV.{}.{key}", system.bus.names().ticker_bucket()),
                 last.to_string().into(),
             )
             .await
@@ -431,7 +430,7 @@ async fn measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<Rep> {
                 .bus
                 .js()
                 .client()
-                .publish(subjects::SCHEDULES_CHANGED, "".into())
+                .publish(system.bus.names().schedules_changed(), "".into())
                 .await
                 .context("cannot announce a schedule change")?;
             changed = true;

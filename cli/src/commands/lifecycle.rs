@@ -149,7 +149,7 @@ pub async fn reset(global: &Global, args: ResetArgs) -> Result<ExitCode> {
     {
         Ok(Ok(client)) => {
             let js = async_nats::jetstream::new(client);
-            for name in datajump_nats::remove_topology(&js).await? {
+            for name in datajump_nats::remove_topology(&js, &global.nats_prefix).await? {
                 out!("dropped {name}");
             }
         }

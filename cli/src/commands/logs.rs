@@ -20,7 +20,6 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use datajump_api::dto::{ExecutionDto, RunDetail, TaskInstanceDetail};
 use datajump_shared::logs::SEQ_HEADER;
-use datajump_shared::subjects;
 use futures::StreamExt;
 
 use crate::Global;
@@ -156,10 +155,13 @@ async fn follow(
     .await
     {
         Ok(Ok(client)) => {
-            let live = client.subscribe(subjects::log(exec.id)).await?;
+            let live = client.subscribe(global.nats_prefix.log(exec.id)).await?;
             let runner_tail = tokio::time::timeout(
                 Duration::from_secs(2),
-                client.request(subjects::log_tail_request(exec.id), Vec::new().into()),
+                client.request(
+                    global.nats_prefix.log_tail_request(exec.id),
+                    Vec::new().into(),
+                ),
             )
             .await;
             if let Ok(Ok(reply)) = runner_tail {

@@ -10,6 +10,7 @@ use clap::Args;
 use datajump_cron::parse_time_zone;
 use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_shared::naming::validate_queue;
+use datajump_shared::subjects::Namespace;
 use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -191,6 +192,7 @@ pub async fn api_config(
 ) -> Result<datajump_api::Config> {
     Ok(datajump_api::Config {
         installation: datajump_store::installation::identity(&db).await?,
+        names: global.nats_prefix.clone(),
         db,
         nats,
         addr,
@@ -334,6 +336,7 @@ pub fn ticker_config(
     Ok(datajump_ticker::Config {
         db,
         nats,
+        names: global.nats_prefix.clone(),
         shard: parse_shard(shard)?,
         default_timezone: parse_time_zone(&global.timezone)?,
         retention: retention.period(),
@@ -346,6 +349,7 @@ pub fn ticker_config(
 pub fn runner_config(
     db: DatabaseConnection,
     nats: async_nats::Client,
+    names: &Namespace,
     args: &RunnerArgs,
     api_url: Option<&str>,
 ) -> Result<datajump_runner::Config> {
@@ -358,6 +362,7 @@ pub fn runner_config(
     Ok(datajump_runner::Config {
         db,
         nats,
+        names: names.clone(),
         id: runner_id(),
         queues: args.queues.clone(),
         slots: args.slots,
@@ -447,6 +452,7 @@ pub async fn resolver(global: &Global, args: ResolverArgs) -> Result<ExitCode> {
     let config = datajump_resolver::Config {
         db: database(global).await?,
         nats: nats(global, "datajump-resolver").await?,
+        names: global.nats_prefix.clone(),
         concurrency: args.concurrency.max(1),
     };
     let shutdown = shutdown_on_signal();
@@ -460,6 +466,7 @@ pub async fn runner(global: &Global, args: RunnerArgs) -> Result<ExitCode> {
     let config = runner_config(
         db,
         nats(global, "datajump-runner").await?,
+        &global.nats_prefix,
         &args,
         Some(&global.api_url),
     )?;
@@ -478,10 +485,7 @@ pub async fn api(global: &Global, args: ApiArgs) -> Result<ExitCode> {
         &args.access,
     )
     .await?;
-    let cluster = datajump_api::metrics::Cluster {
-        db: config.db.clone(),
-        js: async_nats::jetstream::new(config.nats.clone()),
-    };
+    let cluster = datajump_api::metrics::Cluster::new(&config);
     let shutdown = shutdown_on_signal();
     let role = datajump_api::serve(config, shutdown.clone());
     with_metrics(args.metrics, Some(cluster), &shutdown, role).await

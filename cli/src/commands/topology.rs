@@ -46,15 +46,15 @@ pub async fn run(global: &Global, command: TopologyCommand) -> Result<ExitCode> 
     let client = nats(global, "datajump-topology").await?;
     let js = async_nats::jetstream::new(client);
     let mut drift = if apply {
-        datajump_nats::ensure_topology(&js).await?
+        datajump_nats::ensure_topology(&js, &global.nats_prefix).await?
     } else {
-        datajump_nats::check_topology(&js).await?
+        datajump_nats::check_topology(&js, &global.nats_prefix).await?
     };
     for queue in &args.queues {
         drift.extend(if apply {
-            datajump_nats::ensure_queue(&js, queue).await?
+            datajump_nats::ensure_queue(&js, &global.nats_prefix, queue).await?
         } else {
-            datajump_nats::check_queue(&js, queue).await?
+            datajump_nats::check_queue(&js, &global.nats_prefix, queue).await?
         });
     }
     let rows: Vec<Vec<String>> = drift

@@ -101,7 +101,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     let client = Client::with_database(db.clone(), global);
     let nats_client = nats(global, "datajump-up").await?;
     let js = async_nats::jetstream::new(nats_client.clone());
-    datajump_nats::ensure_topology(&js).await?;
+    datajump_nats::ensure_topology(&js, &global.nats_prefix).await?;
     let api = api_config(
         global,
         db.clone(),
@@ -143,8 +143,9 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         api.installation
     );
     status!(
-        "  NATS:     {}{}",
+        "  NATS:     {} with prefix {}{}",
         global.nats_url,
+        global.nats_prefix,
         if nats_child.is_some() {
             format!(
                 " (started here, data in {})",
@@ -194,19 +195,18 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     let resolver = datajump_resolver::Config {
         db: db.clone(),
         nats: nats_client.clone(),
+        names: global.nats_prefix.clone(),
         concurrency: 16,
     };
     let api_url = format!("http://{}", args.api_addr);
     let runner = runner_config(
         db.clone(),
         nats_client.clone(),
+        &global.nats_prefix,
         &args.runner,
         Some(&api_url),
     )?;
-    let cluster = datajump_api::metrics::Cluster {
-        db: db.clone(),
-        js: js.clone(),
-    };
+    let cluster = datajump_api::metrics::Cluster::new(&api);
     let token = shutdown.clone();
     roles.spawn(async move {
         datajump_ticker::run(ticker, token)

@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, dj};
 
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -91,6 +91,7 @@ impl Api {
             .expect("API NATS connection");
         let mut config = datajump_api::Config {
             installation: env.bus.installation().clone(),
+            names: dj(),
             db,
             nats,
             addr,
@@ -828,6 +829,7 @@ both_dbs!(api_token_events_and_runners, |env| async move {
     let refused = datajump_api::serve(
         datajump_api::Config {
             installation: env.bus.installation().clone(),
+            names: dj(),
             db: env.db.clone(),
             nats: env.nats.clone(),
             addr: "0.0.0.0:0".parse().expect("address"),

@@ -10,6 +10,8 @@ use serde_json::json;
 
 use crate::api::{Api, id_of};
 
+use crate::harness::dj;
+
 /// Waits for the next schedule-change announcement tickers listen to.
 async fn announced(changes: &mut async_nats::Subscriber, what: &str) {
     tokio::time::timeout(Duration::from_secs(10), changes.next())
@@ -22,7 +24,7 @@ both_dbs!(api_schedules_collection, |env| async move {
     let api = Api::start(&env, None).await;
     let mut changes = env
         .nats
-        .subscribe(datajump_shared::subjects::SCHEDULES_CHANGED)
+        .subscribe(dj().schedules_changed())
         .await
         .expect("subscribe to schedule changes");
     let dag = api

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use datajump_shared::{RunStatus, TaskStatus};
 
+use crate::harness::dj;
+
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 type Span = (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>);
@@ -86,10 +88,7 @@ tasks:
         let first = first.expect("five fires");
         env.bus
             .js()
-            .publish(
-                datajump_shared::subjects::fire(first.dag_id),
-                first.encode().into(),
-            )
+            .publish(dj().fire(first.dag_id), first.encode().into())
             .await
             .expect("publish copy")
             .await

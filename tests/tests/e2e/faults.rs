@@ -27,7 +27,7 @@ use crate::harness::process::{
     Process, group_members, is_worker_of, start_resolver, start_runner, start_ticker,
     wait_file_lines, wait_process_gone,
 };
-use crate::harness::{Backend, TestEnv, shell_path};
+use crate::harness::{Backend, TestEnv, dj, shell_path};
 
 /// Lines of the side-effect file `path`, counted.
 fn count_lines(path: &Path) -> BTreeMap<String, usize> {
@@ -384,23 +384,23 @@ tasks:
     let mut expected = BTreeMap::new();
     for (subject, stream, consumer) in [
         (
-            subjects::fire(dag_id),
-            subjects::FIRE_STREAM,
+            dj().fire(dag_id),
+            "DJ_FIRE",
             subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
         ),
         (
-            subjects::work("default", Band::Normal),
-            subjects::WORK_STREAM,
+            dj().work("default", Band::Normal),
+            "DJ_WORK",
             subjects::runner_consumer("default", Band::Normal),
         ),
         (
-            subjects::done(datajump_shared::RunId(1)),
-            subjects::DONE_STREAM,
+            dj().done(datajump_shared::RunId(1)),
+            "DJ_DONE",
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
         ),
         (
-            subjects::event("garbage.test"),
-            subjects::EVENT_STREAM,
+            dj().event("garbage.test"),
+            "DJ_EVENT",
             subjects::RESOLVER_EVENT_CONSUMER.to_owned(),
         ),
     ] {
@@ -440,7 +440,7 @@ tasks:
 
     // The role that got each message logged its subject and stream sequence.
     for ((stream, _, sequence), subject) in &expected {
-        let (role, log) = if stream == subjects::WORK_STREAM {
+        let (role, log) = if stream == "DJ_WORK" {
             ("runner", runner.log_text())
         } else {
             ("resolver", resolver.log_text())
@@ -462,22 +462,13 @@ tasks:
     assert_side_effects_once(&side, ["a", "b"]);
     // Nothing is waiting for redelivery: a NAKed poison message would be.
     for (stream, consumer) in [
+        ("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER.to_owned()),
+        ("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER.to_owned()),
         (
-            subjects::FIRE_STREAM,
-            subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
-        ),
-        (
-            subjects::DONE_STREAM,
-            subjects::RESOLVER_DONE_CONSUMER.to_owned(),
-        ),
-        (
-            subjects::WORK_STREAM,
+            "DJ_WORK",
             subjects::runner_consumer("default", Band::Normal),
         ),
-        (
-            subjects::EVENT_STREAM,
-            subjects::RESOLVER_EVENT_CONSUMER.to_owned(),
-        ),
+        ("DJ_EVENT", subjects::RESOLVER_EVENT_CONSUMER.to_owned()),
     ] {
         env.wait_consumer_idle(stream, &consumer, Duration::from_secs(10))
             .await;
@@ -673,7 +664,7 @@ tasks:
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     // Both fires are recorded in dj_ticker (publish first, then KV).
-    let kv = datajump_nats::key_value(env.bus.js(), subjects::TICKER_BUCKET)
+    let kv = datajump_nats::key_value(env.bus.js(), "dj_ticker")
         .await
         .expect("dj_ticker");
     let schedules: Vec<i64> = schedule::Entity::find()
@@ -719,7 +710,7 @@ tasks:
     sleep_until(at(33)).await;
     ticker.kill9();
     env.wait_consumer_idle(
-        subjects::FIRE_STREAM,
+        "DJ_FIRE",
         subjects::RESOLVER_FIRE_CONSUMER,
         Duration::from_secs(30),
     )
@@ -743,7 +734,7 @@ tasks:
     let stored = env
         .bus
         .js()
-        .get_stream(subjects::FIRE_STREAM)
+        .get_stream("DJ_FIRE")
         .await
         .expect("fire stream")
         .info()
@@ -751,12 +742,7 @@ tasks:
         .expect("stream info")
         .state
         .last_sequence;
-    assert_eq!(
-        stored,
-        total_runs as u64,
-        "fires stored in {}",
-        subjects::FIRE_STREAM
-    );
+    assert_eq!(stored, total_runs as u64, "fires stored in {}", "DJ_FIRE");
     let log = ticker.log_text();
     assert!(
         log.contains("catching up a missed fire"),

@@ -7,11 +7,11 @@
 use std::time::{Duration, Instant};
 
 use datajump_shared::messages::{Message, WorkMsg};
-use datajump_shared::subjects::{self, Band};
+use datajump_shared::subjects::Band;
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus};
 use serde_json::json;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, dj};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -59,10 +59,7 @@ tasks:
             json!({ "command": format!("echo FORGED; touch {}", marker.display()) });
         env.bus
             .js()
-            .publish(
-                subjects::work("default", Band::High),
-                forged.encode().into(),
-            )
+            .publish(dj().work("default", Band::High), forged.encode().into())
             .await
             .expect("publish")
             .await
@@ -98,7 +95,7 @@ tasks:
 
     // Nothing in the database says it should die.
     env.nats
-        .publish(subjects::kill(TaskInstanceId(running.id)), "".into())
+        .publish(dj().kill(TaskInstanceId(running.id)), "".into())
         .await
         .expect("publish kill");
     env.nats.flush().await.expect("flush");

@@ -30,7 +30,7 @@ use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
-use datajump_shared::subjects;
+use datajump_shared::subjects::Namespace;
 use datajump_shared::{RunStatus, TaskStatus};
 use datajump_store::catalog::{self, ApplyReport};
 use sea_orm::{
@@ -73,6 +73,12 @@ fn init_tracing() {
             .with_test_writer()
             .try_init();
     });
+}
+
+/// The names the tests' installations use: the default prefix, as on a
+/// fresh `datajump up`.
+pub fn dj() -> Namespace {
+    Namespace::default()
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
@@ -340,13 +346,13 @@ impl TestEnv {
             .await
             .expect("connect to NATS");
         let js = jetstream::new(nats.clone());
-        datajump_nats::ensure_topology(&js)
+        datajump_nats::ensure_topology(&js, &dj())
             .await
             .expect("JetStream topology");
         let installation = datajump_store::installation::identity(&db)
             .await
             .expect("the installation identity");
-        let bus = Bus::new(js, installation);
+        let bus = Bus::new(js, dj(), installation);
         let dir = tmp.path().join("scratch");
         std::fs::create_dir_all(&dir).expect("scratch directory");
         TestEnv {
@@ -431,6 +437,7 @@ impl TestEnv {
         let config = datajump_ticker::Config {
             db,
             nats,
+            names: dj(),
             shard: None,
             default_timezone: chrono_tz::Asia::Shanghai,
             retention: None,
@@ -445,6 +452,7 @@ impl TestEnv {
         let config = datajump_resolver::Config {
             db,
             nats,
+            names: dj(),
             concurrency: 8,
         };
         self.spawn_role(name, |token| datajump_resolver::run(config, token))
@@ -470,6 +478,7 @@ impl TestEnv {
         let config = datajump_runner::Config {
             db,
             nats,
+            names: dj(),
             id: id.to_owned(),
             queues: queues.iter().map(|q| (*q).to_owned()).collect(),
             slots,
@@ -479,7 +488,7 @@ impl TestEnv {
             max_log_bytes: datajump_runner::executor::DEFAULT_MAX_LOG_BYTES,
         };
         let role = self.spawn_role(id.to_owned(), |token| datajump_runner::run(config, token));
-        let kv = datajump_nats::key_value(self.bus.js(), subjects::RUNNERS_BUCKET)
+        let kv = datajump_nats::key_value(self.bus.js(), "dj_runners")
             .await
             .expect("dj_runners bucket");
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -508,7 +517,7 @@ impl TestEnv {
             .map_err(|e| e.to_string())?;
         if report.schedules_touched() {
             self.nats
-                .publish(subjects::SCHEDULES_CHANGED, "".into())
+                .publish(dj().schedules_changed(), "".into())
                 .await
                 .map_err(|e| e.to_string())?;
         }

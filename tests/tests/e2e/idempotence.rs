@@ -8,10 +8,12 @@ use async_nats::jetstream::message::PublishMessage;
 use datajump_shared::entities::dag_run;
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, VERSION, WorkMsg};
 use datajump_shared::plan::Params;
-use datajump_shared::subjects::{self, Band};
+use datajump_shared::subjects::{self, Band, Stream};
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use futures::StreamExt;
 use sea_orm::EntityTrait;
+
+use crate::harness::dj;
 
 const MINUTE: Duration = Duration::from_secs(60);
 const PAIR: &str = r#"
@@ -37,8 +39,8 @@ both_dbs!(fire_delivered_twice_creates_one_run, |env| async move {
         let duplicate = env
             .bus
             .publish(
-                subjects::FIRE_STREAM,
-                subjects::fire(dag_id),
+                Stream::Fire,
+                dj().fire(dag_id),
                 &again_id("fire"),
                 fire.encode(),
             )
@@ -53,12 +55,8 @@ both_dbs!(fire_delivered_twice_creates_one_run, |env| async move {
         "{}",
         env.describe_run(&run).await
     );
-    env.wait_consumer_idle(
-        subjects::FIRE_STREAM,
-        subjects::RESOLVER_FIRE_CONSUMER,
-        MINUTE,
-    )
-    .await;
+    env.wait_consumer_idle("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER, MINUTE)
+        .await;
 
     let runs = env.runs_of(dag_id).await;
     assert_eq!(runs.len(), 1, "one run for one fire: {runs:?}");
@@ -73,12 +71,8 @@ both_dbs!(
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
         let run = env.run_to_end("pair", RunStatus::Success, MINUTE).await;
-        env.wait_consumer_idle(
-            subjects::DONE_STREAM,
-            subjects::RESOLVER_DONE_CONSUMER,
-            MINUTE,
-        )
-        .await;
+        env.wait_consumer_idle("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER, MINUTE)
+            .await;
         let instances = env.instances(run.id).await;
         let executions = env.executions(run.id).await;
 
@@ -96,8 +90,8 @@ both_dbs!(
             let duplicate = env
                 .bus
                 .publish(
-                    subjects::DONE_STREAM,
-                    subjects::done(RunId(run.id)),
+                    Stream::Done,
+                    dj().done(RunId(run.id)),
                     &again_id("done"),
                     done.encode(),
                 )
@@ -105,12 +99,8 @@ both_dbs!(
                 .expect("publish done");
             assert!(!duplicate);
         }
-        env.wait_consumer_idle(
-            subjects::DONE_STREAM,
-            subjects::RESOLVER_DONE_CONSUMER,
-            MINUTE,
-        )
-        .await;
+        env.wait_consumer_idle("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER, MINUTE)
+            .await;
 
         let after = dag_run::Entity::find_by_id(run.id)
             .one(&env.db)
@@ -148,7 +138,7 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
     // reaches core subscribers even when JetStream drops it as a duplicate.
     let mut completions = env
         .nats
-        .subscribe(subjects::done(RunId(run.id)))
+        .subscribe(dj().done(RunId(run.id)))
         .await
         .expect("subscribe");
     env.nats.flush().await.expect("flush");
@@ -159,8 +149,8 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
     let band = Band::of_priority(row.priority);
     env.bus
         .publish(
-            subjects::WORK_STREAM,
-            subjects::work(&row.queue, band),
+            Stream::Work,
+            dj().work(&row.queue, band),
             &again_id("work"),
             work.encode(),
         )
@@ -183,17 +173,13 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
     assert_eq!(republished.attempt, row.attempt - 1);
 
     env.wait_consumer_idle(
-        subjects::WORK_STREAM,
+        "DJ_WORK",
         &subjects::runner_consumer(&row.queue, band),
         MINUTE,
     )
     .await;
-    env.wait_consumer_idle(
-        subjects::DONE_STREAM,
-        subjects::RESOLVER_DONE_CONSUMER,
-        MINUTE,
-    )
-    .await;
+    env.wait_consumer_idle("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER, MINUTE)
+        .await;
     assert_eq!(
         env.executions(run.id).await,
         executions,
@@ -251,28 +237,24 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
     let normal = Band::Normal;
     let mut expected = BTreeSet::from([
         (
-            subjects::DONE_STREAM.to_owned(),
+            "DJ_DONE".to_owned(),
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
-            publish(subjects::done(RunId(1)), b"\xff\x00garbage{".to_vec()).await,
+            publish(dj().done(RunId(1)), b"\xff\x00garbage{".to_vec()).await,
         ),
         (
-            subjects::DONE_STREAM.to_owned(),
+            "DJ_DONE".to_owned(),
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
-            publish(subjects::done(RunId(1)), missing_instance.encode()).await,
+            publish(dj().done(RunId(1)), missing_instance.encode()).await,
         ),
         (
-            subjects::FIRE_STREAM.to_owned(),
+            "DJ_FIRE".to_owned(),
             subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
-            publish(subjects::fire(987_654_321), missing_dag.encode()).await,
+            publish(dj().fire(987_654_321), missing_dag.encode()).await,
         ),
         (
-            subjects::WORK_STREAM.to_owned(),
+            "DJ_WORK".to_owned(),
             subjects::runner_consumer("default", normal),
-            publish(
-                subjects::work("default", normal),
-                b"not a work message".to_vec(),
-            )
-            .await,
+            publish(dj().work("default", normal), b"not a work message".to_vec()).await,
         ),
     ]);
 
@@ -303,18 +285,9 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
     // Longer than any NAK delay: a NAKed message would be back by now.
     tokio::time::sleep(Duration::from_secs(3)).await;
     for (stream, consumer) in [
-        (
-            subjects::DONE_STREAM,
-            subjects::RESOLVER_DONE_CONSUMER.to_owned(),
-        ),
-        (
-            subjects::FIRE_STREAM,
-            subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
-        ),
-        (
-            subjects::WORK_STREAM,
-            subjects::runner_consumer("default", normal),
-        ),
+        ("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER.to_owned()),
+        ("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER.to_owned()),
+        ("DJ_WORK", subjects::runner_consumer("default", normal)),
     ] {
         let info = env.consumer_info(stream, &consumer).await;
         assert_eq!(

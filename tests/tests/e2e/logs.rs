@@ -52,7 +52,7 @@ tasks:
     let store = env
         .bus
         .js()
-        .get_object_store(subjects::LOGS_BUCKET)
+        .get_object_store("dj_logs")
         .await
         .expect("dj_logs");
     let mut object = store.get(name.as_str()).await.expect("log object");

@@ -13,14 +13,15 @@
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
+use futures::StreamExt;
 use datajump_shared::entities::{schedule, task_instance};
 use datajump_shared::messages::scheduled_run_key;
-use datajump_shared::subjects::{self, Band};
+use datajump_shared::subjects::{Band, Stream};
 use datajump_shared::{RunStatus, TaskInstanceId};
 use sea_orm::{EntityTrait, QueryOrder};
 
 use crate::harness::process::{Process, run_cli};
-use crate::harness::{Backend, TestEnv, free_port};
+use crate::harness::{Backend, TestEnv, dj, free_port};
 
 /// `datajump_duplicate_publishes_total` of `stream` in a `/metrics` page.
 fn duplicates(page: &str, stream: &str) -> f64 {
@@ -33,7 +34,24 @@ fn duplicates(page: &str, stream: &str) -> f64 {
 
 /// Starts `datajump up` on the SQLite file `db`, with the test's NATS.
 async fn up(env: &TestEnv, name: &str, db: &str, api_port: u16) -> Process {
-    let dags = env.path("dags");
+    up_with(env, name, db, api_port, &env.path("dags"), &[]).await
+}
+
+/// [`up`] with its own DAGs folder and environment.
+async fn up_with(
+    env: &TestEnv,
+    name: &str,
+    db: &str,
+    api_port: u16,
+    dags: &std::path::Path,
+    extra_env: &[(&str, &str)],
+) -> Process {
+    let data_dir = env.path(name);
+    let mut vars = vec![
+        ("DATAJUMP_DATABASE_URL", db),
+        ("DATAJUMP_DATA_DIR", data_dir.to_str().expect("utf-8 path")),
+    ];
+    vars.extend_from_slice(extra_env);
     let mut up = Process::start(
         env,
         name,
@@ -44,13 +62,7 @@ async fn up(env: &TestEnv, name: &str, db: &str, api_port: u16) -> Process {
             "--api-addr",
             &format!("127.0.0.1:{api_port}"),
         ],
-        &[
-            ("DATAJUMP_DATABASE_URL", db),
-            (
-                "DATAJUMP_DATA_DIR",
-                env.path(name).to_str().expect("utf-8 path"),
-            ),
-        ],
+        &vars,
     );
     up.wait_log("DataJump is up.", Duration::from_secs(60))
         .await;
@@ -100,7 +112,7 @@ async fn a_database_started_afresh_on_the_same_nats_loses_no_message() {
             .text()
             .await
             .expect("metrics page");
-        for stream in [subjects::WORK_STREAM, subjects::DONE_STREAM] {
+        for stream in ["work", "done"] {
             assert_eq!(
                 duplicates(&page, stream),
                 0.0,
@@ -124,6 +136,102 @@ async fn a_database_started_afresh_on_the_same_nats_loses_no_message() {
         identities[0], identities[1],
         "a new database is a new installation"
     );
+}
+
+/// Two installations, each with its own database and `--nats-prefix`, on
+/// one nats-server: each runs its own DAG, and nothing of one reaches the
+/// other's subjects or streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_installations_with_their_own_prefixes_share_one_nats() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let mut systems = Vec::new();
+    for (name, prefix) in [("ours", "dj"), ("theirs", "team2")] {
+        let dags = env.path(&format!("dags-{name}"));
+        std::fs::create_dir_all(&dags).expect("dags folder");
+        let marker = env.path(&format!("{name}.ran"));
+        std::fs::write(
+            dags.join("hello.yaml"),
+            format!(
+                "name: hello\ntasks:\n  - {{ name: mark, command: 'echo {name} >> {}' }}\n",
+                marker.display()
+            ),
+        )
+        .expect("write a DAG");
+        let db = format!(
+            "sqlite://{}?mode=rwc",
+            env.path(&format!("{name}.db")).display()
+        );
+        let api_port = free_port();
+        let system = up_with(
+            &env,
+            &format!("up-{name}"),
+            &db,
+            api_port,
+            &dags,
+            &[("DATAJUMP_NATS_PREFIX", prefix)],
+        )
+        .await;
+        systems.push((name, system, format!("http://127.0.0.1:{api_port}"), marker));
+    }
+
+    // While theirs runs, our subjects stay silent.
+    let mut ours = env.nats.subscribe("dj.>").await.expect("watch dj.>");
+    let (_, _, their_api, their_marker) = &systems[1];
+    let (ok, stdout, stderr) = run_cli(
+        &env,
+        &["trigger", "hello", "--wait"],
+        &[("DATAJUMP_API_URL", their_api)],
+    )
+    .await;
+    assert!(ok, "their trigger: {stdout}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(their_marker).expect("their task ran"),
+        "theirs\n"
+    );
+    let leaked = tokio::time::timeout(Duration::from_millis(500), ours.next()).await;
+    assert!(
+        leaked.is_err(),
+        "their run published on our subjects: {:?}",
+        leaked.ok().flatten().map(|m| m.subject)
+    );
+
+    let (_, _, our_api, our_marker) = &systems[0];
+    let (ok, stdout, stderr) = run_cli(
+        &env,
+        &["trigger", "hello", "--wait"],
+        &[("DATAJUMP_API_URL", our_api)],
+    )
+    .await;
+    assert!(ok, "our trigger: {stdout}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(our_marker).expect("our task ran"),
+        "ours\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(their_marker).expect("their marker"),
+        "theirs\n",
+        "our run ran their task"
+    );
+    for (stream, subjects) in [("DJ_WORK", "dj.work.*.*"), ("TEAM2_WORK", "team2.work.*.*")] {
+        let info = env
+            .bus
+            .js()
+            .get_stream(stream)
+            .await
+            .unwrap_or_else(|e| panic!("no stream {stream}: {e}"))
+            .cached_info()
+            .clone();
+        assert_eq!(info.config.subjects, vec![subjects.to_owned()]);
+        assert!(info.state.last_sequence > 0, "{stream} carried no work");
+    }
+    for ((name, mut system, _, _), prefix) in systems.into_iter().zip(["dj", "team2"]) {
+        system.assert_running();
+        let log = system.log_text();
+        assert!(
+            log.contains(&format!("with prefix {prefix}")),
+            "{name}: `up` does not say its prefix:\n{log}"
+        );
+    }
 }
 
 /// Pre-published ids suppress nothing: a task whose work id was taken runs
@@ -164,8 +272,8 @@ tasks:
         let duplicate = env
             .bus
             .publish(
-                subjects::WORK_STREAM,
-                subjects::work("default", Band::Normal),
+                Stream::Work,
+                dj().work("default", Band::Normal),
                 &installation.work_msg_id(TaskInstanceId(id), 0),
                 b"{\"forged\":true}".to_vec(),
             )
@@ -179,8 +287,8 @@ tasks:
     for at in &fires {
         env.bus
             .publish(
-                subjects::FIRE_STREAM,
-                subjects::fire(dag_id),
+                Stream::Fire,
+                dj().fire(dag_id),
                 &installation.fire_msg_id(schedule_id, *at),
                 b"{\"forged\":true}".to_vec(),
             )

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage;
 use datajump_shared::RunStatus;
-use datajump_shared::subjects::{self, Band};
+use datajump_shared::subjects::Band;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{TestEnv, shell_path};
+use crate::harness::{TestEnv, dj, shell_path};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -271,6 +271,7 @@ impl Server {
         let addr = listener.local_addr().expect("local address");
         let config = datajump_api::Config {
             installation: env.bus.installation().clone(),
+            names: dj(),
             db: datajump_store::db::connect(&env.db_url)
                 .await
                 .expect("API database connection"),
@@ -391,8 +392,8 @@ tasks:
 
     // Poison on the done and work streams: terminated and counted.
     for subject in [
-        subjects::done(datajump_shared::RunId(1)),
-        subjects::work("default", Band::Normal),
+        dj().done(datajump_shared::RunId(1)),
+        dj().work("default", Band::Normal),
     ] {
         env.bus
             .js()
@@ -408,7 +409,7 @@ tasks:
     let poison = |s: &Scrape, stream: &str| s.value(POISON, &[("stream", stream)]);
     let poisoned = api
         .scrape_until("poison messages counted", |s| {
-            [subjects::DONE_STREAM, subjects::WORK_STREAM]
+            ["done", "work"]
                 .into_iter()
                 .all(|stream| poison(s, stream) - poison(&before, stream) >= 1.0)
         })

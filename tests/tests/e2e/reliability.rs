@@ -204,10 +204,7 @@ both_dbs!(
             let mut pending = 0;
             for band in Band::ALL {
                 let name = subjects::runner_consumer(subjects::DEFAULT_QUEUE, band);
-                pending += env
-                    .consumer_info(subjects::WORK_STREAM, &name)
-                    .await
-                    .num_pending;
+                pending += env.consumer_info("DJ_WORK", &name).await.num_pending;
             }
             if pending == 9 {
                 break;
@@ -384,7 +381,7 @@ tasks:
     }
     // Each schedule last fired ten minutes ago, as if no ticker ran since.
     let started = Utc::now();
-    let kv = datajump_nats::key_value(env.bus.js(), subjects::TICKER_BUCKET)
+    let kv = datajump_nats::key_value(env.bus.js(), "dj_ticker")
         .await
         .expect("dj_ticker");
     let last = started.timestamp() - 600;
@@ -595,7 +592,7 @@ tasks:
     assert_eq!(executions[0].status, TaskStatus::Success);
     assert_eq!(executions[0].worker, "r1");
     assert!(executions[0].end_time.is_some_and(|end| end <= stopped));
-    let kv = datajump_nats::key_value(env.bus.js(), subjects::RUNNERS_BUCKET)
+    let kv = datajump_nats::key_value(env.bus.js(), "dj_runners")
         .await
         .expect("dj_runners");
     assert!(

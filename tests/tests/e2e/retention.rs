@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::harness::dj;
+
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 both_dbs!(retention_removes_old_runs_only, |env| async move {
@@ -49,6 +51,7 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
     let config = datajump_ticker::Config {
         db: env.db.clone(),
         nats: env.nats.clone(),
+        names: dj(),
         shard: None,
         default_timezone: chrono_tz::UTC,
         retention: Some(chrono::Duration::days(30)),

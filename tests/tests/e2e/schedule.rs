@@ -9,7 +9,7 @@ use datajump_shared::{RunStatus, TriggerType, subjects};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, dj};
 
 /// How long the tickers run.
 const TICKING: Duration = Duration::from_millis(4500);
@@ -49,7 +49,7 @@ tasks:
         ticker.stop().await;
     }
     env.wait_consumer_idle(
-        subjects::FIRE_STREAM,
+        "DJ_FIRE",
         subjects::RESOLVER_FIRE_CONSUMER,
         Duration::from_secs(30),
     )
@@ -82,7 +82,7 @@ tasks:
     let mut stream = env
         .bus
         .js()
-        .get_stream(subjects::FIRE_STREAM)
+        .get_stream("DJ_FIRE")
         .await
         .expect("fire stream");
     let stored = stream
@@ -95,7 +95,7 @@ tasks:
         stored,
         runs.len() as u64,
         "fires stored in {} vs runs {times:?}",
-        subjects::FIRE_STREAM
+        "DJ_FIRE"
     );
 
     for run in &runs {
@@ -155,12 +155,12 @@ tasks:
         let stream = env
             .bus
             .js()
-            .get_stream(subjects::FIRE_STREAM)
+            .get_stream("DJ_FIRE")
             .await
             .expect("fire stream");
         assert!(
             stream
-                .get_last_raw_message_by_subject(&subjects::fire(fires))
+                .get_last_raw_message_by_subject(&dj().fire(fires))
                 .await
                 .is_ok(),
             "the active schedule of the online DAG fired"
@@ -168,7 +168,7 @@ tasks:
         for (what, dag_id) in [("offline DAG", offline), ("paused schedule", paused)] {
             assert!(
                 stream
-                    .get_last_raw_message_by_subject(&subjects::fire(dag_id))
+                    .get_last_raw_message_by_subject(&dj().fire(dag_id))
                     .await
                     .is_err(),
                 "the {what} did not fire"

@@ -7,7 +7,7 @@ use datajump_shared::dag_file::DEFAULT_PROJECT;
 use std::time::Duration;
 
 use datajump_shared::entities::{dag_run_plan, task, task_instance};
-use datajump_shared::{RunStatus, logs, subjects};
+use datajump_shared::{RunStatus, logs};
 use datajump_store::secrets;
 use futures::StreamExt;
 use sea_orm::EntityTrait;
@@ -136,7 +136,7 @@ tasks:
         let store = env
             .bus
             .js()
-            .get_object_store(subjects::LOGS_BUCKET)
+            .get_object_store("dj_logs")
             .await
             .expect("dj_logs");
         let mut full = String::new();

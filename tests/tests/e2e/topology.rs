@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer::pull, stream};
 use datajump_shared::subjects;
 
-use crate::harness::NatsServer;
+use crate::harness::{NatsServer, dj};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn creates_everything_concurrently() {
@@ -18,7 +18,7 @@ async fn creates_everything_concurrently() {
             let client = datajump_nats::connect(&url, &format!("topology-{i}"))
                 .await
                 .expect("connect");
-            datajump_nats::ensure_topology(&jetstream::new(client)).await
+            datajump_nats::ensure_topology(&jetstream::new(client), &dj()).await
         }));
     }
     for call in calls {
@@ -29,40 +29,33 @@ async fn creates_everything_concurrently() {
         .await
         .expect("connect");
     let js = jetstream::new(client);
-    for name in [
-        subjects::FIRE_STREAM,
-        subjects::EVENT_STREAM,
-        subjects::WORK_STREAM,
-        subjects::DONE_STREAM,
-    ] {
+    for name in ["DJ_FIRE", "DJ_EVENT", "DJ_WORK", "DJ_DONE"] {
         js.get_stream(name)
             .await
             .unwrap_or_else(|e| panic!("stream {name}: {e}"));
     }
     for (stream, consumer) in [
-        (subjects::FIRE_STREAM, subjects::RESOLVER_FIRE_CONSUMER),
-        (subjects::DONE_STREAM, subjects::RESOLVER_DONE_CONSUMER),
-        (subjects::EVENT_STREAM, subjects::RESOLVER_EVENT_CONSUMER),
-        (subjects::WORK_STREAM, "runner-default-high"),
-        (subjects::WORK_STREAM, "runner-default-low"),
+        ("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER),
+        ("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER),
+        ("DJ_EVENT", subjects::RESOLVER_EVENT_CONSUMER),
+        ("DJ_WORK", "runner-default-high"),
+        ("DJ_WORK", "runner-default-low"),
     ] {
         datajump_nats::pull_consumer(&js, stream, consumer)
             .await
             .unwrap_or_else(|e| panic!("consumer {stream}/{consumer}: {e}"));
     }
-    datajump_nats::key_value(&js, subjects::TICKER_BUCKET)
+    datajump_nats::key_value(&js, "dj_ticker")
         .await
         .expect("dj_ticker");
-    let runners = datajump_nats::key_value(&js, subjects::RUNNERS_BUCKET)
+    let runners = datajump_nats::key_value(&js, "dj_runners")
         .await
         .expect("dj_runners");
     runners
         .put("probe", "x".into())
         .await
         .expect("KV put works on this server");
-    js.get_object_store(subjects::LOGS_BUCKET)
-        .await
-        .expect("dj_logs");
+    js.get_object_store("dj_logs").await.expect("dj_logs");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -76,8 +69,8 @@ async fn drift_is_reported_and_left_alone() {
     // a work consumer that gives up after 5 deliveries.
     let work = js
         .create_stream(stream::Config {
-            name: subjects::WORK_STREAM.to_owned(),
-            subjects: vec![subjects::WORK_ALL.to_owned()],
+            name: "DJ_WORK".to_owned(),
+            subjects: vec!["dj.work.*.*".to_owned()],
             retention: stream::RetentionPolicy::WorkQueue,
             duplicate_window: Duration::from_secs(30),
             ..Default::default()
@@ -93,7 +86,7 @@ async fn drift_is_reported_and_left_alone() {
     .await
     .expect("create consumer");
 
-    let drift = datajump_nats::ensure_topology(&js)
+    let drift = datajump_nats::ensure_topology(&js, &dj())
         .await
         .expect("ensure_topology");
     let text: Vec<String> = drift.iter().map(ToString::to_string).collect();
@@ -109,17 +102,16 @@ async fn drift_is_reported_and_left_alone() {
     );
     assert_eq!(drift.len(), 2, "only the two differences: {text:?}");
 
-    let mut work = js.get_stream(subjects::WORK_STREAM).await.expect("DJ_WORK");
+    let mut work = js.get_stream("DJ_WORK").await.expect("DJ_WORK");
     let info = work.info().await.expect("info");
     assert_eq!(
         info.config.duplicate_window,
         Duration::from_secs(30),
         "left unchanged"
     );
-    let mut consumer =
-        datajump_nats::pull_consumer(&js, subjects::WORK_STREAM, "runner-default-high")
-            .await
-            .expect("consumer");
+    let mut consumer = datajump_nats::pull_consumer(&js, "DJ_WORK", "runner-default-high")
+        .await
+        .expect("consumer");
     assert_eq!(
         consumer.info().await.expect("info").config.max_deliver,
         5,

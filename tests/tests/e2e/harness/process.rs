@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use datajump_shared::subjects;
 use futures::StreamExt;
 
 use super::TestEnv;
@@ -242,7 +241,7 @@ pub async fn start_runner(
 /// The `dj_runners` key (the runner id, `host-<pid>-xxxx`) of the runner
 /// process `pid`, while its heartbeat is there.
 pub async fn runner_key(env: &TestEnv, pid: u32) -> Option<String> {
-    let kv = datajump_nats::key_value(env.bus.js(), subjects::RUNNERS_BUCKET)
+    let kv = datajump_nats::key_value(env.bus.js(), "dj_runners")
         .await
         .ok()?;
     let mut keys = kv.keys().await.ok()?;
