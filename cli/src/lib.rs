@@ -22,7 +22,8 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use datajump_store::db::{DatabaseUrl, DatabaseUrlError};
 use tracing_subscriber::EnvFilter;
 
@@ -62,7 +63,12 @@ pub struct Global {
     /// Database URL (roles and operator commands): `sqlite://FILE?mode=rwc` or
     /// `postgres://USER@HOST/DB` [default: datajump.db in the data folder]. Only `up` and
     /// `migrate` create a database that does not exist.
-    #[arg(long = "database-url", global = true, env = "DATAJUMP_DATABASE_URL")]
+    #[arg(
+        long = "database-url",
+        global = true,
+        env = "DATAJUMP_DATABASE_URL",
+        value_name = "URL"
+    )]
     pub database_url_given: Option<String>,
     /// NATS URL, or a comma-separated list for a cluster (roles, and `logs --follow`'s live lines).
     #[arg(
@@ -266,6 +272,121 @@ enum Command {
     Cron(commands::cron::CronCommand),
 }
 
+/// A group of [`Global`]'s settings, as commands read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setting {
+    /// `--api`: user commands talk to the API.
+    Api,
+    /// `--database-url`: roles and operator commands open the database.
+    Database,
+    /// `--data-dir`: the default database, a started nats-server, the secret key.
+    DataDir,
+    /// `--nats-*`: roles and `logs --follow` connect to NATS.
+    Nats,
+    /// `--timezone`.
+    TimeZone,
+}
+
+impl Setting {
+    /// The group of one of [`Global`]'s arguments, by its id.
+    fn of_arg(id: &str) -> Option<Setting> {
+        match id {
+            "api_url" => Some(Setting::Api),
+            "database_url_given" => Some(Setting::Database),
+            "data_dir" => Some(Setting::DataDir),
+            "timezone" => Some(Setting::TimeZone),
+            id if id.starts_with("nats_") => Some(Setting::Nats),
+            _ => None,
+        }
+    }
+
+    /// What a command that reads none of the group's settings reads instead,
+    /// for the error that refuses one.
+    fn instead(self) -> &'static str {
+        match self {
+            Setting::Api => "it does not talk to the API",
+            Setting::Database | Setting::DataDir => {
+                "it talks to the API (--api), which has the database"
+            }
+            Setting::Nats => "it does not connect to NATS",
+            Setting::TimeZone => "it reads no time in a default zone",
+        }
+    }
+}
+
+/// The settings each command reads: `--help` shows only these, and one of
+/// the others given on the command line is an error rather than silently
+/// ignored. (Variables in the environment are not checked: one environment
+/// serves every command.)
+fn settings_of(command: &str) -> &'static [Setting] {
+    use Setting::*;
+    match command {
+        "up" | "ticker" | "api" => &[Database, DataDir, Nats, TimeZone],
+        "resolver" | "reset" => &[Database, DataDir, Nats],
+        "runner" => &[Database, DataDir, Nats, Api],
+        "migrate" | "datasource" | "alerts" | "secret" | "token" | "project" => {
+            &[Database, DataDir]
+        }
+        "down" => &[DataDir],
+        "topology" => &[Nats],
+        "logs" => &[Api, Nats],
+        "cron" => &[TimeZone],
+        // dag, schedule, events, trigger, runs, run, kill, backfill, rerun,
+        // task, audit: the API's clients.
+        _ => &[Api],
+    }
+}
+
+/// The command line's parser, with each command's help showing only the
+/// global settings it reads ([`settings_of`]).
+///
+/// Each command is given, before clap propagates the global arguments, a
+/// hidden copy of every one it does not read: clap then propagates nothing
+/// over it, and the copy still parses, so that the error can say why the
+/// setting does nothing there ([`unused_setting_given`]).
+fn command_line() -> clap::Command {
+    let command = Cli::command();
+    let globals: Vec<clap::Arg> = command
+        .get_arguments()
+        .filter(|arg| arg.is_global_set())
+        .cloned()
+        .collect();
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    names.into_iter().fold(command, |command, name| {
+        let used = settings_of(&name);
+        let hidden: Vec<clap::Arg> = globals
+            .iter()
+            .filter(|arg| {
+                Setting::of_arg(arg.get_id().as_str()).is_some_and(|s| !used.contains(&s))
+            })
+            .map(|arg| arg.clone().hide(true))
+            .collect();
+        command.mut_subcommand(name, |sub| sub.args(hidden))
+    })
+}
+
+/// A global setting given on the command line to a command that does not
+/// read it, as the message refusing it: `datajump trigger --database-url …`
+/// would otherwise look as if it chose the database.
+fn unused_setting_given(command: &clap::Command, matches: &clap::ArgMatches) -> Option<String> {
+    let name = matches.subcommand_name()?;
+    let used = settings_of(name);
+    command.get_arguments().find_map(|arg| {
+        let id = arg.get_id().as_str();
+        let setting = Setting::of_arg(id).filter(|s| !used.contains(s))?;
+        (matches.value_source(id) == Some(ValueSource::CommandLine)).then(|| {
+            format!(
+                "--{} does nothing for `datajump {name}`: {}",
+                arg.get_long().unwrap_or(id),
+                setting.instead()
+            )
+        })
+    })
+}
+
 /// Logs to stderr under the `DATAJUMP_LOG` filter (default `info`), the
 /// same way in every binary that runs roles (`datajump`, `datajump-bench`).
 pub fn init_tracing() {
@@ -287,7 +408,14 @@ pub fn init_tracing() {
 /// Parses the command line, runs the command and returns its exit code.
 #[tokio::main]
 pub async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut command = command_line();
+    let matches = command.get_matches_mut();
+    if let Some(message) = unused_setting_given(&command, &matches) {
+        command
+            .error(clap::error::ErrorKind::ArgumentConflict, message)
+            .exit();
+    }
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if !matches!(cli.command, Command::Cron(_)) {
         init_tracing();
     }
@@ -349,5 +477,84 @@ pub async fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_global_setting_has_a_group() {
+        for arg in Cli::command().get_arguments() {
+            let id = arg.get_id().as_str();
+            if arg.is_global_set() {
+                assert!(Setting::of_arg(id).is_some(), "{id} belongs to no Setting");
+            }
+        }
+    }
+
+    #[test]
+    fn help_shows_only_the_settings_a_command_reads() {
+        let help = |path: &[&str]| {
+            let mut command = command_line();
+            command.build();
+            let mut sub = &mut command;
+            for name in path {
+                sub = sub.find_subcommand_mut(name).expect("a subcommand");
+            }
+            sub.render_long_help().to_string()
+        };
+        let trigger = help(&["trigger"]);
+        assert!(trigger.contains("--api"), "{trigger}");
+        assert!(!trigger.contains("--database-url"), "{trigger}");
+        assert!(!trigger.contains("--nats-creds"), "{trigger}");
+        let apply = help(&["dag", "apply"]);
+        assert!(!apply.contains("--nats-url"), "{apply}");
+        let cron = help(&["cron", "next"]);
+        assert!(cron.contains("--timezone"), "{cron}");
+        assert!(!cron.contains("--api"), "{cron}");
+        let runner = help(&["runner"]);
+        for flag in ["--database-url", "--nats-url", "--nats-prefix", "--api"] {
+            assert!(runner.contains(flag), "{flag}: {runner}");
+        }
+    }
+
+    #[test]
+    fn a_setting_a_command_ignores_is_refused() {
+        let refused = |args: &[&str]| {
+            let mut command = command_line();
+            let matches = command
+                .try_get_matches_from_mut(args)
+                .expect("the line parses");
+            unused_setting_given(&command, &matches)
+        };
+        assert_eq!(
+            refused(&[
+                "datajump",
+                "trigger",
+                "x",
+                "--database-url",
+                "sqlite://a.db"
+            ])
+            .as_deref(),
+            Some(
+                "--database-url does nothing for `datajump trigger`: it talks to the API (--api), \
+                 which has the database"
+            )
+        );
+        assert!(refused(&["datajump", "--nats-url", "nats://h:1", "dag", "list"]).is_some());
+        assert_eq!(
+            refused(&["datajump", "trigger", "x", "--api", "http://h:1"]),
+            None
+        );
+        assert_eq!(
+            refused(&["datajump", "runner", "--database-url", "sqlite://a.db"]),
+            None
+        );
+        assert_eq!(
+            refused(&["datajump", "cron", "next", "0 0 * * * ?", "--tz", "UTC"]),
+            None
+        );
     }
 }

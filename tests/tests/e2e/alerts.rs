@@ -159,7 +159,7 @@ tasks:
 
     // The real CLI: a test alert reaches the receiver and is reported SENT.
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
-        .args(["--database-url", &env.db_url, "--nats-url", &env.nats_url()])
+        .args(["--database-url", &env.db_url])
         .args(["alerts", "test", "alerting"])
         .env("DATAJUMP_LOG", "warn")
         .output()

@@ -804,7 +804,8 @@ both_dbs!(
 );
 
 /// `--timezone` and `--tz` are one flag; a zone that does not exist is an
-/// error on any command, not a silent default.
+/// error, not a silent default, and so is a global setting given to a
+/// command that does not read it.
 #[tokio::test]
 async fn time_zones_are_one_flag_and_checked() {
     let after = "2024-03-09T00:00:00Z";
@@ -848,6 +849,25 @@ async fn time_zones_are_one_flag_and_checked() {
     )
     .await
     .fails_with("Nowhere");
+    run_at(
+        "http://127.0.0.1:9",
+        None,
+        &["runs", "x", "--timezone", "UTC"],
+    )
+    .await
+    .fails_with("--timezone does nothing for `datajump runs`");
+    run_at(
+        "http://127.0.0.1:9",
+        None,
+        &[
+            "dag",
+            "list",
+            "--database-url",
+            "sqlite:///tmp/elsewhere.db",
+        ],
+    )
+    .await
+    .fails_with("--database-url does nothing for `datajump dag`: it talks to the API (--api)");
 }
 
 /// `datajump down` stops the `up` of the same data folder from another

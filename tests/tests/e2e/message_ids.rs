@@ -13,11 +13,11 @@
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
-use futures::StreamExt;
 use datajump_shared::entities::{schedule, task_instance};
 use datajump_shared::messages::scheduled_run_key;
 use datajump_shared::subjects::{Band, Stream};
 use datajump_shared::{RunStatus, TaskInstanceId};
+use futures::StreamExt;
 use sea_orm::{EntityTrait, QueryOrder};
 
 use crate::harness::process::{Process, run_cli};
