@@ -714,6 +714,11 @@ pub struct BackfillRequest {
     pub from: NaiveDate,
     /// Last business date (inclusive).
     pub to: NaiveDate,
+    /// How many of the DAG's runs may be active while these runs start, in
+    /// place of the DAG's `maxActiveRuns`, for these runs only (the DAG is
+    /// not changed, and its other runs keep its own limit).
+    #[serde(default)]
+    pub max_active_runs: Option<i32>,
 }
 
 /// A run a backfill started.

@@ -410,7 +410,7 @@ async fn reset_in<C: ConnectionTrait>(
     let reopened = pending_instances > 0;
     // A reopened run takes a run slot like a new one, or waits for one:
     // `max_active_runs` holds whatever an operator reruns.
-    let slot_free = !reopened || run_slot_free_for(conn, run.dag_id).await?;
+    let slot_free = !reopened || run_slot_free_for(conn, run.dag_id, run.max_active_runs).await?;
     let (transition, status) = match (reopened, failed_kept) {
         (true, _) if slot_free => (RunTransition::Reopen, RunStatus::Running),
         (true, _) => (RunTransition::ReopenWaiting, RunStatus::Queued),

@@ -155,11 +155,9 @@ pub async fn create_runs(
             continue;
         }
         let slot_free = dag.overlap_policy == OverlapPolicy::Parallel
-            || free_slots.get_mut(&dag.id).is_some_and(|free| {
-                let some = *free > 0;
-                *free = free.saturating_sub(1);
-                some
-            })
+            || free_slots
+                .get_mut(&dag.id)
+                .is_some_and(|slots| slots.take(fire.max_active_runs))
             // A run that an active run of its DAG already waits on starts
             // past the limit: queued, it would wait on its own waiter.
             || (dag.overlap_policy == OverlapPolicy::Wait
@@ -313,6 +311,7 @@ async fn insert_runs(
                 failed_instances: Set(0),
                 created_at: Set(now),
                 finished_at: Set(empty.then_some(now)),
+                max_active_runs: Set(run.fire.max_active_runs.map(|limit| limit.max(1))),
                 ..Default::default()
             }
         });

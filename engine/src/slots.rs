@@ -1,5 +1,8 @@
 //! Run slots: a DAG's `max_active_runs`, counted under a lock on the DAG's
-//! row, and the waiting runs that take a slot when one frees.
+//! row, and the waiting runs that take a slot when one frees. A run may
+//! carry its own limit (a backfill's `--max-active-runs`), which it is held
+//! to in place of the DAG's: it starts while fewer than that many of the
+//! DAG's runs are active, and counts as one of them for every other run.
 
 use std::collections::HashMap;
 
@@ -9,7 +12,8 @@ use datajump_shared::entities::{dag, dag_run, task_instance};
 use datajump_shared::{RunStatus, TaskStatus};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 
 use crate::effects::Effects;
@@ -17,32 +21,61 @@ use crate::propagation::{evaluate_all, propagate_all};
 use crate::sql::{IN_LIST_MAX, Ti, TiCol};
 use crate::transitions::RunTransition;
 
-/// Whether a DAG may start one more run now, under its `max_active_runs`.
-/// Locks the DAG's row (see [`free_run_slots`]).
-async fn run_slot_free<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result<bool, DbErr> {
-    Ok(free_run_slots(conn, &[dag])
-        .await?
-        .get(&dag.id)
-        .is_some_and(|free| *free > 0))
+/// A DAG's RUNNING runs and its `max_active_runs`, as counted under the lock
+/// on its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RunSlots {
+    running: u64,
+    limit: u64,
 }
 
-/// Whether DAG `dag_id` may have one more RUNNING run now: always under
-/// overlap `parallel`, otherwise while under its `max_active_runs`. Locks
-/// the DAG's row (see [`free_run_slots`]). For a run an operator reopens.
+/// The limit a `max_active_runs` value sets: at least one run.
+fn limit_of(max_active_runs: i32) -> u64 {
+    u64::try_from(max_active_runs.max(1)).unwrap_or(1)
+}
+
+impl RunSlots {
+    /// Whether a run held to `own` limit (`None`: the DAG's) may start now;
+    /// if so, counts it as running.
+    pub(crate) fn take(&mut self, own: Option<i32>) -> bool {
+        let limit = own.map_or(self.limit, limit_of);
+        let free = self.running < limit;
+        if free {
+            self.running += 1;
+        }
+        free
+    }
+}
+
+/// The slots of `dag`. Locks the DAG's row (see [`free_run_slots`]).
+async fn slots_of<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result<RunSlots, DbErr> {
+    Ok(free_run_slots(conn, &[dag])
+        .await?
+        .remove(&dag.id)
+        .unwrap_or(RunSlots {
+            running: 0,
+            limit: limit_of(dag.max_active_runs),
+        }))
+}
+
+/// Whether a run of DAG `dag_id` held to `own` limit (`None`: the DAG's)
+/// may be RUNNING now: always under overlap `parallel`, otherwise while the
+/// DAG's active runs are under the limit. Locks the DAG's row (see
+/// [`free_run_slots`]). For a run an operator reopens.
 pub(crate) async fn run_slot_free_for<C: ConnectionTrait>(
     conn: &C,
     dag_id: i64,
+    own: Option<i32>,
 ) -> Result<bool, DbErr> {
     match dag::Entity::find_by_id(dag_id).one(conn).await? {
         Some(dag) if dag.overlap_policy != OverlapPolicy::Parallel => {
-            run_slot_free(conn, &dag).await
+            Ok(slots_of(conn, &dag).await?.take(own))
         }
         _ => Ok(true),
     }
 }
 
-/// How many more runs each of `dags` may start now under its
-/// `max_active_runs`, keyed by DAG id. Locks the DAGs' rows in id order
+/// The RUNNING runs and limit of each of `dags`, keyed by DAG id. Locks the DAGs' rows in id order
 /// (PostgreSQL; SQLite write transactions are already serial), so run starts
 /// of one DAG cannot race past the limit and two transactions locking
 /// several DAGs cannot deadlock. Two statements however many DAGs: the
@@ -50,7 +83,7 @@ pub(crate) async fn run_slot_free_for<C: ConnectionTrait>(
 pub(crate) async fn free_run_slots<C: ConnectionTrait>(
     conn: &C,
     dags: &[&dag::Model],
-) -> Result<HashMap<i64, u64>, DbErr> {
+) -> Result<HashMap<i64, RunSlots>, DbErr> {
     let mut ids: Vec<i64> = dags.iter().map(|d| d.id).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -73,9 +106,12 @@ pub(crate) async fn free_run_slots<C: ConnectionTrait>(
     Ok(dags
         .iter()
         .map(|dag| {
-            let limit = i64::from(Ord::max(dag.max_active_runs, 1));
             let taken = running.get(&dag.id).copied().unwrap_or(0);
-            (dag.id, u64::try_from(limit - taken).unwrap_or(0))
+            let slots = RunSlots {
+                running: u64::try_from(taken).unwrap_or(0),
+                limit: limit_of(dag.max_active_runs),
+            };
+            (dag.id, slots)
         })
         .collect())
 }
@@ -143,7 +179,8 @@ pub(crate) async fn release_roots<C: ConnectionTrait>(
 }
 
 /// QUEUED → RUNNING for the waiting run of a DAG with the earliest
-/// business date, when a slot is free; the caller releases its roots.
+/// business date among those whose limit has a free slot; the caller
+/// releases its roots.
 pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
     conn: &C,
     dag_id: i64,
@@ -151,13 +188,17 @@ pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
     let Some(dag) = dag::Entity::find_by_id(dag_id).one(conn).await? else {
         return Ok(None);
     };
-    if !run_slot_free(conn, &dag).await? {
-        return Ok(None);
+    let slots = slots_of(conn, &dag).await?;
+    let running = i64::try_from(slots.running).unwrap_or(i64::MAX);
+    let mut under_limit = Condition::any().add(dag_run::Column::MaxActiveRuns.gt(running));
+    if slots.running < slots.limit {
+        under_limit = under_limit.add(dag_run::Column::MaxActiveRuns.is_null());
     }
     // The earliest batch first: later ones may depend on it.
     let Some(waiting) = dag_run::Entity::find()
         .filter(dag_run::Column::DagId.eq(dag_id))
         .filter(dag_run::Column::Status.eq(RunStatus::Queued))
+        .filter(under_limit)
         .order_by_asc(dag_run::Column::BizDate)
         .order_by_asc(dag_run::Column::Id)
         .one(conn)
@@ -204,4 +245,31 @@ pub(crate) async fn start_awaited_run<C: ConnectionTrait>(
     }
     RunTransition::StartWaiting.applied(RunStatus::Queued, RunStatus::Running);
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_held_to_its_own_limit_or_the_dags() {
+        let mut slots = RunSlots {
+            running: 1,
+            limit: 1,
+        };
+        assert!(!slots.take(None), "the DAG's one slot is taken");
+        assert!(slots.take(Some(3)));
+        assert!(slots.take(Some(3)));
+        assert!(!slots.take(Some(3)), "three runs are active");
+        assert!(!slots.take(None));
+        assert_eq!(slots.running, 3);
+        assert!(
+            RunSlots {
+                running: 0,
+                limit: 1
+            }
+            .take(Some(0)),
+            "a limit below one is one"
+        );
+    }
 }

@@ -49,6 +49,7 @@ pub(crate) async fn handle_event(
             }),
             dedup_key: datajump_shared::messages::event_run_key(schedule.id, sequence),
             params: event.params.clone(),
+            max_active_runs: None,
         };
         if let Err(e) = bus.publish_fire(&fire).await {
             return e.into();

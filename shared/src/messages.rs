@@ -160,6 +160,10 @@ pub struct FireMsg {
     pub dedup_key: String,
     /// Trigger parameters.
     pub params: Params,
+    /// The run's own limit of its DAG's active runs, in place of the DAG's
+    /// `max_active_runs`: a backfill's `--max-active-runs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_active_runs: Option<i32>,
 }
 
 impl FireMsg {
@@ -180,6 +184,7 @@ impl FireMsg {
             time_zone: default_time_zone(),
             dedup_key: manual_run_key(uuid::Uuid::new_v4()),
             params,
+            max_active_runs: None,
         }
     }
 }

@@ -521,6 +521,7 @@ async fn publish(firing: &Firing, entry: &Entry, at: DateTime<Utc>) -> Result<()
         time_zone: entry.tz.name().to_owned(),
         dedup_key: scheduled_run_key(entry.schedule_id, unix),
         params: Params::new(),
+        max_active_runs: None,
     };
     let duplicate = firing.bus.publish_fire(&message).await?;
     if duplicate {

@@ -618,9 +618,10 @@ pub const MAX_BACKFILL_DATES: i64 = 1000;
 /// run per business date of the range (202), with the run key a scheduled
 /// fire of that date has ([`datajump_store::backfill`]), skipping dates
 /// that already have a run. Like a trigger it answers at once with the run
-/// keys; how many run at a time is the DAG's `maxActiveRuns` (the others
-/// wait their turn under `overlap: wait`), so a `skip` DAG refuses a
-/// backfill that would drop dates (409).
+/// keys; how many run at a time is the DAG's `maxActiveRuns`, or the
+/// body's own `maxActiveRuns` for these runs (the others wait their turn
+/// under `overlap: wait`), so a `skip` DAG refuses a backfill that would
+/// drop dates (409).
 pub async fn backfill(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
@@ -631,6 +632,13 @@ pub async fn backfill(
         return Err(Error::bad_request(format!(
             "invalid field `to`: {} is before `from` ({})",
             body.to, body.from
+        )));
+    }
+    if let Some(limit) = body.max_active_runs
+        && !(1..=MAX_BACKFILL_DATES).contains(&i64::from(limit))
+    {
+        return Err(Error::bad_request(format!(
+            "invalid field `maxActiveRuns`: {limit}; it is 1 to {MAX_BACKFILL_DATES}"
         )));
     }
     let days = (body.to - body.from).num_days() + 1;
@@ -670,7 +678,10 @@ pub async fn backfill(
                     reason: format!("already has run {run_id}"),
                     run_id: Some(run_id),
                 }),
-                None => fires.push(fire),
+                None => fires.push(FireMsg {
+                    max_active_runs: body.max_active_runs,
+                    ..fire
+                }),
             },
             Planned::NoFire { date, schedule } => skipped.push(BackfillSkip {
                 biz_date: date,
@@ -679,12 +690,13 @@ pub async fn backfill(
             }),
         }
     }
-    let slots = usize::try_from(dag.max_active_runs).unwrap_or(0);
-    if dag.overlap_policy == OverlapPolicy::Skip && fires.len() > slots {
+    let limit = body.max_active_runs.unwrap_or(dag.max_active_runs);
+    if dag.overlap_policy == OverlapPolicy::Skip
+        && fires.len() > usize::try_from(limit).unwrap_or(0)
+    {
         return Err(Error::conflict(format!(
-            "DAG '{}' has overlap skip and maxActiveRuns {}: a backfill of {} dates would drop those beyond it; set overlap to wait, or backfill fewer dates at a time",
+            "DAG '{}' has overlap skip and maxActiveRuns {limit}: a backfill of {} dates would drop those beyond it; set overlap to wait, or backfill fewer dates at a time",
             dag.name,
-            dag.max_active_runs,
             fires.len()
         )));
     }

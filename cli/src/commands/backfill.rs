@@ -1,4 +1,5 @@
-//! `datajump backfill DAG --from DATE --to DATE [--parallel N]`, through the API.
+//! `datajump backfill DAG --from DATE --to DATE [--parallel N]
+//! [--max-active-runs N]`, through the API.
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
@@ -29,6 +30,11 @@ pub struct BackfillArgs {
     /// Runs at once.
     #[arg(long, default_value_t = 1)]
     parallel: usize,
+    /// Let this backfill's runs start while fewer than N of the DAG's runs
+    /// are active, in place of the DAG's max_active_runs (for these runs
+    /// only: the DAG is not changed, and its scheduled runs keep its limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=1000))]
+    max_active_runs: Option<i32>,
     /// Give up waiting for a run after this many seconds.
     #[arg(long, default_value_t = 24 * 3600)]
     timeout: u64,
@@ -56,15 +62,24 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     let api = Api::new(&global.api_url)?;
     let dag = api.dag(&args.dag).await?;
     let dag_id = dag["id"].to_string();
-    // Runs beyond the DAG's limit wait QUEUED, so --parallel above it
-    // changes nothing but the number of runs waiting.
-    if let Some(limit) = dag["maxActiveRuns"].as_u64()
+    // Runs beyond the limit wait QUEUED, so --parallel above it changes
+    // nothing but the number of runs waiting.
+    let own_limit = args.max_active_runs.and_then(|n| u64::try_from(n).ok());
+    if let Some(limit) = own_limit.or_else(|| dag["maxActiveRuns"].as_u64())
         && dag["overlap"] != "parallel"
         && u64::try_from(args.parallel).unwrap_or(u64::MAX) > limit
     {
+        let (why, fix) = if own_limit.is_some() {
+            ("--max-active-runs", "")
+        } else {
+            (
+                "its max_active_runs",
+                "; --max-active-runs N lets this backfill's runs go up to N without changing the DAG",
+            )
+        };
         eprintln!(
-            "note: {} allows {limit} active run(s) (max_active_runs), so at most {limit} of the \
-             {} parallel backfill runs proceed at a time; the others wait QUEUED",
+            "note: {} allows {limit} active run(s) ({why}), so at most {limit} of the {} \
+             parallel backfill runs proceed at a time; the others wait QUEUED{fix}",
             printable(&args.dag),
             args.parallel
         );
@@ -96,7 +111,11 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
             let answer: BackfillResponse = read(
                 api.post(
                     &["dags", &dag_id, "backfill"],
-                    Some(&json!({ "from": date, "to": date })),
+                    Some(&json!({
+                        "from": date,
+                        "to": date,
+                        "maxActiveRuns": args.max_active_runs,
+                    })),
                 )
                 .await?,
             )?;

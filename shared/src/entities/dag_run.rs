@@ -44,6 +44,10 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// When it finished.
     pub finished_at: Option<DateTimeUtc>,
+    /// Its own limit of the DAG's active runs, in place of the DAG's
+    /// `max_active_runs` (a backfill's `--max-active-runs`); `None` for
+    /// the DAG's.
+    pub max_active_runs: Option<i32>,
 }
 
 /// No declared relations.

@@ -604,18 +604,15 @@ tasks:
 /// Runs `datajump backfill` (the real CLI, as a process) against `api`;
 /// returns its stderr and stdout, after checking it succeeded.
 async fn backfill(api: &Api, dag: &str, from: &str, to: &str, parallel: &str) -> String {
+    backfill_with(api.base(), dag, from, to, &["--parallel", parallel]).await
+}
+
+/// [`backfill`] against the API at `api_url`, with `flags` after the dates.
+async fn backfill_with(api_url: &str, dag: &str, from: &str, to: &str, flags: &[&str]) -> String {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
-        .args([
-            "backfill",
-            dag,
-            "--from",
-            from,
-            "--to",
-            to,
-            "--parallel",
-            parallel,
-        ])
-        .env("DATAJUMP_API_URL", api.base())
+        .args(["backfill", dag, "--from", from, "--to", to])
+        .args(flags)
+        .env("DATAJUMP_API_URL", api_url)
         .env("DATAJUMP_LOG", "warn")
         .kill_on_drop(true)
         .output();
@@ -729,12 +726,92 @@ both_dbs!(
         let api = Api::start(&env, None).await;
         let output = backfill(&api, "capped", "2024-02-01", "2024-02-02", "3").await;
         assert!(
-            output
-                .contains("capped allows 1 active run(s) (max_active_runs), so at most 1 of the 3"),
+            output.contains(
+                "capped allows 1 active run(s) (its max_active_runs), so at most 1 of the 3"
+            ) && output.contains("--max-active-runs N lets this backfill's runs go up to N"),
             "{output}"
         );
         let quiet = backfill(&api, "capped", "2024-02-03", "2024-02-03", "1").await;
         assert!(!quiet.contains("max_active_runs"), "{quiet}");
+    }
+);
+
+both_dbs!(
+    backfill_max_active_runs_lifts_the_limit_for_its_runs_only,
+    |env| async move {
+        env.apply("name: one_at_a_time\ntasks:\n  - { name: work, command: 'sleep 2' }\n")
+            .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 8).await;
+        let api = Api::start(&env, None).await;
+        let dag_id = env.dag_id("one_at_a_time").await;
+        let filling = {
+            let api_url = api.base().to_owned();
+            tokio::spawn(async move {
+                backfill_with(
+                    &api_url,
+                    "one_at_a_time",
+                    "2024-03-01",
+                    "2024-03-03",
+                    &["--parallel", "3", "--max-active-runs", "3"],
+                )
+                .await
+            })
+        };
+        // All three dates run at once, though the DAG allows one run.
+        let started = Instant::now();
+        loop {
+            let running = env
+                .runs_of(dag_id)
+                .await
+                .iter()
+                .filter(|r| r.status == RunStatus::Running)
+                .count();
+            if running == 3 {
+                break;
+            }
+            assert!(
+                started.elapsed() < TIMEOUT,
+                "never three backfill runs at once"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The DAG's own limit still holds for its other runs.
+        let manual = env
+            .wait_run_created(&env.trigger("one_at_a_time").await, TIMEOUT)
+            .await;
+        assert_eq!(
+            manual.status,
+            RunStatus::Queued,
+            "a manual run started beside three backfill runs of a max_active_runs 1 DAG"
+        );
+        let output = filling.await.expect("the backfill task");
+        assert!(!output.contains("note:"), "{output}");
+        let manual = env.wait_run(&manual.dedup_key, TIMEOUT).await;
+        assert_eq!(manual.status, RunStatus::Success);
+        let runs = env.runs_of(dag_id).await;
+        let backfilled: Vec<_> = runs
+            .iter()
+            .filter(|r| r.trigger_type == TriggerType::Backfill)
+            .collect();
+        assert_eq!(backfilled.len(), 3);
+        let mut last_end = None;
+        for run in &backfilled {
+            assert_eq!(run.status, RunStatus::Success);
+            let end = env.executions(run.id).await[0].end_time.expect("ended");
+            last_end = last_end.max(Some(end));
+        }
+        let manual_start = env.executions(manual.id).await[0].start_time;
+        assert!(
+            Some(manual_start) >= last_end,
+            "the manual run started at {manual_start} while backfill runs ran (last ended {last_end:?})"
+        );
+        let dag = datajump_shared::entities::dag::Entity::find_by_id(dag_id)
+            .one(&env.db)
+            .await
+            .expect("query the DAG")
+            .expect("the DAG");
+        assert_eq!(dag.max_active_runs, 1, "the backfill changed the DAG");
     }
 );
 
