@@ -170,11 +170,15 @@ const FAILED_LOG_LINES: usize = 10;
 #[derive(Default)]
 struct Progress {
     seen: HashMap<i64, (TaskStatus, i32)>,
+    /// Instances whose first retry showed their log: later retries do not
+    /// repeat it.
+    retry_log_shown: std::collections::HashSet<i64>,
 }
 
 impl Progress {
     /// The lines saying what changed in `run` since the last look, and
-    /// the instances that have just failed (whose logs are worth showing).
+    /// the instances that have just failed or first wait for a retry (whose
+    /// logs are worth showing: a typo'd command says so in its log).
     fn changes(&mut self, run: &RunDetail) -> (Vec<String>, Vec<i64>) {
         let mut lines = Vec::new();
         let mut failed = Vec::new();
@@ -187,18 +191,23 @@ impl Progress {
             let name = printable(&task.task_name);
             let line = match task.status {
                 TaskStatus::Running => format!("{name}: RUNNING (attempt {})", task.attempts),
-                TaskStatus::UpForRetry => format!(
-                    "{name}: UP_FOR_RETRY after attempt {}{}{}",
-                    task.attempts,
-                    task.error_message
-                        .as_deref()
-                        .map_or_else(String::new, |why| format!(": {}", printable(why))),
-                    task.retry_at.map_or_else(String::new, |at| format!(
-                        "; retries at {} (in {}s)",
-                        at.format("%H:%M:%S"),
-                        ((at - Utc::now()).num_milliseconds().max(0) + 999) / 1000
-                    ))
-                ),
+                TaskStatus::UpForRetry => {
+                    if self.retry_log_shown.insert(task.id) {
+                        failed.push(task.id);
+                    }
+                    format!(
+                        "{name}: UP_FOR_RETRY after attempt {}{}{}",
+                        task.attempts,
+                        task.error_message
+                            .as_deref()
+                            .map_or_else(String::new, |why| format!(": {}", printable(why))),
+                        task.retry_at.map_or_else(String::new, |at| format!(
+                            "; retries at {} (in {}s)",
+                            at.format("%H:%M:%S"),
+                            ((at - Utc::now()).num_milliseconds().max(0) + 999) / 1000
+                        ))
+                    )
+                }
                 TaskStatus::Failed | TaskStatus::Timeout => {
                     failed.push(task.id);
                     format!(

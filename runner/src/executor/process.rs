@@ -168,6 +168,9 @@ pub async fn run(
                 Ok(exit) => ExecOutcome::Failed {
                     exit_code: exit.code(),
                     message: match exit.code() {
+                        // The shell's codes for a command it could not run.
+                        Some(127) => "exit code 127: command not found (check its spelling and the runner's PATH)".to_owned(),
+                        Some(126) => "exit code 126: the command is not executable".to_owned(),
                         Some(code) => format!("exit code {code}"),
                         None => "killed by a signal".to_owned(),
                     },

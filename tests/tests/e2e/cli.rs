@@ -494,6 +494,7 @@ tasks:
         // attempt count still says what happened.
         for expected in [
             "flaky: UP_FOR_RETRY after attempt 1: exit code 1",
+            "| not yet",
             "retries at ",
             "flaky: SUCCESS",
             "broken: RUNNING (attempt 1)",
@@ -527,6 +528,40 @@ tasks:
         )
         .await;
         gave_up.fails_with("did not finish within 1s (--timeout)");
+
+        // A typo'd command says so at its first retry, with its log.
+        write_dag(
+            &dags,
+            "typo",
+            "name: typo\ntasks:\n  - { name: greet, command: 'ecoh hello', retry: { max: 3, interval: 30 } }\n",
+        );
+        datajump(
+            &api,
+            &[
+                "dag",
+                "apply",
+                "-f",
+                &dags.join("typo.yaml").display().to_string(),
+            ],
+        )
+        .await
+        .ok();
+        let typo = datajump(&api, &["trigger", "typo", "--wait", "--timeout", "4"]).await;
+        assert!(
+            typo.stdout.contains(
+                "greet: UP_FOR_RETRY after attempt 1: exit code 127: command not found \
+                 (check its spelling and the runner's PATH)"
+            ),
+            "{}",
+            typo.stdout
+        );
+        assert!(
+            typo.stdout.lines().any(|line| line.contains("| ")
+                && line.contains("ecoh")
+                && line.contains("not found")),
+            "the shell's complaint is shown:\n{}",
+            typo.stdout
+        );
     }
 );
 
