@@ -211,7 +211,9 @@ pub struct TriggerRequest {
     /// Run parameters (strings; numbers and booleans are taken as text).
     #[serde(default)]
     pub params: Option<Map<String, Value>>,
-    /// Business date (default: the trigger day minus one, in the API's zone).
+    /// Business date (default: the one a fire of the DAG's schedule would have now, under its
+    /// zone and offset). The run's logical time is that date's scheduled fire
+    /// (docs/PARAMETERS.md "The logical time of a run").
     #[serde(default)]
     pub biz_date: Option<NaiveDate>,
 }
@@ -719,6 +721,26 @@ pub struct BackfillRequest {
     /// not changed, and its other runs keep its own limit).
     #[serde(default)]
     pub max_active_runs: Option<i32>,
+    /// What becomes of a date that already has a finished run (default
+    /// `none`: it is skipped; a date whose run has not finished always is).
+    #[serde(default)]
+    pub reprocess: Reprocess,
+}
+
+/// Which business dates that already ran a backfill runs again, in place
+/// (the run keeps its id, as `rerun` does).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reprocess {
+    /// None: a date with a run is skipped.
+    #[default]
+    None,
+    /// Dates whose latest run ended FAILED or KILLED: their failed
+    /// tasks and everything below them run again.
+    Failed,
+    /// Every date whose latest run has finished, whatever its outcome: all
+    /// its tasks run again.
+    All,
 }
 
 /// A run a backfill started.
@@ -733,6 +755,10 @@ pub struct BackfillRun {
     pub schedule_time: DateTime<Utc>,
     /// Where to follow it by key.
     pub status_url: String,
+    /// The date's existing run, run again in place (`reprocess`), rather
+    /// than a new run.
+    #[serde(default)]
+    pub reprocessed: bool,
 }
 
 /// A business date a backfill left alone, and why.
@@ -741,7 +767,8 @@ pub struct BackfillRun {
 pub struct BackfillSkip {
     /// The business date.
     pub biz_date: NaiveDate,
-    /// Why: it already has a run, or the schedule does not fire for it.
+    /// Why: it already has a run (manual, scheduled or backfilled), or the
+    /// schedule does not fire for it.
     pub reason: String,
     /// The run it already has.
     pub run_id: Option<i64>,

@@ -7,25 +7,24 @@
 //! version is bumped on each change, and tickers are told about schedule
 //! changes.
 
-use datajump_store::catalog::{ApplyReport, Origin};
 use std::collections::{BTreeMap, HashMap};
-
-use datajump_shared::dag_file::OverlapPolicy;
-use datajump_store::backfill::{self, BackfillError, Planned};
 
 use axum::Json as AxumJson;
 use axum::extract::{Extension, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use chrono::Utc;
+use chrono::{NaiveDate, Utc};
 use datajump_cron::parse_time_zone;
-use datajump_shared::RunStatus;
-use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for};
+use datajump_engine::{OperatorError, ResetScope};
+use datajump_shared::dag_file::OverlapPolicy;
 use datajump_shared::entities::{
     dag, dag_run, execution, schedule, task, task_dependency, task_instance,
 };
 use datajump_shared::messages::FireMsg;
 use datajump_shared::plan::Params;
+use datajump_shared::{RunId, RunStatus};
+use datajump_store::backfill::{self, BackfillError, DateRule, Planned};
+use datajump_store::catalog::{ApplyReport, Origin};
 use sea_orm::sea_query::Query as SqlQuery;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
@@ -37,7 +36,7 @@ use crate::auth::Caller;
 use crate::definition;
 use crate::dto::{
     ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagListQuery,
-    DagSummary, DryRunResponse, Edge, Page, PageQuery, TriggerRequest, TriggerResponse,
+    DagSummary, DryRunResponse, Edge, Page, PageQuery, Reprocess, TriggerRequest, TriggerResponse,
     ValidateRequest, ValidateResponse,
 };
 use crate::error::{Error, Result};
@@ -564,12 +563,15 @@ pub async fn trigger(
     let params = trigger_params(body.params)?;
     refuse_untrusted_problems(&state, &dag, &params).await?;
     let zone = parse_time_zone(&state.timezone).map_err(|e| Error::Internal(e.to_string()))?;
-    let now = Utc::now();
-    let biz_date = body
-        .biz_date
-        .unwrap_or_else(|| biz_date_for(now, zone, DEFAULT_OFFSET_DAYS));
-    let mut fire = FireMsg::manual(dag.id, now, biz_date, params);
-    fire.time_zone = zone.name().to_owned();
+    let rule = DateRule::of_dag(&state.db, dag.id, zone)
+        .await
+        .map_err(backfill_error)?;
+    let biz_date = body.biz_date.unwrap_or_else(|| rule.date_at(Utc::now()));
+    // The date's logical time, not the trigger's moment: a manual run of a
+    // date sees the dates its scheduled run and a backfill of it see.
+    let logical = rule.logical_time(biz_date);
+    let mut fire = FireMsg::manual(dag.id, logical.at(), biz_date, params);
+    fire.time_zone = logical.zone().name().to_owned();
     state.bus.publish_fire(&fire).await?;
     info!(dag = %dag.name, run_key = %fire.dedup_key, "DAG triggered through the API");
     let status_url = format!("/api/v1/dags/instances/by-key/{}", fire.dedup_key);
@@ -608,6 +610,14 @@ async fn run_created_soon(state: &AppState, dedup_key: &str) -> Result<Option<i6
             return Ok(None);
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The API error of a [`BackfillError`].
+fn backfill_error(e: BackfillError) -> Error {
+    match e {
+        BackfillError::Db(e) => Error::Db(e),
+        e @ BackfillError::Schedule { .. } => Error::Internal(e.to_string()),
     }
 }
 
@@ -650,34 +660,58 @@ pub async fn backfill(
     let zone = parse_time_zone(&state.timezone).map_err(|e| Error::Internal(e.to_string()))?;
     let planned = backfill::plan(&state.db, dag.id, body.from, body.to, zone)
         .await
-        .map_err(|e| match e {
-            BackfillError::Db(e) => Error::Db(e),
-            e @ BackfillError::Schedule { .. } => Error::Internal(e.to_string()),
-        })?;
-    let keys: Vec<&str> = planned
+        .map_err(backfill_error)?;
+    // A date that has a run, whatever started it (manual, scheduled or
+    // backfilled), already ran: its latest run decides.
+    let dates: Vec<NaiveDate> = planned
         .iter()
         .filter_map(|p| match p {
-            Planned::Fire(fire) => Some(fire.dedup_key.as_str()),
+            Planned::Fire(fire) => Some(fire.biz_date),
             Planned::NoFire { .. } => None,
         })
         .collect();
-    let existing: HashMap<String, i64> = dag_run::Entity::find()
-        .filter(dag_run::Column::DedupKey.is_in(keys))
+    let mut latest: HashMap<NaiveDate, dag_run::Model> = HashMap::new();
+    for run in dag_run::Entity::find()
+        .filter(dag_run::Column::DagId.eq(dag.id))
+        .filter(dag_run::Column::BizDate.is_in(dates))
+        .order_by_asc(dag_run::Column::Id)
         .all(&state.db)
         .await?
-        .into_iter()
-        .map(|run| (run.dedup_key, run.id))
-        .collect();
+    {
+        latest.insert(run.biz_date, run);
+    }
     let mut fires = Vec::new();
+    let mut again = Vec::new();
     let mut skipped = Vec::new();
     for item in planned {
         match item {
-            Planned::Fire(fire) => match existing.get(&fire.dedup_key) {
-                Some(&run_id) => skipped.push(BackfillSkip {
-                    biz_date: fire.biz_date,
-                    reason: format!("already has run {run_id}"),
-                    run_id: Some(run_id),
-                }),
+            Planned::Fire(fire) => match latest.remove(&fire.biz_date) {
+                Some(run) => {
+                    let failed = matches!(run.status, RunStatus::Failed | RunStatus::Killed);
+                    let scope = match (body.reprocess, run.status) {
+                        (_, RunStatus::Queued | RunStatus::Running) => None,
+                        (Reprocess::All, _) => Some(ResetScope::All),
+                        (Reprocess::Failed, _) if failed => Some(ResetScope::FailedOnly),
+                        _ => None,
+                    };
+                    match scope {
+                        Some(scope) => again.push((run, scope)),
+                        None => skipped.push(BackfillSkip {
+                            biz_date: fire.biz_date,
+                            reason: format!(
+                                "already has run {} ({}){}",
+                                run.id,
+                                run.status,
+                                if failed && body.reprocess == Reprocess::None {
+                                    "; reprocess failed runs it again"
+                                } else {
+                                    ""
+                                }
+                            ),
+                            run_id: Some(run.id),
+                        }),
+                    }
+                }
                 None => fires.push(FireMsg {
                     max_active_runs: body.max_active_runs,
                     ..fire
@@ -692,15 +726,35 @@ pub async fn backfill(
     }
     let limit = body.max_active_runs.unwrap_or(dag.max_active_runs);
     if dag.overlap_policy == OverlapPolicy::Skip
-        && fires.len() > usize::try_from(limit).unwrap_or(0)
+        && fires.len() + again.len() > usize::try_from(limit).unwrap_or(0)
     {
         return Err(Error::conflict(format!(
             "DAG '{}' has overlap skip and maxActiveRuns {limit}: a backfill of {} dates would drop those beyond it; set overlap to wait, or backfill fewer dates at a time",
             dag.name,
-            fires.len()
+            fires.len() + again.len()
         )));
     }
-    let mut runs = Vec::with_capacity(fires.len());
+    let mut runs = Vec::with_capacity(fires.len() + again.len());
+    for (run, scope) in again {
+        match datajump_engine::reset(&state.db, RunId(run.id), scope).await {
+            Ok(effects) => {
+                effects.publish(&state.bus).await?;
+                runs.push(BackfillRun {
+                    biz_date: run.biz_date,
+                    status_url: format!("/api/v1/dags/instances/by-key/{}", run.dedup_key),
+                    run_key: run.dedup_key,
+                    schedule_time: run.logical_time,
+                    reprocessed: true,
+                });
+            }
+            Err(OperatorError::Db(e)) => return Err(Error::Db(e)),
+            Err(e) => skipped.push(BackfillSkip {
+                biz_date: run.biz_date,
+                reason: format!("run {} cannot run again now: {e}", run.id),
+                run_id: Some(run.id),
+            }),
+        }
+    }
     for fire in fires {
         state.bus.publish_fire(&fire).await?;
         runs.push(BackfillRun {
@@ -708,8 +762,10 @@ pub async fn backfill(
             status_url: format!("/api/v1/dags/instances/by-key/{}", fire.dedup_key),
             run_key: fire.dedup_key,
             schedule_time: fire.logical_time,
+            reprocessed: false,
         });
     }
+    runs.sort_by_key(|run| run.biz_date);
     info!(dag = %dag.name, runs = runs.len(), skipped = skipped.len(), "backfill through the API");
     Ok((
         StatusCode::ACCEPTED,

@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 use chrono::NaiveDate;
 use clap::Args;
 use datajump_api::dto::{BackfillResponse, BackfillRun, RunStatusDto};
+use datajump_shared::RunStatus;
 use serde_json::json;
 
 use crate::Global;
@@ -35,6 +36,12 @@ pub struct BackfillArgs {
     /// only: the DAG is not changed, and its scheduled runs keep its limit).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=1000))]
     max_active_runs: Option<i32>,
+    /// Dates that already ran (manually, on schedule or in a backfill) are
+    /// skipped; `failed` runs the failed tasks of dates whose run failed or
+    /// was killed again, in place; `all` runs every finished date again.
+    /// A date whose run has not finished is always left to it.
+    #[arg(long, value_parser = ["none", "failed", "all"], default_value = "none")]
+    reprocess: String,
     /// Give up waiting for a run after this many seconds.
     #[arg(long, default_value_t = 24 * 3600)]
     timeout: u64,
@@ -115,6 +122,7 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
                         "from": date,
                         "to": date,
                         "maxActiveRuns": args.max_active_runs,
+                        "reprocess": args.reprocess,
                     })),
                 )
                 .await?,
@@ -128,8 +136,18 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
                             api.get(&["dags", "instances", &run_id.to_string(), "status"], &[])
                                 .await?,
                         )?;
+                        let hint = if matches!(status.status, RunStatus::Failed | RunStatus::Killed)
+                            && args.reprocess == "none"
+                        {
+                            " (--reprocess failed runs it again)"
+                        } else {
+                            ""
+                        };
                         progress.finished(
-                            &format!("{} already ran ({}); skipped", skip.biz_date, status.status),
+                            &format!(
+                                "{} already ran ({}); skipped{hint}",
+                                skip.biz_date, status.status
+                            ),
                             false,
                         );
                     }

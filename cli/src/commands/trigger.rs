@@ -29,7 +29,8 @@ pub struct TriggerArgs {
     /// A run parameter `NAME=VALUE` (repeatable); overrides DAG and task params.
     #[arg(long = "param", short = 'p', value_name = "NAME=VALUE")]
     params: Vec<String>,
-    /// Business date of the run (default: yesterday in the API's time zone).
+    /// Business date of the run (default: the one a fire of its schedule would have now, usually
+    /// yesterday). Its date parameters are those of its scheduled run (docs/PARAMETERS.md).
     #[arg(long)]
     biz_date: Option<NaiveDate>,
     /// Wait for the run to finish, printing each task's state changes as

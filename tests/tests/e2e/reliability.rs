@@ -815,6 +815,148 @@ both_dbs!(
     }
 );
 
+/// The dates a run of `run_id` printed: its one task's log tail.
+async fn printed_dates(env: &TestEnv, run_id: i64) -> String {
+    let executions = env.executions(run_id).await;
+    let tail = executions
+        .last()
+        .and_then(|e| e.log_tail.clone())
+        .unwrap_or_default();
+    tail.lines()
+        .find(|line| line.starts_with("dates "))
+        .unwrap_or_else(|| panic!("no dates line in:\n{tail}"))
+        .to_owned()
+}
+
+both_dbs!(
+    a_date_has_the_same_parameters_and_runs_once_however_it_is_started,
+    |env| async move {
+        let marker = shell_path(&env.path("fixed"));
+        env.apply(&format!(
+            r#"
+name: dated
+max_active_runs: 5
+schedules:
+  - cron: "0 0 2 * * ?"
+    timezone: UTC
+tasks:
+  - name: report
+    command: "echo dates ${{bizdate}} ${{today}} ${{yesterday}} $[yyyyMMdd] $[yyyyMMdd-1]; test ${{bizdate}} != 2024-01-11 || test -e {marker}"
+    retry: {{ max: 0 }}
+"#
+        ))
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let api = Api::start(&env, None).await;
+        let dag_id = env.dag_id("dated").await;
+
+        // A manual run of 2024-01-10, triggered today, sees the dates its
+        // scheduled run (2024-01-11 02:00 UTC) would have.
+        let manual = api
+            .post(
+                &format!("/api/v1/dags/{dag_id}/trigger"),
+                serde_json::json!({ "bizDate": "2024-01-10" }),
+            )
+            .await
+            .expect(202);
+        let manual = api
+            .wait_run(manual["statusUrl"].as_str().expect("statusUrl"))
+            .await;
+        assert_eq!(manual["status"], "SUCCESS", "{manual}");
+        let manual_id = manual["id"].as_i64().expect("run id");
+        assert_eq!(
+            printed_dates(&env, manual_id).await,
+            "dates 2024-01-10 2024-01-11 2024-01-10 20240111 20240110"
+        );
+        // A manual run of 2024-01-11, which fails until fixed.
+        let failing = api
+            .post(
+                &format!("/api/v1/dags/{dag_id}/trigger"),
+                serde_json::json!({ "bizDate": "2024-01-11" }),
+            )
+            .await
+            .expect(202);
+        let failing = api
+            .wait_run(failing["statusUrl"].as_str().expect("statusUrl"))
+            .await;
+        assert_eq!(failing["status"], "FAILED", "{failing}");
+        let failing_id = failing["id"].as_i64().expect("run id");
+
+        // The backfill counts both manual runs as the dates' runs.
+        let output = backfill(&api, "dated", "2024-01-10", "2024-01-12", "2").await;
+        assert!(
+            output.contains("2024-01-10 already ran (SUCCESS); skipped"),
+            "{output}"
+        );
+        assert!(
+            output.contains(
+                "2024-01-11 already ran (FAILED); skipped (--reprocess failed runs it again)"
+            ),
+            "{output}"
+        );
+        let runs = env.runs_of(dag_id).await;
+        assert_eq!(runs.len(), 3, "one new run, for 2024-01-12: {runs:?}");
+        let backfilled = runs
+            .iter()
+            .find(|r| r.biz_date.to_string() == "2024-01-12")
+            .expect("the 2024-01-12 run");
+        assert_eq!(backfilled.trigger_type, TriggerType::Backfill);
+        assert_eq!(
+            printed_dates(&env, backfilled.id).await,
+            "dates 2024-01-12 2024-01-13 2024-01-12 20240113 20240112",
+            "a backfill sees the dates a manual run of its date sees"
+        );
+
+        // Fixed: --reprocess failed runs the failed date again, in place.
+        std::fs::write(env.path("fixed"), "").expect("fix");
+        let output = backfill_with(
+            api.base(),
+            "dated",
+            "2024-01-10",
+            "2024-01-12",
+            &["--reprocess", "failed"],
+        )
+        .await;
+        assert!(
+            output.contains("3 dates, 1 ran, 2 already existed, 0 did not succeed"),
+            "{output}"
+        );
+        let runs = env.runs_of(dag_id).await;
+        assert_eq!(runs.len(), 3, "reprocessing makes no new run: {runs:?}");
+        let again = runs.iter().find(|r| r.id == failing_id).expect("the run");
+        assert_eq!(again.status, RunStatus::Success);
+        assert_eq!(env.executions(failing_id).await.len(), 2);
+
+        // --reprocess all runs every finished date again.
+        let before: usize = {
+            let mut total = 0;
+            for run in &runs {
+                total += env.executions(run.id).await.len();
+            }
+            total
+        };
+        let output = backfill_with(
+            api.base(),
+            "dated",
+            "2024-01-10",
+            "2024-01-12",
+            &["--reprocess", "all", "--parallel", "3"],
+        )
+        .await;
+        assert!(
+            output.contains("3 dates, 3 ran, 0 already existed, 0 did not succeed"),
+            "{output}"
+        );
+        let mut after = 0;
+        for run in env.runs_of(dag_id).await {
+            assert_eq!(run.status, RunStatus::Success);
+            after += env.executions(run.id).await.len();
+        }
+        assert_eq!(after, before + 3);
+    }
+);
+
 both_dbs!(retries_start_on_time, |env| async move {
     // The deadline scan wakes at the next deadline: a retry after 1 s does
     // not wait for a scan that comes once a second (that made retries up
