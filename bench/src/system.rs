@@ -392,6 +392,7 @@ impl<'b> System<'b> {
             db,
             nats,
             names: self.bus.names().clone(),
+            default_timezone: chrono_tz::UTC,
             concurrency: 16,
         };
         let token = self.shutdown.clone();
@@ -424,7 +425,8 @@ impl<'b> System<'b> {
                 self.pools.push(db.clone());
                 let nats =
                     connect_nats(&self.nats_url, &format!("datajump-bench-runner-{index}")).await?;
-                let config = runner_config(db, nats, self.bus.names(), &args, None)?;
+                let config =
+                    runner_config(db, nats, self.bus.names(), chrono_tz::UTC, &args, None)?;
                 let token = self.shutdown.clone();
                 self.roles.spawn(async move {
                     datajump_runner::run(config, token)

@@ -322,8 +322,9 @@ fn settings_of(command: &str) -> &'static [Setting] {
     use Setting::*;
     match command {
         "up" | "ticker" | "api" => &[Database, DataDir, Nats, TimeZone],
-        "resolver" | "reset" => &[Database, DataDir, Nats],
-        "runner" => &[Database, DataDir, Nats, Api],
+        "resolver" => &[Database, DataDir, Nats, TimeZone],
+        "reset" => &[Database, DataDir, Nats],
+        "runner" => &[Database, DataDir, Nats, Api, TimeZone],
         "migrate" | "datasource" | "alerts" | "secret" | "token" | "project" => {
             &[Database, DataDir]
         }

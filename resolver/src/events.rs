@@ -36,7 +36,7 @@ pub(crate) async fn handle_event(
     let now = Utc::now();
     for schedule in schedules {
         let tz =
-            datajump_cron::parse_time_zone(&schedule.timezone).unwrap_or(datajump_cron::DEFAULT_TZ);
+            datajump_cron::parse_time_zone(&schedule.timezone).unwrap_or(config.default_timezone);
         let fire = FireMsg {
             v: VERSION,
             dag_id: schedule.dag_id,

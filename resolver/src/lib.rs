@@ -53,6 +53,8 @@ pub struct Config {
     pub nats: async_nats::Client,
     /// The names of the installation's subjects, streams and buckets.
     pub names: Namespace,
+    /// Zone for event schedules whose stored zone cannot be read.
+    pub default_timezone: chrono_tz::Tz,
     /// Messages handled at once per consumer.
     pub concurrency: usize,
 }

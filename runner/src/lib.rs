@@ -59,6 +59,8 @@ pub struct Config {
     pub id: String,
     /// The names of the installation's subjects, streams and buckets.
     pub names: Namespace,
+    /// The zone of a run whose stored zone cannot be read (`--timezone`).
+    pub default_timezone: chrono_tz::Tz,
     /// Queues (worker groups) it serves.
     pub queues: Vec<String>,
     /// Tasks it runs at once.
@@ -677,7 +679,7 @@ async fn run_claimed(
         Ok(content) => {
             let ctx = ExecContext {
                 content,
-                params: param_context(work),
+                params: param_context(work, config.default_timezone),
                 env: environment(work, row),
                 process: config.task_process.clone(),
                 network: config.network.clone(),
@@ -809,12 +811,13 @@ async fn store_full_log(
 }
 
 /// The parameter context of an attempt: built-ins from the run, user
-/// parameters from the spec.
-fn param_context(work: &WorkMsg) -> ParamContext {
+/// parameters from the spec; `default_zone` stands in for a zone that
+/// cannot be read.
+fn param_context(work: &WorkMsg, default_zone: chrono_tz::Tz) -> ParamContext {
     ParamContext {
         biz_date: work.biz_date,
         logical_time: work.spec.logical_time,
-        time_zone: parse_time_zone(&work.spec.time_zone).unwrap_or(datajump_cron::DEFAULT_TZ),
+        time_zone: parse_time_zone(&work.spec.time_zone).unwrap_or(default_zone),
         run_id: work.dag_run_id.0,
         task_name: work.spec.task.name.clone(),
         params: work.spec.params.clone(),

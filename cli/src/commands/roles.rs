@@ -350,6 +350,7 @@ pub fn runner_config(
     db: DatabaseConnection,
     nats: async_nats::Client,
     names: &Namespace,
+    default_timezone: chrono_tz::Tz,
     args: &RunnerArgs,
     api_url: Option<&str>,
 ) -> Result<datajump_runner::Config> {
@@ -363,6 +364,7 @@ pub fn runner_config(
         db,
         nats,
         names: names.clone(),
+        default_timezone,
         id: runner_id(),
         queues: args.queues.clone(),
         slots: args.slots,
@@ -453,6 +455,7 @@ pub async fn resolver(global: &Global, args: ResolverArgs) -> Result<ExitCode> {
         db: database(global).await?,
         nats: nats(global, "datajump-resolver").await?,
         names: global.nats_prefix.clone(),
+        default_timezone: parse_time_zone(&global.timezone)?,
         concurrency: args.concurrency.max(1),
     };
     let shutdown = shutdown_on_signal();
@@ -467,6 +470,7 @@ pub async fn runner(global: &Global, args: RunnerArgs) -> Result<ExitCode> {
         db,
         nats(global, "datajump-runner").await?,
         &global.nats_prefix,
+        parse_time_zone(&global.timezone)?,
         &args,
         Some(&global.api_url),
     )?;

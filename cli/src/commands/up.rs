@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use datajump_cron::parse_time_zone;
 use datajump_shared::dag_file::DagFile;
 use tokio::task::JoinSet;
 
@@ -196,6 +197,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         db: db.clone(),
         nats: nats_client.clone(),
         names: global.nats_prefix.clone(),
+        default_timezone: parse_time_zone(&global.timezone)?,
         concurrency: 16,
     };
     let api_url = format!("http://{}", args.api_addr);
@@ -203,6 +205,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         db.clone(),
         nats_client.clone(),
         &global.nats_prefix,
+        parse_time_zone(&global.timezone)?,
         &args.runner,
         Some(&api_url),
     )?;

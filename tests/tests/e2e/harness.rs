@@ -453,6 +453,7 @@ impl TestEnv {
             db,
             nats,
             names: dj(),
+            default_timezone: chrono_tz::Asia::Shanghai,
             concurrency: 8,
         };
         self.spawn_role(name, |token| datajump_resolver::run(config, token))
@@ -479,6 +480,7 @@ impl TestEnv {
             db,
             nats,
             names: dj(),
+            default_timezone: chrono_tz::Asia::Shanghai,
             id: id.to_owned(),
             queues: queues.iter().map(|q| (*q).to_owned()).collect(),
             slots,
