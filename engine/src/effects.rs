@@ -8,12 +8,14 @@
 //! the redelivery and deadline-scan paths republish (docs/ARCHITECTURE.md,
 //! "Crashes"), never a message about a change that did not happen.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use datajump_nats::{Bus, NatsError};
 use datajump_shared::entities::task_instance;
 use datajump_shared::messages::{DoneMsg, Message, VERSION, WorkMsg};
 use datajump_shared::subjects::{self, Band, Stream};
-use datajump_shared::{RunStatus, TaskInstanceId, metrics};
+use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus, metrics};
 use futures::StreamExt;
 use tracing::{info, warn};
 
@@ -47,6 +49,8 @@ pub struct Effects {
     /// `dj.kill.<id>` (each runner also rechecks its tasks' status, so a lost
     /// notice still takes effect).
     pub(crate) kill_notices: Vec<TaskInstanceId>,
+    /// Attempts a kill ended: instances killed while RUNNING.
+    pub(crate) killed_attempts: usize,
 }
 
 /// Messages published at once after a commit.
@@ -79,8 +83,18 @@ impl Effects {
     }
 
     /// Owes the completions of killed instances, and a kill notice to the
-    /// runner of each one a runner held (it has an owner).
-    pub(crate) fn announce_kills(&mut self, killed: &[task_instance::Model]) {
+    /// runner of each one a runner held (it has an owner); counts the
+    /// attempts of those that were RUNNING (`before`: their statuses
+    /// before the kill).
+    pub(crate) fn announce_kills(
+        &mut self,
+        killed: &[task_instance::Model],
+        before: &HashMap<i64, TaskStatus>,
+    ) {
+        self.killed_attempts += killed
+            .iter()
+            .filter(|row| before.get(&row.id) == Some(&TaskStatus::Running))
+            .count();
         self.kill_notices.extend(
             killed
                 .iter()
@@ -101,6 +115,7 @@ impl Effects {
         self.propagated.extend(other.propagated);
         self.completions.extend(other.completions);
         self.kill_notices.extend(other.kill_notices);
+        self.killed_attempts += other.killed_attempts;
     }
 
     /// Publishes everything: kill notices, completions and work all at once,
@@ -116,6 +131,9 @@ impl Effects {
         }
         for row in &self.settled {
             info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, status = %row.status, reason = row.reason.as_deref().unwrap_or(""), "task settled");
+        }
+        for _ in 0..self.killed_attempts {
+            metrics::attempt_ended(TaskStatus::Killed);
         }
         for &(run_id, status) in &self.finished_runs {
             metrics::run_finished(status);

@@ -43,9 +43,9 @@ pub async fn kill_instance(
         OperatorError::is_deadlock,
     )
     .await?;
-    Ok(killed.map(|row| {
+    Ok(killed.map(|(row, before)| {
         let mut effects = Effects::default();
-        effects.announce_kills(std::slice::from_ref(&row));
+        effects.announce_kills(std::slice::from_ref(&row), &before);
         (row, effects)
     }))
 }
@@ -70,11 +70,12 @@ async fn refuse_in_waiting_run<C: ConnectionTrait>(conn: &C, id: i64) -> Result<
     }
 }
 
+/// Kills instance `id`; returns it with the statuses it had before.
 async fn kill<C: ConnectionTrait>(
     conn: &C,
     id: i64,
     now: DateTime<Utc>,
-) -> Result<Option<task_instance::Model>, DbErr> {
+) -> Result<Option<(task_instance::Model, HashMap<i64, TaskStatus>)>, DbErr> {
     let before = live_statuses(conn, TiCol::Id.eq(id)).await?;
     let killed = update_instance(
         conn,
@@ -91,7 +92,7 @@ async fn kill<C: ConnectionTrait>(
     )
     .await?;
     killed_from(&before, killed.as_slice());
-    Ok(killed)
+    Ok(killed.map(|row| (row, before)))
 }
 
 /// The statuses of the instances `selected` that a kill applies to, by id,
@@ -187,7 +188,8 @@ async fn kill_run_in<C: ConnectionTrait>(
         .await?;
     killed_from(&live, &killed);
     let mut effects = Effects::default();
-    effects.announce_kills(&killed);
+    effects.announce_kills(&killed, &live);
+    effects.finished_runs.push((run_id, RunStatus::Killed));
     if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
         let mut runs = vec![started];
         runs.extend(start_awaited_runs(conn, &runs).await?);

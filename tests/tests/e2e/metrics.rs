@@ -499,3 +499,36 @@ tasks:
         after.value(count, &[]) - before.value(count, &[])
     );
 });
+
+both_dbs!(a_killed_run_counts_its_killed_attempts, |env| async move {
+    env.apply("name: long_one\ntasks:\n  - { name: nap, command: 'sleep 30' }\n")
+        .await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("runner-1", &["default"], 2).await;
+    let api = Server::api(&env).await;
+    let before = api.scrape().await;
+    let key = env.trigger("long_one").await;
+    api.scrape_until("nap running", |s| {
+        s.get(TASKS_RUNNING, &[("queue", "default")]) == Some(1.0)
+    })
+    .await;
+    let run = env.wait_run_created(&key, TIMEOUT).await;
+    let (killed, effects) = datajump_engine::kill_run(&env.db, datajump_shared::RunId(run.id))
+        .await
+        .expect("kill the run")
+        .expect("the run was live");
+    assert_eq!(killed.len(), 1);
+    effects.publish(&env.bus).await.expect("publish the kill");
+    let killed = |s: &Scrape, name: &str| s.get(name, &[("status", "KILLED")]).unwrap_or(0.0);
+    let after = api
+        .scrape_until("the kill counted", |s| {
+            killed(s, ATTEMPTS) > killed(&before, ATTEMPTS)
+        })
+        .await;
+    assert_eq!(killed(&after, ATTEMPTS) - killed(&before, ATTEMPTS), 1.0);
+    assert_eq!(
+        killed(&after, "datajump_dag_runs_finished_total")
+            - killed(&before, "datajump_dag_runs_finished_total"),
+        1.0
+    );
+});
