@@ -173,13 +173,38 @@ impl From<&dag::Model> for DagSummary {
 }
 
 /// A canvas edge: its target depends on its source.
+///
+/// Node ids may be strings or integers, as canvas libraries send them, and
+/// the other fields those libraries put on an edge (`id`, `type`, handles,
+/// labels) are ignored: a misspelt `source` or `target` is still an error,
+/// as a missing field.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Edge {
     /// Source node (the parent).
+    #[serde(deserialize_with = "node_id")]
     pub source: String,
     /// Target node (the child).
+    #[serde(deserialize_with = "node_id")]
     pub target: String,
+}
+
+/// A node id: a string, or an integer taken as its decimal text.
+fn node_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NodeId {
+        Text(String),
+        Number(i64),
+    }
+    Ok(
+        match NodeId::deserialize(deserializer)
+            .map_err(|_| serde::de::Error::custom("a node id is a string or an integer"))?
+        {
+            NodeId::Text(text) => text,
+            NodeId::Number(n) => n.to_string(),
+        },
+    )
 }
 
 /// `POST /api/v1/dags/{dagId}/validate` body.

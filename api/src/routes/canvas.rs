@@ -95,13 +95,21 @@ pub async fn save(
     Json(body): Json<CanvasSave>,
 ) -> Result<AxumJson<Canvas>> {
     let dag = find_dag(&state, dag_id).await?;
-    let edges = body.edges.unwrap_or_default();
+    let mut edges = body.edges.unwrap_or_default();
     let mut names = BTreeSet::new();
+    // Canvas libraries draw edges between node ids: a node's `id` as
+    // loaded (its task id) stands for its task's name.
+    let mut by_id = HashMap::new();
     let mut nodes = Vec::with_capacity(body.tasks.len());
     let mut positions = Vec::with_capacity(body.tasks.len());
     for (i, mut node) in body.tasks.into_iter().enumerate() {
         let x = position(&node, i, "positionX")?;
         let y = position(&node, i, "positionY")?;
+        let id = match node.get("id") {
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(Value::String(s)) => Some(s.clone()),
+            _ => None,
+        };
         for key in [
             "id",
             "dagId",
@@ -117,9 +125,21 @@ pub async fn save(
             .and_then(Value::as_str)
             .ok_or_else(|| Error::bad_request(format!("missing field `tasks[{i}].name`")))?
             .to_owned();
+        if let Some(id) = id {
+            by_id.insert(id, name.clone());
+        }
         names.insert(name.clone());
         positions.push((name, x, y));
         nodes.push(node);
+    }
+    for edge in &mut edges {
+        for end in [&mut edge.source, &mut edge.target] {
+            if !names.contains(end.as_str())
+                && let Some(name) = by_id.get(end.as_str())
+            {
+                end.clone_from(name);
+            }
+        }
     }
     for (i, edge) in edges.iter().enumerate() {
         for (field, value) in [("source", &edge.source), ("target", &edge.target)] {

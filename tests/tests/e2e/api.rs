@@ -421,6 +421,31 @@ both_dbs!(api_dag_lifecycle_and_runs, |env| async move {
         .await
         .expect(200);
     assert_eq!(fine["valid"], true);
+    // As a canvas library sends them: edge ids, numeric node ids.
+    let drawn = api
+        .post(
+            &format!("/api/v1/dags/{dag_id}/validate"),
+            json!({ "edges": [
+                { "id": "e1-2", "source": 1, "target": 2, "type": "smoothstep" },
+                { "id": "e2-1", "source": "2", "target": 1 },
+            ] }),
+        )
+        .await
+        .expect(200);
+    assert_eq!(drawn["valid"], false, "{drawn}");
+    assert_eq!(drawn["cycle"], json!(["1", "2", "1"]), "{drawn}");
+    api.post(
+        &format!("/api/v1/dags/{dag_id}/validate"),
+        json!({ "edges": [{ "source": 1.5, "target": 2 }] }),
+    )
+    .await
+    .expect_error(400, "BAD_REQUEST", "a node id is a string or an integer");
+    api.post(
+        &format!("/api/v1/dags/{dag_id}/validate"),
+        json!({ "edges": [{ "sorce": "a", "target": "b" }] }),
+    )
+    .await
+    .expect_error(400, "BAD_REQUEST", "source");
     let empty = api
         .post(&format!("/api/v1/dags/{dag_id}/validate"), json!({}))
         .await

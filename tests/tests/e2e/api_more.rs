@@ -509,6 +509,24 @@ both_dbs!(api_canvas_save_and_load, |env| async move {
         .await
         .expect(200);
     assert_eq!(same["version"], v1);
+    // Edges between node ids, as a canvas library saves them: each node's
+    // `id` as loaded stands for its task.
+    let by_id = api
+        .post(
+            &url,
+            json!({
+                "tasks": loaded["tasks"],
+                "edges": [{
+                    "id": "xy-edge",
+                    "source": loaded["tasks"][0]["id"],
+                    "target": loaded["tasks"][1]["id"],
+                }],
+            }),
+        )
+        .await
+        .expect(200);
+    assert_eq!(by_id["version"], v1, "the same edge, by ids: {by_id}");
+    assert_eq!(by_id["edges"], saved["edges"]);
 
     // Bad canvases change nothing.
     let cyclic = json!({
