@@ -504,6 +504,18 @@ pub struct ScheduleDto {
     pub next_fire_time: Option<String>,
     /// IANA zone the cron is read in.
     pub timezone: String,
+    /// First day it may fire.
+    pub start_date: Option<NaiveDate>,
+    /// Last day it may fire.
+    pub end_date: Option<NaiveDate>,
+    /// Missed-fire policy: `none`, `latest` or `all`.
+    pub catchup: String,
+    /// Most missed fires `catchup: all` makes up.
+    pub catchup_limit: i32,
+    /// Seconds after which a fire counts as missed.
+    pub misfire_grace: i32,
+    /// Business date = local fire date + this many days.
+    pub biz_date_offset: i32,
 }
 
 /// `PUT /api/v1/dags/{dagId}/schedule` body.

@@ -97,6 +97,12 @@ fn dto(row: &schedule::Model) -> ScheduleDto {
             .filter(|_| row.active)
             .and_then(|c| next_fire(row, c)),
         timezone: row.timezone.clone(),
+        start_date: row.start_date,
+        end_date: row.end_date,
+        catchup: row.catchup.as_str().to_owned(),
+        catchup_limit: row.catchup_limit,
+        misfire_grace: row.misfire_grace_secs,
+        biz_date_offset: row.biz_date_offset_days,
     }
 }
 

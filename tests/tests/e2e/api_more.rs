@@ -53,6 +53,17 @@ both_dbs!(api_schedules_collection, |env| async move {
     assert_eq!(location, Some(format!("{url}/{morning_id}")));
     assert_eq!(morning["cronExpression"], "0 0 8 * * ?");
     assert_eq!(morning["enabled"], true);
+    // Every setting of the schedule is in its answer.
+    for (field, value) in [
+        ("startDate", json!(null)),
+        ("endDate", json!(null)),
+        ("catchup", json!("latest")),
+        ("misfireGrace", json!(60)),
+        ("bizDateOffset", json!(-1)),
+    ] {
+        assert_eq!(morning[field], value, "{field} in {morning}");
+    }
+    assert!(morning["catchupLimit"].is_i64(), "{morning}");
     assert!(
         morning["nextFireTime"]
             .as_str()
