@@ -422,7 +422,10 @@ async fn postgres_first_failing_statement_fails_the_task_and_stops() {
     let message = failed_message(&ran);
     assert!(message.contains("statement 2 of 3"), "{message}");
     assert!(
-        message.contains("relation \"missing\" does not exist"),
+        message.contains(
+            "relation \"missing\" does not exist (SQLSTATE 42P01) at line 1, column 13 of the \
+             statement, near \"missing VALUES (1)\""
+        ),
         "{message}"
     );
     assert_eq!(ran.outcome.exit_code(), None);
@@ -431,6 +434,29 @@ async fn postgres_first_failing_statement_fails_the_task_and_stops() {
         .await
         .expect("row");
     assert_eq!(row.try_get::<i64>("", "n").expect("n"), 0);
+}
+
+#[tokio::test]
+async fn a_postgres_error_names_its_place_in_the_statement() {
+    let s = scheduler().await;
+    let pg = PgDatabase::create().await;
+    datasources::add(&s.db, DEFAULT_PROJECT, pg.datasource("pg"))
+        .await
+        .expect("add");
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "pg", "sql": "SELECT 1;\nSELECT id,\n  nme FROM (SELECT 1 AS id) t" }),
+    )
+    .on(&s.db)
+    .await;
+    let message = failed_message(&ran);
+    assert!(
+        message.contains(
+            "statement 2 of 2 failed: column \"nme\" does not exist (SQLSTATE 42703) at line 2, \
+             column 3 of the statement, near \"nme FROM (SELECT 1 AS id) t\""
+        ),
+        "{message}"
+    );
 }
 
 /// True once `count` gives 0, within 5 s: a terminated session takes a moment to go.

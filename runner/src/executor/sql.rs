@@ -154,7 +154,7 @@ pub async fn check_datasource(source: &datasource::Model) -> Result<(), String> 
     let _ = db.close().await;
     match answered {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(datasources::redact(source, &database_message(&e))),
+        Ok(Err(e)) => Err(datasources::redact(source, &database_message(&e, ""))),
         Err(_) => Err(format!(
             "connected, but `SELECT 1` did not answer within {}s",
             CONNECT_TIMEOUT.as_secs()
@@ -279,7 +279,7 @@ async fn run_statements(
         if let Err(e) = result {
             let message = format!(
                 "statement {number} of {total} failed: {}",
-                datasources::redact(source, &database_message(&e))
+                datasources::redact(source, &database_message(&e, statement.text))
             );
             log.line(&format!("[datajump] {message}"));
             outcome = failed(message);
@@ -290,8 +290,14 @@ async fn run_statements(
     outcome
 }
 
-/// The database's own words for an error, without SeaORM's wrapping.
-fn database_message(error: &sea_orm::DbErr) -> String {
+/// The database's own words for an error, without SeaORM's wrapping; a
+/// PostgreSQL error says where in `statement` it is (the line and column,
+/// not the server's own source line its display ends with), its SQLSTATE,
+/// and its detail and hint.
+fn database_message(error: &sea_orm::DbErr, statement: &str) -> String {
+    if let Some(pg) = postgres_error(error) {
+        return postgres_message(pg, statement);
+    }
     let text = error.to_string();
     for prefix in [
         "Execution Error: error returned from database: ",
@@ -302,6 +308,47 @@ fn database_message(error: &sea_orm::DbErr) -> String {
         if let Some(rest) = text.strip_prefix(prefix) {
             return rest.to_owned();
         }
+    }
+    text
+}
+
+/// The PostgreSQL error inside a SeaORM error, if that is what it is.
+fn postgres_error(error: &sea_orm::DbErr) -> Option<&sea_orm::sqlx::postgres::PgDatabaseError> {
+    use sea_orm::{DbErr, RuntimeErr};
+    let (DbErr::Exec(RuntimeErr::SqlxError(sqlx)) | DbErr::Query(RuntimeErr::SqlxError(sqlx))) =
+        error
+    else {
+        return None;
+    };
+    match sqlx.as_ref() {
+        sea_orm::sqlx::Error::Database(db) => db.try_downcast_ref(),
+        _ => None,
+    }
+}
+
+fn postgres_message(pg: &sea_orm::sqlx::postgres::PgDatabaseError, statement: &str) -> String {
+    use sea_orm::sqlx::postgres::PgErrorPosition;
+    let mut text = format!("{} (SQLSTATE {})", pg.message(), pg.code());
+    if let Some(PgErrorPosition::Original(position)) = pg.position() {
+        // A 1-based position in characters.
+        let before: String = statement.chars().take(position.saturating_sub(1)).collect();
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let near: String = statement
+            .chars()
+            .skip(position.saturating_sub(1))
+            .take(30)
+            .take_while(|c| *c != '\n')
+            .collect();
+        text.push_str(&format!(
+            " at line {line}, column {column} of the statement, near \"{near}\""
+        ));
+    }
+    if let Some(detail) = pg.detail() {
+        text.push_str(&format!("; detail: {detail}"));
+    }
+    if let Some(hint) = pg.hint() {
+        text.push_str(&format!("; hint: {hint}"));
     }
     text
 }
@@ -534,7 +581,7 @@ async fn stop(
         Ok(Ok(_)) => log.line(&format!("[datajump] server session {id} terminated")),
         Ok(Err(e)) => log.line(&format!(
             "[datajump] could not terminate server session {id}: {}",
-            datasources::redact(source, &database_message(&e))
+            datasources::redact(source, &database_message(&e, ""))
         )),
         Err(_) => log.line(&format!(
             "[datajump] could not terminate server session {id}: no answer within {}s",
