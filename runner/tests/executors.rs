@@ -437,6 +437,50 @@ async fn postgres_first_failing_statement_fails_the_task_and_stops() {
 }
 
 #[tokio::test]
+async fn statements_in_one_transaction_take_effect_together_or_not_at_all() {
+    let s = scheduler().await;
+    let pg = PgDatabase::create().await;
+    datasources::add(&s.db, DEFAULT_PROJECT, pg.datasource("pg"))
+        .await
+        .expect("add");
+    let sql = "CREATE TABLE t (x int); INSERT INTO t VALUES (1); INSERT INTO missing VALUES (1)";
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "pg", "sql": sql, "transaction": true }),
+    )
+    .on(&s.db)
+    .await;
+    assert!(failed_message(&ran).contains("statement 3 of 3"));
+    assert!(
+        ran.log
+            .contains("rolled back: no statement of this attempt took effect"),
+        "{}",
+        ran.log
+    );
+    assert!(
+        scalar(&pg.db, "SELECT to_regclass('t')::text AS t")
+            .await
+            .expect("row")
+            .try_get::<Option<String>>("", "t")
+            .expect("t")
+            .is_none(),
+        "the CREATE TABLE of a failed transaction was kept"
+    );
+    let ran = Run::new(
+        "SQL",
+        json!({ "datasource": "pg", "sql": "CREATE TABLE t (x int); INSERT INTO t VALUES (1)", "transaction": true }),
+    )
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    assert!(ran.log.contains("[datajump] committed"), "{}", ran.log);
+    let row = scalar(&pg.db, "SELECT count(*)::bigint AS n FROM t")
+        .await
+        .expect("row");
+    assert_eq!(row.try_get::<i64>("", "n").expect("n"), 1);
+}
+
+#[tokio::test]
 async fn a_postgres_error_names_its_place_in_the_statement() {
     let s = scheduler().await;
     let pg = PgDatabase::create().await;

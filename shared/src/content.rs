@@ -126,6 +126,11 @@ pub struct SqlContent {
     pub sql: String,
     /// The datasource's name (`datajump datasource add`).
     pub datasource: String,
+    /// Run every statement in one transaction: all of them take effect, or
+    /// none (`content: { transaction: true }`; default false, each
+    /// statement on its own).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transaction: bool,
 }
 
 /// An HTTP task (docs/DAG_FORMAT.md, "HTTP").

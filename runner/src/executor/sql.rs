@@ -93,7 +93,15 @@ pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) 
     log.line(&format!("[datajump] datasource '{name}' ({kind}): {url}"));
 
     let session = Session::default();
-    let work = run_statements(&source, kind, &url, &statements, &session, log);
+    let work = run_statements(
+        &source,
+        kind,
+        &url,
+        &statements,
+        content.transaction,
+        &session,
+        log,
+    );
     tokio::pin!(work);
     let deadline = (!ctx.timeout.is_zero()).then(|| tokio::time::Instant::now() + ctx.timeout);
     let timeout = async {
@@ -233,6 +241,7 @@ async fn run_statements(
     kind: DatasourceKind,
     url: &ConnectionUrl,
     statements: &[SqlStatement<'_>],
+    transaction: bool,
     session: &Session,
     log: &LogSink,
 ) -> ExecOutcome {
@@ -251,6 +260,18 @@ async fn run_statements(
         }
     };
     prepare_stop(&db, kind, session).await;
+    // On the task's one connection, so the statements that follow are in
+    // it; a stopped session is rolled back by the server.
+    if transaction {
+        if let Err(e) = db.execute_unprepared("BEGIN").await {
+            let _ = db.close().await;
+            return failed(format!(
+                "cannot begin a transaction: {}",
+                datasources::redact(source, &database_message(&e, ""))
+            ));
+        }
+        log.line("[datajump] one transaction: every statement takes effect, or none");
+    }
     let total = statements.len();
     let mut outcome = ExecOutcome::Success;
     for (index, statement) in statements.iter().enumerate() {
@@ -284,6 +305,25 @@ async fn run_statements(
             log.line(&format!("[datajump] {message}"));
             outcome = failed(message);
             break;
+        }
+    }
+    if transaction {
+        let end = if matches!(outcome, ExecOutcome::Success) {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        match db.execute_unprepared(end).await {
+            Ok(_) if end == "COMMIT" => log.line("[datajump] committed"),
+            Ok(_) => log.line("[datajump] rolled back: no statement of this attempt took effect"),
+            Err(e) => {
+                let message = format!(
+                    "{end} failed: {}",
+                    datasources::redact(source, &database_message(&e, ""))
+                );
+                log.line(&format!("[datajump] {message}"));
+                outcome = failed(message);
+            }
         }
     }
     let _ = db.close().await;
