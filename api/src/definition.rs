@@ -80,10 +80,23 @@ pub fn snake_to_camel(name: &str) -> String {
     out
 }
 
+/// Schedule fields the API names as its `/schedules` answers do rather
+/// than as the file does: `(API name, file name)`. The file's names are
+/// taken in requests too.
+const SCHEDULE_NAMES: [(&str, &str); 3] = [
+    ("cronExpression", "cron"),
+    ("eventName", "event"),
+    ("enabled", "active"),
+];
+
 /// The file's name of an API key at `level`.
 fn file_key(level: Level, api_key: &str) -> String {
     match (level, api_key) {
         (Level::Dag, "projectId") => "project".to_owned(),
+        (Level::Schedule, key) => SCHEDULE_NAMES
+            .iter()
+            .find(|(api, _)| *api == key)
+            .map_or_else(|| camel_to_snake(key), |(_, file)| (*file).to_owned()),
         _ => camel_to_snake(api_key),
     }
 }
@@ -92,6 +105,10 @@ fn file_key(level: Level, api_key: &str) -> String {
 fn api_key(level: Level, file_key: &str) -> String {
     match (level, file_key) {
         (Level::Dag, "project") => "projectId".to_owned(),
+        (Level::Schedule, key) => SCHEDULE_NAMES
+            .iter()
+            .find(|(_, file)| *file == key)
+            .map_or_else(|| snake_to_camel(key), |(api, _)| (*api).to_owned()),
         _ => snake_to_camel(file_key),
     }
 }

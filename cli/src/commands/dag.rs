@@ -274,7 +274,7 @@ fn show(dag: Value) -> Result<()> {
         .into_iter()
         .flatten()
         .map(|s| {
-            let trigger = match (&s["cron"], &s["event"]) {
+            let trigger = match (&s["cronExpression"], &s["eventName"]) {
                 (Value::String(cron), _) => cron.clone(),
                 (_, Value::String(event)) => format!("event {event}"),
                 _ => String::new(),
@@ -283,7 +283,7 @@ fn show(dag: Value) -> Result<()> {
                 text(&s["name"]),
                 trigger,
                 text(&s["timezone"]),
-                if s["active"] == Value::Bool(false) {
+                if s["enabled"] == Value::Bool(false) {
                     "paused"
                 } else {
                     "active"

@@ -749,7 +749,11 @@ both_dbs!(api_schedules_and_cron, |env| async move {
         .await
         .expect(201);
     let several_id = id_of(&several);
-    assert_eq!(several["schedules"][1]["event"], "orders.ready");
+    // Answered with the names the /schedules collection uses.
+    assert_eq!(several["schedules"][1]["eventName"], "orders.ready");
+    assert_eq!(several["schedules"][0]["cronExpression"], "0 0 8 * * ?");
+    assert_eq!(several["schedules"][0]["enabled"], true);
+    assert!(several["schedules"][0].get("cron").is_none(), "{several}");
     // A stored definition reads back as itself: re-applying changes nothing.
     for id in [dag_id, several_id] {
         let before = api.get(&format!("/api/v1/dags/{id}")).await.expect(200);

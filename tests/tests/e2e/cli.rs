@@ -178,7 +178,7 @@ tasks:
     let shown = datajump(&api, &["dag", "show", "cli_event", "--json"])
         .await
         .json();
-    assert_eq!(shown["schedules"][0]["event"], "cli.ready", "{shown}");
+    assert_eq!(shown["schedules"][0]["eventName"], "cli.ready", "{shown}");
 
     // trigger --wait exits 0 on SUCCESS; runs --json is the API's runs.
     let waited = datajump(&api, &["trigger", "cli_flow", "--wait", "-p", "who=cli"])
