@@ -89,6 +89,28 @@ const SCHEDULE_NAMES: [(&str, &str); 3] = [
     ("enabled", "active"),
 ];
 
+/// A schedule's `timeout`: minutes in the API (the product's
+/// `ScheduleConfig.timeout`), seconds in the file. A duration string
+/// (`"2h"`) means the same in both and is passed through.
+const MINUTES_IN_API: (Level, &str) = (Level::Schedule, "timeout");
+
+/// Seconds (file) of a number of minutes (API).
+fn minutes_to_seconds(value: &Value) -> Value {
+    match value.as_f64() {
+        Some(minutes) => json!((minutes * 60.0).round() as i64),
+        None => value.clone(),
+    }
+}
+
+/// Minutes (API) of a number of seconds (file): whole when exact.
+pub fn seconds_to_minutes(value: &Value) -> Value {
+    match value.as_i64() {
+        Some(secs) if secs % 60 == 0 => json!(secs / 60),
+        Some(secs) => json!(secs as f64 / 60.0),
+        None => value.clone(),
+    }
+}
+
 /// The file's name of an API key at `level`.
 fn file_key(level: Level, api_key: &str) -> String {
     match (level, api_key) {
@@ -143,6 +165,7 @@ fn rename_request(value: &Value, level: Level, at: &str) -> Result<Value> {
                 let snake = file_key(level, key);
                 let item = match level.child(&snake) {
                     Some(child) => rename_request(item, child, &path)?,
+                    None if (level, snake.as_str()) == MINUTES_IN_API => minutes_to_seconds(item),
                     None => item.clone(),
                 };
                 out.insert(snake, item);
@@ -167,6 +190,7 @@ fn rename_response(value: &Value, level: Level) -> Value {
                 .map(|(key, item)| {
                     let item = match level.child(key) {
                         Some(child) => rename_response(item, child),
+                        None if (level, key.as_str()) == MINUTES_IN_API => seconds_to_minutes(item),
                         None => item.clone(),
                     };
                     (api_key(level, key), item)
@@ -215,7 +239,7 @@ pub fn schedule_to_response(schedule: &Value) -> Value {
 }
 
 /// Field names of the file format that messages use bare (not in backticks).
-const FILE_FIELDS: [&str; 13] = [
+const FILE_FIELDS: [&str; 15] = [
     "max_active_runs",
     "max_interval",
     "on_timeout",
@@ -229,6 +253,8 @@ const FILE_FIELDS: [&str; 13] = [
     "previous_run",
     "on_exit_codes",
     "wait_timeout",
+    "queue_timeout",
+    "run_timeout",
 ];
 
 /// Rewrites a validation message from the file's names to the API's: every
@@ -320,6 +346,9 @@ pub fn schedule_file(row: &schedule::Model) -> Value {
     out.insert("catchup_limit".into(), json!(row.catchup_limit));
     out.insert("misfire_grace".into(), json!(row.misfire_grace_secs));
     out.insert("biz_date_offset".into(), json!(row.biz_date_offset_days));
+    if let Some(secs) = row.timeout_secs {
+        out.insert("timeout".into(), json!(secs));
+    }
     Value::Object(out)
 }
 
@@ -356,6 +385,9 @@ pub fn task_file(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
     );
     out.insert("timeout".into(), json!(row.timeout_secs));
     out.insert("wait_timeout".into(), json!(row.wait_timeout_secs));
+    if let Some(secs) = row.queue_timeout_secs {
+        out.insert("queue_timeout".into(), json!(secs));
+    }
     out.insert("queue".into(), json!(row.queue));
     out.insert("strategy".into(), json!(row.strategy));
     out.insert("enabled".into(), json!(row.enabled));
@@ -422,6 +454,14 @@ pub async fn load<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result<Map<
     out.insert("params".into(), dag.params.clone());
     out.insert("max_active_runs".into(), json!(dag.max_active_runs));
     out.insert("overlap".into(), json!(dag.overlap_policy));
+    for (key, secs) in [
+        ("queue_timeout", dag.queue_timeout_secs),
+        ("run_timeout", dag.run_timeout_secs),
+    ] {
+        if let Some(secs) = secs {
+            out.insert(key.into(), json!(secs));
+        }
+    }
     if let Some(alerts) = &dag.alert_config {
         out.insert("alerts".into(), alerts.clone());
     }

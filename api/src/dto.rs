@@ -516,6 +516,12 @@ pub struct ScheduleDto {
     pub misfire_grace: i32,
     /// Business date = local fire date + this many days.
     pub biz_date_offset: i32,
+    /// Minutes a run it fires may be RUNNING before it is killed and ends
+    /// TIMEOUT (the product's `ScheduleConfig.timeout`, in minutes; stored
+    /// in seconds, so a file's `timeout: 90` reads 1.5); 0: no limit;
+    /// absent: the DAG's `runTimeout` (seconds) applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<serde_json::Value>,
 }
 
 /// `PUT /api/v1/dags/{dagId}/schedule` body.
@@ -585,6 +591,10 @@ pub struct ScheduleBody {
     /// Business date = local fire date + this many days.
     #[serde(default)]
     pub biz_date_offset: Option<i32>,
+    /// Minutes a run it fires may be RUNNING (0: no limit), converted to
+    /// the seconds the DAG file holds.
+    #[serde(default)]
+    pub timeout: Option<u32>,
 }
 
 impl ScheduleBody {
@@ -603,6 +613,7 @@ impl ScheduleBody {
             catchup_limit,
             misfire_grace,
             biz_date_offset,
+            timeout,
         } = self;
         enabled.is_some()
             && cron_expression.is_none()
@@ -614,6 +625,7 @@ impl ScheduleBody {
             && catchup_limit.is_none()
             && misfire_grace.is_none()
             && biz_date_offset.is_none()
+            && timeout.is_none()
     }
 }
 

@@ -16,8 +16,8 @@
 //! - a runner: [`record`] for its claims and attempt ends (propagating the
 //!   ends in the same transaction), [`owed_by_finished`] and [`take_over`]
 //!   when a work message's claim is lost;
-//! - the ticker: [`retry_due`], [`republish_due`] and [`wait_timed_out`]
-//!   from its deadline scan;
+//! - the ticker: [`retry_due`], [`queued_due`], [`wait_timed_out`] and
+//!   [`run_timed_out`] from its deadline scan;
 //! - the API: the operator actions [`kill_instance`], [`kill_run`],
 //!   [`reset`] and [`mark`].
 //!
@@ -38,9 +38,11 @@ mod waits;
 
 pub use claims::{AttemptEnd, Claim, End, Ended, Recorded, record};
 pub use effects::Effects;
-pub use operator::{OperatorError, ResetScope, kill_instance, kill_run, mark, reset};
+pub use operator::{
+    OperatorError, ResetScope, kill_instance, kill_run, mark, reset, run_timed_out,
+};
 pub use propagation::{Completion, CompletionCheck, propagate, propagate_completions};
-pub use queue::{REPUBLISH_AFTER, republish_due, retry_due};
+pub use queue::{REPUBLISH_AFTER, queued_due, retry_due};
 pub use redelivery::{MAX_RUNNER_LOST, RUNNER_LOST, owed_by_finished, take_over};
 pub use runs::{FireOutcome, create_runs};
 pub use waits::wait_timed_out;

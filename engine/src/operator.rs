@@ -19,7 +19,7 @@ use sea_orm::{
 
 use crate::effects::Effects;
 use crate::propagation::{children, propagate_all};
-use crate::slots::{release_roots, run_slot_free_for, start_waiting_run};
+use crate::slots::{release_roots, run_slot_free_for, run_timeout_at, start_waiting_run};
 use crate::sql::{Ti, TiCol, update_instance};
 use crate::transitions::{RunTransition, TaskTransition};
 use crate::waits::start_awaited_runs;
@@ -124,6 +124,42 @@ fn killed_from(before: &HashMap<i64, TaskStatus>, killed: &[task_instance::Model
     }
 }
 
+/// Why a run ends before its tasks do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunCut {
+    /// An operator killed it.
+    Killed,
+    /// Its run timeout passed.
+    TimedOut,
+}
+
+impl RunCut {
+    fn transition(self) -> RunTransition {
+        match self {
+            Self::Killed => RunTransition::Kill,
+            Self::TimedOut => RunTransition::TimeOut,
+        }
+    }
+
+    fn status(self) -> RunStatus {
+        match self {
+            Self::Killed => RunStatus::Killed,
+            Self::TimedOut => RunStatus::Timeout,
+        }
+    }
+
+    /// The reason its killed instances get.
+    fn reason(self, run: &dag_run::Model) -> String {
+        match self {
+            Self::Killed => "the run was killed".to_owned(),
+            Self::TimedOut => format!(
+                "the run timed out: it was RUNNING longer than its timeout of {} (the schedule's timeout, else the DAG's run_timeout)",
+                datajump_shared::duration::describe(run.timeout_secs.unwrap_or_default().into())
+            ),
+        }
+    }
+}
+
 /// RUNNING or QUEUED run → KILLED, with every live instance KILLED; a
 /// waiting run of the DAG takes the freed slot. `None` if the run had
 /// already ended. Returns the instances killed, whose completions and kill
@@ -132,10 +168,29 @@ pub async fn kill_run(
     db: &DatabaseConnection,
     run_id: RunId,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
+    cut_run(db, run_id, RunCut::Killed).await
+}
+
+/// RUNNING run past its `timeout_at` → TIMEOUT, its live instances killed
+/// as [`kill_run`] kills them, with a reason naming the timeout (the
+/// ticker's deadline scan). `None` if the run had already ended, or was
+/// reopened with a later deadline meanwhile.
+pub async fn run_timed_out(
+    db: &DatabaseConnection,
+    run_id: RunId,
+) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
+    cut_run(db, run_id, RunCut::TimedOut).await
+}
+
+async fn cut_run(
+    db: &DatabaseConnection,
+    run_id: RunId,
+    cut: RunCut,
+) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
     retried(
         || async {
             let txn = begin_write(db).await?;
-            let killed = kill_run_in(&txn, run_id.0, Utc::now()).await?;
+            let killed = kill_run_in(&txn, run_id.0, cut, Utc::now()).await?;
             txn.commit().await?;
             Ok(killed)
         },
@@ -147,6 +202,7 @@ pub async fn kill_run(
 async fn kill_run_in<C: ConnectionTrait>(
     conn: &C,
     run_id: i64,
+    cut: RunCut,
     now: DateTime<Utc>,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
     // Instances before their run, the order propagation locks them in.
@@ -158,25 +214,21 @@ async fn kill_run_in<C: ConnectionTrait>(
     else {
         return Ok(None);
     };
-    let Some(run) = dag_run::Entity::update_many()
-        .col_expr(
-            dag_run::Column::Status,
-            Expr::value(RunStatus::Killed.as_str()),
-        )
+    let mut update = dag_run::Entity::update_many()
+        .col_expr(dag_run::Column::Status, Expr::value(cut.status().as_str()))
         .col_expr(dag_run::Column::FinishedAt, Expr::value(now))
         .filter(dag_run::Column::Id.eq(run_id))
-        .filter(RunTransition::Kill.applies())
-        .exec_with_returning(conn)
-        .await?
-        .into_iter()
-        .next()
-    else {
+        .filter(cut.transition().applies());
+    if cut == RunCut::TimedOut {
+        update = update.filter(dag_run::Column::TimeoutAt.lte(now));
+    }
+    let Some(run) = update.exec_with_returning(conn).await?.into_iter().next() else {
         return Ok(None);
     };
-    RunTransition::Kill.applied(before.status, run.status);
+    cut.transition().applied(before.status, run.status);
     let killed = Ti::update_many()
         .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
-        .col_expr(TiCol::Reason, Expr::value("the run was killed"))
+        .col_expr(TiCol::Reason, Expr::value(cut.reason(&run)))
         .col_expr(TiCol::FinishedAt, Expr::value(now))
         .col_expr(
             TiCol::DeadlineAt,
@@ -189,10 +241,10 @@ async fn kill_run_in<C: ConnectionTrait>(
     killed_from(&live, &killed);
     let mut effects = Effects::default();
     effects.announce_kills(&killed, &live);
-    effects.finished_runs.push((run_id, RunStatus::Killed));
-    if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
+    effects.finished_runs.push((run_id, run.status));
+    if let Some(started) = start_waiting_run(conn, run.dag_id, now).await? {
         let mut runs = vec![started];
-        runs.extend(start_awaited_runs(conn, &runs).await?);
+        runs.extend(start_awaited_runs(conn, &runs, now).await?);
         effects.started_runs.extend(&runs);
         release_roots(conn, &runs, now, &mut effects).await?;
     }
@@ -432,6 +484,10 @@ async fn reset_in<C: ConnectionTrait>(
         .col_expr(
             dag_run::Column::FinishedAt,
             Expr::value((!reopened).then_some(now).or(run.finished_at)),
+        )
+        .col_expr(
+            dag_run::Column::TimeoutAt,
+            Expr::value(run_timeout_at(status, run.timeout_secs, now)),
         )
         .filter(dag_run::Column::Id.eq(run_id))
         .filter(transition.applies())

@@ -465,9 +465,9 @@ async fn count_off_runs<C: ConnectionTrait>(
         );
     }
     for run in finished.iter().filter(|run| waiting.contains(&run.dag_id)) {
-        if let Some(started) = start_waiting_run(conn, run.dag_id).await? {
+        if let Some(started) = start_waiting_run(conn, run.dag_id, now).await? {
             let mut runs = vec![started];
-            runs.extend(start_awaited_runs(conn, &runs).await?);
+            runs.extend(start_awaited_runs(conn, &runs, now).await?);
             out.started_runs.extend(&runs);
             let roots = pending_roots(conn, &runs).await?;
             evaluate_all(conn, &roots, now, out, settled).await?;

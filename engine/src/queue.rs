@@ -1,9 +1,16 @@
 //! Transitions into QUEUED: a new run's ready roots, a retry whose time has
 //! come, a republish of work that may have been lost, an attempt given back
-//! at a runner's drain timeout.
+//! at a runner's drain timeout; and out of it when no runner took the
+//! instance within its `queue_timeout`.
+//!
+//! A QUEUED instance's `deadline_at` is when the ticker next looks at it:
+//! its next republish, or the end of its queue timeout when that comes
+//! first. Every path into QUEUED sets it through [`queued_deadline`].
 
 use chrono::{DateTime, Duration, Utc};
+use datajump_shared::duration;
 use datajump_shared::entities::task_instance;
+use datajump_shared::plan::TaskSpec;
 use datajump_shared::{TaskInstanceId, TaskStatus};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -12,6 +19,7 @@ use sea_orm::{
 };
 
 use crate::effects::Effects;
+use crate::propagation::propagate_all;
 use crate::sql::{Ti, TiCol, update_chunked, update_instance};
 use crate::transitions::TaskTransition;
 
@@ -36,6 +44,55 @@ fn next_republish(queued_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> DateT
     now + waited.clamp(REPUBLISH_AFTER, REPUBLISH_AT_MOST_EVERY)
 }
 
+/// How long an instance may wait QUEUED, as its spec says (its task's
+/// `queue_timeout`, else its DAG's); `None`: no limit.
+pub(crate) fn queue_timeout(spec: &serde_json::Value) -> Option<Duration> {
+    spec["task"]["queue_timeout_secs"]
+        .as_i64()
+        .filter(|secs| *secs > 0)
+        .map(Duration::seconds)
+}
+
+/// When the ticker next looks at an instance QUEUED at `queued_at`: at
+/// `republish_at`, or when its queue timeout ends if that is sooner.
+pub(crate) fn queued_deadline(
+    republish_at: DateTime<Utc>,
+    queued_at: DateTime<Utc>,
+    timeout: Option<Duration>,
+) -> DateTime<Utc> {
+    timeout.map_or(republish_at, |timeout| {
+        republish_at.min(queued_at + timeout)
+    })
+}
+
+/// Moves the deadlines of instances just QUEUED (with the
+/// [`REPUBLISH_AFTER`] deadline) up to the end of their queue timeouts
+/// where those come first: one statement per such instance, which only
+/// tasks with a queue timeout under a minute pay.
+async fn shorten_to_queue_timeouts<C: ConnectionTrait>(
+    conn: &C,
+    rows: &mut [task_instance::Model],
+) -> Result<(), DbErr> {
+    for row in rows {
+        let (Some(timeout), Some(queued_at), Some(deadline)) =
+            (queue_timeout(&row.spec), row.queued_at, row.deadline_at)
+        else {
+            continue;
+        };
+        let sooner = queued_deadline(deadline, queued_at, Some(timeout));
+        if sooner < deadline {
+            Ti::update_many()
+                .col_expr(TiCol::DeadlineAt, Expr::value(sooner))
+                .filter(TiCol::Id.eq(row.id))
+                .filter(TiCol::Status.eq(TaskStatus::Queued))
+                .exec(conn)
+                .await?;
+            row.deadline_at = Some(sooner);
+        }
+    }
+    Ok(())
+}
+
 /// UP_FOR_RETRY → QUEUED for an instance whose retry time has come (the
 /// ticker's deadline scan); `None` if it no longer waits for one.
 pub async fn retry_due(
@@ -50,21 +107,34 @@ pub async fn retry_due(
     }))
 }
 
-/// Pushes a QUEUED instance's republish deadline forward
-/// ([`next_republish`]) and owes its work message again under a fresh id,
-/// in case the first publish was lost or suppressed (the ticker's deadline
-/// scan); `None` if it is no longer QUEUED.
-pub async fn republish_due(
+/// What the ticker's deadline scan does with a QUEUED instance whose
+/// deadline came: ends it TIMEOUT when it has waited its whole queue
+/// timeout ([`queue_timed_out`]); otherwise pushes its deadline forward
+/// ([`next_republish`], or the end of its queue timeout) and owes its work
+/// message again under a fresh id, in case the first publish was lost or
+/// suppressed. `None` if it is no longer QUEUED.
+pub async fn queued_due(
     db: &DatabaseConnection,
     row: &task_instance::Model,
     now: DateTime<Utc>,
 ) -> Result<Option<Effects>, DbErr> {
+    let timeout = queue_timeout(&row.spec);
+    let queued_at = row.queued_at.unwrap_or(now);
+    if let Some(timeout) = timeout
+        && queued_at + timeout <= now
+    {
+        return queue_timed_out(db, row, timeout, now).await;
+    }
     let touched = update_instance(
         db,
         Ti::update_many()
             .col_expr(
                 TiCol::DeadlineAt,
-                Expr::value(next_republish(row.queued_at, now)),
+                Expr::value(queued_deadline(
+                    next_republish(row.queued_at, now),
+                    queued_at,
+                    timeout,
+                )),
             )
             .filter(TiCol::Id.eq(row.id))
             .filter(TiCol::Status.eq(TaskStatus::Queued)),
@@ -76,6 +146,52 @@ pub async fn republish_due(
     }))
 }
 
+/// QUEUED → TIMEOUT for an instance no runner took within its queue
+/// timeout, with a reason naming the queue, and its end propagated in the
+/// same transaction. Final: no retry, since nothing ran. `None` if a
+/// runner claimed it meanwhile.
+async fn queue_timed_out(
+    db: &DatabaseConnection,
+    row: &task_instance::Model,
+    timeout: Duration,
+    now: DateTime<Utc>,
+) -> Result<Option<Effects>, DbErr> {
+    let transition = TaskTransition::QueueTimeout;
+    let reason = format!(
+        "queue timeout: waited {} QUEUED on queue '{}' without a runner taking it (queue_timeout {}); \
+         check that a runner serves the queue (datajump runner --queues {}) and has free slots",
+        duration::describe((now - row.queued_at.unwrap_or(now)).num_seconds()),
+        row.queue,
+        duration::describe(timeout.num_seconds()),
+        row.queue,
+    );
+    let txn = datajump_store::db::begin_write(db).await?;
+    let ended = update_instance(
+        &txn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Timeout.as_str()))
+            .col_expr(TiCol::Reason, Expr::value(reason))
+            .col_expr(TiCol::FinishedAt, Expr::value(now))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(TiCol::Id.eq(row.id))
+            .filter(transition.applies()),
+    )
+    .await?;
+    let Some(ended) = ended else {
+        txn.rollback().await?;
+        return Ok(None);
+    };
+    transition.applied_to(std::slice::from_ref(&ended));
+    let mut effects = Effects::default();
+    effects.settled.push(ended);
+    propagate_all(&txn, vec![row.id], now, &mut effects).await?;
+    txn.commit().await?;
+    Ok(Some(effects))
+}
+
 /// Makes a new instance of a RUNNING run start QUEUED when it may run at
 /// once — no parents pending and its task enabled, which is what
 /// [`crate::slots::release_roots`] would decide for it — so creating a run needs no
@@ -83,16 +199,19 @@ pub async fn republish_due(
 /// instance left PENDING is released by `release_roots` or propagation.
 pub(crate) fn queue_new(
     row: &mut task_instance::ActiveModel,
-    enabled: bool,
+    task: &TaskSpec,
     now: DateTime<Utc>,
 ) -> bool {
     let ready = row.pending_parents.try_as_ref() == Some(&0);
-    if ready && enabled {
+    if ready && task.enabled {
         row.status = Set(TaskStatus::Queued);
         row.queued_at = Set(Some(now));
-        row.deadline_at = Set(Some(now + REPUBLISH_AFTER));
+        let timeout = task
+            .queue_timeout_secs
+            .map(|secs| Duration::seconds(secs.into()));
+        row.deadline_at = Set(Some(queued_deadline(now + REPUBLISH_AFTER, now, timeout)));
     }
-    ready && enabled
+    ready && task.enabled
 }
 
 /// Moves many instances to QUEUED by `transition` (a release from PENDING,
@@ -104,7 +223,7 @@ pub(crate) async fn queue_many<C: ConnectionTrait>(
     transition: TaskTransition,
     now: DateTime<Utc>,
 ) -> Result<Vec<task_instance::Model>, DbErr> {
-    let queued = update_chunked(conn, ids, |chunk| {
+    let mut queued = update_chunked(conn, ids, |chunk| {
         Ti::update_many()
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
             .col_expr(TiCol::QueuedAt, Expr::value(now))
@@ -114,6 +233,7 @@ pub(crate) async fn queue_many<C: ConnectionTrait>(
     })
     .await?;
     transition.applied_to(&queued);
+    shorten_to_queue_timeouts(conn, &mut queued).await?;
     Ok(queued)
 }
 

@@ -13,7 +13,7 @@ use sea_orm::{
 
 use crate::effects::Effects;
 use crate::propagation::children;
-use crate::queue::REPUBLISH_AFTER;
+use crate::queue::{REPUBLISH_AFTER, queue_timeout, queued_deadline};
 use crate::sql::{Ti, TiCol, update_instance};
 use crate::transitions::TaskTransition;
 
@@ -86,7 +86,14 @@ async fn take_over_in<C: ConnectionTrait>(
         update
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
             .col_expr(TiCol::QueuedAt, Expr::value(now))
-            .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
+            .col_expr(
+                TiCol::DeadlineAt,
+                Expr::value(queued_deadline(
+                    now + REPUBLISH_AFTER,
+                    now,
+                    queue_timeout(&row.spec),
+                )),
+            )
     };
     let Some(after) = update_instance(conn, update).await? else {
         return Ok(None);

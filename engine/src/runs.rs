@@ -24,7 +24,7 @@ use tracing::{debug, info};
 
 use crate::effects::Effects;
 use crate::queue::queue_new;
-use crate::slots::{free_run_slots, release_roots};
+use crate::slots::{free_run_slots, release_roots, run_timeout_at, run_timeout_secs};
 use crate::waits::{awaited_by_running_run, link_external_parents, start_awaited_runs};
 
 /// Why a scheduled fire must not start a run now, if it must not, given
@@ -100,19 +100,28 @@ pub async fn create_runs(
         .map(|d| (d.id, d))
         .collect();
     let schedule_ids: Vec<i64> = fires.iter().filter_map(|(_, f)| f.schedule_id).collect();
-    let schedules_active: HashMap<i64, bool> = if schedule_ids.is_empty() {
+    let schedules: HashMap<i64, (bool, Option<i32>)> = if schedule_ids.is_empty() {
         HashMap::new()
     } else {
         schedule::Entity::find()
             .select_only()
-            .columns([schedule::Column::Id, schedule::Column::Active])
+            .columns([
+                schedule::Column::Id,
+                schedule::Column::Active,
+                schedule::Column::TimeoutSecs,
+            ])
             .filter(schedule::Column::Id.is_in(schedule_ids))
-            .into_tuple::<(i64, bool)>()
+            .into_tuple::<(i64, bool, Option<i32>)>()
             .all(&txn)
             .await?
             .into_iter()
+            .map(|(id, active, timeout)| (id, (active, timeout)))
             .collect()
     };
+    let schedules_active: HashMap<i64, bool> = schedules
+        .iter()
+        .map(|(id, (active, _))| (*id, *active))
+        .collect();
     let mut runnable = Vec::new();
     for (index, fire) in fires {
         match dags.get(&fire.dag_id) {
@@ -178,12 +187,17 @@ pub async fn create_runs(
             }
             (false, false) => RunStatus::Queued,
         };
+        let schedule_timeout = fire
+            .schedule_id
+            .and_then(|id| schedules.get(&id))
+            .and_then(|(_, timeout)| *timeout);
         new_runs.push(NewRun {
             index,
             fire,
             dag,
             plan,
             status,
+            timeout_secs: run_timeout_secs(dag, schedule_timeout),
         });
     }
     let run_ids = insert_runs(&txn, &new_runs, now).await?;
@@ -200,7 +214,7 @@ pub async fn create_runs(
         if run.status == RunStatus::Running {
             running.push(run_id);
             for (mut row, task) in rows.into_iter().zip(&run.plan.tasks) {
-                if queue_new(&mut row, task.enabled, now) {
+                if queue_new(&mut row, task, now) {
                     queued.push(row);
                 } else {
                     pending.push(row);
@@ -240,7 +254,7 @@ pub async fn create_runs(
     for (run, run_id) in &created {
         link_external_parents(&txn, run.plan, run.dag, *run_id, run.fire.biz_date, now).await?;
     }
-    let awaited = start_awaited_runs(&txn, &running).await?;
+    let awaited = start_awaited_runs(&txn, &running, now).await?;
     running.extend(awaited);
     // What did not start QUEUED but may run now: disabled roots (settled
     // SKIPPED) and instances whose parents in other runs had already ended.
@@ -261,6 +275,8 @@ struct NewRun<'a> {
     dag: &'a dag::Model,
     plan: &'a Plan,
     status: RunStatus,
+    /// Its run timeout.
+    timeout_secs: Option<i32>,
 }
 
 /// Which of the fires' `dedup_key`s already have a run.
@@ -312,6 +328,8 @@ async fn insert_runs(
                 created_at: Set(now),
                 finished_at: Set(empty.then_some(now)),
                 max_active_runs: Set(run.fire.max_active_runs.map(|limit| limit.max(1))),
+                timeout_secs: Set(run.timeout_secs),
+                timeout_at: Set(run_timeout_at(run.status, run.timeout_secs, now)),
                 ..Default::default()
             }
         });

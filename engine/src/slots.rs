@@ -116,6 +116,56 @@ pub(crate) async fn free_run_slots<C: ConnectionTrait>(
         .collect())
 }
 
+/// The run timeout of a run of `dag` fired by a schedule whose own
+/// `timeout` is `schedule_timeout`: the schedule's, else the DAG's
+/// `run_timeout`; `None` (no limit) when that is absent or 0.
+pub(crate) fn run_timeout_secs(dag: &dag::Model, schedule_timeout: Option<i32>) -> Option<i32> {
+    schedule_timeout
+        .or(dag.run_timeout_secs)
+        .filter(|secs| *secs > 0)
+}
+
+/// When the timeout of a run with status `status` falls, counted from
+/// `now`: set whenever a run starts RUNNING, so its wait for a slot does
+/// not count.
+pub(crate) fn run_timeout_at(
+    status: RunStatus,
+    timeout_secs: Option<i32>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    timeout_secs
+        .filter(|_| status == RunStatus::Running)
+        .map(|secs| now + chrono::Duration::seconds(secs.into()))
+}
+
+/// QUEUED → RUNNING for run `run_id` (the `StartWaiting` transition), its
+/// run timeout counted from `now`. False when it was no longer QUEUED.
+async fn start_run<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+    timeout_secs: Option<i32>,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let started = dag_run::Entity::update_many()
+        .col_expr(
+            dag_run::Column::Status,
+            Expr::value(RunStatus::Running.as_str()),
+        )
+        .col_expr(
+            dag_run::Column::TimeoutAt,
+            Expr::value(run_timeout_at(RunStatus::Running, timeout_secs, now)),
+        )
+        .filter(dag_run::Column::Id.eq(run_id))
+        .filter(RunTransition::StartWaiting.applies())
+        .exec(conn)
+        .await?;
+    if started.rows_affected != 1 {
+        return Ok(false);
+    }
+    RunTransition::StartWaiting.applied(RunStatus::Queued, RunStatus::Running);
+    Ok(true)
+}
+
 /// Locks the rows of DAGs `ids` (sorted, distinct) in id order, so
 /// transactions that count or free a DAG's run slots take turns: one
 /// creating a run sees another's finished run, or the other sees its new
@@ -184,6 +234,7 @@ pub(crate) async fn release_roots<C: ConnectionTrait>(
 pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
     conn: &C,
     dag_id: i64,
+    now: DateTime<Utc>,
 ) -> Result<Option<i64>, DbErr> {
     let Some(dag) = dag::Entity::find_by_id(dag_id).one(conn).await? else {
         return Ok(None);
@@ -206,20 +257,9 @@ pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
     else {
         return Ok(None);
     };
-    let started = dag_run::Entity::update_many()
-        .col_expr(
-            dag_run::Column::Status,
-            Expr::value(RunStatus::Running.as_str()),
-        )
-        .filter(dag_run::Column::Id.eq(waiting.id))
-        .filter(RunTransition::StartWaiting.applies())
-        .exec(conn)
-        .await?;
-    if started.rows_affected != 1 {
-        return Ok(None);
-    }
-    RunTransition::StartWaiting.applied(RunStatus::Queued, RunStatus::Running);
-    Ok(Some(waiting.id))
+    Ok(start_run(conn, waiting.id, waiting.timeout_secs, now)
+        .await?
+        .then_some(waiting.id))
 }
 
 /// QUEUED → RUNNING for run `run_id` whatever its DAG's `max_active_runs`:
@@ -230,21 +270,16 @@ pub(crate) async fn start_waiting_run<C: ConnectionTrait>(
 pub(crate) async fn start_awaited_run<C: ConnectionTrait>(
     conn: &C,
     run_id: i64,
+    now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    let started = dag_run::Entity::update_many()
-        .col_expr(
-            dag_run::Column::Status,
-            Expr::value(RunStatus::Running.as_str()),
-        )
-        .filter(dag_run::Column::Id.eq(run_id))
-        .filter(RunTransition::StartWaiting.applies())
-        .exec(conn)
-        .await?;
-    if started.rows_affected != 1 {
-        return Ok(false);
-    }
-    RunTransition::StartWaiting.applied(RunStatus::Queued, RunStatus::Running);
-    Ok(true)
+    let timeout_secs = dag_run::Entity::find_by_id(run_id)
+        .select_only()
+        .column(dag_run::Column::TimeoutSecs)
+        .into_tuple::<Option<i32>>()
+        .one(conn)
+        .await?
+        .flatten();
+    start_run(conn, run_id, timeout_secs, now).await
 }
 
 #[cfg(test)]

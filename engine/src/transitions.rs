@@ -52,6 +52,9 @@ pub enum TaskTransition {
     Kill,
     /// Its cross-run dependency wait timed out.
     WaitTimeout,
+    /// It waited QUEUED longer than its `queue_timeout` without a runner
+    /// taking it.
+    QueueTimeout,
     /// An operator reran its run or cleared it: back to PENDING.
     Reset,
     /// An operator marked it SUCCESS or FAILED.
@@ -67,6 +70,8 @@ pub enum RunTransition {
     Finish,
     /// An operator killed it.
     Kill,
+    /// It was RUNNING past its run timeout: its live instances are killed.
+    TimeOut,
     /// An operator reset some of its instances: it runs again.
     Reopen,
     /// As `Reopen`, while the DAG is at `max_active_runs`: it waits for a
@@ -105,7 +110,7 @@ impl TaskTransition {
     pub const fn from(self) -> &'static [TaskStatus] {
         match self {
             Self::Release | Self::Skip | Self::UpstreamFail | Self::WaitTimeout => &[T::Pending],
-            Self::Claim => &[T::Queued],
+            Self::Claim | Self::QueueTimeout => &[T::Queued],
             Self::End
             | Self::EndForRetry
             | Self::RequeueOnDrain
@@ -128,7 +133,7 @@ impl TaskTransition {
             Self::End => &[T::Success, T::Failed, T::Timeout],
             Self::EndForRetry => &[T::UpForRetry],
             Self::TakeOverLostTooOften => &[T::Failed],
-            Self::WaitTimeout => &[T::Timeout],
+            Self::WaitTimeout | Self::QueueTimeout => &[T::Timeout],
             Self::Kill => &[T::Killed],
             Self::Reset => &[T::Pending],
             Self::Mark => &[T::Success, T::Failed],
@@ -167,9 +172,9 @@ impl RunTransition {
     pub const fn from(self) -> &'static [RunStatus] {
         match self {
             Self::StartWaiting => &[R::Queued],
-            Self::Finish => &[R::Running],
+            Self::Finish | Self::TimeOut => &[R::Running],
             Self::Kill => &[R::Queued, R::Running],
-            Self::Reopen | Self::ReopenWaiting => &[R::Success, R::Failed, R::Killed],
+            Self::Reopen | Self::ReopenWaiting => &[R::Success, R::Failed, R::Killed, R::Timeout],
             // A killed run stays KILLED when a mark changes nothing else.
             Self::Recount => &[R::Success, R::Failed],
         }
@@ -181,6 +186,7 @@ impl RunTransition {
             Self::StartWaiting | Self::Reopen => &[R::Running],
             Self::Finish | Self::Recount => &[R::Success, R::Failed],
             Self::Kill => &[R::Killed],
+            Self::TimeOut => &[R::Timeout],
             Self::ReopenWaiting => &[R::Queued],
         }
     }

@@ -119,6 +119,7 @@ async fn link_external_parent<C: ConnectionTrait>(
 pub(crate) async fn start_awaited_runs<C: ConnectionTrait>(
     conn: &C,
     running: &[i64],
+    now: DateTime<Utc>,
 ) -> Result<Vec<i64>, DbErr> {
     let mut started = Vec::new();
     let mut frontier: Vec<i64> = running.to_vec();
@@ -146,7 +147,7 @@ pub(crate) async fn start_awaited_runs<C: ConnectionTrait>(
                     .all(conn)
                     .await?;
                 for run_id in awaited_runs {
-                    if !started.contains(&run_id) && start_awaited_run(conn, run_id).await? {
+                    if !started.contains(&run_id) && start_awaited_run(conn, run_id, now).await? {
                         started.push(run_id);
                         next.push(run_id);
                     }

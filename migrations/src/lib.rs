@@ -20,6 +20,7 @@ mod m20261201_000010_file_managed;
 mod m20261201_000011_projects;
 mod m20261201_000012_previous_run;
 mod m20261201_000013_run_max_active_runs;
+mod m20261202_000014_timeouts;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000011_projects::Migration),
             Box::new(m20261201_000012_previous_run::Migration),
             Box::new(m20261201_000013_run_max_active_runs::Migration),
+            Box::new(m20261202_000014_timeouts::Migration),
         ]
     }
 }

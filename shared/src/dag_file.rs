@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::content::{TaskContent, TaskType};
+use crate::duration;
 use crate::naming::{validate_event, validate_queue};
 use crate::plan::{DEFAULT_RETRY_MAX_INTERVAL_SECS, DepType, Params, RetryStrategy, Strategy};
 use crate::subjects::DEFAULT_QUEUE;
@@ -181,6 +182,15 @@ pub struct DagFile {
     /// What a fire does beyond `max_active_runs`.
     #[serde(default)]
     pub overlap: OverlapPolicy,
+    /// Seconds a task may wait QUEUED for a runner before it ends TIMEOUT,
+    /// for tasks without their own `queue_timeout`; absent or 0: no limit.
+    #[serde(default, deserialize_with = "duration::optional_seconds")]
+    pub queue_timeout: Option<i32>,
+    /// Seconds a run may be RUNNING before it is killed and ends TIMEOUT,
+    /// for runs of schedules without their own `timeout`; absent or 0: no
+    /// limit.
+    #[serde(default, deserialize_with = "duration::optional_seconds")]
+    pub run_timeout: Option<i32>,
     /// When it runs.
     #[serde(default)]
     pub schedules: Vec<ScheduleFile>,
@@ -223,8 +233,15 @@ pub struct ScheduleFile {
     #[serde(default = "default_catchup_limit")]
     pub catchup_limit: i32,
     /// Seconds after which a fire counts as missed.
-    #[serde(default = "default_misfire_grace")]
+    #[serde(
+        default = "default_misfire_grace",
+        deserialize_with = "duration::seconds"
+    )]
     pub misfire_grace: i32,
+    /// Seconds a run this schedule fires may be RUNNING (the DAG's
+    /// `run_timeout` when absent; 0: no limit).
+    #[serde(default, deserialize_with = "duration::optional_seconds")]
+    pub timeout: Option<i32>,
     /// Business date = local fire date + this many days.
     #[serde(default = "default_biz_date_offset")]
     pub biz_date_offset: i32,
@@ -238,7 +255,10 @@ pub struct RetryFile {
     #[serde(default = "default_retry_max")]
     pub max: i32,
     /// Seconds.
-    #[serde(default = "default_retry_interval")]
+    #[serde(
+        default = "default_retry_interval",
+        deserialize_with = "duration::seconds"
+    )]
     pub interval: i32,
     /// FIXED or EXPONENTIAL.
     #[serde(default)]
@@ -251,7 +271,7 @@ pub struct RetryFile {
     pub on_timeout: bool,
     /// Cap of the wait in seconds; default one hour, or `interval` when
     /// that is longer.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "duration::optional_seconds")]
     pub max_interval: Option<i32>,
     /// Share of each wait (0–1) that may be randomly cut off.
     #[serde(default)]
@@ -392,12 +412,19 @@ pub struct TaskFile {
     #[serde(default)]
     pub retry: RetryFile,
     /// Seconds; 0 = none.
-    #[serde(default = "default_timeout")]
+    #[serde(default = "default_timeout", deserialize_with = "duration::seconds")]
     pub timeout: i32,
     /// Seconds an `offset_day` or `other_dag/task` dependency may be waited
-    /// for before the task fails (default one day).
-    #[serde(default = "default_wait_timeout")]
+    /// for before the task ends TIMEOUT (default one day).
+    #[serde(
+        default = "default_wait_timeout",
+        deserialize_with = "duration::seconds"
+    )]
     pub wait_timeout: i32,
+    /// Seconds it may wait QUEUED for a runner before it ends TIMEOUT (the
+    /// DAG's `queue_timeout` when absent; 0: no limit).
+    #[serde(default, deserialize_with = "duration::optional_seconds")]
+    pub queue_timeout: Option<i32>,
     /// Worker group.
     #[serde(default = "default_queue")]
     pub queue: String,
@@ -823,6 +850,16 @@ impl DagFile {
                 self.max_active_runs
             ));
         }
+        for (field, value) in [
+            ("queue_timeout", self.queue_timeout),
+            ("run_timeout", self.run_timeout),
+        ] {
+            if value.is_some_and(|secs| secs < 0) {
+                problems.push(format!(
+                    "{field}: must not be negative (0 or absent = none)"
+                ));
+            }
+        }
         self.schedule_problems(&mut problems);
         self.task_problems(&mut problems);
         problems
@@ -867,6 +904,11 @@ impl DagFile {
             if schedule.catchup_limit < 0 || schedule.misfire_grace < 0 {
                 problems.push(format!(
                     "{at}: catchup_limit and misfire_grace must not be negative"
+                ));
+            }
+            if schedule.timeout.is_some_and(|secs| secs < 0) {
+                problems.push(format!(
+                    "{at}: timeout must not be negative (0 = none; absent = the DAG's run_timeout)"
                 ));
             }
         }
@@ -930,6 +972,11 @@ impl DagFile {
             }
             if task.timeout < 0 {
                 problems.push(format!("{at}: timeout must not be negative (0 = none)"));
+            }
+            if task.queue_timeout.is_some_and(|secs| secs < 0) {
+                problems.push(format!(
+                    "{at}: queue_timeout must not be negative (0 or absent = none)"
+                ));
             }
             if let Err(e) = validate_queue(&task.queue) {
                 problems.push(format!("{at}: {e}"));

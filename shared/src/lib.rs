@@ -22,6 +22,7 @@ pub mod biz_date;
 pub mod content;
 pub mod dag_file;
 pub mod datasources;
+pub mod duration;
 pub mod entities;
 pub mod ids;
 pub mod logs;

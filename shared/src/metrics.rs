@@ -245,7 +245,7 @@ struct Metrics {
     /// Retries started, by cause.
     task_retries: LabeledCounters<RetryCause, 2>,
     /// Runs finished, by final status.
-    runs_finished: LabeledCounters<RunStatus, 3>,
+    runs_finished: LabeledCounters<RunStatus, 4>,
     /// Messages terminated as undecodable or naming impossible ids, by stream.
     poison_messages: LabeledCounters<Stream, 4>,
     /// Publishes dropped as duplicates, by stream.
@@ -291,7 +291,12 @@ impl Metrics {
             "datajump_dag_runs_finished",
             "DAG runs finished by a resolver or ticker of this process, by final status.",
             "status",
-            [RunStatus::Success, RunStatus::Failed, RunStatus::Killed],
+            [
+                RunStatus::Success,
+                RunStatus::Failed,
+                RunStatus::Killed,
+                RunStatus::Timeout,
+            ],
             RunStatus::as_str,
         );
         let poison_messages = LabeledCounters::register(

@@ -211,6 +211,10 @@ pub struct TaskSpec {
     /// Seconds a cross-run dependency may be waited for.
     #[serde(default = "default_wait_timeout")]
     pub wait_timeout_secs: i32,
+    /// Seconds it may wait QUEUED for a runner, its own or its DAG's;
+    /// `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_timeout_secs: Option<i32>,
     /// Worker group.
     pub queue: String,
     /// Dependency strategy.
@@ -365,8 +369,8 @@ pub fn params_to_json(params: &Params) -> serde_json::Value {
 }
 
 impl TaskSpec {
-    /// Maps a `task` row.
-    pub fn from_row(row: &task::Model) -> TaskSpec {
+    /// Maps a `task` row of `dag`.
+    pub fn from_row(dag: &dag::Model, row: &task::Model) -> TaskSpec {
         TaskSpec {
             task_id: row.id,
             name: row.name.clone(),
@@ -386,6 +390,10 @@ impl TaskSpec {
             },
             timeout_secs: row.timeout_secs,
             wait_timeout_secs: row.wait_timeout_secs,
+            queue_timeout_secs: row
+                .queue_timeout_secs
+                .or(dag.queue_timeout_secs)
+                .filter(|secs| *secs > 0),
             queue: row.queue.clone(),
             strategy: row.strategy,
             enabled: row.enabled,
@@ -401,7 +409,8 @@ impl Plan {
         deps: &[task_dependency::Model],
     ) -> Plan {
         let name_of: BTreeMap<i64, &str> = tasks.iter().map(|t| (t.id, t.name.as_str())).collect();
-        let mut task_specs: Vec<TaskSpec> = tasks.iter().map(TaskSpec::from_row).collect();
+        let mut task_specs: Vec<TaskSpec> =
+            tasks.iter().map(|t| TaskSpec::from_row(dag, t)).collect();
         task_specs.sort_by_key(|t| t.task_id);
         let edges = deps
             .iter()

@@ -110,12 +110,24 @@ pub enum RunStatus {
     /// Killed as a whole.
     #[sea_orm(string_value = "KILLED")]
     Killed,
+    /// Ran past its run timeout: its unfinished instances were killed.
+    #[sea_orm(string_value = "TIMEOUT")]
+    Timeout,
 }
 
 impl RunStatus {
     /// True once the run is over.
     pub fn is_terminal(self) -> bool {
         !matches!(self, RunStatus::Running | RunStatus::Queued)
+    }
+
+    /// True for a run that ended and did not succeed: what `rerun
+    /// --failed-only` and `backfill --reprocess failed` take up again.
+    pub fn is_unsuccessful(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Failed | RunStatus::Killed | RunStatus::Timeout
+        )
     }
 
     /// The stored name.
@@ -126,6 +138,7 @@ impl RunStatus {
             RunStatus::Success => "SUCCESS",
             RunStatus::Failed => "FAILED",
             RunStatus::Killed => "KILLED",
+            RunStatus::Timeout => "TIMEOUT",
         }
     }
 }

@@ -67,7 +67,7 @@ async fn events_of(
     if wants(AlertKind::RunFailed) {
         let runs = dag_run::Entity::find()
             .filter(dag_run::Column::DagId.eq(dag.id))
-            .filter(dag_run::Column::Status.eq(RunStatus::Failed))
+            .filter(dag_run::Column::Status.is_in([RunStatus::Failed, RunStatus::Timeout]))
             .filter(dag_run::Column::FinishedAt.gte(since))
             .all(db)
             .await?;
@@ -79,10 +79,20 @@ async fn events_of(
             payload: run_payload(
                 AlertKind::RunFailed,
                 run,
-                format!(
-                    "DAG {} run {} ({}) failed: {} task(s) did not succeed",
-                    dag.name, run.id, run.biz_date, run.failed_instances
-                ),
+                if run.status == RunStatus::Timeout {
+                    format!(
+                        "DAG {} run {} ({}) timed out after {}s: its unfinished tasks were killed",
+                        dag.name,
+                        run.id,
+                        run.biz_date,
+                        run.timeout_secs.unwrap_or_default()
+                    )
+                } else {
+                    format!(
+                        "DAG {} run {} ({}) failed: {} task(s) did not succeed",
+                        dag.name, run.id, run.biz_date, run.failed_instances
+                    )
+                },
             ),
         }));
     }

@@ -180,6 +180,7 @@ struct TaskDefinition {
     retry_jitter_pct: i32,
     timeout_secs: i32,
     wait_timeout_secs: i32,
+    queue_timeout_secs: Option<i32>,
     queue: String,
     strategy: Strategy,
     enabled: bool,
@@ -200,6 +201,7 @@ struct ScheduleDefinition {
     catchup_limit: i32,
     misfire_grace_secs: i32,
     biz_date_offset_days: i32,
+    timeout_secs: Option<i32>,
 }
 
 fn task_definition_of_file(file: &datajump_shared::dag_file::TaskFile) -> TaskDefinition {
@@ -233,6 +235,7 @@ fn task_definition_of_file(file: &datajump_shared::dag_file::TaskFile) -> TaskDe
         retry_jitter_pct: file.retry.jitter_pct(),
         timeout_secs: file.timeout,
         wait_timeout_secs: file.wait_timeout,
+        queue_timeout_secs: file.queue_timeout,
         queue: file.queue.clone(),
         strategy: file.strategy,
         enabled: file.enabled,
@@ -270,6 +273,7 @@ fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) ->
         retry_jitter_pct: row.retry_jitter_pct,
         timeout_secs: row.timeout_secs,
         wait_timeout_secs: row.wait_timeout_secs,
+        queue_timeout_secs: row.queue_timeout_secs,
         queue: row.queue.clone(),
         strategy: row.strategy,
         enabled: row.enabled,
@@ -300,6 +304,7 @@ fn schedule_definition_of_file(
         catchup_limit: file.catchup_limit,
         misfire_grace_secs: file.misfire_grace,
         biz_date_offset_days: file.biz_date_offset,
+        timeout_secs: file.timeout,
     }
 }
 
@@ -316,6 +321,7 @@ fn schedule_definition_of_row(row: &schedule::Model) -> ScheduleDefinition {
         catchup_limit: row.catchup_limit,
         misfire_grace_secs: row.misfire_grace_secs,
         biz_date_offset_days: row.biz_date_offset_days,
+        timeout_secs: row.timeout_secs,
     }
 }
 
@@ -404,6 +410,8 @@ async fn write(
                 params: Set(params),
                 max_active_runs: Set(file.max_active_runs),
                 overlap_policy: Set(file.overlap),
+                queue_timeout_secs: Set(file.queue_timeout),
+                run_timeout_secs: Set(file.run_timeout),
                 alert_config: Set(alert_config.clone()),
                 created_at: Set(now),
                 updated_at: Set(now),
@@ -428,6 +436,11 @@ async fn write(
                     row.max_active_runs != file.max_active_runs,
                 ),
                 ("overlap", row.overlap_policy != file.overlap),
+                (
+                    "queue_timeout",
+                    row.queue_timeout_secs != file.queue_timeout,
+                ),
+                ("run_timeout", row.run_timeout_secs != file.run_timeout),
                 ("alerts", row.alert_config != alert_config),
             ];
             report.dag_fields = fields
@@ -447,6 +460,8 @@ async fn write(
             active.params = Set(params);
             active.max_active_runs = Set(file.max_active_runs);
             active.overlap_policy = Set(file.overlap);
+            active.queue_timeout_secs = Set(file.queue_timeout);
+            active.run_timeout_secs = Set(file.run_timeout);
             active.alert_config = Set(alert_config);
             active.update(&txn).await?
         }
@@ -522,6 +537,7 @@ async fn apply_tasks(
             retry_jitter_pct: Set(wanted.retry_jitter_pct),
             timeout_secs: Set(wanted.timeout_secs),
             wait_timeout_secs: Set(wanted.wait_timeout_secs),
+            queue_timeout_secs: Set(wanted.queue_timeout_secs),
             queue: Set(wanted.queue.clone()),
             strategy: Set(wanted.strategy),
             enabled: Set(wanted.enabled),
@@ -633,6 +649,7 @@ async fn apply_schedules(
             catchup: Set(wanted.catchup),
             catchup_limit: Set(wanted.catchup_limit),
             misfire_grace_secs: Set(wanted.misfire_grace_secs),
+            timeout_secs: Set(wanted.timeout_secs),
             biz_date_offset_days: Set(wanted.biz_date_offset_days),
             file_active: Set(file_active),
             updated_at: Set(now),

@@ -1,14 +1,15 @@
-//! The deadline scan: act on instances whose `deadline_at` has passed, and
-//! say when work waits on a queue that no live runner serves.
+//! The deadline scan: act on instances whose `deadline_at` has passed and
+//! runs whose `timeout_at` has, and say when work waits on a queue that no
+//! live runner serves.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use datajump_nats::Bus;
-use datajump_shared::TaskStatus;
-use datajump_shared::entities::task_instance;
+use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::metrics::{self, RetryCause};
+use datajump_shared::{RunId, RunStatus, TaskStatus};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use tokio_util::sync::CancellationToken;
@@ -169,7 +170,7 @@ async fn scan(config: &Config, bus: &Bus) -> Result<Option<chrono::DateTime<Utc>
             TaskStatus::Pending => {
                 Some(datajump_engine::wait_timed_out(&config.db, row.instance_id(), now).await?)
             }
-            _ => datajump_engine::republish_due(&config.db, &row, now).await?,
+            _ => datajump_engine::queued_due(&config.db, &row, now).await?,
         };
         if let Some(owed) = owed
             && let Err(e) = owed.publish(bus).await
@@ -177,7 +178,8 @@ async fn scan(config: &Config, bus: &Bus) -> Result<Option<chrono::DateTime<Utc>
             warn!(task_instance_id = row.id, error = %e, "publishing after the deadline scan failed; the next scan retries");
         }
     }
-    if more_due {
+    let more_runs_due = time_out_runs(config, bus, now).await?;
+    if more_due || more_runs_due {
         return Ok(Some(now));
     }
     let next = task_instance::Entity::find()
@@ -187,6 +189,53 @@ async fn scan(config: &Config, bus: &Bus) -> Result<Option<chrono::DateTime<Utc>
         .filter(task_instance::Column::DeadlineAt.gt(now))
         .into_tuple::<Option<chrono::DateTime<Utc>>>()
         .one(&config.db)
+        .await?
+        .flatten();
+    let next_run = dag_run::Entity::find()
+        .select_only()
+        .column_as(dag_run::Column::TimeoutAt.min(), "next")
+        .filter(dag_run::Column::Status.eq(RunStatus::Running))
+        .filter(dag_run::Column::TimeoutAt.gt(now))
+        .into_tuple::<Option<chrono::DateTime<Utc>>>()
+        .one(&config.db)
+        .await?
+        .flatten();
+    Ok(next.into_iter().chain(next_run).min())
+}
+
+/// Ends TIMEOUT the RUNNING runs whose run timeout has passed, killing
+/// their live instances, and publishes what that owes; true when a full
+/// batch leaves more due.
+async fn time_out_runs(
+    config: &Config,
+    bus: &Bus,
+    now: chrono::DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let due: Vec<i64> = dag_run::Entity::find()
+        .select_only()
+        .column(dag_run::Column::Id)
+        .filter(dag_run::Column::Status.eq(RunStatus::Running))
+        .filter(dag_run::Column::TimeoutAt.lte(now))
+        .order_by_asc(dag_run::Column::TimeoutAt)
+        .limit(BATCH)
+        .into_tuple()
+        .all(&config.db)
         .await?;
-    Ok(next.flatten())
+    let more_due = due.len() as u64 == BATCH;
+    for run_id in due {
+        let Some((killed, effects)) =
+            datajump_engine::run_timed_out(&config.db, RunId(run_id)).await?
+        else {
+            continue;
+        };
+        warn!(
+            dag_run_id = run_id,
+            killed = killed.len(),
+            "run timed out: its unfinished tasks were killed"
+        );
+        if let Err(e) = effects.publish(bus).await {
+            warn!(dag_run_id = run_id, error = %e, "publishing after a run timeout failed; the tasks' runners still see their kill when they next check");
+        }
+    }
+    Ok(more_due)
 }

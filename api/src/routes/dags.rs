@@ -687,7 +687,7 @@ pub async fn backfill(
         match item {
             Planned::Fire(fire) => match latest.remove(&fire.biz_date) {
                 Some(run) => {
-                    let failed = matches!(run.status, RunStatus::Failed | RunStatus::Killed);
+                    let failed = run.status.is_unsuccessful();
                     let scope = match (body.reprocess, run.status) {
                         (_, RunStatus::Queued | RunStatus::Running) => None,
                         (Reprocess::All, _) => Some(ResetScope::All),

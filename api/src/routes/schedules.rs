@@ -103,6 +103,9 @@ fn dto(row: &schedule::Model) -> ScheduleDto {
         catchup_limit: row.catchup_limit,
         misfire_grace: row.misfire_grace_secs,
         biz_date_offset: row.biz_date_offset_days,
+        timeout: row
+            .timeout_secs
+            .map(|secs| crate::definition::seconds_to_minutes(&json!(secs))),
     }
 }
 
@@ -321,6 +324,10 @@ fn apply_body(schedule: &mut Map<String, Value>, body: &ScheduleBody) -> Result<
         ("catchup_limit", body.catchup_limit.map(Value::from)),
         ("misfire_grace", body.misfire_grace.map(Value::from)),
         ("biz_date_offset", body.biz_date_offset.map(Value::from)),
+        (
+            "timeout",
+            body.timeout.map(|minutes| json!(u64::from(minutes) * 60)),
+        ),
     ];
     for (key, value) in fields {
         if let Some(value) = value {

@@ -10,7 +10,6 @@ use anyhow::{Result, bail};
 use chrono::NaiveDate;
 use clap::Args;
 use datajump_api::dto::{BackfillResponse, BackfillRun, RunStatusDto};
-use datajump_shared::RunStatus;
 use serde_json::json;
 
 use crate::Global;
@@ -136,9 +135,7 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
                             api.get(&["dags", "instances", &run_id.to_string(), "status"], &[])
                                 .await?,
                         )?;
-                        let hint = if matches!(status.status, RunStatus::Failed | RunStatus::Killed)
-                            && args.reprocess == "none"
-                        {
+                        let hint = if status.status.is_unsuccessful() && args.reprocess == "none" {
                             " (--reprocess failed runs it again)"
                         } else {
                             ""

@@ -32,6 +32,12 @@ pub struct Model {
     pub overlap_policy: OverlapPolicy,
     /// Alert targets and conditions.
     pub alert_config: Option<Json>,
+    /// Seconds a task may wait QUEUED for a runner before it ends TIMEOUT,
+    /// for tasks that set no `queue_timeout` of their own; `None`: no limit.
+    pub queue_timeout_secs: Option<i32>,
+    /// Seconds a run may be RUNNING before it is killed and ends TIMEOUT,
+    /// for runs of a schedule without its own `timeout`; `None`: no limit.
+    pub run_timeout_secs: Option<i32>,
     /// Row creation.
     pub created_at: DateTimeUtc,
     /// Last change.

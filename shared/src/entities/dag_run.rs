@@ -48,6 +48,13 @@ pub struct Model {
     /// `max_active_runs` (a backfill's `--max-active-runs`); `None` for
     /// the DAG's.
     pub max_active_runs: Option<i32>,
+    /// Seconds it may be RUNNING before it is killed and ends TIMEOUT
+    /// (its schedule's `timeout`, else its DAG's `run_timeout`); `None`:
+    /// no limit.
+    pub timeout_secs: Option<i32>,
+    /// When that bound falls: set each time it starts RUNNING (created
+    /// running, given a slot, reopened), so a wait for a slot is not counted.
+    pub timeout_at: Option<DateTimeUtc>,
 }
 
 /// No declared relations.

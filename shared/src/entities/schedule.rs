@@ -35,6 +35,8 @@ pub struct Model {
     pub catchup_limit: i32,
     /// A fire later than this many seconds counts as missed.
     pub misfire_grace_secs: i32,
+    /// Seconds a run it fires may be RUNNING; `None`: the DAG's `run_timeout`.
+    pub timeout_secs: Option<i32>,
     /// Days added to the fire's local date to get the business date.
     pub biz_date_offset_days: i32,
     /// Row creation.

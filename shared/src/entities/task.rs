@@ -44,6 +44,8 @@ pub struct Model {
     pub timeout_secs: i32,
     /// Seconds a cross-run dependency may be waited for before the task fails.
     pub wait_timeout_secs: i32,
+    /// Seconds it may wait QUEUED for a runner; `None`: the DAG's.
+    pub queue_timeout_secs: Option<i32>,
     /// Worker group.
     pub queue: String,
     /// `ALL_SUCCESS`, `ONE_SUCCESS` or `NONE`.

@@ -67,5 +67,6 @@ mod retention;
 mod schedule;
 mod secrets;
 mod task_environment;
+mod timeouts;
 mod tokens;
 mod topology;
