@@ -332,6 +332,7 @@ pub fn schedule_file(row: &schedule::Model) -> Value {
     out.insert("name".into(), json!(row.name));
     match (row.kind, &row.cron_expr, &row.event_name) {
         (ScheduleKind::Event, _, Some(event)) => out.insert("event".into(), json!(event)),
+        (ScheduleKind::After, _, _) => out.insert("after".into(), json!(row.after_dag)),
         (_, cron, _) => out.insert("cron".into(), json!(cron)),
     };
     out.insert("timezone".into(), json!(row.timezone));

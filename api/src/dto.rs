@@ -498,6 +498,9 @@ pub struct ScheduleDto {
     pub cron_description: Option<String>,
     /// Event name (EVENT schedules).
     pub event_name: Option<String>,
+    /// The DAG whose successful runs fire it (AFTER schedules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
     /// False when paused.
     pub enabled: bool,
     /// The next fire (RFC 3339 in the schedule's zone), when enabled.

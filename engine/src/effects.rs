@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use datajump_nats::{Bus, NatsError};
 use datajump_shared::entities::task_instance;
-use datajump_shared::messages::{DoneMsg, Message, VERSION, WorkMsg};
+use datajump_shared::messages::{DoneMsg, FireMsg, Message, VERSION, WorkMsg};
 use datajump_shared::subjects::{self, Band, Stream};
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus, metrics};
 use futures::StreamExt;
@@ -51,6 +51,9 @@ pub struct Effects {
     pub(crate) kill_notices: Vec<TaskInstanceId>,
     /// Attempts a kill ended: instances killed while RUNNING.
     pub(crate) killed_attempts: usize,
+    /// Runs of other DAGs that runs this commit finished SUCCESS start
+    /// (their `after:` schedules): fires for a resolver.
+    pub(crate) fires: Vec<FireMsg>,
 }
 
 /// Messages published at once after a commit.
@@ -116,6 +119,7 @@ impl Effects {
         self.completions.extend(other.completions);
         self.kill_notices.extend(other.kill_notices);
         self.killed_attempts += other.killed_attempts;
+        self.fires.extend(other.fires);
     }
 
     /// Publishes everything: kill notices, completions and work all at once,
@@ -146,12 +150,14 @@ impl Effects {
             self.kill_notices.len()
                 + self.completions.len()
                 + self.queued.len()
-                + self.republished.len(),
+                + self.republished.len()
+                + self.fires.len(),
         );
         outgoing.extend(self.kill_notices.iter().copied().map(Outgoing::Kill));
         outgoing.extend(self.completions.iter().map(Outgoing::Completion));
         outgoing.extend(self.queued.iter().map(Outgoing::Work));
         outgoing.extend(self.republished.iter().map(Outgoing::Republish));
+        outgoing.extend(self.fires.iter().map(Outgoing::Fire));
         let first_failure = std::sync::Mutex::new(None);
         futures::stream::iter(outgoing)
             .for_each_concurrent(PUBLISH_IN_FLIGHT, |message| {
@@ -178,6 +184,7 @@ enum Outgoing<'a> {
     Completion(&'a task_instance::Model),
     Work(&'a task_instance::Model),
     Republish(&'a task_instance::Model),
+    Fire(&'a FireMsg),
 }
 
 impl Outgoing<'_> {
@@ -199,6 +206,13 @@ impl Outgoing<'_> {
                 let published = publish_work(bus, row, false).await;
                 if published.is_ok() {
                     info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "task queued");
+                }
+                published
+            }
+            Outgoing::Fire(fire) => {
+                let published = bus.publish_fire(fire).await.map(drop);
+                if published.is_ok() {
+                    info!(dag_id = fire.dag_id, dedup_key = %fire.dedup_key, biz_date = %fire.biz_date, "dependency trigger fired");
                 }
                 published
             }

@@ -34,6 +34,7 @@ mod runs;
 mod slots;
 mod sql;
 pub mod transitions;
+mod triggers;
 mod waits;
 
 pub use claims::{AttemptEnd, Claim, End, Ended, Recorded, record};
@@ -45,4 +46,5 @@ pub use propagation::{Completion, CompletionCheck, propagate, propagate_completi
 pub use queue::{REPUBLISH_AFTER, queued_due, retry_due};
 pub use redelivery::{MAX_RUNNER_LOST, RUNNER_LOST, owed_by_finished, take_over};
 pub use runs::{FireOutcome, create_runs};
+pub use triggers::owed_dependency_fires;
 pub use waits::wait_timed_out;

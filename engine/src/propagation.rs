@@ -29,6 +29,7 @@ use crate::queue::queue_many;
 use crate::slots::{lock_dags, pending_roots, start_waiting_run};
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_chunked};
 use crate::transitions::{RunTransition, TaskTransition};
+use crate::triggers::owed_fires;
 use crate::waits::release_waiters;
 use crate::waits::start_awaited_runs;
 
@@ -442,6 +443,7 @@ async fn count_off_runs<C: ConnectionTrait>(
     let finished = finish_runs(conn, &runs, now).await?;
     out.finished_runs
         .extend(finished.iter().map(|run| (run.id, run.status)));
+    out.fires.extend(owed_fires(conn, &finished).await?);
     // A finished run frees a slot of its DAG; most DAGs have no run waiting
     // for one, so they are found in one query rather than asked one by one.
     // Locked first: a run created QUEUED concurrently is then either seen

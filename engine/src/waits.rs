@@ -220,7 +220,8 @@ async fn awaited_batch<C: ConnectionTrait>(
         .filter(schedule::Column::Active.eq(true))
         .all(conn)
         .await?;
-    if schedules.is_empty() || schedules.iter().any(|s| s.kind == ScheduleKind::Event) {
+    // Event and dependency schedules may make a run of any date.
+    if schedules.is_empty() || schedules.iter().any(|s| s.kind != ScheduleKind::Cron) {
         return Ok((date, false));
     }
     let parsed: Vec<(datajump_cron::CronExpr, chrono_tz::Tz, i32)> = schedules

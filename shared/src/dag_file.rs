@@ -130,6 +130,9 @@ pub enum ScheduleKind {
     /// An event on `dj.event.<name>`.
     #[sea_orm(string_value = "EVENT")]
     Event,
+    /// A successful run of another DAG (a dependency trigger).
+    #[sea_orm(string_value = "AFTER")]
+    After,
 }
 
 impl ScheduleKind {
@@ -138,6 +141,7 @@ impl ScheduleKind {
         match self {
             ScheduleKind::Cron => "CRON",
             ScheduleKind::Event => "EVENT",
+            ScheduleKind::After => "AFTER",
         }
     }
 }
@@ -201,7 +205,7 @@ pub struct DagFile {
     pub tasks: Vec<TaskFile>,
 }
 
-/// A schedule as written: `cron:` or `event:`.
+/// A schedule as written: `cron:`, `event:` or `after:`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFile {
@@ -214,6 +218,10 @@ pub struct ScheduleFile {
     /// Event name (fires on `dj.event.<name>`).
     #[serde(default)]
     pub event: Option<String>,
+    /// A DAG whose every successful run fires this one, with its business
+    /// date (a dependency trigger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
     /// IANA zone; default `DATAJUMP_TIMEZONE` or Asia/Shanghai.
     #[serde(default)]
     pub timezone: Option<String>,
@@ -872,8 +880,20 @@ impl DagFile {
             if !seen.insert(name.clone()) {
                 problems.push(format!("{at}: duplicate schedule name"));
             }
-            match (&schedule.cron, &schedule.event) {
-                (Some(cron), None) => match CronExpr::parse(cron) {
+            match (&schedule.cron, &schedule.event, &schedule.after) {
+                (None, None, Some(upstream)) => {
+                    if !is_name(upstream) {
+                        problems.push(format!(
+                            "{at}: after '{}': {NAME_RULE}",
+                            crate::naming::printable(upstream)
+                        ));
+                    } else if *upstream == self.name {
+                        problems.push(format!(
+                            "{at}: after '{upstream}' is this DAG: a run would start the next for ever"
+                        ));
+                    }
+                }
+                (Some(cron), None, None) => match CronExpr::parse(cron) {
                     Err(e) => problems.push(format!("{at}: {e}")),
                     // Any zone will do: a day that does not exist (Feb 30)
                     // or a year gone by does not come in any.
@@ -884,12 +904,14 @@ impl DagFile {
                     }
                     Ok(_) => {}
                 },
-                (None, Some(event)) => {
+                (None, Some(event), None) => {
                     if let Err(e) = validate_event(event) {
                         problems.push(format!("{at}: {e}"));
                     }
                 }
-                _ => problems.push(format!("{at}: give exactly one of 'cron' or 'event'")),
+                _ => problems.push(format!(
+                    "{at}: give exactly one of 'cron', 'event' or 'after'"
+                )),
             }
             if let Some(zone) = &schedule.timezone
                 && let Err(e) = parse_time_zone(zone)

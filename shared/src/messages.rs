@@ -8,7 +8,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use thiserror::Error;
 
-use crate::entities::task_instance;
+use crate::entities::{dag_run, schedule, task_instance};
 use crate::plan::{InstanceSpec, Params};
 use crate::{RunId, TaskInstanceId, TaskStatus, TriggerType};
 
@@ -184,6 +184,26 @@ impl FireMsg {
             time_zone: default_time_zone(),
             dedup_key: manual_run_key(uuid::Uuid::new_v4()),
             params,
+            max_active_runs: None,
+        }
+    }
+
+    /// The fire a successful run `upstream` owes the dependency schedule
+    /// `after` (an `after:` schedule naming `upstream`'s DAG): a run of
+    /// `after`'s DAG with `upstream`'s business date and logical time,
+    /// keyed by the pair so each upstream run starts it once however often
+    /// the fire is sent.
+    pub fn after(after: &schedule::Model, upstream: &dag_run::Model) -> FireMsg {
+        FireMsg {
+            v: VERSION,
+            dag_id: after.dag_id,
+            schedule_id: Some(after.id),
+            trigger_type: TriggerType::Dependency,
+            logical_time: upstream.logical_time,
+            biz_date: upstream.biz_date,
+            time_zone: after.timezone.clone(),
+            dedup_key: format!("after:{}:{}", after.id, upstream.id),
+            params: Params::new(),
             max_active_runs: None,
         }
     }

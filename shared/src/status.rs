@@ -162,6 +162,9 @@ pub enum TriggerType {
     /// An external event on `dj.event.<name>`.
     #[sea_orm(string_value = "EVENT")]
     Event,
+    /// A successful run of another DAG (an `after:` schedule).
+    #[sea_orm(string_value = "DEPENDENCY")]
+    Dependency,
     /// An attempt started by a rerun of a finished run (executions only).
     #[sea_orm(string_value = "RERUN")]
     Rerun,
@@ -175,6 +178,7 @@ impl TriggerType {
             TriggerType::Manual => "MANUAL",
             TriggerType::Backfill => "BACKFILL",
             TriggerType::Event => "EVENT",
+            TriggerType::Dependency => "DEPENDENCY",
             TriggerType::Rerun => "RERUN",
         }
     }

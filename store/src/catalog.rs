@@ -193,6 +193,7 @@ struct ScheduleDefinition {
     kind: ScheduleKind,
     cron_expr: Option<String>,
     event_name: Option<String>,
+    after_dag: Option<String>,
     timezone: String,
     start_date: Option<chrono::NaiveDate>,
     end_date: Option<chrono::NaiveDate>,
@@ -286,13 +287,14 @@ fn schedule_definition_of_file(
     default_timezone: &str,
 ) -> ScheduleDefinition {
     ScheduleDefinition {
-        kind: if file.event.is_some() {
-            ScheduleKind::Event
-        } else {
-            ScheduleKind::Cron
+        kind: match (&file.event, &file.after) {
+            (Some(_), _) => ScheduleKind::Event,
+            (None, Some(_)) => ScheduleKind::After,
+            (None, None) => ScheduleKind::Cron,
         },
         cron_expr: file.cron.as_ref().map(|c| c.trim().to_owned()),
         event_name: file.event.clone(),
+        after_dag: file.after.clone(),
         timezone: file
             .timezone
             .clone()
@@ -313,6 +315,7 @@ fn schedule_definition_of_row(row: &schedule::Model) -> ScheduleDefinition {
         kind: row.kind,
         cron_expr: row.cron_expr.clone(),
         event_name: row.event_name.clone(),
+        after_dag: row.after_dag.clone(),
         timezone: row.timezone.clone(),
         start_date: row.start_date,
         end_date: row.end_date,
@@ -642,6 +645,7 @@ async fn apply_schedules(
             kind: Set(wanted.kind),
             cron_expr: Set(wanted.cron_expr.clone()),
             event_name: Set(wanted.event_name.clone()),
+            after_dag: Set(wanted.after_dag.clone()),
             timezone: Set(wanted.timezone.clone()),
             start_date: Set(wanted.start_date),
             end_date: Set(wanted.end_date),
@@ -775,6 +779,14 @@ async fn missing_upstream_notes(
             }
         }
     }
+    for (schedule, name) in file.schedules.iter().zip(file.schedule_names()) {
+        if let Some(upstream) = &schedule.after {
+            named
+                .entry(upstream)
+                .or_default()
+                .push(format!("schedule '{name}': after {upstream}"));
+        }
+    }
     let mut notes = Vec::new();
     for (dag, uses) in named {
         let exists = dag::Entity::find()
@@ -811,6 +823,19 @@ pub async fn dependants_of(
             && owner.name != name
         {
             out.push(format!("{}/{}", owner.name, child.name));
+        }
+    }
+    let triggered = schedule::Entity::find()
+        .filter(schedule::Column::Kind.eq(ScheduleKind::After))
+        .filter(schedule::Column::AfterDag.eq(name))
+        .all(db)
+        .await?;
+    for after in triggered {
+        if let Some(owner) = dag::Entity::find_by_id(after.dag_id).one(db).await? {
+            out.push(format!(
+                "{} (its schedule '{}' runs after {name})",
+                owner.name, after.name
+            ));
         }
     }
     out.sort();

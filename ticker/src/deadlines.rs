@@ -49,6 +49,9 @@ pub(crate) async fn run(
         };
         if Instant::now() >= next_queue_check {
             next_queue_check = Instant::now() + QUEUE_CHECK_EVERY;
+            if let Err(e) = send_owed_dependency_fires(config, bus).await {
+                warn!(error = %e, "cannot look for owed dependency triggers; retrying");
+            }
             match unserved_queues(config, bus).await {
                 Ok(seen) => {
                     // Unserved only when two checks in a row say so: one
@@ -71,6 +74,33 @@ pub(crate) async fn run(
         tokio::select! {
             () = tokio::time::sleep(nap) => {},
             () = shutdown.cancelled() => {},
+        }
+    }
+    Ok(())
+}
+
+/// Runs that ended SUCCESS this recently may still have their dependency
+/// fires in flight: not looked at yet.
+const OWED_FIRES_AFTER: chrono::Duration = chrono::Duration::seconds(20);
+/// Runs that ended longer ago are not looked at: inside the fire stream's
+/// ten-minute duplicate window, a fire that was sent is dropped again by
+/// its id.
+const OWED_FIRES_WITHIN: chrono::Duration = chrono::Duration::minutes(9);
+
+/// Sends the dependency-trigger fires that runs ended SUCCESS owe and that
+/// made no run: lost between a commit and its publish, or owed by a run a
+/// mark made SUCCESS.
+async fn send_owed_dependency_fires(config: &Config, bus: &Bus) -> Result<(), QueueCheckError> {
+    let now = Utc::now();
+    let owed = datajump_engine::owed_dependency_fires(
+        &config.db,
+        now - OWED_FIRES_WITHIN,
+        now - OWED_FIRES_AFTER,
+    )
+    .await?;
+    for fire in owed {
+        if !bus.publish_fire(&fire).await? {
+            info!(dag_id = fire.dag_id, dedup_key = %fire.dedup_key, "dependency trigger sent: its upstream run ended SUCCESS and no run of it exists");
         }
     }
     Ok(())

@@ -91,6 +91,7 @@ fn dto(row: &schedule::Model) -> ScheduleDto {
         cron_expression: row.cron_expr.clone(),
         cron_description: cron.as_ref().map(CronExpr::describe),
         event_name: row.event_name.clone(),
+        after: row.after_dag.clone(),
         enabled: row.active,
         next_fire_time: cron
             .as_ref()

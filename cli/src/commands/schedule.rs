@@ -231,9 +231,10 @@ async fn find(api: &Api, dag: &str, name: &str) -> Result<(String, String)> {
 const HEADER: &[&str] = &["ID", "NAME", "TRIGGER", "TIMEZONE", "STATE", "NEXT FIRE"];
 
 fn row(s: &ScheduleDto) -> Vec<String> {
-    let trigger = match (&s.cron_expression, &s.event_name) {
-        (_, Some(event)) if s.kind == ScheduleKind::Event => format!("event {event}"),
-        (Some(cron), _) => cron.clone(),
+    let trigger = match (&s.cron_expression, &s.event_name, &s.after) {
+        (_, Some(event), _) if s.kind == ScheduleKind::Event => format!("event {event}"),
+        (_, _, Some(upstream)) if s.kind == ScheduleKind::After => format!("after {upstream}"),
+        (Some(cron), _, _) => cron.clone(),
         _ => String::new(),
     };
     vec![

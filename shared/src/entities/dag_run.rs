@@ -23,7 +23,8 @@ pub struct Model {
     pub dag_version: i32,
     /// The schedule that fired it, if any.
     pub schedule_id: Option<i64>,
-    /// `sched:<schedule_id>:<fire_unix>`, `event:<schedule_id>:<seq>` or `manual:<uuid>`.
+    /// `sched:<schedule_id>:<fire_unix>`, `event:<schedule_id>:<seq>`,
+    /// `after:<schedule_id>:<upstream_run_id>` or `manual:<uuid>`.
     #[sea_orm(unique)]
     pub dedup_key: String,
     /// What started it.

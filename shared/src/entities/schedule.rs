@@ -4,7 +4,7 @@ use sea_orm::entity::prelude::*;
 
 use crate::dag_file::{Catchup, ScheduleKind};
 
-/// A cron or event schedule of a DAG. `(dag_id, name)` is unique.
+/// A cron, event or dependency (`AFTER`) schedule of a DAG. `(dag_id, name)` is unique.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "schedule")]
 pub struct Model {
@@ -21,6 +21,8 @@ pub struct Model {
     pub cron_expr: Option<String>,
     /// Event name (for `EVENT`).
     pub event_name: Option<String>,
+    /// The DAG whose successful runs fire it (for `AFTER`), by name.
+    pub after_dag: Option<String>,
     /// IANA time zone the cron is read in.
     pub timezone: String,
     /// First day it may fire (in its zone).

@@ -375,3 +375,131 @@ tasks:
         );
     }
 );
+
+/// The runs of DAG `name` a dependency trigger started, oldest first.
+async fn triggered_runs(
+    env: &TestEnv,
+    name: &str,
+) -> Vec<datajump_shared::entities::dag_run::Model> {
+    env.runs_of(env.dag_id(name).await)
+        .await
+        .into_iter()
+        .filter(|run| run.trigger_type == datajump_shared::TriggerType::Dependency)
+        .collect()
+}
+
+/// Waits until DAG `name` has `count` runs a dependency trigger started,
+/// all ended, and returns them.
+async fn wait_triggered(
+    env: &TestEnv,
+    name: &str,
+    count: usize,
+    within: Duration,
+) -> Vec<datajump_shared::entities::dag_run::Model> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        env.check_roles();
+        let runs = triggered_runs(env, name).await;
+        if runs.len() == count && runs.iter().all(|r| r.status.is_terminal()) {
+            return runs;
+        }
+        assert!(
+            runs.len() <= count,
+            "{} runs of {name} were triggered, not {count}: {runs:?}",
+            runs.len()
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name} has {} finished triggered runs, not {count}: {runs:?}",
+            runs.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+both_dbs!(
+    a_successful_run_starts_its_dependants_once_with_its_date,
+    |env| async move {
+        env.apply("name: extract\ntasks:\n  - { name: load, command: 'true' }\n")
+            .await;
+        env.apply("name: flaky\ntasks:\n  - { name: load, command: 'false', retry: { max: 0 } }\n")
+            .await;
+        let report = env
+            .apply(
+                r#"
+name: report
+schedules:
+  - { name: after_extract, after: extract }
+  - { name: after_flaky, after: flaky }
+tasks:
+  - { name: summarize, command: 'echo "report for $DJ_BIZ_DATE"' }
+"#,
+            )
+            .await;
+        assert!(report.notes.is_empty(), "{:?}", report.notes);
+        let _ticker = env.spawn_ticker().await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+
+        let upstream_key = trigger_for(&env, "extract", "2024-03-01").await;
+        let upstream = env.wait_run(&upstream_key, TIMEOUT).await;
+        assert_eq!(upstream.status, RunStatus::Success);
+        let runs = wait_triggered(&env, "report", 1, TIMEOUT).await;
+        assert_eq!(runs[0].status, RunStatus::Success);
+        assert_eq!(
+            runs[0].biz_date,
+            date("2024-03-01"),
+            "the upstream's business date"
+        );
+        assert!(
+            runs[0].dedup_key.ends_with(&format!(":{}", upstream.id)),
+            "{}",
+            runs[0].dedup_key
+        );
+
+        // The same upstream run succeeding again (a rerun) starts nothing new.
+        env.reset(upstream.id, datajump_engine::ResetScope::All)
+            .await
+            .expect("rerun");
+        assert_eq!(
+            env.wait_run(&upstream_key, TIMEOUT).await.status,
+            RunStatus::Success
+        );
+
+        // A failed upstream run starts nothing; made SUCCESS by a mark, it
+        // owes its dependants a run, which the ticker sends.
+        let flaky_key = trigger_for(&env, "flaky", "2024-03-02").await;
+        let flaky = env.wait_run(&flaky_key, TIMEOUT).await;
+        assert_eq!(flaky.status, RunStatus::Failed);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            triggered_runs(&env, "report").await.len(),
+            1,
+            "a FAILED run triggered"
+        );
+        let load = env.instances_by_name(flaky.id).await["load"].id;
+        env.mark(load, TaskStatus::Success).await.expect("mark");
+        let runs = wait_triggered(&env, "report", 2, TIMEOUT).await;
+        assert_eq!(runs[1].biz_date, date("2024-03-02"));
+        assert_eq!(runs[1].status, RunStatus::Success);
+
+        let refused = env
+            .try_apply(
+                "name: loop\nschedules: [{ after: loop }]\ntasks: [{ name: t, command: 'true' }]\n",
+            )
+            .await
+            .expect_err("a DAG after itself");
+        assert!(refused.contains("is this DAG"), "{refused}");
+        let noted = env
+            .apply("name: orphan\nschedules: [{ after: ghost }]\ntasks: [{ name: t, command: 'true' }]\n")
+            .await;
+        assert!(
+            noted
+                .notes
+                .iter()
+                .any(|n| n.contains("schedule 'default': after ghost")),
+            "{:?}",
+            noted.notes
+        );
+    }
+);

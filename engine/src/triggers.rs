@@ -1,0 +1,139 @@
+//! Dependency triggers: a run that ends SUCCESS starts a run of each DAG
+//! with an active `after:` schedule naming its DAG, with its business date
+//! (docs/ARCHITECTURE.md "Dependency triggers").
+//!
+//! The fires are found in the transaction that finishes the run and
+//! published after its commit, like any other effect; a fire lost between
+//! the two is found again by [`owed_dependency_fires`], which the ticker
+//! asks every few seconds. Each fire's `dedup_key` names the schedule and
+//! the upstream run, so however often it is sent, one run is created.
+
+use chrono::{DateTime, Utc};
+use datajump_shared::RunStatus;
+use datajump_shared::dag_file::ScheduleKind;
+use datajump_shared::entities::{dag, dag_run, schedule};
+use datajump_shared::messages::FireMsg;
+use sea_orm::sea_query::Query;
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+
+use crate::sql::IN_LIST_MAX;
+
+/// The active `after:` schedules naming one of `dag_ids`' DAGs, with the
+/// id of the DAG each names.
+async fn schedules_after<C: ConnectionTrait>(
+    conn: &C,
+    dag_ids: &[i64],
+) -> Result<Vec<(i64, schedule::Model)>, DbErr> {
+    let mut found = Vec::new();
+    for chunk in dag_ids.chunks(IN_LIST_MAX) {
+        let names_query = Query::select()
+            .column(dag::Column::Name)
+            .from(dag::Entity)
+            .and_where(dag::Column::Id.is_in(chunk.iter().copied()))
+            .to_owned();
+        let schedules = schedule::Entity::find()
+            .filter(schedule::Column::Kind.eq(ScheduleKind::After))
+            .filter(schedule::Column::Active.eq(true))
+            .filter(schedule::Column::AfterDag.in_subquery(names_query))
+            .all(conn)
+            .await?;
+        if schedules.is_empty() {
+            continue;
+        }
+        let names: Vec<(i64, String)> = dag::Entity::find()
+            .filter(dag::Column::Id.is_in(chunk.iter().copied()))
+            .all(conn)
+            .await?
+            .into_iter()
+            .map(|d| (d.id, d.name))
+            .collect();
+        for after in schedules {
+            if let Some((id, _)) = names
+                .iter()
+                .find(|(_, name)| after.after_dag.as_deref() == Some(name.as_str()))
+            {
+                found.push((*id, after));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The fires the runs `finished` owe: one per SUCCESS run and `after:`
+/// schedule naming its DAG. One query when none of their DAGs has
+/// dependants, which is the common case.
+pub(crate) async fn owed_fires<C: ConnectionTrait>(
+    conn: &C,
+    finished: &[dag_run::Model],
+) -> Result<Vec<FireMsg>, DbErr> {
+    let mut dag_ids: Vec<i64> = finished
+        .iter()
+        .filter(|run| run.status == RunStatus::Success)
+        .map(|run| run.dag_id)
+        .collect();
+    if dag_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    dag_ids.sort_unstable();
+    dag_ids.dedup();
+    let schedules = schedules_after(conn, &dag_ids).await?;
+    Ok(finished
+        .iter()
+        .filter(|run| run.status == RunStatus::Success)
+        .flat_map(|run| {
+            schedules
+                .iter()
+                .filter(move |(upstream, _)| *upstream == run.dag_id)
+                .map(move |(_, after)| FireMsg::after(after, run))
+        })
+        .collect())
+}
+
+/// Fires owed by runs that ended SUCCESS between `since` and `before` and
+/// whose downstream runs do not exist: lost between a commit and its
+/// publish, or ended by an operator's mark. The window should lie inside
+/// the fire stream's duplicate window, so a fire sent before is dropped
+/// again by its id rather than acted on twice (it would create nothing
+/// either way: its run key is taken).
+pub async fn owed_dependency_fires(
+    db: &DatabaseConnection,
+    since: DateTime<Utc>,
+    before: DateTime<Utc>,
+) -> Result<Vec<FireMsg>, DbErr> {
+    let upstream_names = Query::select()
+        .column(schedule::Column::AfterDag)
+        .from(schedule::Entity)
+        .and_where(schedule::Column::Kind.eq(ScheduleKind::After))
+        .and_where(schedule::Column::Active.eq(true))
+        .to_owned();
+    let upstream_dags = Query::select()
+        .column(dag::Column::Id)
+        .from(dag::Entity)
+        .and_where(dag::Column::Name.in_subquery(upstream_names))
+        .to_owned();
+    let finished = dag_run::Entity::find()
+        .filter(dag_run::Column::Status.eq(RunStatus::Success))
+        .filter(dag_run::Column::FinishedAt.gte(since))
+        .filter(dag_run::Column::FinishedAt.lt(before))
+        .filter(dag_run::Column::DagId.in_subquery(upstream_dags))
+        .all(db)
+        .await?;
+    let fires = owed_fires(db, &finished).await?;
+    let mut missing = Vec::with_capacity(fires.len());
+    for chunk in fires.chunks(IN_LIST_MAX) {
+        let existing: std::collections::HashSet<String> = dag_run::Entity::find()
+            .filter(dag_run::Column::DedupKey.is_in(chunk.iter().map(|f| f.dedup_key.clone())))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|run| run.dedup_key)
+            .collect();
+        missing.extend(
+            chunk
+                .iter()
+                .filter(|fire| !existing.contains(&fire.dedup_key))
+                .cloned(),
+        );
+    }
+    Ok(missing)
+}
