@@ -382,6 +382,10 @@ pub struct TaskInstanceDto {
     pub start_time: Option<DateTime<Utc>>,
     /// When it reached its final state.
     pub end_time: Option<DateTime<Utc>>,
+    /// What its last attempt declared (`##dj-output name=value`): the
+    /// values tasks after it read as `${task.output.name}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outputs: BTreeMap<String, String>,
 }
 
 impl From<&task_instance::Model> for TaskInstanceDto {
@@ -407,6 +411,11 @@ impl From<&task_instance::Model> for TaskInstanceDto {
             queued_time: row.queued_at,
             start_time: row.started_at,
             end_time: row.finished_at,
+            outputs: row
+                .outputs
+                .as_ref()
+                .map(datajump_shared::plan::params_from_json)
+                .unwrap_or_default(),
         }
     }
 }

@@ -42,6 +42,11 @@ async fn start_many<C: ConnectionTrait>(
             TiCol::DeadlineAt,
             Expr::value(Option::<DateTime<Utc>>::None),
         )
+        // The outputs are the last attempt's: a new one starts without.
+        .col_expr(
+            TiCol::Outputs,
+            Expr::value(Option::<serde_json::Value>::None),
+        )
         .filter(TaskTransition::Claim.applies())
         .filter(at_attempts(claims.iter().copied()))
         .exec_with_returning(conn)
@@ -94,6 +99,8 @@ struct Finish<'a> {
     reason: Option<&'a str>,
     /// When it ended.
     at: DateTime<Utc>,
+    /// What it declared, if anything.
+    outputs: Option<&'a serde_json::Value>,
 }
 
 /// RUNNING → each attempt's end, only for attempts `owner` runs: a terminal
@@ -154,12 +161,29 @@ async fn finish_many<C: ConnectionTrait>(
             );
     }
     // End and EndForRetry leave the same status, RUNNING.
-    let ended = update
+    let mut ended = update
         .filter(TaskTransition::End.applies())
         .filter(TiCol::Owner.eq(owner))
         .filter(at_attempts(finishes.iter().map(|f| (f.id, f.attempt + 1))))
         .exec_with_returning(conn)
         .await?;
+    // A statement per instance that declared outputs, not a `CASE` in the
+    // one above: PostgreSQL cannot unify a bound JSON value with a `json`
+    // column's in one expression, and most tasks declare none.
+    for row in &mut ended {
+        if let Some(outputs) = finishes
+            .iter()
+            .find(|f| f.id == row.id)
+            .and_then(|f| f.outputs)
+        {
+            Ti::update_many()
+                .col_expr(TiCol::Outputs, Expr::value(outputs.clone()))
+                .filter(TiCol::Id.eq(row.id))
+                .exec(conn)
+                .await?;
+            row.outputs = Some(outputs.clone());
+        }
+    }
     for row in &ended {
         let transition = if row.status == TaskStatus::UpForRetry {
             TaskTransition::EndForRetry
@@ -207,6 +231,9 @@ pub struct End {
     pub log_tail: String,
     /// Where the full log is, when the tail could not hold it.
     pub log_path: Option<String>,
+    /// What the attempt declared (`datajump_shared::outputs`), as an
+    /// object of strings; `None` when it declared nothing.
+    pub outputs: Option<serde_json::Value>,
 }
 
 /// What recording one attempt's end did to its instance.
@@ -326,6 +353,7 @@ async fn apply_ends(
             end: &end.instance_end,
             reason: end.reason.as_deref(),
             at: end.end,
+            outputs: end.outputs.as_ref(),
         })
         .collect();
     for row in finish_many(txn, &finishes, owner).await? {

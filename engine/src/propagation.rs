@@ -510,6 +510,7 @@ mod tests {
             queued_at: None,
             started_at: None,
             finished_at: None,
+            outputs: None,
         }
     }
 

@@ -22,6 +22,7 @@ mod m20261201_000012_previous_run;
 mod m20261201_000013_run_max_active_runs;
 mod m20261202_000014_timeouts;
 mod m20261202_000015_after_schedule;
+mod m20261202_000016_task_outputs;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -44,6 +45,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000013_run_max_active_runs::Migration),
             Box::new(m20261202_000014_timeouts::Migration),
             Box::new(m20261202_000015_after_schedule::Migration),
+            Box::new(m20261202_000016_task_outputs::Migration),
         ]
     }
 }

@@ -32,12 +32,16 @@ use datajump_shared::content::TaskContent;
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
 use datajump_shared::metrics::{self, RetryCause};
+use datajump_shared::outputs;
 use datajump_shared::params::{ParamContext, env_name};
-use datajump_shared::plan::RetryPolicy;
+use datajump_shared::plan::{Params, RetryPolicy, params_from_json};
 use datajump_shared::subjects::{self, Band, Namespace, Stream};
 use datajump_store::installation::{self, InstallationError};
 use futures::{FutureExt, StreamExt};
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait,
+    QueryFilter, QuerySelect,
+};
 use serde::Serialize;
 use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -45,7 +49,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use commit::Committer;
-use executor::{ExecContext, ExecOutcome, LogSink, TaskProcess, protect_runner};
+use executor::{ExecContext, ExecOutcome, LogSink, TaskProcess, TaskUser, protect_runner};
 use log::Heading;
 
 /// How a runner runs.
@@ -674,13 +678,26 @@ async fn run_claimed(
         None => TaskContent::parse(task.task_type, &task.content)
             .map_err(|e| format!("the task's content: {e}")),
     };
+    let upstream = match content {
+        Ok(_) => upstream_outputs(&config.db, row, &task.content).await,
+        Err(_) => Ok(Params::new()),
+    };
+    let content = match upstream {
+        Ok(upstream) => content.map(|content| (content, upstream)),
+        Err(e) => Err(format!(
+            "cannot read the outputs of the tasks before it: {e}"
+        )),
+    };
+    let output_file = OutputFile::for_execution(exec_row.id);
     let outcome = match content {
         Err(why) => ExecOutcome::Invalid(why),
-        Ok(content) => {
+        Ok((content, upstream)) => {
+            let mut env = environment(work, row, &upstream);
+            env.insert(outputs::FILE_ENV.to_owned(), output_file.path_text());
             let ctx = ExecContext {
                 content,
-                params: param_context(work, config.default_timezone),
-                env: environment(work, row),
+                params: param_context(work, &upstream, config.default_timezone),
+                env,
                 process: config.task_process.clone(),
                 network: config.network.clone(),
                 db: config.db.clone(),
@@ -714,6 +731,7 @@ async fn run_claimed(
     };
     let end = Utc::now();
     drop(slot);
+    output_file.collect(&log, config.task_process.user().map(TaskUser::uid));
     let duration_ms = (end - start).num_milliseconds();
     if let ExecOutcome::Invalid(why) = &outcome {
         log.line(&format!("[datajump] {why}"));
@@ -743,6 +761,8 @@ async fn run_claimed(
         exit_code: outcome.exit_code(),
         log_tail: finished_log.tail,
         log_path,
+        outputs: (!finished_log.outputs.is_empty())
+            .then(|| datajump_shared::plan::params_to_json(&finished_log.outputs)),
     };
     // Until it is committed, the attempt's result exists only in this
     // process: a failed commit (database down or restarting) is retried, with
@@ -790,6 +810,73 @@ async fn run_claimed(
     Ok(AckKind::Ack)
 }
 
+/// The file a task may write `name=value` outputs to (`$DJ_OUTPUT`). It is
+/// not created for the task: most tasks write none, and a file created and
+/// removed per attempt costs every task. Read back only if it is a regular
+/// file of one link owned by the task's user, opened without following a
+/// symbolic link: otherwise a task could have the runner read, and store
+/// as outputs, a file only the runner may read.
+struct OutputFile(std::path::PathBuf);
+
+/// The most bytes of a `$DJ_OUTPUT` file read.
+const MAX_OUTPUT_FILE_BYTES: u64 = 256 * 1024;
+
+impl OutputFile {
+    fn for_execution(execution_id: i64) -> OutputFile {
+        OutputFile(std::env::temp_dir().join(format!(
+            "datajump-output-{execution_id}-{:016x}",
+            rand::random::<u64>()
+        )))
+    }
+
+    fn path_text(&self) -> String {
+        self.0.to_string_lossy().into_owned()
+    }
+
+    /// Declares the outputs the task wrote, then removes the file. `uid`:
+    /// the task user's, `None` when tasks run as the runner's own.
+    fn collect(self, log: &LogSink, uid: Option<u32>) {
+        use std::io::Read;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&self.0);
+        let mut file = match opened {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                log.line(&format!("[datajump] ${}: not read: {e}", outputs::FILE_ENV));
+                let _ = std::fs::remove_file(&self.0);
+                return;
+            }
+        };
+        let owner = uid.unwrap_or_else(|| nix::unistd::geteuid().as_raw());
+        let trusted = file
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.nlink() == 1 && m.uid() == owner);
+        let mut text = Vec::new();
+        if trusted {
+            let _ = file
+                .by_ref()
+                .take(MAX_OUTPUT_FILE_BYTES)
+                .read_to_end(&mut text);
+        } else {
+            log.line(&format!(
+                "[datajump] ${}: not read: not a regular file of the task's own",
+                outputs::FILE_ENV
+            ));
+        }
+        let _ = std::fs::remove_file(&self.0);
+        for line in String::from_utf8_lossy(&text)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
+            log.output(line);
+        }
+    }
+}
+
 /// Uploads a full log the tail could not hold to the `dj_logs` object
 /// store; returns its name there, or `None` when there is none or it could
 /// not be stored (the database keeps the tail either way).
@@ -810,18 +897,56 @@ async fn store_full_log(
     }
 }
 
+/// The outputs of the tasks of `row`'s run that its content reads
+/// (`${task.output.name}`), as parameters (`task.output.name`): one query,
+/// made only when the content reads any.
+async fn upstream_outputs(
+    db: &DatabaseConnection,
+    row: &task_instance::Model,
+    content: &serde_json::Value,
+) -> Result<Params, DbErr> {
+    let text = content.to_string();
+    let read = outputs::tasks_read(&text);
+    if read.is_empty() {
+        return Ok(Params::new());
+    }
+    let rows: Vec<(String, Option<serde_json::Value>)> = task_instance::Entity::find()
+        .select_only()
+        .columns([
+            task_instance::Column::TaskName,
+            task_instance::Column::Outputs,
+        ])
+        .filter(task_instance::Column::DagRunId.eq(row.dag_run_id))
+        .filter(task_instance::Column::TaskName.is_in(read.iter().copied()))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .flat_map(|(task, declared)| {
+            params_from_json(&declared.unwrap_or_default())
+                .into_iter()
+                .map(move |(name, value)| (outputs::param_name(&task, &name), value))
+        })
+        .collect())
+}
+
 /// The parameter context of an attempt: built-ins from the run, user
-/// parameters from the spec; `default_zone` stands in for a zone that
-/// cannot be read.
-fn param_context(work: &WorkMsg, default_zone: chrono_tz::Tz) -> ParamContext {
+/// parameters from the spec, and the outputs it reads (`upstream`, which
+/// are untrusted); `default_zone` stands in for a zone that cannot be read.
+fn param_context(work: &WorkMsg, upstream: &Params, default_zone: chrono_tz::Tz) -> ParamContext {
+    let mut params = work.spec.params.clone();
+    params.extend(upstream.clone());
+    let mut untrusted = work.spec.untrusted_params.clone();
+    untrusted.extend(upstream.keys().cloned());
     ParamContext {
         biz_date: work.biz_date,
         logical_time: work.spec.logical_time,
         time_zone: parse_time_zone(&work.spec.time_zone).unwrap_or(default_zone),
         run_id: work.dag_run_id.0,
         task_name: work.spec.task.name.clone(),
-        params: work.spec.params.clone(),
-        untrusted: work.spec.untrusted_params.clone(),
+        params,
+        untrusted,
     }
 }
 
@@ -928,10 +1053,14 @@ fn judge(
     }
 }
 
-fn environment(work: &WorkMsg, row: &task_instance::Model) -> BTreeMap<String, String> {
+fn environment(
+    work: &WorkMsg,
+    row: &task_instance::Model,
+    upstream: &Params,
+) -> BTreeMap<String, String> {
     let task = &work.spec.task;
     let mut env = BTreeMap::new();
-    for (name, value) in &work.spec.params {
+    for (name, value) in work.spec.params.iter().chain(upstream) {
         env.insert(env_name(name), value.clone());
     }
     let biz_date = work.biz_date.to_string();

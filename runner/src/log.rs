@@ -21,6 +21,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use datajump_shared::logs::{SEQ_HEADER, TAIL_BYTES, cut_note};
+use datajump_shared::outputs::{self, Outputs};
 use datajump_shared::subjects::Namespace;
 
 /// The most bytes of a log kept in its full copy unless the runner says
@@ -36,6 +37,8 @@ struct Inner {
     /// The most bytes the full copy keeps.
     max_bytes: u64,
     live: Option<mpsc::UnboundedSender<(u64, String)>>,
+    /// What `##dj-output` lines declared.
+    outputs: Outputs,
 }
 
 impl Default for Inner {
@@ -47,6 +50,7 @@ impl Default for Inner {
             full: Spill::NotNeeded,
             max_bytes: DEFAULT_MAX_LOG_BYTES,
             live: None,
+            outputs: Outputs::new(),
         }
     }
 }
@@ -186,6 +190,8 @@ pub struct FinishedLog {
     /// The whole log, when the tail had to cut lines (and the disk copy
     /// could be written).
     pub full: Option<tempfile::NamedTempFile>,
+    /// What its `##dj-output` lines declared.
+    pub outputs: Outputs,
 }
 
 impl LogSink {
@@ -213,8 +219,26 @@ impl LogSink {
         f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Appends one line.
+    /// Appends one line; a `##dj-output name=value` line also declares an
+    /// output (one that breaks the rules is noted in the log, not kept).
     pub fn line(&self, line: &str) {
+        self.append(line);
+        if let Some(written) = line.strip_prefix(outputs::LINE_PREFIX)
+            && let Err(e) = self.with(|inner| outputs::add(&mut inner.outputs, written))
+        {
+            self.append(&format!("[datajump] output not kept: {e}"));
+        }
+    }
+
+    /// Declares the output `name=value` a task wrote to its `$DJ_OUTPUT`
+    /// file (one that breaks the rules is noted in the log, not kept).
+    pub fn output(&self, written: &str) {
+        if let Err(e) = self.with(|inner| outputs::add(&mut inner.outputs, written)) {
+            self.append(&format!("[datajump] output not kept: {e}"));
+        }
+    }
+
+    fn append(&self, line: &str) {
         self.with(|inner| {
             inner.seq += 1;
             if let Some(live) = &inner.live {
@@ -290,13 +314,17 @@ impl LogSink {
     /// Ends the log: stops live publishing and flushes the full copy, which
     /// exists only when the tail is not the whole log.
     pub fn finish(&self) -> FinishedLog {
-        let full = self.with(|inner| {
+        let (full, outputs) = self.with(|inner| {
             inner.live = None;
-            std::mem::take(&mut inner.full).finish()
+            (
+                std::mem::take(&mut inner.full).finish(),
+                std::mem::take(&mut inner.outputs),
+            )
         });
         FinishedLog {
             tail: self.tail(),
             full,
+            outputs,
         }
     }
 }

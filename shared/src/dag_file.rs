@@ -510,6 +510,9 @@ impl TaskFile {
         };
         crate::params::bare_params(text)
             .into_iter()
+            // A task output pasted into a script is refused outright
+            // (`output_problems`); in SQL it may be a number or a date.
+            .filter(|name| matches!(mode, Mode::Sql(_)) || !name.contains(".output."))
             .map(|name| {
                 let env = crate::params::env_name(&name);
                 let form = form.replace("<NAME>", &name).replace("<ENV>", &env);
@@ -518,6 +521,35 @@ impl TaskFile {
                      trigger or an event will be refused: {form}",
                     self.name
                 )
+            })
+            .collect()
+    }
+
+    /// The task outputs (`${task.output.name}`) its script pastes in bare,
+    /// each with the form that takes any value.
+    fn bare_outputs_in_script(&self) -> Vec<(String, String)> {
+        use crate::params::{Mode, ScriptLang};
+        let Some(content) = self
+            .task_type()
+            .and_then(|t| TaskContent::parse(t, &self.content_json()).ok())
+        else {
+            return Vec::new();
+        };
+        let Some((text, Mode::Script(lang))) = content.code() else {
+            return Vec::new();
+        };
+        crate::params::bare_params(text)
+            .into_iter()
+            .filter(|name| name.contains(".output."))
+            .map(|name| {
+                let env = crate::params::env_name(&name);
+                let form = match lang {
+                    ScriptLang::Shell => format!("read \"${env}\" or write ${{{name}:shell}}"),
+                    ScriptLang::Python => {
+                        format!("read os.environ[\"{env}\"] or write ${{{name}:python}}")
+                    }
+                };
+                (name, form)
             })
             .collect()
     }
@@ -870,7 +902,57 @@ impl DagFile {
         }
         self.schedule_problems(&mut problems);
         self.task_problems(&mut problems);
+        self.output_problems(&mut problems);
         problems
+    }
+
+    /// A `${task.output.name}` must name a task this one runs after in the
+    /// same run (directly or through others): otherwise it may not have
+    /// finished, and the value would depend on timing.
+    fn output_problems(&self, problems: &mut Vec<String>) {
+        let parents: HashMap<&str, Vec<&str>> = self
+            .tasks
+            .iter()
+            .map(|task| {
+                let same_run = task
+                    .depends_on
+                    .iter()
+                    .map(DependencyFile::parts)
+                    .filter(|p| p.dag.is_none() && p.offset_day == 0 && !p.previous_run)
+                    .map(|p| p.task)
+                    .collect();
+                (task.name.as_str(), same_run)
+            })
+            .collect();
+        for task in &self.tasks {
+            let at = format!("task '{}'", crate::naming::printable(&task.name));
+            problems.extend(task.bare_outputs_in_script().into_iter().map(|(name, form)| {
+                format!(
+                    "{at}: ${{{name}}} is a task output, made at run time, so it cannot be pasted into a script as written: {form}"
+                )
+            }));
+            let text = task.content_json().to_string();
+            for read in crate::outputs::tasks_read(&text) {
+                if !parents.contains_key(read) {
+                    problems.push(format!(
+                        "{at}: reads the output of '{read}', which is not a task of this DAG"
+                    ));
+                    continue;
+                }
+                let mut seen = BTreeSet::new();
+                let mut frontier = parents.get(task.name.as_str()).cloned().unwrap_or_default();
+                while let Some(parent) = frontier.pop() {
+                    if seen.insert(parent) {
+                        frontier.extend(parents.get(parent).into_iter().flatten().copied());
+                    }
+                }
+                if !seen.contains(read) {
+                    problems.push(format!(
+                        "{at}: reads the output of '{read}' but does not run after it: add '{read}' to its depends_on (directly or through a task that does)"
+                    ));
+                }
+            }
+        }
     }
 
     fn schedule_problems(&self, problems: &mut Vec<String>) {

@@ -29,6 +29,7 @@ pub mod logs;
 pub mod messages;
 pub mod metrics;
 pub mod naming;
+pub mod outputs;
 pub mod params;
 pub mod plan;
 pub mod secrets;

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::log::{DEFAULT_MAX_LOG_BYTES, LogSink};
 pub use network::{InvalidAllow, NetworkPolicy};
 pub use sql::check_datasource;
-pub use task_process::{TaskProcess, TaskProcessError, protect_runner};
+pub use task_process::{TaskProcess, TaskProcessError, TaskUser, protect_runner};
 
 /// What an executor knows about the attempt it runs.
 pub struct ExecContext {

@@ -72,6 +72,9 @@ pub struct Model {
     pub started_at: Option<DateTimeUtc>,
     /// When it reached its terminal state.
     pub finished_at: Option<DateTimeUtc>,
+    /// What its last attempt declared (`crate::outputs`): an object of
+    /// strings; `None` until an attempt that declared some ends.
+    pub outputs: Option<Json>,
 }
 
 /// No declared relations.

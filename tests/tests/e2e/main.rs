@@ -60,6 +60,7 @@ mod nats_auth;
 mod nats_roles;
 mod operator;
 mod operator_sequences;
+mod outputs;
 mod projects;
 mod reliability;
 mod rerun;

@@ -1,0 +1,177 @@
+//! Values a task hands to the tasks after it (DolphinScheduler's OUT
+//! parameters, Airflow's XCom), kept small on purpose: they are strings in
+//! the scheduler's database, not a data channel.
+//!
+//! A task declares one by printing a line `##dj-output name=value`, or by
+//! writing `name=value` lines to the file `$DJ_OUTPUT` names. Its last
+//! attempt's outputs are stored on its instance, and a task downstream of
+//! it in the same run reads one as the parameter `${task.output.name}` (or
+//! `$DJ_PARAM_TASK_OUTPUT_NAME`). Their values were made at run time by
+//! whatever the task read, so they are **untrusted** under
+//! [`crate::params`]' rules: quoted (`${extract.output.rows:shell}`) or read
+//! from the environment in scripts, bare in SQL only as a number or date.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+/// The prefix of an output line on a task's stdout.
+pub const LINE_PREFIX: &str = "##dj-output ";
+/// The environment variable naming the file a task may write outputs to.
+pub const FILE_ENV: &str = "DJ_OUTPUT";
+/// Most outputs one attempt keeps.
+pub const MAX_OUTPUTS: usize = 64;
+/// Longest value, in bytes.
+pub const MAX_VALUE_BYTES: usize = 4096;
+/// Longest name.
+const MAX_NAME_LEN: usize = 64;
+/// What joins a task's name and an output's name in a parameter.
+const INFIX: &str = ".output.";
+
+/// A task's outputs by name.
+pub type Outputs = BTreeMap<String, String>;
+
+/// Why an output was not kept.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum OutputError {
+    /// Not `name=value`.
+    #[error("an output is written name=value, got {0:?}")]
+    Malformed(String),
+    /// The name breaks the rule.
+    #[error("output name {0:?} must match [A-Za-z_][A-Za-z0-9_]{{0,63}}")]
+    BadName(String),
+    /// The value is too long.
+    #[error(
+        "output {name} is {len} bytes, over the {MAX_VALUE_BYTES}-byte limit (outputs are small values, not data)"
+    )]
+    TooLong {
+        /// The output.
+        name: String,
+        /// Its length.
+        len: usize,
+    },
+    /// One output too many.
+    #[error("more than {MAX_OUTPUTS} outputs: {0} is not kept")]
+    TooMany(String),
+}
+
+/// Whether `name` is a valid output name.
+fn is_output_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= MAX_NAME_LEN
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Adds the output `name=value` (as written after [`LINE_PREFIX`], or as a
+/// line of the `$DJ_OUTPUT` file) to `outputs`; a later value of a name
+/// replaces an earlier one.
+pub fn add(outputs: &mut Outputs, written: &str) -> Result<(), OutputError> {
+    let written = written.trim_end_matches(['\r', '\n']);
+    let Some((name, value)) = written.split_once('=') else {
+        return Err(OutputError::Malformed(written.to_owned()));
+    };
+    let name = name.trim();
+    if !is_output_name(name) {
+        return Err(OutputError::BadName(name.to_owned()));
+    }
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(OutputError::TooLong {
+            name: name.to_owned(),
+            len: value.len(),
+        });
+    }
+    if outputs.len() >= MAX_OUTPUTS && !outputs.contains_key(name) {
+        return Err(OutputError::TooMany(name.to_owned()));
+    }
+    outputs.insert(name.to_owned(), value.to_owned());
+    Ok(())
+}
+
+/// The parameter a task downstream reads output `name` of `task` as.
+pub fn param_name(task: &str, name: &str) -> String {
+    format!("{task}{INFIX}{name}")
+}
+
+/// The tasks whose outputs `text` reads: the `task` of every
+/// `${task.output.name}` placeholder (with or without a `:modifier`).
+pub fn tasks_read(text: &str) -> Vec<&str> {
+    let mut tasks = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let body = &rest[start + 2..];
+        let Some(end) = body.find('}') else { break };
+        let name = body[..end].split(':').next().unwrap_or_default();
+        if let Some((task, output)) = name.split_once(INFIX)
+            && !task.is_empty()
+            && is_output_name(output)
+            && !tasks.contains(&task)
+        {
+            tasks.push(task);
+        }
+        rest = &body[end..];
+    }
+    tasks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_names_and_values() {
+        let mut outputs = Outputs::new();
+        add(&mut outputs, "rows=42\n").unwrap();
+        add(&mut outputs, "path=/data/x=1").unwrap();
+        add(&mut outputs, "rows=43").unwrap();
+        assert_eq!(
+            outputs["rows"], "43",
+            "a later value replaces an earlier one"
+        );
+        assert_eq!(
+            outputs["path"], "/data/x=1",
+            "the value is everything after the first '='"
+        );
+        assert!(matches!(
+            add(&mut outputs, "no equals"),
+            Err(OutputError::Malformed(_))
+        ));
+        assert!(matches!(
+            add(&mut outputs, "9lives=1"),
+            Err(OutputError::BadName(_))
+        ));
+        assert!(matches!(
+            add(&mut outputs, "a.b=1"),
+            Err(OutputError::BadName(_))
+        ));
+        let long = format!("big={}", "x".repeat(MAX_VALUE_BYTES + 1));
+        assert!(matches!(
+            add(&mut outputs, &long),
+            Err(OutputError::TooLong { .. })
+        ));
+    }
+
+    #[test]
+    fn at_most_so_many() {
+        let mut outputs = Outputs::new();
+        for i in 0..MAX_OUTPUTS {
+            add(&mut outputs, &format!("o{i}=1")).unwrap();
+        }
+        assert!(matches!(
+            add(&mut outputs, "one_more=1"),
+            Err(OutputError::TooMany(_))
+        ));
+        add(&mut outputs, "o0=2").unwrap();
+    }
+
+    #[test]
+    fn references_name_their_tasks() {
+        let text =
+            "echo ${extract.output.rows:shell} ${bizdate} ${extract.output.path} ${load.output.n}";
+        assert_eq!(tasks_read(text), ["extract", "load"]);
+        assert!(tasks_read("${a.output.}").is_empty());
+        assert_eq!(param_name("extract", "rows"), "extract.output.rows");
+    }
+}

@@ -1,0 +1,138 @@
+//! Values between tasks (`shared/src/outputs.rs`): a task declares outputs
+//! on stdout, they are stored on its instance and shown by the API, and a
+//! task after it reads them as untrusted parameters.
+
+use std::time::Duration;
+
+use datajump_shared::RunStatus;
+
+use crate::api::Api;
+use crate::harness::TestEnv;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The log tail of the last attempt of `task` in run `run_id`.
+async fn log_of(env: &TestEnv, run_id: i64, task: &str) -> String {
+    let executions = env.executions_by_name(run_id).await;
+    executions[task]
+        .last()
+        .and_then(|e| e.log_tail.clone())
+        .unwrap_or_default()
+}
+
+both_dbs!(
+    a_task_reads_the_outputs_of_the_tasks_before_it,
+    |env| async move {
+        let secret = env.path("runner-only");
+        std::fs::write(&secret, "password=hunter2\n").expect("write the runner's file");
+        env.apply(&format!(
+            r###"
+name: handoff
+tasks:
+  - name: extract
+    command: |
+      echo "##dj-output rows=42"
+      echo '##dj-output path=/data/orders/$(touch /tmp/pwned)'
+      echo "##dj-output 9bad=1"
+      echo "count=7" >> "$DJ_OUTPUT"
+  - name: sneaky
+    command: ln -s {secret} "$DJ_OUTPUT"
+  - name: load
+    depends_on: [extract, sneaky]
+    command: |
+      echo rows: ${{extract.output.rows:shell}} count: ${{extract.output.count:shell}}
+      echo "path: $DJ_PARAM_EXTRACT_OUTPUT_PATH"
+  - name: report
+    type: PYTHON
+    depends_on: [load]
+    script: |
+      print("rows again", ${{extract.output.rows:python}})
+"###,
+            secret = secret.display()
+        ))
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let run = env.run_to_end("handoff", RunStatus::Success, TIMEOUT).await;
+
+        let extract = log_of(&env, run.id, "extract").await;
+        assert!(
+            extract.contains("[datajump] output not kept: output name \"9bad\""),
+            "{extract}"
+        );
+        let load = log_of(&env, run.id, "load").await;
+        assert!(load.contains("rows: 42 count: 7"), "{load}");
+        assert!(
+            load.contains("path: /data/orders/$(touch /tmp/pwned)"),
+            "the value is data, never run: {load}"
+        );
+        let report = log_of(&env, run.id, "report").await;
+        assert!(report.contains("rows again 42"), "{report}");
+
+        let api = Api::start(&env, None).await;
+        let id = env.instances_by_name(run.id).await["extract"].id;
+        let shown = api
+            .get(&format!("/api/v1/dags/task-instances/{id}"))
+            .await
+            .expect(200);
+        assert_eq!(shown["outputs"]["rows"], "42", "{shown}");
+        assert_eq!(
+            shown["outputs"]["path"], "/data/orders/$(touch /tmp/pwned)",
+            "{shown}"
+        );
+        assert!(shown["outputs"].get("9bad").is_none(), "{shown}");
+        assert_eq!(
+            shown["outputs"]["count"], "7",
+            "written to $DJ_OUTPUT: {shown}"
+        );
+
+        // A link in place of the file is not followed: the runner does not
+        // read, for a task, what only the runner may read.
+        let sneaky = &env.instances_by_name(run.id).await["sneaky"];
+        assert!(sneaky.outputs.is_none(), "{:?}", sneaky.outputs);
+        let sneaky_log = log_of(&env, run.id, "sneaky").await;
+        assert!(sneaky_log.contains("$DJ_OUTPUT: not read"), "{sneaky_log}");
+    }
+);
+
+both_dbs!(
+    outputs_are_untrusted_and_read_only_after_their_task,
+    |env| async move {
+        // Pasted bare into a script, a value made at run time is refused
+        // when the DAG is applied, with the forms that take any value.
+        let refused = env
+            .try_apply(
+                r###"
+name: bare
+tasks:
+  - { name: extract, command: 'echo "##dj-output rows=1; rm -rf ~"' }
+  - { name: load, depends_on: [extract], command: 'echo ${extract.output.rows}' }
+"###,
+            )
+            .await
+            .expect_err("a bare output in a script");
+        assert!(
+            refused.contains("${extract.output.rows} is a task output")
+                && refused.contains("$DJ_PARAM_EXTRACT_OUTPUT_ROWS")
+                && refused.contains("${extract.output.rows:shell}"),
+            "{refused}"
+        );
+
+        // Reading a task that does not run before it is refused at apply.
+        let refused = env
+            .try_apply(
+                r###"
+name: racy
+tasks:
+  - { name: extract, command: 'echo "##dj-output rows=1"' }
+  - { name: load, command: 'echo ${extract.output.rows:shell}' }
+"###,
+            )
+            .await
+            .expect_err("load does not run after extract");
+        assert!(
+            refused.contains("reads the output of 'extract' but does not run after it"),
+            "{refused}"
+        );
+    }
+);
