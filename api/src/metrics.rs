@@ -209,12 +209,12 @@ fn encode_backlog(
     encode_gauges(
         encoder,
         "datajump_work_backlog_messages",
-        "Work messages a queue's band holds: not yet delivered plus delivered and not yet acknowledged (num_pending + num_ack_pending of its consumer).",
+        "Work messages a queue's priority level holds: not yet delivered plus delivered and not yet acknowledged (num_pending + num_ack_pending of its consumer).",
         backlog.iter().map(|consumer| {
             (
                 [
-                    ("queue", consumer.queue.as_str()),
-                    ("band", consumer.band.as_str()),
+                    ("queue", consumer.queue.clone()),
+                    ("priority", consumer.priority.level().to_string()),
                 ],
                 consumer.pending.saturating_add(consumer.ack_pending),
             )

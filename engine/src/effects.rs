@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use datajump_nats::{Bus, NatsError};
 use datajump_shared::entities::task_instance;
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, VERSION, WorkMsg};
-use datajump_shared::subjects::{self, Band, Stream};
+use datajump_shared::subjects::{self, Priority, Stream};
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus, metrics};
 use futures::StreamExt;
 use tracing::{info, warn};
@@ -231,7 +231,7 @@ impl Outgoing<'_> {
     }
 }
 
-/// Publishes the work message of a QUEUED instance to its queue and band:
+/// Publishes the work message of a QUEUED instance to its queue and priority:
 /// under its attempt's id the first time, under a fresh one when `again`
 /// (docs/ARCHITECTURE.md "Message ids").
 async fn publish_work(bus: &Bus, row: &task_instance::Model, again: bool) -> Result<(), NatsError> {
@@ -239,9 +239,7 @@ async fn publish_work(bus: &Bus, row: &task_instance::Model, again: bool) -> Res
         what: format!("encode work of task instance {}", row.id),
         source: e.into(),
     })?;
-    let subject = bus
-        .names()
-        .work(&row.queue, Band::of_priority(row.priority));
+    let subject = bus.names().work(&row.queue, Priority::of(row.priority));
     let msg_id = bus
         .installation()
         .work_msg_id(row.instance_id(), row.attempt);

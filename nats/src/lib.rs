@@ -27,7 +27,7 @@ use async_nats::jetstream::{
     object_store,
     stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
 };
-use datajump_shared::subjects::{self, Band, Installation, Namespace, Stream};
+use datajump_shared::subjects::{self, Installation, Namespace, Priority, Stream};
 use futures::StreamExt;
 use thiserror::Error;
 use tracing::warn;
@@ -563,7 +563,7 @@ async fn ensure_consumer(
     Ok(Vec::new())
 }
 
-/// Creates the work consumers (one per band) of a queue that are missing.
+/// Creates the work consumers (one per priority level) of a queue that are missing.
 pub async fn ensure_queue(
     js: &Context,
     names: &Namespace,
@@ -590,10 +590,10 @@ async fn queue_topology(
 ) -> Result<Vec<Drift>, NatsError> {
     let mut drift = Vec::new();
     let stream = names.stream(Stream::Work);
-    for band in Band::ALL {
+    for priority in Priority::ALL {
         let config = consumer_config(
-            &subjects::runner_consumer(queue, band),
-            &names.work(queue, band),
+            &subjects::runner_consumer(queue, priority),
+            &names.work(queue, priority),
             false,
         );
         drift.extend(ensure_consumer(js, &stream, config, mode).await?);
@@ -814,13 +814,13 @@ pub async fn served_queues(js: &Context, names: &Namespace) -> Result<BTreeSet<S
     Ok(served)
 }
 
-/// What one work consumer (`runner-<queue>-<band>`) holds.
+/// What one work consumer (`runner-<queue>-p<priority>`) holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Backlog {
     /// The queue.
     pub queue: String,
-    /// The band.
-    pub band: Band,
+    /// The priority level.
+    pub priority: Priority,
     /// Messages not yet delivered to a runner.
     pub pending: u64,
     /// Messages delivered and not yet acknowledged (running, or in flight).
@@ -829,7 +829,7 @@ pub struct Backlog {
 
 /// The backlog of every work consumer, from the consumers' own counters: one
 /// JetStream API request per 256 consumers, whatever the number of messages.
-/// Consumers are recognised by their filter subject `dj.work.<queue>.<band>`
+/// Consumers are recognised by their filter subject `dj.work.<queue>.p<priority>`
 /// rather than their name, because queue names may contain `-`.
 pub async fn work_backlog(js: &Context, names: &Namespace) -> Result<Vec<Backlog>, NatsError> {
     let stream = names.stream(Stream::Work);
@@ -841,10 +841,10 @@ pub async fn work_backlog(js: &Context, names: &Namespace) -> Result<Vec<Backlog
     let mut backlog = Vec::new();
     while let Some(info) = consumers.next().await {
         let info = info.map_err(|e| js_err(format!("list consumers of {stream}"))(e.into()))?;
-        if let Some((queue, band)) = names.parse_work(&info.config.filter_subject) {
+        if let Some((queue, priority)) = names.parse_work(&info.config.filter_subject) {
             backlog.push(Backlog {
                 queue: queue.to_owned(),
-                band,
+                priority,
                 pending: info.num_pending,
                 ack_pending: u64::try_from(info.num_ack_pending).unwrap_or(u64::MAX),
             });

@@ -1,12 +1,14 @@
 //! The runner: claims work, executes it, records the attempt, reports it.
 //!
 //! Stateless and scaled by replica count. It fills its free slots from its
-//! queues' high, then normal, then low band consumers (one fetch per band for
-//! all the slots, no prefetch), so a buffered low-band message can never jump
-//! ahead of a later high-band one. A band a fetch found empty is skipped
-//! until its doorbell rings (or a quiet second passes, for redeliveries). A
-//! core subscription to its queues' work subjects is only that doorbell: it
-//! wakes the fetch loop and says which bands to ask. A task starts only
+//! queues' priority consumers, priority 10 down to 1 (one fetch per level
+//! for all the slots, no prefetch), so a free slot on any runner takes the
+//! oldest message of the highest priority waiting, and a buffered message
+//! can never jump ahead of a later one of higher priority. A level a fetch
+//! found empty is skipped until its doorbell rings (or a quiet second
+//! passes, for redeliveries). A core subscription to its queues' work
+//! subjects is only that doorbell: it wakes the fetch loop and says which
+//! levels to ask. A task starts only
 //! through the engine's conditional claim (`datajump_engine::record`); the
 //! attempt's end is committed, and propagated, before what it released is
 //! published and its message acked, so a runner dying at any point loses
@@ -35,7 +37,7 @@ use datajump_shared::metrics::{self, RetryCause};
 use datajump_shared::outputs;
 use datajump_shared::params::{ParamContext, env_name};
 use datajump_shared::plan::{Params, RetryPolicy, params_from_json};
-use datajump_shared::subjects::{self, Band, Namespace, Stream};
+use datajump_shared::subjects::{self, Namespace, Priority, Stream};
 use datajump_store::installation::{self, InstallationError};
 use futures::{FutureExt, StreamExt};
 use sea_orm::{
@@ -239,12 +241,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         doorbell.push(subscription);
     }
     let work_stream = names.stream(Stream::Work);
-    for band in Band::ALL {
+    for priority in Priority::ALL {
         for queue in &config.queues {
-            let name = subjects::runner_consumer(queue, band);
+            let name = subjects::runner_consumer(queue, priority);
             sources.push(WorkSource {
                 queue: queue.clone(),
-                band,
+                priority,
                 consumer: pull_consumer(&js, &work_stream, &name).await?,
                 backlog: Backlog::default(),
             });
@@ -292,7 +294,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         let mut permits = vec![permit];
         let mut rang = false;
         loop {
-            // Every free slot is filled from one fetch per band rather than
+            // Every free slot is filled from one fetch per level rather than
             // one fetch per task: under load that was most of a task's NATS
             // round trips.
             while permits.len() < MAX_FETCH
@@ -380,40 +382,40 @@ const RECHECK_AFTER_RING: Duration = Duration::from_millis(5);
 /// Most messages one fetch loop turn takes (and slots it fills at once).
 const MAX_FETCH: usize = 64;
 
-/// How long a band a fetch found empty is left alone when its doorbell has
+/// How long a level a fetch found empty is left alone when its doorbell has
 /// not rung: work that arrives without a publish (a redelivery after a NAK
 /// or an ack timeout) or whose ring was lost waits at most this long.
 const RECHECK_QUIET_AFTER: Duration = Duration::from_secs(1);
 
-/// How long before a fetch that found a band empty a ring of that band may
+/// How long before a fetch that found a level empty a ring of that level may
 /// still be for a message the stream had not stored yet (see
-/// [`RECHECK_AFTER_RING`]): the band is asked again.
+/// [`RECHECK_AFTER_RING`]): the level is asked again.
 const RING_RACE: Duration = Duration::from_millis(50);
 
-/// One band of one queue's work.
+/// One priority level of one queue's work.
 struct WorkSource {
     queue: String,
-    band: Band,
+    priority: Priority,
     consumer: PullConsumer,
     backlog: Backlog,
 }
 
-/// What the runner last learned of a band's backlog. Asking a band that has
-/// nothing costs a NATS round trip, and a fetch used to ask all three bands
-/// in turn while nearly all work sits in one: two of every three requests
-/// came back empty, one of them on every task's way to starting. So a band
+/// What the runner last learned of a level's backlog. Asking a level that has
+/// nothing costs a NATS round trip, and a fetch asking every level in turn
+/// while nearly all work sits in one would make most requests come back
+/// empty, some of them on every task's way to starting. So a level
 /// a fetch found empty is asked again only when its doorbell rings or
 /// [`RECHECK_QUIET_AFTER`] has passed.
 #[derive(Debug, Default, Clone, Copy)]
 struct Backlog {
     /// When a fetch last came back with less than it asked for.
     drained_at: Option<Instant>,
-    /// When the doorbell last rang for this band.
+    /// When the doorbell last rang for this level.
     rang_at: Option<Instant>,
 }
 
 impl Backlog {
-    /// Whether a fetch should ask this band at `now`.
+    /// Whether a fetch should ask this level at `now`.
     fn worth_asking(&self, now: Instant) -> bool {
         let Some(drained) = self.drained_at else {
             return true;
@@ -423,19 +425,20 @@ impl Backlog {
     }
 }
 
-/// Notes a doorbell ring (the core copy of a work publish) on its band.
+/// Notes a doorbell ring (the core copy of a work publish) on its level.
 fn rung(names: &Namespace, sources: &mut [WorkSource], subject: &str) {
-    if let Some((queue, band)) = names.parse_work(subject)
+    if let Some((queue, priority)) = names.parse_work(subject)
         && let Some(source) = sources
             .iter_mut()
-            .find(|s| s.band == band && s.queue == queue)
+            .find(|s| s.priority == priority && s.queue == queue)
     {
         source.backlog.rang_at = Some(Instant::now());
     }
 }
 
-/// Up to `wanted` messages, taken from the bands worth asking in order
-/// (high band first), so a saturated runner always takes higher bands first.
+/// Up to `wanted` messages, taken from the levels worth asking in order
+/// (priority 10 first), so a saturated runner always takes higher
+/// priorities first.
 async fn fetch_batch(sources: &mut [WorkSource], wanted: usize) -> Vec<jetstream::Message> {
     let mut taken = Vec::with_capacity(wanted);
     for source in sources {
@@ -1100,7 +1103,7 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_band_is_asked_again_after_a_ring_or_a_quiet_second() {
+    fn an_empty_level_is_asked_again_after_a_ring_or_a_quiet_second() {
         let start = Instant::now();
         let at = |ms: u64| start + Duration::from_millis(ms);
         let unknown = Backlog::default();

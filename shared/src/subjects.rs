@@ -4,37 +4,56 @@
 
 use crate::{RunId, TaskInstanceId};
 
-/// Priority band of a work message; a runner always drains higher bands first.
+/// A work message's priority, 1–10, larger first: each level is its own
+/// subject and consumer per queue, so a runner with a free slot takes the
+/// oldest message of the highest level that has one, and no runner holds
+/// messages it has no slot for (docs/ARCHITECTURE.md "Priorities").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Band {
-    /// Priority 8–10.
-    High,
-    /// Priority 4–7.
-    Normal,
-    /// Priority 1–3.
-    Low,
-}
+pub struct Priority(u8);
 
-impl Band {
-    /// Bands in the order a runner tries them.
-    pub const ALL: [Band; 3] = [Band::High, Band::Normal, Band::Low];
+impl Priority {
+    /// The highest level.
+    pub const HIGHEST: Priority = Priority(10);
+    /// A task's default level.
+    pub const DEFAULT: Priority = Priority(5);
+    /// The lowest level.
+    pub const LOWEST: Priority = Priority(1);
+    /// Every level, in the order a runner tries them: highest first.
+    pub const ALL: [Priority; 10] = [
+        Priority(10),
+        Priority(9),
+        Priority(8),
+        Priority(7),
+        Priority(6),
+        Priority(5),
+        Priority(4),
+        Priority(3),
+        Priority(2),
+        Priority(1),
+    ];
 
-    /// The band of a task priority (1–10; out-of-range values clamp).
-    pub fn of_priority(priority: i32) -> Band {
-        match priority {
-            i32::MIN..=3 => Band::Low,
-            4..=7 => Band::Normal,
-            _ => Band::High,
-        }
+    /// The level of a task priority (validated 1–10 when its DAG was
+    /// applied; out-of-range values clamp).
+    pub fn of(priority: i32) -> Priority {
+        Priority(u8::try_from(priority.clamp(1, 10)).unwrap_or(5))
     }
 
-    /// The subject token.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Band::High => "high",
-            Band::Normal => "normal",
-            Band::Low => "low",
-        }
+    /// The subject token: `p10` … `p1`.
+    pub fn token(self) -> String {
+        format!("p{}", self.0)
+    }
+
+    /// The level as a number.
+    pub fn level(self) -> u8 {
+        self.0
+    }
+
+    /// The level of a subject token, `None` for anything else.
+    fn parse_token(token: &str) -> Option<Priority> {
+        let level: u8 = token.strip_prefix('p')?.parse().ok()?;
+        Self::ALL
+            .into_iter()
+            .find(|p| p.0 == level && p.token() == token)
     }
 }
 
@@ -79,10 +98,10 @@ pub const RESOLVER_DONE_CONSUMER: &str = "resolver-done";
 /// Queue a task lands on when it names none.
 pub const DEFAULT_QUEUE: &str = "default";
 
-/// Durable consumer serving one queue's band (consumers live inside their
-/// stream, so they need no prefix).
-pub fn runner_consumer(queue: &str, band: Band) -> String {
-    format!("runner-{queue}-{}", band.as_str())
+/// Durable consumer serving one queue's priority level (consumers live
+/// inside their stream, so they need no prefix).
+pub fn runner_consumer(queue: &str, priority: Priority) -> String {
+    format!("runner-{queue}-{}", priority.token())
 }
 
 /// Name of an execution's full log in the logs object store.
@@ -213,19 +232,18 @@ impl Namespace {
             .strip_prefix(".event.")
     }
 
-    /// `dj.work.<queue>.<band>`; the queue must have passed [`crate::naming::validate_queue`].
-    pub fn work(&self, queue: &str, band: Band) -> String {
-        format!("{}.work.{queue}.{}", self.prefix, band.as_str())
+    /// `dj.work.<queue>.p<priority>`; the queue must have passed [`crate::naming::validate_queue`].
+    pub fn work(&self, queue: &str, priority: Priority) -> String {
+        format!("{}.work.{queue}.{}", self.prefix, priority.token())
     }
 
-    /// The queue and band of a work subject, `None` for any other subject.
-    pub fn parse_work<'s>(&self, subject: &'s str) -> Option<(&'s str, Band)> {
-        let (queue, band) = subject
+    /// The queue and priority of a work subject, `None` for any other subject.
+    pub fn parse_work<'s>(&self, subject: &'s str) -> Option<(&'s str, Priority)> {
+        let (queue, token) = subject
             .strip_prefix(self.prefix.as_str())?
             .strip_prefix(".work.")?
             .split_once('.')?;
-        let band = Band::ALL.into_iter().find(|b| b.as_str() == band)?;
-        Some((queue, band))
+        Some((queue, Priority::parse_token(token)?))
     }
 
     /// Filter of every work subject of a queue (a runner's doorbell).
@@ -359,32 +377,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bands_follow_design_table() {
-        assert_eq!(Band::of_priority(10), Band::High);
-        assert_eq!(Band::of_priority(8), Band::High);
-        assert_eq!(Band::of_priority(7), Band::Normal);
-        assert_eq!(Band::of_priority(4), Band::Normal);
-        assert_eq!(Band::of_priority(3), Band::Low);
-        assert_eq!(Band::of_priority(1), Band::Low);
+    fn every_priority_is_its_own_level() {
+        assert_eq!(Priority::of(10), Priority::HIGHEST);
+        assert_eq!(Priority::of(5), Priority::DEFAULT);
+        assert_eq!(Priority::of(1), Priority::LOWEST);
+        assert_eq!(Priority::of(42), Priority::HIGHEST, "clamped");
+        assert_eq!(Priority::of(-3), Priority::LOWEST, "clamped");
+        assert!(Priority::ALL.windows(2).all(|pair| pair[0] > pair[1]));
+        assert_eq!(Priority::of(9).token(), "p9");
+        assert_eq!(Priority::parse_token("p10"), Some(Priority::HIGHEST));
+        for bad in ["p0", "p11", "p05", "high", "p", "9"] {
+            assert_eq!(Priority::parse_token(bad), None, "{bad}");
+        }
     }
 
     #[test]
     fn names() -> Result<(), InvalidPrefix> {
         let dj = Namespace::default();
-        assert_eq!(dj.work("etl", Band::High), "dj.work.etl.high");
+        assert_eq!(dj.work("etl", Priority::HIGHEST), "dj.work.etl.p10");
         assert_eq!(
-            dj.parse_work(&dj.work("ml-gpu", Band::Low)),
-            Some(("ml-gpu", Band::Low))
+            dj.parse_work(&dj.work("ml-gpu", Priority::LOWEST)),
+            Some(("ml-gpu", Priority::LOWEST))
         );
         assert_eq!(dj.parse_work("dj.work.etl.urgent"), None);
+        assert_eq!(
+            dj.parse_work("dj.work.etl.high"),
+            None,
+            "the old bands are gone"
+        );
         assert_eq!(dj.parse_work("dj.done.7"), None);
         assert_eq!(dj.stream(Stream::Work), "DJ_WORK");
         assert_eq!(dj.ticker_bucket(), "dj_ticker");
-        assert_eq!(runner_consumer("etl", Band::Low), "runner-etl-low");
+        assert_eq!(runner_consumer("etl", Priority::LOWEST), "runner-etl-p1");
         let other = Namespace::new("team-2")?;
         assert_eq!(other.stream(Stream::Fire), "TEAM-2_FIRE");
         assert_eq!(other.stream_subjects(Stream::Event), "team-2.event.>");
-        assert_eq!(other.parse_work(&dj.work("etl", Band::Low)), None);
+        assert_eq!(other.parse_work(&dj.work("etl", Priority::LOWEST)), None);
         assert_eq!(dj.parse_event(&other.event("orders")), None);
         assert_eq!(other.parse_event(&other.event("orders")), Some("orders"));
         Ok(())

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use datajump_shared::entities::{dag_run, schedule};
-use datajump_shared::subjects::{self, Band};
+use datajump_shared::subjects::{self, Priority};
 use datajump_shared::{RunStatus, TaskStatus};
 use futures::StreamExt;
 use sea_orm::EntityTrait;
@@ -389,9 +389,9 @@ tasks:
             subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
         ),
         (
-            dj().work("default", Band::Normal),
+            dj().work("default", Priority::DEFAULT),
             "DJ_WORK",
-            subjects::runner_consumer("default", Band::Normal),
+            subjects::runner_consumer("default", Priority::DEFAULT),
         ),
         (
             dj().done(datajump_shared::RunId(1)),
@@ -466,7 +466,7 @@ tasks:
         ("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER.to_owned()),
         (
             "DJ_WORK",
-            subjects::runner_consumer("default", Band::Normal),
+            subjects::runner_consumer("default", Priority::DEFAULT),
         ),
         ("DJ_EVENT", subjects::RESOLVER_EVENT_CONSUMER.to_owned()),
     ] {

@@ -1,13 +1,13 @@
 //! Someone who can publish on NATS forges the messages that drive the
 //! runners: a work message for a QUEUED instance carrying another command
-//! (on the high band, so it is fetched first), and a kill for a task that
+//! (at priority 10, so it is fetched first), and a kill for a task that
 //! should go on. Messages are wake-ups: the runner runs what the database
 //! queued and kills only what the database says should die.
 
 use std::time::{Duration, Instant};
 
 use datajump_shared::messages::{Message, WorkMsg};
-use datajump_shared::subjects::Band;
+use datajump_shared::subjects::Priority;
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus};
 use serde_json::json;
 
@@ -53,13 +53,16 @@ tasks:
         let key = env.trigger("payroll").await;
         let queued = wait_instance(&env, &key, TaskStatus::Queued).await;
 
-        // The genuine message's ids and attempt, another command, the high band.
+        // The genuine message's ids and attempt, another command, priority 10.
         let mut forged = WorkMsg::for_queued(&queued).expect("work message");
         forged.spec.task.content =
             json!({ "command": format!("echo FORGED; touch {}", marker.display()) });
         env.bus
             .js()
-            .publish(dj().work("default", Band::High), forged.encode().into())
+            .publish(
+                dj().work("default", Priority::HIGHEST),
+                forged.encode().into(),
+            )
             .await
             .expect("publish")
             .await

@@ -8,7 +8,7 @@ use async_nats::jetstream::message::PublishMessage;
 use datajump_shared::entities::dag_run;
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, VERSION, WorkMsg};
 use datajump_shared::plan::Params;
-use datajump_shared::subjects::{self, Band, Stream};
+use datajump_shared::subjects::{self, Priority, Stream};
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use futures::StreamExt;
 use sea_orm::EntityTrait;
@@ -146,11 +146,11 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
         attempt: row.attempt - 1,
         ..WorkMsg::for_queued(&row).expect("work message")
     };
-    let band = Band::of_priority(row.priority);
+    let priority = Priority::of(row.priority);
     env.bus
         .publish(
             Stream::Work,
-            dj().work(&row.queue, band),
+            dj().work(&row.queue, priority),
             &again_id("work"),
             work.encode(),
         )
@@ -174,7 +174,7 @@ both_dbs!(work_for_finished_task_runs_nothing, |env| async move {
 
     env.wait_consumer_idle(
         "DJ_WORK",
-        &subjects::runner_consumer(&row.queue, band),
+        &subjects::runner_consumer(&row.queue, priority),
         MINUTE,
     )
     .await;
@@ -234,7 +234,7 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
         attempt: 0,
         status: TaskStatus::Success,
     };
-    let normal = Band::Normal;
+    let normal = Priority::DEFAULT;
     let mut expected = BTreeSet::from([
         (
             "DJ_DONE".to_owned(),

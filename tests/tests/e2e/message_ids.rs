@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use chrono::{TimeZone, Utc};
 use datajump_shared::entities::{schedule, task_instance};
 use datajump_shared::messages::scheduled_run_key;
-use datajump_shared::subjects::{Band, Stream};
+use datajump_shared::subjects::{Priority, Stream};
 use datajump_shared::{RunStatus, TaskInstanceId};
 use futures::StreamExt;
 use sea_orm::{EntityTrait, QueryOrder};
@@ -273,7 +273,7 @@ tasks:
             .bus
             .publish(
                 Stream::Work,
-                dj().work("default", Band::Normal),
+                dj().work("default", Priority::DEFAULT),
                 &installation.work_msg_id(TaskInstanceId(id), 0),
                 b"{\"forged\":true}".to_vec(),
             )

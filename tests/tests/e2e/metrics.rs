@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage;
 use datajump_shared::RunStatus;
-use datajump_shared::subjects::Band;
+use datajump_shared::subjects::Priority;
 use tokio_util::sync::CancellationToken;
 
 use crate::harness::{TestEnv, dj, shell_path};
@@ -351,7 +351,7 @@ const POISON: &str = "datajump_poison_messages_total";
 const RUNS_RUNNING: &str = "datajump_dag_runs_running";
 const TASKS_RUNNING: &str = "datajump_tasks_running";
 const BACKLOG: &str = "datajump_work_backlog_messages";
-const DEFAULT_NORMAL: [(&str, &str); 2] = [("queue", "default"), ("band", "normal")];
+const DEFAULT_P5: [(&str, &str); 2] = [("queue", "default"), ("priority", "5")];
 
 both_dbs!(metrics_move_when_a_run_succeeds, |env| async move {
     let gate = env.path("gate");
@@ -393,7 +393,7 @@ tasks:
     // Poison on the done and work streams: terminated and counted.
     for subject in [
         dj().done(datajump_shared::RunId(1)),
-        dj().work("default", Band::Normal),
+        dj().work("default", Priority::DEFAULT),
     ] {
         env.bus
             .js()
@@ -414,7 +414,7 @@ tasks:
                 .all(|stream| poison(s, stream) - poison(&before, stream) >= 1.0)
         })
         .await;
-    assert_eq!(poisoned.value(BACKLOG, &DEFAULT_NORMAL), 0.0);
+    assert_eq!(poisoned.value(BACKLOG, &DEFAULT_P5), 0.0);
 
     let key = env.trigger("metrics_diamond").await;
     // While `a` waits at its gate: one run and one task running, and its
@@ -425,7 +425,7 @@ tasks:
         })
         .await;
     assert_eq!(during.value(RUNS_RUNNING, &[]), 1.0);
-    assert_eq!(during.value(BACKLOG, &DEFAULT_NORMAL), 1.0);
+    assert_eq!(during.value(BACKLOG, &DEFAULT_P5), 1.0);
     std::fs::write(&gate, b"").expect("open the gate");
 
     let run = env.wait_run(&key, TIMEOUT).await;
@@ -438,7 +438,7 @@ tasks:
     // The last runner acknowledges its message just after the run is over.
     let after = api
         .scrape_until("the work stream drained", |s| {
-            s.get(BACKLOG, &DEFAULT_NORMAL) == Some(0.0)
+            s.get(BACKLOG, &DEFAULT_P5) == Some(0.0)
         })
         .await;
 

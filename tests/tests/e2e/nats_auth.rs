@@ -120,7 +120,7 @@ pub(crate) fn datajump_as(
 /// without the right is refused by the server and gets no ack).
 pub(crate) async fn stores_work(client: &async_nats::Client) -> bool {
     let forged = async_nats::jetstream::new(client.clone())
-        .publish("dj.work.default.high", b"{}".as_slice().into())
+        .publish("dj.work.default.p10", b"{}".as_slice().into())
         .await;
     match forged {
         Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack)
@@ -232,7 +232,7 @@ async fn a_locked_down_nats_runs_everything_and_refuses_the_rest() {
     assert!(
         server_log.lines().any(|l| l.contains("Violation")
             && l.contains("producer")
-            && l.contains("dj.work.default.high")),
+            && l.contains("dj.work.default.p10")),
         "{server_log}"
     );
     let violations: Vec<&str> = server_log

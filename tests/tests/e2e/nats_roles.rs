@@ -297,7 +297,7 @@ async fn every_role_runs_as_its_own_nats_user_without_a_violation() {
     assert!(
         server_log.lines().any(|l| l.contains("Violation")
             && l.contains("dj-operator")
-            && l.contains("dj.work.default.high")),
+            && l.contains("dj.work.default.p10")),
         "{server_log}"
     );
 }

@@ -38,8 +38,8 @@ async fn creates_everything_concurrently() {
         ("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER),
         ("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER),
         ("DJ_EVENT", subjects::RESOLVER_EVENT_CONSUMER),
-        ("DJ_WORK", "runner-default-high"),
-        ("DJ_WORK", "runner-default-low"),
+        ("DJ_WORK", "runner-default-p10"),
+        ("DJ_WORK", "runner-default-p1"),
     ] {
         datajump_nats::pull_consumer(&js, stream, consumer)
             .await
@@ -78,8 +78,8 @@ async fn drift_is_reported_and_left_alone() {
         .await
         .expect("create DJ_WORK");
     work.create_consumer(pull::Config {
-        durable_name: Some("runner-default-high".to_owned()),
-        filter_subject: "dj.work.default.high".to_owned(),
+        durable_name: Some("runner-default-p10".to_owned()),
+        filter_subject: "dj.work.default.p10".to_owned(),
         max_deliver: 5,
         ..Default::default()
     })
@@ -97,7 +97,7 @@ async fn drift_is_reported_and_left_alone() {
     );
     assert!(
         text.iter()
-            .any(|d| d.starts_with("DJ_WORK/runner-default-high: max_deliver")),
+            .any(|d| d.starts_with("DJ_WORK/runner-default-p10: max_deliver")),
         "max_deliver drift reported: {text:?}"
     );
     assert_eq!(drift.len(), 2, "only the two differences: {text:?}");
@@ -109,7 +109,7 @@ async fn drift_is_reported_and_left_alone() {
         Duration::from_secs(30),
         "left unchanged"
     );
-    let mut consumer = datajump_nats::pull_consumer(&js, "DJ_WORK", "runner-default-high")
+    let mut consumer = datajump_nats::pull_consumer(&js, "DJ_WORK", "runner-default-p10")
         .await
         .expect("consumer");
     assert_eq!(
