@@ -579,6 +579,10 @@ pub struct ScheduleBody {
     /// Event name: fires on `dj.event.<name>` (replaces a cron expression).
     #[serde(default)]
     pub event_name: Option<String>,
+    /// A DAG whose every successful run starts one run of this one, with
+    /// its business date (a dependency trigger; replaces the others).
+    #[serde(default)]
+    pub after: Option<String>,
     /// Paused when false (a new schedule is enabled).
     #[serde(default)]
     pub enabled: Option<bool>,
@@ -617,6 +621,7 @@ impl ScheduleBody {
             name: _,
             cron_expression,
             event_name,
+            after,
             enabled,
             timezone,
             start_date,
@@ -630,6 +635,7 @@ impl ScheduleBody {
         enabled.is_some()
             && cron_expression.is_none()
             && event_name.is_none()
+            && after.is_none()
             && timezone.is_none()
             && start_date.is_none()
             && end_date.is_none()

@@ -183,6 +183,7 @@ async fn save_schedules(
 /// Sets a schedule's cron expression (replacing an event trigger).
 fn set_cron(schedule: &mut Map<String, Value>, expression: &str) {
     schedule.remove("event");
+    schedule.remove("after");
     schedule.insert("cron".into(), json!(expression));
 }
 
@@ -303,9 +304,14 @@ async fn schedule_named(state: &AppState, dag_id: i64, name: &str) -> Result<sch
 /// Writes the fields `body` gives into `schedule` (file form); the name is
 /// the caller's business.
 fn apply_body(schedule: &mut Map<String, Value>, body: &ScheduleBody) -> Result<()> {
-    if body.cron_expression.is_some() && body.event_name.is_some() {
+    let triggers = [
+        body.cron_expression.is_some(),
+        body.event_name.is_some(),
+        body.after.is_some(),
+    ];
+    if triggers.iter().filter(|given| **given).count() > 1 {
         return Err(Error::bad_request(
-            "invalid fields `cronExpression` and `eventName`: a schedule has one or the other",
+            "give one of `cronExpression`, `eventName` and `after`: a schedule has one trigger",
         ));
     }
     if let Some(expression) = &body.cron_expression {
@@ -314,7 +320,13 @@ fn apply_body(schedule: &mut Map<String, Value>, body: &ScheduleBody) -> Result<
     }
     if let Some(event) = &body.event_name {
         schedule.remove("cron");
+        schedule.remove("after");
         schedule.insert("event".into(), json!(event));
+    }
+    if let Some(upstream) = &body.after {
+        schedule.remove("cron");
+        schedule.remove("event");
+        schedule.insert("after".into(), json!(upstream));
     }
     let fields = [
         ("active", body.enabled.map(Value::from)),
@@ -373,9 +385,9 @@ pub async fn create(
         Some(name) if !name.is_empty() => name.to_owned(),
         _ => return Err(Error::bad_request("missing field `name`")),
     };
-    if body.cron_expression.is_none() && body.event_name.is_none() {
+    if body.cron_expression.is_none() && body.event_name.is_none() && body.after.is_none() {
         return Err(Error::bad_request(
-            "missing field `cronExpression` (or `eventName` for an event trigger)",
+            "missing field `cronExpression` (or `eventName` for an event trigger, `after` for a dependency trigger)",
         ));
     }
     let mut schedule = Map::new();

@@ -503,3 +503,45 @@ tasks:
         );
     }
 );
+
+both_dbs!(
+    an_after_schedule_is_made_through_the_api,
+    |env| async move {
+        use serde_json::json;
+        env.apply("name: extract\ntasks:\n  - { name: load, command: 'true' }\n")
+            .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 2).await;
+        let api = crate::api::Api::start(&env, None).await;
+        let created = api
+            .post(
+                "/api/v1/dags",
+                json!({ "name": "report", "tasks": [{ "name": "t", "command": "true" }] }),
+            )
+            .await
+            .expect(201);
+        let dag_id = created["id"].as_i64().expect("id");
+        let url = format!("/api/v1/dags/{dag_id}/schedules");
+        api.post(
+            &url,
+            json!({ "name": "both", "after": "extract", "eventName": "x.y" }),
+        )
+        .await
+        .expect_error(400, "BAD_REQUEST", "one trigger");
+        let schedule = api
+            .post(&url, json!({ "name": "after_extract", "after": "extract" }))
+            .await
+            .expect(201);
+        assert_eq!(schedule["kind"], "AFTER", "{schedule}");
+        assert_eq!(schedule["after"], "extract", "{schedule}");
+
+        let upstream = trigger_for(&env, "extract", "2024-05-01").await;
+        assert_eq!(
+            env.wait_run(&upstream, TIMEOUT).await.status,
+            RunStatus::Success
+        );
+        let runs = wait_triggered(&env, "report", 1, TIMEOUT).await;
+        assert_eq!(runs[0].biz_date, date("2024-05-01"));
+        assert_eq!(runs[0].status, RunStatus::Success);
+    }
+);
