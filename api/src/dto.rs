@@ -50,6 +50,8 @@ impl<T> Page<T> {
 pub struct DagListQuery {
     /// Project (default 1).
     pub project_id: Option<i64>,
+    /// Only DAGs whose name contains this (ignoring case).
+    pub search: Option<String>,
     /// 1-based page (default 1).
     pub page: Option<u64>,
     /// Items per page (default 20, at most 500).
@@ -171,6 +173,23 @@ impl From<&dag::Model> for DagSummary {
         }
     }
 }
+
+/// A DAG in the list: its headline fields, its latest runs and its
+/// schedules, so a list page needs no request per DAG.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DagListItem {
+    /// The DAG.
+    #[serde(flatten)]
+    pub dag: DagSummary,
+    /// Its latest runs, newest first (at most [`RECENT_RUNS`]).
+    pub recent_runs: Vec<RecentRun>,
+    /// Its schedules.
+    pub schedules: Vec<ScheduleDto>,
+}
+
+/// How many runs a DAG list item carries.
+pub const RECENT_RUNS: u64 = 10;
 
 /// A canvas edge: its target depends on its source.
 ///
@@ -841,12 +860,16 @@ pub struct BackfillSkip {
     pub run_id: Option<i64>,
 }
 
-/// `POST /api/v1/dags/{dagId}/backfill` answer (202).
+/// `POST /api/v1/dags/{dagId}/backfill` answer (202; 200 for a dry run).
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackfillResponse {
     /// The DAG.
     pub dag_id: i64,
+    /// Whether nothing was started (`?dryRun=true`): `runs` are those a
+    /// backfill would start now.
+    #[serde(default)]
+    pub dry_run: bool,
     /// The runs started, one per business date, in date order.
     pub runs: Vec<BackfillRun>,
     /// The dates skipped.
@@ -879,4 +902,164 @@ pub struct Canvas {
     pub tasks: Vec<Value>,
     /// Same-run STRONG dependencies, parent to child.
     pub edges: Vec<Edge>,
+}
+
+/// `event: task` of the live stream (`GET /api/v1/stream`): a task
+/// instance whose state changed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskChange {
+    /// Task instance id.
+    pub id: i64,
+    /// Its run.
+    pub run_id: i64,
+    /// Its DAG.
+    pub dag_id: i64,
+    /// Its task.
+    pub task_id: i64,
+    /// Its task's name.
+    pub task_name: String,
+    /// Its state now.
+    pub status: TaskStatus,
+    /// Attempts claimed so far.
+    pub attempts: i32,
+    /// When its latest attempt started.
+    pub start_time: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub end_time: Option<DateTime<Utc>>,
+}
+
+/// `event: run` of the live stream: a run that started or whose state
+/// changed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunChange {
+    /// Run id.
+    pub id: i64,
+    /// Its DAG.
+    pub dag_id: i64,
+    /// Its state now.
+    pub status: RunStatus,
+    /// Its business date.
+    pub biz_date: NaiveDate,
+    /// Its run key.
+    pub run_key: String,
+    /// What started it.
+    pub trigger_type: String,
+    /// When it was created.
+    pub start_time: DateTime<Utc>,
+    /// When it finished.
+    pub end_time: Option<DateTime<Utc>>,
+}
+
+/// `GET /api/v1/dags/{dagId}/grid` query.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GridQuery {
+    /// How many runs (newest first; default 25, at most 1000).
+    pub runs: Option<u64>,
+    /// Only runs older than this run id: the next page.
+    pub before: Option<i64>,
+}
+
+/// A row of the grid: one of the DAG's tasks.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GridTask {
+    /// Task id, or `null` for a task the DAG no longer has that shown runs
+    /// ran.
+    pub id: Option<i64>,
+    /// Its name.
+    pub name: String,
+    /// SHELL, PYTHON, SQL, HTTP, …; `null` for a removed task.
+    pub task_type: Option<String>,
+    /// The tasks of the same run it waits for.
+    pub upstream: Vec<String>,
+}
+
+/// A cell of the grid: `[taskInstanceId, status, attempts]`.
+pub type GridCell = (i64, TaskStatus, i32);
+
+/// A column of the grid: one run, with a cell per task.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GridRun {
+    /// Run id.
+    pub id: i64,
+    /// Its run key.
+    pub run_key: String,
+    /// Its business date.
+    pub biz_date: NaiveDate,
+    /// Its state.
+    pub status: RunStatus,
+    /// What started it.
+    pub trigger_type: String,
+    /// The DAG version it runs.
+    pub dag_version: i32,
+    /// When it was created.
+    pub start_time: DateTime<Utc>,
+    /// When it finished.
+    pub end_time: Option<DateTime<Utc>>,
+    /// `cells[i]` is its instance of `tasks[i]`, or `null` when it has none.
+    pub cells: Vec<Option<GridCell>>,
+}
+
+/// `GET /api/v1/dags/{dagId}/grid` answer: runs × tasks in one request.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grid {
+    /// The DAG.
+    pub dag_id: i64,
+    /// Its tasks, parents before children; then tasks it no longer has.
+    pub tasks: Vec<GridTask>,
+    /// Its runs, newest first.
+    pub runs: Vec<GridRun>,
+    /// Whether older runs exist (`?before=` the last run's id).
+    pub has_more: bool,
+}
+
+/// One attempt of a task instance, a bar of a run's Gantt chart.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GanttBar {
+    /// Its task instance.
+    pub task_instance_id: i64,
+    /// Its task's name.
+    pub task_name: String,
+    /// The attempt (0 first).
+    pub attempt: i32,
+    /// How it ended, or RUNNING.
+    pub status: TaskStatus,
+    /// The runner that ran it.
+    pub worker_id: String,
+    /// When it started.
+    pub start_time: DateTime<Utc>,
+    /// When it ended; `null` while it runs.
+    pub end_time: Option<DateTime<Utc>>,
+}
+
+/// `GET /api/v1/dags/instances/{instanceId}/gantt` answer.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Gantt {
+    /// The run.
+    pub run_id: i64,
+    /// When it was created.
+    pub start_time: DateTime<Utc>,
+    /// When it finished.
+    pub end_time: Option<DateTime<Utc>>,
+    /// Every attempt of its task instances, by start.
+    pub attempts: Vec<GanttBar>,
+}
+
+/// A run in a DAG's strip of recent runs.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecentRun {
+    /// Run id.
+    pub id: i64,
+    /// Its state.
+    pub status: RunStatus,
+    /// Its business date.
+    pub biz_date: NaiveDate,
 }

@@ -170,6 +170,21 @@ pub async fn no_route(method: axum::http::Method, uri: axum::http::Uri) -> Error
     Error::not_found(format!("no endpoint {method} {}", uri.path()))
 }
 
+/// Answers a path no route serves: a page of the web UI for a browser's
+/// `GET` outside `/api/` ([`datajump_ui::serve`]), or the API's 404.
+pub async fn ui_or_no_route(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let path = uri.path();
+    let api = path == "/api" || path.starts_with("/api/");
+    if !api && (method == axum::http::Method::GET || method == axum::http::Method::HEAD) {
+        return datajump_ui::serve(path, &headers);
+    }
+    no_route(method, uri).await.into_response()
+}
+
 /// Answers a request whose path exists but not with that method.
 pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
     (

@@ -36,6 +36,7 @@ pub mod definition;
 pub mod dto;
 pub mod error;
 pub mod extract;
+pub mod live;
 pub mod metrics;
 pub mod reach;
 pub mod routes;
@@ -127,11 +128,14 @@ pub struct AppState {
     /// Permits of the reads whose answer grows with a whole DAG
     /// ([`routes::table::WHOLE_DAG_READS`]).
     pub whole_dag_reads: Arc<tokio::sync::Semaphore>,
+    /// What changed in runs and task instances, for the live streams.
+    pub live: live::Live,
 }
 
 impl AppState {
-    /// The state of a router over `config`.
-    pub fn new(config: &Config) -> AppState {
+    /// The state of a router over `config`, whose streams end when
+    /// `shutdown` is cancelled.
+    pub fn new(config: &Config, shutdown: CancellationToken) -> AppState {
         AppState {
             db: config.db.clone(),
             nats: config.nats.clone(),
@@ -141,6 +145,7 @@ impl AppState {
             browser: Arc::new(config.browser.clone()),
             loopback: config.addr.ip().is_loopback(),
             whole_dag_reads: Arc::new(tokio::sync::Semaphore::new(routes::table::WHOLE_DAG_READS)),
+            live: live::Live::new(config.db.clone(), shutdown),
         }
     }
 }
@@ -152,10 +157,11 @@ fn effective_token(config: &Config) -> Option<&str> {
 
 /// The router, separate from [`serve`] so tests can drive it: the route
 /// table's routes and `/metrics` with the system-wide gauges, which needs a
-/// viewer's token once tokens exist unless `public_metrics`.
-pub fn router(config: Config) -> Router {
+/// viewer's token once tokens exist unless `public_metrics`. Its live
+/// streams end when `shutdown` is cancelled.
+pub fn router(config: Config, shutdown: CancellationToken) -> Router {
     let cluster = metrics::Cluster::new(&config);
-    let state = AppState::new(&config);
+    let state = AppState::new(&config, shutdown);
     // The metrics name the DAGs of every project.
     let (access, scope) = if config.public_metrics {
         (
@@ -229,7 +235,7 @@ pub async fn serve_on(
     .await?;
     config.addr = addr;
     info!(%addr, token = effective_token(&config).is_some(), "API listening");
-    let app = router(config).into_make_service_with_connect_info::<SocketAddr>();
+    let app = router(config, shutdown.clone()).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await

@@ -23,6 +23,7 @@ mod m20261201_000013_run_max_active_runs;
 mod m20261202_000014_timeouts;
 mod m20261202_000015_after_schedule;
 mod m20261202_000016_task_outputs;
+mod m20261202_000017_run_finished_index;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -46,6 +47,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000014_timeouts::Migration),
             Box::new(m20261202_000015_after_schedule::Migration),
             Box::new(m20261202_000016_task_outputs::Migration),
+            Box::new(m20261202_000017_run_finished_index::Migration),
         ]
     }
 }

@@ -819,61 +819,21 @@ impl DagFile {
     /// or the tasks of one cycle, in cycle order.
     pub fn topological_order(&self) -> Result<Vec<String>, Vec<String>> {
         let names: Vec<&str> = self.tasks.iter().map(|t| t.name.as_str()).collect();
-        let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); names.len()];
-        let mut in_degree = vec![0usize; names.len()];
-        for (child, task) in self.tasks.iter().enumerate() {
-            for dep in &task.depends_on {
-                if let DependencyParts {
-                    dag: None,
-                    task: parent,
-                    offset_day: 0,
-                    previous_run: false,
-                    ..
-                } = dep.parts()
-                    && let Some(&parent) = index.get(parent)
-                {
-                    children[parent].push(child);
-                    in_degree[child] += 1;
-                }
-            }
-        }
-        let mut ready: Vec<usize> = (0..names.len()).filter(|&i| in_degree[i] == 0).collect();
-        let mut order = Vec::with_capacity(names.len());
-        while let Some(node) = ready.pop() {
-            order.push(names[node].to_owned());
-            for &child in &children[node] {
-                in_degree[child] -= 1;
-                if in_degree[child] == 0 {
-                    ready.push(child);
-                }
-            }
-        }
-        if order.len() == names.len() {
-            return Ok(order);
-        }
-        // Walk forward from a node left with parents, staying among such
-        // nodes; the walk must revisit a node, and the loop it closes is a cycle.
-        let stuck = |i: usize| in_degree[i] > 0;
-        let mut seen_at: HashMap<usize, usize> = HashMap::new();
-        let mut path = Vec::new();
-        let mut node = (0..names.len()).find(|&i| stuck(i)).unwrap_or(0);
-        loop {
-            if let Some(&start) = seen_at.get(&node) {
-                let mut cycle: Vec<String> = path[start..]
-                    .iter()
-                    .map(|&i: &usize| names[i].to_owned())
-                    .collect();
-                cycle.push(names[node].to_owned());
-                return Err(cycle);
-            }
-            seen_at.insert(node, path.len());
-            path.push(node);
-            match children[node].iter().copied().find(|&c| stuck(c)) {
-                Some(next) => node = next,
-                None => return Err(vec![names[node].to_owned()]),
-            }
-        }
+        let edges = self.tasks.iter().flat_map(|task| {
+            task.depends_on
+                .iter()
+                .filter_map(move |dep| match dep.parts() {
+                    DependencyParts {
+                        dag: None,
+                        task: parent,
+                        offset_day: 0,
+                        previous_run: false,
+                        ..
+                    } => Some((parent, task.name.as_str())),
+                    _ => None,
+                })
+        });
+        crate::graph::topological_order(&names, edges)
     }
 
     fn problems(&self) -> Vec<String> {

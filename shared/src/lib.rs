@@ -24,6 +24,7 @@ pub mod dag_file;
 pub mod datasources;
 pub mod duration;
 pub mod entities;
+pub mod graph;
 pub mod ids;
 pub mod logs;
 pub mod messages;

@@ -35,9 +35,9 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::definition;
 use crate::dto::{
-    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagListQuery,
-    DagSummary, DryRunResponse, Edge, Page, PageQuery, Reprocess, TriggerRequest, TriggerResponse,
-    ValidateRequest, ValidateResponse,
+    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagListItem,
+    DagListQuery, DagSummary, DryRunResponse, Edge, Page, PageQuery, RECENT_RUNS, RecentRun,
+    Reprocess, ScheduleDto, TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
 };
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
@@ -63,23 +63,113 @@ pub async fn list(
     State(state): State<AppState>,
     Extension(CallerOf(caller)): Extension<CallerOf>,
     Query(query): Query<DagListQuery>,
-) -> Result<AxumJson<Page<DagSummary>>> {
+) -> Result<AxumJson<Page<DagListItem>>> {
     let caller = crate::reach::caller(caller)?;
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
     let project = query.project_id.unwrap_or_else(|| own_project(&caller));
     caller.may_use_project(project)?;
-    let paginator = dag::Entity::find()
-        .filter(dag::Column::ProjectId.eq(project))
+    let mut select = dag::Entity::find().filter(dag::Column::ProjectId.eq(project));
+    if let Some(search) = query
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        // LIKE's own wildcards in the text match themselves.
+        let pattern = format!(
+            "%{}%",
+            search
+                .to_lowercase()
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        use sea_orm::sea_query::ExprTrait;
+        select = select.filter(
+            sea_orm::sea_query::Expr::expr(sea_orm::sea_query::Func::lower(
+                sea_orm::sea_query::Expr::col(dag::Column::Name),
+            ))
+            .like(sea_orm::sea_query::LikeExpr::new(pattern).escape('\\')),
+        );
+    }
+    let paginator = select
         .order_by_asc(dag::Column::Id)
         .paginate(&state.db, page_size);
     let total = paginator.num_items().await?;
-    let items = paginator.fetch_page(page - 1).await?;
+    let dags = paginator.fetch_page(page - 1).await?;
+    let ids: Vec<i64> = dags.iter().map(|d| d.id).collect();
+    let mut recent = recent_runs(&state, &ids).await?;
+    let mut schedules: HashMap<i64, Vec<ScheduleDto>> = HashMap::new();
+    for row in schedule::Entity::find()
+        .filter(schedule::Column::DagId.is_in(ids.iter().copied()))
+        .order_by_asc(schedule::Column::Id)
+        .all(&state.db)
+        .await?
+    {
+        schedules
+            .entry(row.dag_id)
+            .or_default()
+            .push(super::schedules::dto(&row));
+    }
+    let items = dags
+        .iter()
+        .map(|row| DagListItem {
+            dag: DagSummary::from(row),
+            recent_runs: recent.remove(&row.id).unwrap_or_default(),
+            schedules: schedules.remove(&row.id).unwrap_or_default(),
+        })
+        .collect();
     Ok(AxumJson(Page {
-        items: items.iter().map(DagSummary::from).collect(),
+        items,
         total,
         page,
         page_size,
     }))
+}
+
+/// The latest [`RECENT_RUNS`] runs of each of `dags`, newest first, in one
+/// query (a window over each DAG's runs).
+async fn recent_runs(state: &AppState, dags: &[i64]) -> Result<HashMap<i64, Vec<RecentRun>>> {
+    use sea_orm::ConnectionTrait;
+    use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query as Sql};
+    if dags.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let ranked = Sql::select()
+        .columns([
+            dag_run::Column::Id,
+            dag_run::Column::DagId,
+            dag_run::Column::Status,
+            dag_run::Column::BizDate,
+        ])
+        .expr_as(
+            Expr::cust("ROW_NUMBER() OVER (PARTITION BY dag_id ORDER BY id DESC)"),
+            Alias::new("recent_rank"),
+        )
+        .from(dag_run::Entity)
+        .and_where(dag_run::Column::DagId.is_in(dags.iter().copied()))
+        .to_owned();
+    let newest = Sql::select()
+        .columns([
+            Alias::new("id"),
+            Alias::new("dag_id"),
+            Alias::new("status"),
+            Alias::new("biz_date"),
+        ])
+        .from_subquery(ranked, Alias::new("ranked"))
+        .and_where(Expr::col(Alias::new("recent_rank")).lte(RECENT_RUNS))
+        .order_by(Alias::new("id"), sea_orm::Order::Desc)
+        .to_owned();
+    let mut out: HashMap<i64, Vec<RecentRun>> = HashMap::new();
+    for row in state.db.query_all(&newest).await? {
+        let dag_id: i64 = row.try_get("", "dag_id")?;
+        out.entry(dag_id).or_default().push(RecentRun {
+            id: row.try_get("", "id")?,
+            status: row.try_get("", "status")?,
+            biz_date: row.try_get("", "biz_date")?,
+        });
+    }
+    Ok(out)
 }
 
 /// The project a caller means when it names none: its token's, or the
@@ -635,6 +725,7 @@ pub const MAX_BACKFILL_DATES: i64 = 1000;
 pub async fn backfill(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
+    Query(query): Query<ApplyQuery>,
     Json(body): Json<BackfillRequest>,
 ) -> Result<Response> {
     let dag = find_dag(&state, dag_id).await?;
@@ -734,6 +825,34 @@ pub async fn backfill(
             fires.len() + again.len()
         )));
     }
+    if query.dry_run == Some(true) {
+        let mut runs: Vec<BackfillRun> = again
+            .iter()
+            .map(|(run, _)| BackfillRun {
+                biz_date: run.biz_date,
+                status_url: format!("/api/v1/dags/instances/by-key/{}", run.dedup_key),
+                run_key: run.dedup_key.clone(),
+                schedule_time: run.logical_time,
+                reprocessed: true,
+            })
+            .chain(fires.iter().map(|fire| BackfillRun {
+                biz_date: fire.biz_date,
+                status_url: format!("/api/v1/dags/instances/by-key/{}", fire.dedup_key),
+                run_key: fire.dedup_key.clone(),
+                schedule_time: fire.logical_time,
+                reprocessed: false,
+            }))
+            .collect();
+        runs.sort_by_key(|run| run.biz_date);
+        skipped.sort_by_key(|skip| skip.biz_date);
+        return Ok(AxumJson(BackfillResponse {
+            dag_id: dag.id,
+            dry_run: true,
+            runs,
+            skipped,
+        })
+        .into_response());
+    }
     let mut runs = Vec::with_capacity(fires.len() + again.len());
     for (run, scope) in again {
         match datajump_engine::reset(&state.db, RunId(run.id), scope).await {
@@ -771,6 +890,7 @@ pub async fn backfill(
         StatusCode::ACCEPTED,
         AxumJson(BackfillResponse {
             dag_id: dag.id,
+            dry_run: false,
             runs,
             skipped,
         }),

@@ -13,6 +13,8 @@
 //! | [`session`] | `/api/v1/session` |
 //! | [`audit`] | `/api/v1/audit` |
 //! | [`alerts`] | `/api/v1/dags/{dagId}/alerts` |
+//! | [`views`] | `/api/v1/dags/{dagId}/grid`, `/api/v1/dags/instances/{instanceId}/gantt` |
+//! | [`stream`] | `/api/v1/stream`, `/api/v1/dags/task-instances/{taskInstanceId}/log/stream` (Server-Sent Events) |
 //! | [`health`] | `/healthz`, `/readyz` |
 //! | [`openapi`] | `/api/v1/openapi.json` |
 //!
@@ -49,8 +51,10 @@ pub mod runners;
 pub mod runs;
 pub mod schedules;
 pub mod session;
+pub mod stream;
 pub mod table;
 pub mod tokens;
+pub mod views;
 
 /// Default items per page.
 pub const DEFAULT_PAGE_SIZE: u64 = 20;
@@ -85,7 +89,7 @@ pub fn router(state: AppState) -> Router {
         router = router.route(endpoint.path, handler);
     }
     router
-        .fallback(crate::error::no_route)
+        .fallback(crate::error::ui_or_no_route)
         .method_not_allowed_fallback(crate::error::method_not_allowed)
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -29,18 +29,45 @@ use crate::dto::{
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
 
-async fn find_run(state: &AppState, id: i64) -> Result<dag_run::Model> {
+pub(crate) async fn find_run(state: &AppState, id: i64) -> Result<dag_run::Model> {
     dag_run::Entity::find_by_id(id)
         .one(&state.db)
         .await?
         .ok_or_else(|| Error::not_found(format!("no DAG instance (run) with id {id}")))
 }
 
-async fn find_task_instance(state: &AppState, id: i64) -> Result<task_instance::Model> {
+pub(crate) async fn find_task_instance(state: &AppState, id: i64) -> Result<task_instance::Model> {
     task_instance::Entity::find_by_id(id)
         .one(&state.db)
         .await?
         .ok_or_else(|| Error::not_found(format!("no task instance with id {id}")))
+}
+
+/// Attempt `attempt` of `instance` (its latest when `None`), or 404.
+pub(crate) async fn attempt_of(
+    state: &AppState,
+    instance: &task_instance::Model,
+    attempt: Option<i32>,
+) -> Result<execution::Model> {
+    let id = instance.id;
+    let mut select = execution::Entity::find().filter(execution::Column::TaskInstanceId.eq(id));
+    if let Some(attempt) = attempt {
+        select = select.filter(execution::Column::Attempt.eq(attempt));
+    }
+    select
+        .order_by_desc(execution::Column::Attempt)
+        .one(&state.db)
+        .await?
+        .ok_or_else(|| match attempt {
+            Some(n) => Error::not_found(format!(
+                "task instance {id} ({}) has no attempt {n}",
+                instance.task_name
+            )),
+            None => Error::not_found(format!(
+                "task instance {id} ({}) has not started yet (status {})",
+                instance.task_name, instance.status
+            )),
+        })
 }
 
 async fn instances_of(state: &AppState, run_id: i64) -> Result<Vec<task_instance::Model>> {
@@ -217,24 +244,7 @@ pub async fn log(
     Query(query): Query<LogQuery>,
 ) -> Result<Response> {
     let instance = find_task_instance(&state, id).await?;
-    let mut select = execution::Entity::find().filter(execution::Column::TaskInstanceId.eq(id));
-    if let Some(attempt) = query.attempt {
-        select = select.filter(execution::Column::Attempt.eq(attempt));
-    }
-    let exec = select
-        .order_by_desc(execution::Column::Attempt)
-        .one(&state.db)
-        .await?
-        .ok_or_else(|| match query.attempt {
-            Some(n) => Error::not_found(format!(
-                "task instance {id} ({}) has no attempt {n}",
-                instance.task_name
-            )),
-            None => Error::not_found(format!(
-                "task instance {id} ({}) has not started yet (status {})",
-                instance.task_name, instance.status
-            )),
-        })?;
+    let exec = attempt_of(&state, &instance, query.attempt).await?;
     let tail = exec.log_tail.clone().unwrap_or_default();
     let (source, text) = match (&exec.log_path, exec.end_time) {
         (Some(name), Some(_)) => match stored_log(&state, name).await {

@@ -77,7 +77,8 @@ fn next_fire(row: &schedule::Model, cron: &CronExpr) -> Option<String> {
     Some(next.to_rfc3339())
 }
 
-fn dto(row: &schedule::Model) -> ScheduleDto {
+/// A stored schedule as the API shows it.
+pub(crate) fn dto(row: &schedule::Model) -> ScheduleDto {
     let cron = row
         .cron_expr
         .as_deref()

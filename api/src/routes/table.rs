@@ -10,7 +10,7 @@ use datajump_shared::access::Role;
 
 use super::{
     alerts, audit, canvas, dags, events, health, openapi, projects, runners, runs, schedules,
-    session, tokens,
+    session, stream, tokens, views,
 };
 use crate::AppState;
 
@@ -226,7 +226,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .scope(Unscoped),
         Endpoint::new(Get, VIEWER, "/api/v1/dags", "A project's DAGs", dags::list)
-            .query(&["projectId", "page", "pageSize"])
+            .query(&["projectId", "search", "page", "pageSize"])
             .scope(Handler),
         Endpoint::new(Post, ADMIN, "/api/v1/dags", "Create a DAG", dags::create)
             .body(Required)
@@ -325,10 +325,11 @@ pub fn endpoints() -> Vec<Endpoint> {
             Post,
             OPERATOR,
             "/api/v1/dags/{dagId}/backfill",
-            "Start a run per business date",
+            "Start a run per business date (or, with dryRun, say which would run)",
             dags::backfill,
         )
         .body(Required)
+        .query(&["dryRun"])
         .status(202),
         Endpoint::new(
             Get,
@@ -338,6 +339,23 @@ pub fn endpoints() -> Vec<Endpoint> {
             runs::list,
         )
         .query(&["limit", "page"]),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/dags/{dagId}/grid",
+            "A DAG's tasks × its latest runs, a cell per task instance",
+            views::grid,
+        )
+        .query(&["runs", "before"])
+        .whole_dag(),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/stream",
+            "Live changes of runs and task instances (Server-Sent Events)",
+            stream::changes,
+        )
+        .scope(Handler),
         Endpoint::new(
             Get,
             VIEWER,
@@ -361,6 +379,14 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A run's status",
             runs::status,
         ),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/dags/instances/{instanceId}/gantt",
+            "Every attempt of a run's task instances, for a Gantt chart",
+            views::gantt,
+        )
+        .whole_dag(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -397,6 +423,14 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/api/v1/dags/task-instances/{taskInstanceId}/log",
             "A task instance's log (text)",
             runs::log,
+        )
+        .query(&["attempt"]),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/dags/task-instances/{taskInstanceId}/log/stream",
+            "A running attempt's log lines as they are written (Server-Sent Events)",
+            stream::log,
         )
         .query(&["attempt"]),
         Endpoint::new(
@@ -656,8 +690,9 @@ mod tests {
     /// limited tokens until it is listed here.
     #[test]
     fn every_route_keeps_limited_tokens_to_their_project() {
-        const HANDLER: [&str; 6] = [
+        const HANDLER: [&str; 7] = [
             "Get /api/v1/dags",
+            "Get /api/v1/stream",
             "Post /api/v1/dags",
             "Get /api/v1/projects",
             "Get /api/v1/tokens",

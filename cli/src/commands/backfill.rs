@@ -98,6 +98,7 @@ pub async fn run(global: &Global, args: BackfillArgs) -> Result<ExitCode> {
     let total = queue.len();
     let mut answers = BackfillResponse {
         dag_id: 0,
+        dry_run: false,
         runs: Vec::new(),
         skipped: Vec::new(),
     };

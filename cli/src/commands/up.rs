@@ -174,7 +174,15 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
             file.display()
         );
     }
-    status!("  API:      http://{}/healthz", args.api_addr);
+    if datajump_ui::is_built() {
+        status!("  web UI:   http://{}/", args.api_addr);
+    } else {
+        status!(
+            "  web UI:   not built into this binary (http://{}/ says how: npm --prefix web ci && npm --prefix web run build, then rebuild)",
+            args.api_addr
+        );
+    }
+    status!("  API:      http://{}/api/v1/openapi.json", args.api_addr);
     status!("  metrics:  http://{}/metrics", args.api_addr);
     status!(
         "  logs:     this terminal (one line per run and task transition); task output is kept per execution in the database"

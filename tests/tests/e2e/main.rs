@@ -61,6 +61,7 @@ mod nats_roles;
 mod operator;
 mod operator_sequences;
 mod outputs;
+mod pages;
 mod projects;
 mod reliability;
 mod rerun;

@@ -1,0 +1,214 @@
+//! Answers shaped for the pages that draw history: a DAG's runs × tasks
+//! grid (`/api/v1/dags/{dagId}/grid`) and a run's Gantt chart
+//! (`/api/v1/dags/instances/{instanceId}/gantt`).
+//!
+//! Each is one request of a few queries whatever the size: the grid reads
+//! the page of runs, the DAG's tasks and every instance of those runs in
+//! one range query, and sends a cell as `[id, status, attempts]` only, so
+//! 1,000 runs × 50 tasks stay one answer of a few hundred kilobytes.
+
+use std::collections::{BTreeSet, HashMap};
+
+use axum::Json as AxumJson;
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use datajump_shared::TaskStatus;
+use datajump_shared::entities::{dag_run, execution, task_instance};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+
+use super::find_dag;
+use super::runs::find_run;
+use crate::AppState;
+use crate::definition;
+use crate::dto::{Gantt, GanttBar, Grid, GridCell, GridQuery, GridRun, GridTask};
+use crate::error::{Error, Result};
+use crate::extract::{Path, Query};
+
+/// Runs a grid shows when the page asks for no number.
+pub const DEFAULT_GRID_RUNS: u64 = 25;
+/// Most runs one grid answer holds.
+pub const MAX_GRID_RUNS: u64 = 1000;
+
+/// `GET /api/v1/dags/{dagId}/grid?runs=&before=`: the DAG's tasks × its
+/// latest runs (or those before run `before`), a cell per task instance.
+pub async fn grid(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+    Query(query): Query<GridQuery>,
+) -> Result<AxumJson<Grid>> {
+    let dag = find_dag(&state, dag_id).await?;
+    let limit = query.runs.unwrap_or(DEFAULT_GRID_RUNS);
+    if !(1..=MAX_GRID_RUNS).contains(&limit) {
+        return Err(Error::bad_request(format!(
+            "invalid field `runs`: must be 1-{MAX_GRID_RUNS}, got {limit}"
+        )));
+    }
+    let mut select = dag_run::Entity::find().filter(dag_run::Column::DagId.eq(dag.id));
+    if let Some(before) = query.before {
+        select = select.filter(dag_run::Column::Id.lt(before));
+    }
+    let mut runs = select
+        .order_by_desc(dag_run::Column::Id)
+        .limit(limit + 1)
+        .all(&state.db)
+        .await?;
+    let has_more = runs.len() as u64 > limit;
+    runs.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+
+    let (task_rows, deps) = definition::tasks_of(&state.db, dag.id).await?;
+    let ids: HashMap<i64, &str> = task_rows.iter().map(|t| (t.id, t.name.as_str())).collect();
+    let same_run_edges: Vec<(&str, &str)> = deps
+        .iter()
+        .filter(|d| d.parent_dag.is_none() && d.offset_day == 0 && !d.previous_run)
+        .filter_map(|d| Some((d.parent_task.as_str(), *ids.get(&d.task_id)?)))
+        .collect();
+    let names: Vec<&str> = task_rows.iter().map(|t| t.name.as_str()).collect();
+    // Stored definitions have no cycle; should one appear, the grid still
+    // shows every task, in stored order.
+    let order = datajump_shared::graph::topological_order(&names, same_run_edges.iter().copied())
+        .unwrap_or_else(|_| names.iter().map(|n| (*n).to_owned()).collect());
+    let by_name: HashMap<&str, &datajump_shared::entities::task::Model> =
+        task_rows.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut tasks: Vec<GridTask> = order
+        .iter()
+        .filter_map(|name| by_name.get(name.as_str()))
+        .map(|task| GridTask {
+            id: Some(task.id),
+            name: task.name.clone(),
+            task_type: Some(task.task_type.as_str().to_owned()),
+            upstream: same_run_edges
+                .iter()
+                .filter(|(_, child)| *child == task.name)
+                .map(|(parent, _)| (*parent).to_owned())
+                .collect(),
+        })
+        .collect();
+
+    let instances = match (runs.last(), runs.first()) {
+        (Some(oldest), Some(newest)) => {
+            // The page's runs are exactly this DAG's runs in this id range.
+            task_instance::Entity::find()
+                .select_only()
+                .columns([
+                    task_instance::Column::Id,
+                    task_instance::Column::DagRunId,
+                    task_instance::Column::TaskName,
+                    task_instance::Column::Status,
+                    task_instance::Column::Attempt,
+                ])
+                .filter(task_instance::Column::DagId.eq(dag.id))
+                .filter(task_instance::Column::DagRunId.between(oldest.id, newest.id))
+                .into_tuple::<(i64, i64, String, TaskStatus, i32)>()
+                .all(&state.db)
+                .await?
+        }
+        _ => Vec::new(),
+    };
+    let removed: BTreeSet<&str> = instances
+        .iter()
+        .map(|i| i.2.as_str())
+        .filter(|name| !by_name.contains_key(name))
+        .collect();
+    tasks.extend(removed.into_iter().map(|name| GridTask {
+        id: None,
+        name: name.to_owned(),
+        task_type: None,
+        upstream: Vec::new(),
+    }));
+    let row_of: HashMap<&str, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.name.as_str(), i))
+        .collect();
+    let mut cells: HashMap<i64, Vec<Option<GridCell>>> = runs
+        .iter()
+        .map(|run| (run.id, vec![None; tasks.len()]))
+        .collect();
+    for (id, run_id, name, status, attempts) in &instances {
+        if let (Some(row), Some(run)) = (row_of.get(name.as_str()), cells.get_mut(run_id)) {
+            run[*row] = Some((*id, *status, *attempts));
+        }
+    }
+    let runs = runs
+        .into_iter()
+        .map(|run| GridRun {
+            cells: cells.remove(&run.id).unwrap_or_default(),
+            id: run.id,
+            run_key: run.dedup_key,
+            biz_date: run.biz_date,
+            status: run.status,
+            trigger_type: run.trigger_type.as_str().to_owned(),
+            dag_version: run.dag_version,
+            start_time: run.created_at,
+            end_time: run.finished_at,
+        })
+        .collect();
+    Ok(AxumJson(Grid {
+        dag_id: dag.id,
+        tasks,
+        runs,
+        has_more,
+    }))
+}
+
+/// `GET /api/v1/dags/instances/{instanceId}/gantt`: every attempt of the
+/// run's task instances, a bar each, by start.
+pub async fn gantt(
+    State(state): State<AppState>,
+    Path(run_id): Path<i64>,
+) -> Result<AxumJson<Gantt>> {
+    let run = find_run(&state, run_id).await?;
+    let names: HashMap<i64, String> = task_instance::Entity::find()
+        .select_only()
+        .columns([task_instance::Column::Id, task_instance::Column::TaskName])
+        .filter(task_instance::Column::DagRunId.eq(run.id))
+        .into_tuple::<(i64, String)>()
+        .all(&state.db)
+        .await?
+        .into_iter()
+        .collect();
+    let mut attempts = Vec::new();
+    let ids: Vec<i64> = names.keys().copied().collect();
+    for chunk in ids.chunks(1000) {
+        attempts.extend(
+            execution::Entity::find()
+                .select_only()
+                .columns([
+                    execution::Column::TaskInstanceId,
+                    execution::Column::Attempt,
+                    execution::Column::Status,
+                    execution::Column::Worker,
+                    execution::Column::StartTime,
+                    execution::Column::EndTime,
+                ])
+                .filter(execution::Column::TaskInstanceId.is_in(chunk.iter().copied()))
+                .into_tuple::<(
+                    i64,
+                    i32,
+                    TaskStatus,
+                    String,
+                    DateTime<Utc>,
+                    Option<DateTime<Utc>>,
+                )>()
+                .all(&state.db)
+                .await?
+                .into_iter()
+                .map(|(id, attempt, status, worker, start, end)| GanttBar {
+                    task_instance_id: id,
+                    task_name: names.get(&id).cloned().unwrap_or_default(),
+                    attempt,
+                    status,
+                    worker_id: worker,
+                    start_time: start,
+                    end_time: end,
+                }),
+        );
+    }
+    attempts.sort_by_key(|bar| (bar.start_time, bar.task_instance_id, bar.attempt));
+    Ok(AxumJson(Gantt {
+        run_id: run.id,
+        start_time: run.created_at,
+        end_time: run.finished_at,
+        attempts,
+    }))
+}
