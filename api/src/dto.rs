@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One page of a list.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
     /// The items of this page.
@@ -45,7 +45,7 @@ impl<T> Page<T> {
 }
 
 /// `GET /api/v1/dags` query.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DagListQuery {
     /// Project (default 1).
@@ -59,7 +59,7 @@ pub struct DagListQuery {
 }
 
 /// `POST /api/v1/dags` and `PUT /api/v1/dags/{dagId}` query.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApplyQuery {
     /// Validate the definition and answer what would change, storing
@@ -68,7 +68,7 @@ pub struct ApplyQuery {
 }
 
 /// The answer to a `?dryRun=true` create or update (200): nothing stored.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DryRunResponse {
     /// Always true: the answer of a dry run.
@@ -80,7 +80,7 @@ pub struct DryRunResponse {
 }
 
 /// The query of a list with nothing to filter: `page` and `pageSize`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PageQuery {
     /// 1-based page (default 1).
@@ -91,7 +91,7 @@ pub struct PageQuery {
 
 /// `GET /api/v1/dags/{dagId}/executions` query: task instances by business
 /// date and task ("what happened to `load` on 2024-01-02?", the question the data model's index answers).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecutionsQuery {
     /// Only this business date.
@@ -107,7 +107,7 @@ pub struct ExecutionsQuery {
 }
 
 /// `GET /api/v1/dags/{dagId}/instances` query.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InstancesQuery {
     /// Runs per page, newest first (default 20, at most 500).
@@ -117,7 +117,7 @@ pub struct InstancesQuery {
 }
 
 /// `GET /api/v1/dags/task-instances/{id}/log` query.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LogQuery {
     /// 0-based attempt (default the latest).
@@ -125,7 +125,7 @@ pub struct LogQuery {
 }
 
 /// A DAG's headline fields (list items; the detail adds its definition).
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DagSummary {
     /// DAG id.
@@ -174,9 +174,26 @@ impl From<&dag::Model> for DagSummary {
     }
 }
 
+/// A DAG with its definition: `GET /api/v1/dags/{dagId}`, and the answer
+/// to creating or changing one.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DagDetail {
+    /// The DAG.
+    #[serde(flatten)]
+    pub dag: DagSummary,
+    /// The rest of its definition in the DAG file's shape, camelCase
+    /// (`docs/DAG_FORMAT.md`): `tasks`, `schedules`, `params`, timeouts, …
+    #[serde(flatten)]
+    pub definition: Map<String, Value>,
+    /// What creating or changing it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<datajump_store::catalog::ApplyReport>,
+}
+
 /// A DAG in the list: its headline fields, its latest runs and its
 /// schedules, so a list page needs no request per DAG.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DagListItem {
     /// The DAG.
@@ -197,7 +214,7 @@ pub const RECENT_RUNS: u64 = 10;
 /// the other fields those libraries put on an edge (`id`, `type`, handles,
 /// labels) are ignored: a misspelt `source` or `target` is still an error,
 /// as a missing field.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Edge {
     /// Source node (the parent).
@@ -227,7 +244,7 @@ fn node_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, 
 }
 
 /// `POST /api/v1/dags/{dagId}/validate` body.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ValidateRequest {
     /// The canvas edges; missing or empty is valid.
@@ -236,7 +253,7 @@ pub struct ValidateRequest {
 }
 
 /// `POST /api/v1/dags/{dagId}/validate` answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidateResponse {
     /// True when the edges form no cycle.
@@ -249,7 +266,7 @@ pub struct ValidateResponse {
 }
 
 /// `POST /api/v1/dags/{dagId}/trigger` body.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TriggerRequest {
     /// Run parameters (strings; numbers and booleans are taken as text).
@@ -263,7 +280,7 @@ pub struct TriggerRequest {
 }
 
 /// `POST /api/v1/dags/{dagId}/trigger` answer (202).
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TriggerResponse {
     /// The run's key; its id exists once a resolver has created it.
@@ -282,7 +299,7 @@ pub struct TriggerResponse {
 }
 
 /// A DAG run (the product's API calls it a DAG instance).
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDto {
     /// Run id (instance id).
@@ -331,7 +348,7 @@ impl From<&dag_run::Model> for RunDto {
 }
 
 /// A run with its task instances.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDetail {
     /// The run.
@@ -342,7 +359,7 @@ pub struct RunDetail {
 }
 
 /// `GET /api/v1/dags/instances/{id}/status` answer.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStatusDto {
     /// Run id.
@@ -362,7 +379,7 @@ pub struct RunStatusDto {
 }
 
 /// A task instance: one task in one run.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInstanceDto {
     /// Task instance id.
@@ -440,7 +457,7 @@ impl From<&task_instance::Model> for TaskInstanceDto {
 }
 
 /// A task instance with its attempts.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInstanceDetail {
     /// The instance.
@@ -451,7 +468,7 @@ pub struct TaskInstanceDetail {
 }
 
 /// One attempt of a task instance.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionDto {
     /// Execution id.
@@ -497,7 +514,7 @@ impl From<&execution::Model> for ExecutionDto {
 }
 
 /// What a kill did.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KillResponse {
     /// The task instance or run.
@@ -509,7 +526,7 @@ pub struct KillResponse {
 }
 
 /// A DAG's schedule.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleDto {
     /// The DAG.
@@ -556,7 +573,7 @@ pub struct ScheduleDto {
 }
 
 /// `PUT /api/v1/dags/{dagId}/schedule` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScheduleUpdate {
     /// Cron expression.
@@ -570,7 +587,7 @@ pub struct ScheduleUpdate {
 }
 
 /// `POST /api/v1/dags/{dagId}/schedule/enable` body (optional).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScheduleEnable {
     /// A new cron expression; needed when the DAG has no schedule yet.
@@ -579,14 +596,14 @@ pub struct ScheduleEnable {
 }
 
 /// `POST /api/v1/dags/{dagId}/schedule/disable` body (optional, empty).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScheduleDisable {}
 
 /// A schedule of the `/schedules` collection, as sent: `POST` creates one
 /// (`name` and one of `cronExpression` or `eventName` required), `PUT`
 /// changes the fields given and keeps the others (the name cannot change).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScheduleBody {
     /// Unique within the DAG.
@@ -667,7 +684,7 @@ impl ScheduleBody {
 }
 
 /// `POST /api/v1/dags/schedule/validate-cron` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ValidateCronRequest {
     /// The expression.
@@ -681,7 +698,7 @@ pub struct ValidateCronRequest {
 }
 
 /// `POST /api/v1/dags/schedule/validate-cron` answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidateCronResponse {
     /// True when the expression (and zone) are valid.
@@ -704,7 +721,7 @@ pub struct ValidateCronResponse {
 }
 
 /// `POST /api/v1/events/{name}` answer (202).
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventResponse {
     /// The event name.
@@ -724,7 +741,7 @@ pub struct EventResponse {
 }
 
 /// A runner, from its heartbeat in `dj_runners`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunnerDto {
     /// Runner id.
@@ -740,7 +757,7 @@ pub struct RunnerDto {
 }
 
 /// `POST /api/v1/dags/instances/{instanceId}/rerun` body (optional).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RerunRequest {
     /// Only FAILED, TIMEOUT, KILLED and UPSTREAM_FAILED tasks and their
@@ -750,7 +767,7 @@ pub struct RerunRequest {
 }
 
 /// `POST /api/v1/dags/instances/{instanceId}/rerun` answer.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RerunResponse {
     /// The run, rerun in place (same id, same business date).
@@ -764,7 +781,7 @@ pub struct RerunResponse {
 }
 
 /// `POST /api/v1/task-instances/{taskInstanceId}/clear` body (optional).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClearRequest {
     /// Also clear every task downstream of it (default: only this one).
@@ -773,7 +790,7 @@ pub struct ClearRequest {
 }
 
 /// `POST /api/v1/task-instances/{taskInstanceId}/mark` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MarkRequest {
     /// `SUCCESS` or `FAILED`.
@@ -781,7 +798,7 @@ pub struct MarkRequest {
 }
 
 /// What a clear or a mark of a task instance did.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskResetResponse {
     /// The task instance.
@@ -795,7 +812,7 @@ pub struct TaskResetResponse {
 }
 
 /// `POST /api/v1/dags/{dagId}/backfill` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BackfillRequest {
     /// First business date (inclusive).
@@ -815,7 +832,9 @@ pub struct BackfillRequest {
 
 /// Which business dates that already ran a backfill runs again, in place
 /// (the run keeps its id, as `rerun` does).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Reprocess {
     /// None: a date with a run is skipped.
@@ -830,7 +849,7 @@ pub enum Reprocess {
 }
 
 /// A run a backfill started.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackfillRun {
     /// Its business date.
@@ -848,7 +867,7 @@ pub struct BackfillRun {
 }
 
 /// A business date a backfill left alone, and why.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackfillSkip {
     /// The business date.
@@ -861,7 +880,7 @@ pub struct BackfillSkip {
 }
 
 /// `POST /api/v1/dags/{dagId}/backfill` answer (202; 200 for a dry run).
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackfillResponse {
     /// The DAG.
@@ -877,7 +896,7 @@ pub struct BackfillResponse {
 }
 
 /// `POST /api/v1/dags/{dagId}/canvas` body: the canvas positions the product's editor saves.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CanvasSave {
     /// The task nodes: tasks as in a DAG definition (camelCase) with
@@ -889,7 +908,7 @@ pub struct CanvasSave {
 }
 
 /// A DAG's canvas: its tasks with their positions, and the edges between them.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Canvas {
     /// The DAG.
@@ -906,7 +925,7 @@ pub struct Canvas {
 
 /// `event: task` of the live stream (`GET /api/v1/stream`): a task
 /// instance whose state changed.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskChange {
     /// Task instance id.
@@ -931,7 +950,7 @@ pub struct TaskChange {
 
 /// `event: run` of the live stream: a run that started or whose state
 /// changed.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunChange {
     /// Run id.
@@ -953,7 +972,7 @@ pub struct RunChange {
 }
 
 /// `GET /api/v1/dags/{dagId}/grid` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GridQuery {
     /// How many runs (newest first; default 25, at most 1000).
@@ -963,7 +982,7 @@ pub struct GridQuery {
 }
 
 /// A row of the grid: one of the DAG's tasks.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GridTask {
     /// Task id, or `null` for a task the DAG no longer has that shown runs
@@ -981,7 +1000,7 @@ pub struct GridTask {
 pub type GridCell = (i64, TaskStatus, i32);
 
 /// A column of the grid: one run, with a cell per task.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GridRun {
     /// Run id.
@@ -1005,7 +1024,7 @@ pub struct GridRun {
 }
 
 /// `GET /api/v1/dags/{dagId}/grid` answer: runs × tasks in one request.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Grid {
     /// The DAG.
@@ -1019,7 +1038,7 @@ pub struct Grid {
 }
 
 /// One attempt of a task instance, a bar of a run's Gantt chart.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GanttBar {
     /// Its task instance.
@@ -1039,7 +1058,7 @@ pub struct GanttBar {
 }
 
 /// `GET /api/v1/dags/instances/{instanceId}/gantt` answer.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Gantt {
     /// The run.
@@ -1053,7 +1072,7 @@ pub struct Gantt {
 }
 
 /// A run in a DAG's strip of recent runs.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecentRun {
     /// Run id.

@@ -112,7 +112,7 @@ impl From<datajump_nats::NatsError> for Error {
 }
 
 /// The JSON body of every error answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ErrorBody {
     /// Machine-readable code: `BAD_REQUEST`, `NOT_FOUND`, `CONFLICT`, …
     pub error: &'static str,

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
     DeriveActiveEnum,
     Serialize,
     Deserialize,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "lowercase")]

@@ -47,6 +47,7 @@ pub const LEASE: Duration = Duration::seconds(60);
     DeriveActiveEnum,
     Serialize,
     Deserialize,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(32))")]
 #[serde(rename_all = "snake_case")]
@@ -173,7 +174,18 @@ impl AlertConfig {
 }
 
 /// Where an alert row is in its delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, DeriveActiveEnum, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    EnumIter,
+    DeriveActiveEnum,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AlertState {

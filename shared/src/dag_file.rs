@@ -50,6 +50,7 @@ pub enum DagFileError {
     Deserialize,
     Serialize,
     Default,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "lowercase")]
@@ -119,6 +120,7 @@ pub enum Catchup {
     Deserialize,
     Serialize,
     Default,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "UPPERCASE")]

@@ -8,7 +8,17 @@ use serde::{Deserialize, Serialize};
 
 /// Where a task instance is in its life (docs/ARCHITECTURE.md, "State machine").
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -89,7 +99,17 @@ impl TaskStatus {
 
 /// Where a DAG run is in its life.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -145,7 +165,17 @@ impl RunStatus {
 
 /// What started a run (and, for executions, an attempt).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

@@ -82,7 +82,7 @@ fn operational(
 
 /// What `apply` changed; the API answers it as `changes` (camelCase), and
 /// the CLI prints it with this type's `Display`.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplyReport {
     /// The DAG's id.

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::extract::{Path, Query};
 
 /// One alert.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AlertDto {
     /// Id.

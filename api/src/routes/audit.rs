@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::extract::Query;
 
 /// One audited change.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditDto {
     /// Id, increasing with time.

@@ -35,9 +35,10 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::definition;
 use crate::dto::{
-    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagListItem,
-    DagListQuery, DagSummary, DryRunResponse, Edge, Page, PageQuery, RECENT_RUNS, RecentRun,
-    Reprocess, ScheduleDto, TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
+    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagDetail,
+    DagListItem, DagListQuery, DagSummary, DryRunResponse, Edge, Page, PageQuery, RECENT_RUNS,
+    RecentRun, Reprocess, ScheduleDto, TriggerRequest, TriggerResponse, ValidateRequest,
+    ValidateResponse,
 };
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
@@ -45,15 +46,19 @@ use crate::routes::session::CallerOf;
 
 /// A DAG's detail: its headline fields and its whole definition (tasks and
 /// schedules in the DAG file's shape, camelCase).
-pub async fn detail(state: &AppState, dag: &dag::Model) -> Result<Value> {
-    let summary =
-        serde_json::to_value(DagSummary::from(dag)).map_err(|e| Error::Internal(e.to_string()))?;
-    let mut out = summary.as_object().cloned().unwrap_or_default();
+pub async fn detail(state: &AppState, dag: &dag::Model) -> Result<DagDetail> {
+    let summary = DagSummary::from(dag);
+    let headline = serde_json::to_value(&summary).map_err(|e| Error::Internal(e.to_string()))?;
     let file = definition::load(&state.db, dag).await?;
-    for (key, value) in definition::to_response(&file) {
-        out.entry(key).or_insert(value);
-    }
-    Ok(Value::Object(out))
+    let definition = definition::to_response(&file)
+        .into_iter()
+        .filter(|(key, _)| headline.get(key).is_none())
+        .collect();
+    Ok(DagDetail {
+        dag: summary,
+        definition,
+        changes: None,
+    })
 }
 
 /// `GET /api/v1/dags?projectId=&page=&pageSize=`: a project's DAGs by id.
@@ -242,7 +247,7 @@ pub async fn create(
 pub async fn get(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
-) -> Result<AxumJson<Value>> {
+) -> Result<AxumJson<DagDetail>> {
     let dag = find_dag(&state, dag_id).await?;
     Ok(AxumJson(detail(&state, &dag).await?))
 }
@@ -253,7 +258,7 @@ pub async fn get(
 pub async fn by_name(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<AxumJson<Value>> {
+) -> Result<AxumJson<DagDetail>> {
     let dag = dag::Entity::find()
         .filter(dag::Column::Name.eq(&name))
         .one(&state.db)
@@ -301,12 +306,11 @@ pub async fn update(
 /// (parameters pasted bare into a script or SQL, which triggers and
 /// events cannot set), so a client applying over HTTP hears what `dag
 /// apply` prints.
-fn with_changes(mut detail: Value, report: ApplyReport) -> Result<Value> {
-    let changes = serde_json::to_value(report).map_err(|e| Error::Internal(e.to_string()))?;
-    if let Some(object) = detail.as_object_mut() {
-        object.insert("changes".to_owned(), changes);
-    }
-    Ok(detail)
+fn with_changes(detail: DagDetail, report: ApplyReport) -> Result<DagDetail> {
+    Ok(DagDetail {
+        changes: Some(report),
+        ..detail
+    })
 }
 
 /// The answer to a dry run.

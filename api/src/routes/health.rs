@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::AppState;
 
 /// The body of both probes.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Health {
     /// `ok` or `unavailable`.
     pub status: &'static str,

@@ -1,17 +1,21 @@
 //! `GET /api/v1/openapi.json`: an OpenAPI 3 document of the API, built from
 //! the route table ([`super::table`]) the router serves.
 //!
-//! It describes each operation's path and query parameters, whether it
-//! takes a JSON body, its success status, the shared error shape and which
-//! operations need a bearer token and which role
-//! (`x-datajump-role`: viewer, operator or admin). Bodies are described as JSON objects
-//! only: their fields are documented on the types in [`crate::dto`] and, for
-//! DAG definitions, in `docs/DAG_FORMAT.md`.
+//! It describes each operation's path and query parameters, its request
+//! and response bodies field by field, its success status, the shared error
+//! shape and which operations need a bearer token and which role
+//! (`x-datajump-role`: viewer, operator or admin). The body schemas are
+//! derived (`schemars`) from the Rust types the handlers read and write,
+//! named in the route table, so the document cannot drift from them; a DAG
+//! definition's own fields are those of `docs/DAG_FORMAT.md`, in camelCase.
 
 use axum::Json;
 use serde_json::{Map, Value, json};
 
-use super::table::{Access, Body, Endpoint, endpoints};
+use schemars::SchemaGenerator;
+use schemars::generate::SchemaSettings;
+
+use super::table::{Access, Answer, Body, Endpoint, endpoints};
 
 /// `GET /api/v1/openapi.json`: this API as an OpenAPI 3 document.
 pub async fn document() -> Json<Value> {
@@ -34,27 +38,84 @@ fn path_parameters(path: &str) -> impl Iterator<Item = &str> {
         .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
 }
 
-fn operation(endpoint: &Endpoint) -> Value {
+/// The `content` of a success answer, if it has one.
+fn answer_content(answer: Answer, generator: &mut SchemaGenerator) -> Option<Value> {
+    match answer {
+        Answer::Undeclared | Answer::Nothing => None,
+        Answer::Json(schema) => {
+            Some(json!({ "application/json": { "schema": schema(generator) } }))
+        }
+        Answer::Text => Some(json!({ "text/plain": { "schema": { "type": "string" } } })),
+        Answer::Events => Some(json!({ "text/event-stream": { "schema": { "type": "string" } } })),
+    }
+}
+
+/// Schemas of what the API writes (serialized) and of what it reads
+/// (deserialized): a field with a default is optional in a request and
+/// always present in an answer.
+struct Generators {
+    answers: SchemaGenerator,
+    requests: SchemaGenerator,
+}
+
+impl Generators {
+    fn new() -> Generators {
+        Generators {
+            answers: SchemaSettings::openapi3().for_serialize().into_generator(),
+            requests: SchemaSettings::openapi3()
+                .for_deserialize()
+                .into_generator(),
+        }
+    }
+
+    /// Every schema named, and the names whose request and answer shapes
+    /// differ (none may: they share one name in the document).
+    fn definitions(mut self) -> (Map<String, Value>, Vec<String>) {
+        let mut schemas = self.answers.take_definitions(true);
+        let mut differing = Vec::new();
+        for (name, schema) in self.requests.take_definitions(true) {
+            match schemas.get(&name) {
+                Some(answer) if *answer != schema => differing.push(name),
+                Some(_) => {}
+                None => {
+                    schemas.insert(name, schema);
+                }
+            }
+        }
+        (schemas, differing)
+    }
+}
+
+fn operation(endpoint: &Endpoint, generators: &mut Generators) -> Value {
+    let generator = &mut generators.answers;
     let mut parameters: Vec<Value> = path_parameters(endpoint.path).map(path_parameter).collect();
     parameters.extend(endpoint.query.iter().map(|name| {
         json!({ "name": name, "in": "query", "required": false, "schema": { "type": "string" } })
     }));
     let error = json!({
         "description": "An error",
-        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } },
+        "content": { "application/json": { "schema": generator.subschema_for::<crate::error::ErrorBody>() } },
     });
+    let mut success = json!({ "description": endpoint.summary });
+    if let Some(content) = answer_content(endpoint.answer, generator) {
+        success["content"] = content;
+    }
     let mut operation = json!({
         "summary": endpoint.summary,
         "parameters": parameters,
         "responses": {
-            endpoint.status.to_string(): { "description": endpoint.summary },
+            endpoint.status.to_string(): success,
             "default": error,
         },
     });
     if endpoint.body != Body::None {
+        let schema = endpoint.request.map_or_else(
+            || json!({ "type": "object" }),
+            |schema| schema(&mut generators.requests).to_value(),
+        );
         operation["requestBody"] = json!({
             "required": endpoint.body == Body::Required,
-            "content": { "application/json": { "schema": { "type": "object" } } },
+            "content": { "application/json": { "schema": schema } },
         });
     }
     // Once any token exists every route but the probes needs one whose
@@ -68,14 +129,22 @@ fn operation(endpoint: &Endpoint) -> Value {
 
 /// The OpenAPI 3 document of `endpoints`.
 pub fn build(endpoints: &[Endpoint]) -> Value {
+    let (document, _) = build_checked(endpoints);
+    document
+}
+
+/// [`build`], and the schema names whose request and answer shapes differ.
+fn build_checked(endpoints: &[Endpoint]) -> (Value, Vec<String>) {
+    let mut generators = Generators::new();
     let mut paths: Map<String, Value> = Map::new();
     for endpoint in endpoints {
         let item = paths
             .entry(endpoint.path)
             .or_insert_with(|| Value::Object(Map::new()));
-        item[endpoint.verb.openapi_name()] = operation(endpoint);
+        item[endpoint.verb.openapi_name()] = operation(endpoint, &mut generators);
     }
-    json!({
+    let (schemas, differing) = generators.definitions();
+    let document = json!({
         "openapi": "3.0.3",
         "info": {
             "title": "DataJump",
@@ -84,20 +153,11 @@ pub fn build(endpoints: &[Endpoint]) -> Value {
         },
         "paths": paths,
         "components": {
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["error", "message"],
-                    "properties": {
-                        "error": { "type": "string", "example": "NOT_FOUND" },
-                        "message": { "type": "string" },
-                        "details": { "type": "array", "items": { "type": "string" } },
-                    },
-                },
-            },
+            "schemas": schemas,
             "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } },
         },
-    })
+    });
+    (document, differing)
 }
 
 #[cfg(test)]
@@ -113,6 +173,11 @@ mod tests {
         let mut seen = HashSet::new();
         for endpoint in &endpoints {
             let verb = endpoint.verb.openapi_name();
+            assert!(
+                !matches!(endpoint.answer, Answer::Undeclared),
+                "{verb} {} does not say what it answers (answers::<T>() and kin)",
+                endpoint.path
+            );
             assert!(
                 seen.insert((verb, endpoint.path)),
                 "{verb} {} is in the route table twice",
@@ -145,5 +210,48 @@ mod tests {
             })
             .unwrap_or(0);
         assert_eq!(operations, endpoints.len(), "documented operations");
+    }
+
+    /// Every `$ref` names a schema of the document, and the bodies have
+    /// fields: a run's answer lists its task instances' fields.
+    #[test]
+    fn bodies_are_described_field_by_field() {
+        let (document, differing) = build_checked(&endpoints());
+        assert!(
+            differing.is_empty(),
+            "read and written with different shapes under one name: {differing:?}"
+        );
+        let schemas = document["components"]["schemas"]
+            .as_object()
+            .expect("schemas");
+        let text = document.to_string();
+        for reference in text.split("\"$ref\":\"").skip(1) {
+            let name = reference
+                .split('"')
+                .next()
+                .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                .unwrap_or_else(|| panic!("a $ref outside the components: {reference:.80}"));
+            assert!(
+                schemas.contains_key(name),
+                "{name} is referred to but not defined"
+            );
+        }
+        let detail = &schemas["RunDetail"];
+        let instances = &detail["properties"]["taskInstances"];
+        assert_eq!(instances["type"], "array", "{detail}");
+        let instance = &schemas["TaskInstanceDto"]["properties"];
+        for field in ["id", "status", "attempts", "startTime", "outputs"] {
+            assert!(
+                instance.get(field).is_some(),
+                "TaskInstanceDto.{field}: {instance}"
+            );
+        }
+        let trigger = &document["paths"]["/api/v1/dags/{dagId}/trigger"]["post"];
+        assert!(
+            trigger["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+                .as_str()
+                .is_some_and(|r| r.ends_with("/TriggerRequest")),
+            "{trigger}"
+        );
     }
 }

@@ -16,7 +16,7 @@ use crate::extract::Query;
 use crate::routes::session::CallerOf;
 
 /// A project.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectDto {
     /// Its id: a DAG's `projectId`.

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::extract::Json;
 
 /// `POST /api/v1/session` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignIn {
     /// An API token (`datajump token create`, or `DATAJUMP_API_TOKEN`).
@@ -27,7 +27,7 @@ pub struct SignIn {
 }
 
 /// Who the caller is, for a page deciding which buttons to offer.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDto {
     /// The token's name, or `anonymous` on an API without tokens.

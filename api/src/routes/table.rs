@@ -7,12 +7,21 @@ use axum::handler::Handler;
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use datajump_shared::access::Role;
+use serde_json::{Map, Value};
 
 use super::{
     alerts, audit, canvas, dags, events, health, openapi, projects, runners, runs, schedules,
     session, stream, tokens, views,
 };
 use crate::AppState;
+use crate::dto::{
+    BackfillRequest, BackfillResponse, Canvas, CanvasSave, ClearRequest, DagDetail, DagListItem,
+    DagSummary, EventResponse, Gantt, Grid, KillResponse, MarkRequest, Page, RerunRequest,
+    RerunResponse, RunDetail, RunDto, RunStatusDto, RunnerDto, ScheduleBody, ScheduleDisable,
+    ScheduleDto, ScheduleEnable, ScheduleUpdate, TaskInstanceDetail, TaskInstanceDto,
+    TaskResetResponse, TriggerRequest, TriggerResponse, ValidateCronRequest, ValidateCronResponse,
+    ValidateRequest, ValidateResponse,
+};
 
 /// An HTTP method the API uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +66,32 @@ pub enum Body {
     Optional,
     /// A JSON object.
     Required,
+}
+
+/// A type's JSON schema, put among a generator's definitions: how the
+/// OpenAPI document learns the fields of a body from the Rust type that
+/// reads or writes it, so the two cannot drift apart.
+pub type SchemaOf = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
+
+fn schema_of<T: schemars::JsonSchema>(
+    generator: &mut schemars::SchemaGenerator,
+) -> schemars::Schema {
+    generator.subschema_for::<T>()
+}
+
+/// What a successful answer carries.
+#[derive(Clone, Copy)]
+pub enum Answer {
+    /// Not said yet: the route table's tests refuse an endpoint left so.
+    Undeclared,
+    /// Nothing (204).
+    Nothing,
+    /// JSON of a type.
+    Json(SchemaOf),
+    /// Plain text (a log).
+    Text,
+    /// Server-Sent Events.
+    Events,
 }
 
 /// Who may call an endpoint, ordered from the most open.
@@ -128,6 +163,10 @@ pub struct Endpoint {
     pub summary: &'static str,
     /// Its JSON body.
     pub body: Body,
+    /// The type of its JSON body, when it takes one.
+    pub request: Option<SchemaOf>,
+    /// What its successful answer carries.
+    pub answer: Answer,
     /// Its query parameters.
     pub query: &'static [&'static str],
     /// The status of a successful answer.
@@ -165,6 +204,8 @@ impl Endpoint {
             path,
             summary,
             body: Body::None,
+            request: None,
+            answer: Answer::Undeclared,
             query: &[],
             status: 200,
             whole_dag: false,
@@ -172,8 +213,45 @@ impl Endpoint {
         }
     }
 
-    fn body(self, body: Body) -> Endpoint {
-        Endpoint { body, ..self }
+    /// Takes a JSON body of type `T`, required or not.
+    fn takes<T: schemars::JsonSchema>(self, body: Body) -> Endpoint {
+        Endpoint {
+            body,
+            request: Some(schema_of::<T>),
+            ..self
+        }
+    }
+
+    /// Answers JSON of type `T`.
+    fn answers<T: schemars::JsonSchema>(self) -> Endpoint {
+        Endpoint {
+            answer: Answer::Json(schema_of::<T>),
+            ..self
+        }
+    }
+
+    /// Answers with no body.
+    fn answers_nothing(self) -> Endpoint {
+        Endpoint {
+            answer: Answer::Nothing,
+            ..self
+        }
+    }
+
+    /// Answers plain text.
+    fn answers_text(self) -> Endpoint {
+        Endpoint {
+            answer: Answer::Text,
+            ..self
+        }
+    }
+
+    /// Answers a stream of Server-Sent Events.
+    fn answers_events(self) -> Endpoint {
+        Endpoint {
+            answer: Answer::Events,
+            ..self
+        }
     }
 
     fn query(self, query: &'static [&'static str]) -> Endpoint {
@@ -208,7 +286,9 @@ pub fn endpoints() -> Vec<Endpoint> {
     const OPERATOR: Access = Access::Role(Role::Operator);
     const ADMIN: Access = Access::Role(Role::Admin);
     vec![
-        Endpoint::new(Get, PUBLIC, "/healthz", "Liveness", health::healthz).scope(Unscoped),
+        Endpoint::new(Get, PUBLIC, "/healthz", "Liveness", health::healthz)
+            .scope(Unscoped)
+            .answers::<health::Health>(),
         Endpoint::new(
             Get,
             PUBLIC,
@@ -216,7 +296,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Readiness: the database and NATS answer",
             health::readyz,
         )
-        .scope(Unscoped),
+        .scope(Unscoped)
+        .answers::<health::Health>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -224,15 +305,18 @@ pub fn endpoints() -> Vec<Endpoint> {
             "This document",
             openapi::document,
         )
-        .scope(Unscoped),
+        .scope(Unscoped)
+        .answers::<Map<String, Value>>(),
         Endpoint::new(Get, VIEWER, "/api/v1/dags", "A project's DAGs", dags::list)
             .query(&["projectId", "search", "page", "pageSize"])
-            .scope(Handler),
+            .scope(Handler)
+            .answers::<Page<DagListItem>>(),
         Endpoint::new(Post, ADMIN, "/api/v1/dags", "Create a DAG", dags::create)
-            .body(Required)
+            .takes::<Map<String, Value>>(Required)
             .query(&["dryRun"])
             .status(201)
-            .scope(Handler),
+            .scope(Handler)
+            .answers::<DagDetail>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -240,7 +324,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG with its definition",
             dags::get,
         )
-        .whole_dag(),
+        .whole_dag()
+        .answers::<DagDetail>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -248,7 +333,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG by name with its definition",
             dags::by_name,
         )
-        .whole_dag(),
+        .whole_dag()
+        .answers::<DagDetail>(),
         Endpoint::new(
             Put,
             ADMIN,
@@ -256,8 +342,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Change a DAG's fields",
             dags::update,
         )
-        .body(Required)
-        .query(&["dryRun"]),
+        .takes::<Map<String, Value>>(Required)
+        .query(&["dryRun"])
+        .answers::<DagDetail>(),
         Endpoint::new(
             Delete,
             ADMIN,
@@ -265,7 +352,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Delete a DAG",
             dags::delete,
         )
-        .status(204),
+        .status(204)
+        .answers_nothing(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -273,21 +361,24 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's tasks",
             dags::tasks,
         )
-        .query(PAGE),
+        .query(PAGE)
+        .answers::<Page<Map<String, Value>>>(),
         Endpoint::new(
             Post,
             OPERATOR,
             "/api/v1/dags/{dagId}/online",
             "Let schedules fire the DAG",
             dags::online,
-        ),
+        )
+        .answers::<DagSummary>(),
         Endpoint::new(
             Post,
             OPERATOR,
             "/api/v1/dags/{dagId}/offline",
             "Stop schedules firing the DAG",
             dags::offline,
-        ),
+        )
+        .answers::<DagSummary>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -295,7 +386,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "The DAG's canvas",
             canvas::get,
         )
-        .whole_dag(),
+        .whole_dag()
+        .answers::<Canvas>(),
         Endpoint::new(
             Post,
             ADMIN,
@@ -303,7 +395,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Save the DAG's canvas",
             canvas::save,
         )
-        .body(Required),
+        .takes::<CanvasSave>(Required)
+        .answers::<Canvas>(),
         Endpoint::new(
             Post,
             VIEWER,
@@ -311,7 +404,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Check canvas edges for a cycle",
             dags::validate,
         )
-        .body(Optional),
+        .takes::<ValidateRequest>(Optional)
+        .answers::<ValidateResponse>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -319,8 +413,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Start a MANUAL run",
             dags::trigger,
         )
-        .body(Optional)
-        .status(202),
+        .takes::<TriggerRequest>(Optional)
+        .status(202)
+        .answers::<TriggerResponse>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -328,9 +423,10 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Start a run per business date (or, with dryRun, say which would run)",
             dags::backfill,
         )
-        .body(Required)
+        .takes::<BackfillRequest>(Required)
         .query(&["dryRun"])
-        .status(202),
+        .status(202)
+        .answers::<BackfillResponse>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -338,7 +434,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's runs, newest first",
             runs::list,
         )
-        .query(&["limit", "page"]),
+        .query(&["limit", "page"])
+        .answers::<Page<RunDto>>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -347,7 +444,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             views::grid,
         )
         .query(&["runs", "before"])
-        .whole_dag(),
+        .whole_dag()
+        .answers::<Grid>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -355,7 +453,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Live changes of runs and task instances (Server-Sent Events)",
             stream::changes,
         )
-        .scope(Handler),
+        .scope(Handler)
+        .answers_events(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -363,7 +462,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Task instances by business date and task",
             runs::executions,
         )
-        .query(&["bizDate", "task", "status", "page", "pageSize"]),
+        .query(&["bizDate", "task", "status", "page", "pageSize"])
+        .answers::<Page<TaskInstanceDto>>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -371,14 +471,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A run with its task instances",
             runs::get,
         )
-        .whole_dag(),
+        .whole_dag()
+        .answers::<RunDetail>(),
         Endpoint::new(
             Get,
             VIEWER,
             "/api/v1/dags/instances/{instanceId}/status",
             "A run's status",
             runs::status,
-        ),
+        )
+        .answers::<RunStatusDto>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -386,14 +488,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Every attempt of a run's task instances, for a Gantt chart",
             views::gantt,
         )
-        .whole_dag(),
+        .whole_dag()
+        .answers::<Gantt>(),
         Endpoint::new(
             Post,
             OPERATOR,
             "/api/v1/dags/instances/{instanceId}/kill",
             "Kill a run",
             runs::kill,
-        ),
+        )
+        .answers::<KillResponse>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -401,7 +505,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Run a finished run again",
             runs::rerun,
         )
-        .body(Optional),
+        .takes::<RerunRequest>(Optional)
+        .answers::<RerunResponse>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -409,14 +514,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             "The run a trigger started",
             runs::by_key,
         )
-        .whole_dag(),
+        .whole_dag()
+        .answers::<RunDetail>(),
         Endpoint::new(
             Get,
             VIEWER,
             "/api/v1/dags/task-instances/{taskInstanceId}",
             "A task instance with its attempts",
             runs::task_instance,
-        ),
+        )
+        .answers::<TaskInstanceDetail>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -424,7 +531,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A task instance's log (text)",
             runs::log,
         )
-        .query(&["attempt"]),
+        .query(&["attempt"])
+        .answers_text(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -432,14 +540,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A running attempt's log lines as they are written (Server-Sent Events)",
             stream::log,
         )
-        .query(&["attempt"]),
+        .query(&["attempt"])
+        .answers_events(),
         Endpoint::new(
             Post,
             OPERATOR,
             "/api/v1/task-instances/{taskInstanceId}/kill",
             "Kill a task instance",
             runs::kill_task,
-        ),
+        )
+        .answers::<KillResponse>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -447,7 +557,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Put a finished task instance back to PENDING",
             runs::clear_task,
         )
-        .body(Optional),
+        .takes::<ClearRequest>(Optional)
+        .answers::<TaskResetResponse>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -455,14 +566,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Mark a task instance SUCCESS or FAILED",
             runs::mark_task,
         )
-        .body(Required),
+        .takes::<MarkRequest>(Required)
+        .answers::<TaskResetResponse>(),
         Endpoint::new(
             Get,
             VIEWER,
             "/api/v1/dags/{dagId}/schedule",
             "The DAG's only schedule",
             schedules::get,
-        ),
+        )
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Put,
             ADMIN,
@@ -470,7 +583,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Set the DAG's only schedule",
             schedules::put,
         )
-        .body(Required),
+        .takes::<ScheduleUpdate>(Required)
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -478,7 +592,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Resume the DAG's only schedule",
             schedules::enable,
         )
-        .body(Optional),
+        .takes::<ScheduleEnable>(Optional)
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -486,7 +601,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Pause the DAG's only schedule",
             schedules::disable,
         )
-        .body(Optional),
+        .takes::<ScheduleDisable>(Optional)
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -494,7 +610,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's schedules",
             schedules::list,
         )
-        .query(PAGE),
+        .query(PAGE)
+        .answers::<Page<ScheduleDto>>(),
         Endpoint::new(
             Post,
             ADMIN,
@@ -502,15 +619,17 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Add a schedule",
             schedules::create,
         )
-        .body(Required)
-        .status(201),
+        .takes::<ScheduleBody>(Required)
+        .status(201)
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Get,
             VIEWER,
             "/api/v1/dags/{dagId}/schedules/{scheduleId}",
             "A schedule",
             schedules::get_one,
-        ),
+        )
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Put,
             ADMIN,
@@ -518,7 +637,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Change a schedule's fields",
             schedules::update,
         )
-        .body(Required),
+        .takes::<ScheduleBody>(Required)
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Delete,
             ADMIN,
@@ -526,21 +646,24 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Remove a schedule",
             schedules::delete_one,
         )
-        .status(204),
+        .status(204)
+        .answers_nothing(),
         Endpoint::new(
             Post,
             OPERATOR,
             "/api/v1/dags/{dagId}/schedules/{scheduleId}/enable",
             "Resume a schedule",
             schedules::enable_one,
-        ),
+        )
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Post,
             OPERATOR,
             "/api/v1/dags/{dagId}/schedules/{scheduleId}/disable",
             "Pause a schedule",
             schedules::disable_one,
-        ),
+        )
+        .answers::<ScheduleDto>(),
         Endpoint::new(
             Post,
             VIEWER,
@@ -548,8 +671,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Check a cron expression",
             schedules::validate_cron,
         )
-        .body(Required)
-        .scope(Unscoped),
+        .takes::<ValidateCronRequest>(Required)
+        .scope(Unscoped)
+        .answers::<ValidateCronResponse>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -557,8 +681,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Publish an external event",
             events::publish,
         )
-        .body(Optional)
-        .status(202),
+        .takes::<Map<String, Value>>(Optional)
+        .status(202)
+        .answers::<EventResponse>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -566,7 +691,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's alerts and their delivery, newest first",
             alerts::list,
         )
-        .query(PAGE),
+        .query(PAGE)
+        .answers::<Page<alerts::AlertDto>>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -575,7 +701,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             runners::list,
         )
         .query(PAGE)
-        .scope(Unscoped),
+        .scope(Unscoped)
+        .answers::<Page<RunnerDto>>(),
         Endpoint::new(
             Post,
             PUBLIC,
@@ -583,9 +710,10 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Sign a browser in: exchange a token for an HttpOnly session cookie",
             session::create,
         )
-        .body(Required)
+        .takes::<session::SignIn>(Required)
         .status(201)
-        .scope(Unscoped),
+        .scope(Unscoped)
+        .answers::<session::SessionDto>(),
         Endpoint::new(
             Get,
             PUBLIC,
@@ -593,7 +721,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Who the caller is: name, role, project, whether tokens are required",
             session::show,
         )
-        .scope(Unscoped),
+        .scope(Unscoped)
+        .answers::<session::SessionDto>(),
         Endpoint::new(
             Delete,
             PUBLIC,
@@ -602,7 +731,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             session::delete,
         )
         .status(204)
-        .scope(Unscoped),
+        .scope(Unscoped)
+        .answers_nothing(),
         Endpoint::new(
             Get,
             ADMIN,
@@ -610,7 +740,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Every change made, newest first: who, what, when, from where",
             audit::list,
         )
-        .query(PAGE),
+        .query(PAGE)
+        .answers::<Page<audit::AuditDto>>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -619,7 +750,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             projects::list,
         )
         .query(PAGE)
-        .scope(Handler),
+        .scope(Handler)
+        .answers::<Page<projects::ProjectDto>>(),
         Endpoint::new(
             Get,
             ADMIN,
@@ -628,7 +760,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             tokens::list,
         )
         .query(PAGE)
-        .scope(Handler),
+        .scope(Handler)
+        .answers::<Page<tokens::TokenDto>>(),
         Endpoint::new(
             Post,
             ADMIN,
@@ -636,9 +769,10 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Create a token no wider than the caller's own; shown once",
             tokens::create,
         )
-        .body(Required)
+        .takes::<tokens::NewToken>(Required)
         .status(201)
-        .scope(Handler),
+        .scope(Handler)
+        .answers::<tokens::CreatedToken>(),
         Endpoint::new(
             Delete,
             ADMIN,
@@ -647,7 +781,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             tokens::revoke,
         )
         .status(204)
-        .scope(Handler),
+        .scope(Handler)
+        .answers_nothing(),
     ]
 }
 

@@ -25,7 +25,7 @@ use crate::extract::{Json, Path, Query};
 use crate::routes::session::CallerOf;
 
 /// A token as it may be shown: everything but the token.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenDto {
     /// Its unique name.
@@ -56,7 +56,7 @@ impl From<api_token::Model> for TokenDto {
 }
 
 /// `POST /api/v1/tokens` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewToken {
     /// Letters, digits, `_`, `-` and `.`, 1-64 of them.
@@ -68,7 +68,7 @@ pub struct NewToken {
 }
 
 /// A token just created.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreatedToken {
     /// The token, shown this once: send it as `Authorization: Bearer …`.
