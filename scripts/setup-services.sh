@@ -57,3 +57,28 @@ if [ "${DATAJUMP_NEED_NEXTEST:-0}" = 1 ] && ! cargo nextest --version >/dev/null
   echo "== installing cargo-nextest (cargo install --locked cargo-nextest)"
   cargo install --locked -q cargo-nextest
 fi
+
+# The browser tests drive Debian's Chromium (browsers cannot be downloaded
+# by Playwright here).
+if [ "${DATAJUMP_NEED_BROWSER:-0}" = 1 ] && [ ! -x /usr/bin/chromium ]; then
+  echo "== installing chromium (Debian package) for the browser tests"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+# The web UI's front end (web/): its packages from the committed lockfile,
+# then its build (web/dist), which the datajump binary embeds when it is
+# compiled. Without npm the binary still builds and says at / how to get
+# the UI.
+build_web_ui() {
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "== npm not found: building datajump without its web UI (install Node.js 20+ and rerun to get it)"
+    return 0
+  fi
+  if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+    echo "== installing the web UI's packages (npm ci in web/)"
+    npm --prefix web ci --no-audit --no-fund --loglevel=error
+  fi
+  echo "== building the web UI (web/dist)"
+  npm --prefix web run --silent build
+}

@@ -3,12 +3,19 @@
 # and the end-to-end suite against real nats-server and real SQLite and
 # PostgreSQL databases — once with Debian's nats-server 2.9.10 (the oldest we
 # support) and once with the current server from PyPI — and a bounded
-# schemathesis run against the API (scripts/schemathesis.sh). Exits non-zero
+# schemathesis run against the API (scripts/schemathesis.sh), and the web UI's
+# lint, unit tests and browser tests (web/). Exits non-zero
 # if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_MARIADB=1 DATAJUMP_NEED_CURRENT_NATS=1 DATAJUMP_NEED_NEXTEST=1
+export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_MARIADB=1 DATAJUMP_NEED_CURRENT_NATS=1 DATAJUMP_NEED_NEXTEST=1 DATAJUMP_NEED_BROWSER=1
 source scripts/setup-services.sh
+
+# The front end first: the binary the tests build embeds web/dist.
+echo "== web UI: lint, unit tests, build"
+build_web_ui
+npm --prefix web run --silent lint
+npm --prefix web test --silent
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -31,6 +38,9 @@ echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
 # server version, so this second pass leaves them out.
 DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not test(/^faults::/)'
 bash scripts/schemathesis.sh
+echo "== web UI in a real browser (Playwright, Debian's chromium, against datajump up)"
+target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+DATAJUMP_BIN="$target_dir/debug/datajump" DATAJUMP_TEST_NATS_SERVER="$oldest" npm --prefix web run --silent e2e
 echo "== transition coverage (engine/src/transitions.rs)"
 cargo run -q -p datajump-tests --bin transition-coverage -- "$transitions"
 echo "== all tests passed"

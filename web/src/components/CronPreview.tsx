@@ -1,0 +1,47 @@
+import { validateCron } from '../api/endpoints';
+import { errorMessage } from '../api/client';
+import { formatZoned } from '../lib/format';
+import { useAsync, useDebounced } from '../lib/hooks';
+
+/**
+ * What a cron expression means and when it fires next, checked by the API
+ * as it is typed (debounced).
+ */
+export function CronPreview({ expression, timezone }: { expression: string; timezone?: string }) {
+  const expr = useDebounced(expression.trim(), 300);
+  const zone = useDebounced((timezone ?? '').trim(), 300);
+  const check = useAsync(expr ? JSON.stringify([expr, zone]) : null, (signal) =>
+    validateCron({ cronExpression: expr, timezone: zone || undefined, count: 5 }, { signal }),
+  );
+  if (!expr) return <div className="cron-preview muted small">Quartz (6–7 fields), Spring (6), Unix (5) or @daily.</div>;
+  const pending = check.loading || expr !== expression.trim();
+  if (check.error) {
+    return <div className="cron-preview inline-error">{errorMessage(check.error)}</div>;
+  }
+  const v = check.data;
+  if (!v) return <div className="cron-preview muted small">Checking…</div>;
+  return (
+    <div className={`cron-preview${pending ? ' stale' : ''}`} data-testid="cron-preview">
+      {v.valid ? (
+        <>
+          <div className="cron-desc">{v.description}</div>
+          {v.warning && <div className="inline-warn">{v.warning}</div>}
+          {v.nextFireTimes && v.nextFireTimes.length > 0 && (
+            <div className="small muted">
+              next ({v.timezone}):{' '}
+              {v.nextFireTimes.map((t) => (
+                <span key={t} className="mono fire" title={t}>
+                  {formatZoned(t)}
+                </span>
+              ))}
+            </div>
+          )}
+        </>
+      ) : (
+        <div className="inline-error" data-testid="cron-error">
+          {v.error ?? 'invalid expression'}
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,91 @@
+import type { ReactNode } from 'react';
+import { ApiError, errorMessage } from '../api/client';
+
+export function Loading({ label = 'Loading…' }: { label?: string }) {
+  return (
+    <div className="state state-loading" role="status">
+      <span className="spinner" aria-hidden /> {label}
+    </div>
+  );
+}
+
+/** An error answer: its message, the API's details, and a retry. */
+export function ErrorBox({ error, onRetry, title }: { error: unknown; onRetry?: () => void; title?: string }) {
+  const details = error instanceof ApiError ? error.details : [];
+  const code = error instanceof ApiError ? error.code : null;
+  return (
+    <div className="state state-error" role="alert">
+      <div className="state-error-head">
+        <strong>{title ?? 'Could not load'}</strong>
+        {code && <span className="mono muted"> {code}</span>}
+      </div>
+      <div>{errorMessage(error)}</div>
+      {details.length > 0 && (
+        <ul className="error-details">
+          {details.map((d, i) => (
+            <li key={i}>{d}</li>
+          ))}
+        </ul>
+      )}
+      {onRetry && (
+        <button type="button" className="btn btn-sm" onClick={onRetry}>
+          Retry
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** The short message of an inline error (forms, actions). */
+export function InlineError({ error }: { error: unknown }) {
+  if (!error) return null;
+  const details = error instanceof ApiError ? error.details : [];
+  return (
+    <div className="inline-error" role="alert">
+      {errorMessage(error)}
+      {details.length > 0 && (
+        <ul className="error-details">
+          {details.map((d, i) => (
+            <li key={i}>{d}</li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="state state-empty">{children}</div>;
+}
+
+/**
+ * The usual three states around `children`: loading before the first
+ * answer, the error when there is no data, else the content.
+ */
+export function Loadable<T>({
+  data,
+  error,
+  loading,
+  reload,
+  children,
+  label,
+}: {
+  data: T | undefined;
+  error: unknown;
+  loading: boolean;
+  reload?: () => void;
+  label?: string;
+  children: (data: T) => ReactNode;
+}) {
+  if (data === undefined) {
+    if (error) return <ErrorBox error={error} onRetry={reload} />;
+    if (loading) return <Loading label={label} />;
+    return null;
+  }
+  return (
+    <>
+      {error ? <ErrorBox error={error} onRetry={reload} title="Could not refresh" /> : null}
+      {children(data)}
+    </>
+  );
+}

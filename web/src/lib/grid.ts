@@ -1,0 +1,211 @@
+// The grid's data: rows are tasks, columns are runs (oldest at the left,
+// newest at the right, as Airflow draws it), one cell per task and run.
+// Built from `GET /dags/{id}/grid` answers and patched by stream events;
+// every function returns a new model (or the same one when nothing changed).
+
+import type {
+  GridCellDto,
+  GridDto,
+  GridRunDto,
+  GridTaskDto,
+  RunEvent,
+  RunStatus,
+  TaskEvent,
+  TaskStatus,
+} from '../api/types';
+
+export interface GridCell {
+  taskInstanceId: number;
+  status: TaskStatus;
+  attempts: number;
+}
+
+export interface GridRun {
+  id: number;
+  runKey: string;
+  bizDate: string;
+  status: RunStatus;
+  triggerType: string;
+  dagVersion: number;
+  startTime: string;
+  endTime: string | null;
+  /** `cells[i]` is the instance of `tasks[i]` in this run, or null. */
+  cells: Array<GridCell | null>;
+}
+
+export interface GridModel {
+  dagId: number;
+  tasks: GridTaskDto[];
+  /** Oldest first: the newest run is the last column. */
+  runs: GridRun[];
+  /** Whether older runs than the first exist. */
+  hasMore: boolean;
+}
+
+function cellOf(dto: GridCellDto | undefined): GridCell | null {
+  if (!dto) return null;
+  const [taskInstanceId, status, attempts] = dto;
+  return { taskInstanceId, status, attempts };
+}
+
+/** A run's cells laid out for `tasks`, from cells laid out for `from`. */
+function align(
+  cells: GridCellDto[],
+  from: GridTaskDto[],
+  tasks: GridTaskDto[],
+): Array<GridCell | null> {
+  if (from === tasks) return tasks.map((_, i) => cellOf(cells[i]));
+  const at = new Map(from.map((t, i) => [t.name, i]));
+  return tasks.map((t) => {
+    const i = at.get(t.name);
+    return i === undefined ? null : cellOf(cells[i]);
+  });
+}
+
+function runOf(dto: GridRunDto, from: GridTaskDto[], tasks: GridTaskDto[]): GridRun {
+  return {
+    id: dto.id,
+    runKey: dto.runKey,
+    bizDate: dto.bizDate,
+    status: dto.status,
+    triggerType: dto.triggerType,
+    dagVersion: dto.dagVersion,
+    startTime: dto.startTime,
+    endTime: dto.endTime,
+    cells: align(dto.cells, from, tasks),
+  };
+}
+
+/** The model of a grid answer (whose runs are newest first). */
+export function fromGrid(dto: GridDto): GridModel {
+  const tasks = dto.tasks;
+  return {
+    dagId: dto.dagId,
+    tasks,
+    runs: [...dto.runs].reverse().map((r) => runOf(r, tasks, tasks)),
+    hasMore: dto.hasMore,
+  };
+}
+
+/** The tasks of `a` followed by those of `b` it lacks (by name). */
+function unionTasks(a: GridTaskDto[], b: GridTaskDto[]): GridTaskDto[] {
+  const names = new Set(a.map((t) => t.name));
+  const extra = b.filter((t) => !names.has(t.name));
+  return extra.length ? [...a, ...extra] : a;
+}
+
+/** Widens every run's cells to `tasks` (which extends the runs' own). */
+function widen(runs: GridRun[], tasks: GridTaskDto[]): GridRun[] {
+  return runs.map((r) =>
+    r.cells.length === tasks.length
+      ? r
+      : { ...r, cells: [...r.cells, ...new Array<null>(tasks.length - r.cells.length).fill(null)] },
+  );
+}
+
+/** `model` with the older runs of `dto` (a `before=` page) at its left. */
+export function mergeOlder(model: GridModel, dto: GridDto): GridModel {
+  const tasks = unionTasks(model.tasks, dto.tasks);
+  const known = new Set(model.runs.map((r) => r.id));
+  const older = [...dto.runs]
+    .reverse()
+    .filter((r) => !known.has(r.id))
+    .map((r) => runOf(r, dto.tasks, tasks));
+  return {
+    ...model,
+    tasks,
+    runs: [...older, ...widen(model.runs, tasks)],
+    hasMore: dto.hasMore,
+  };
+}
+
+/** The id to pass as `before` for the next older page. */
+export function oldestRunId(model: GridModel): number | undefined {
+  return model.runs[0]?.id;
+}
+
+/** `model` with a task instance's change from the stream. */
+export function applyTaskEvent(model: GridModel, event: TaskEvent): GridModel {
+  if (event.dagId !== model.dagId) return model;
+  const r = model.runs.findIndex((run) => run.id === event.runId);
+  if (r < 0) return model;
+  let tasks = model.tasks;
+  let runs = model.runs;
+  let t = tasks.findIndex((task) => task.name === event.taskName);
+  if (t < 0) {
+    // A task the grid has no row for (the DAG changed): give it one.
+    tasks = [...tasks, { id: event.taskId, name: event.taskName, taskType: null, upstream: [] }];
+    runs = widen(runs, tasks);
+    t = tasks.length - 1;
+  }
+  const run = runs[r]!;
+  const old = run.cells[t];
+  if (
+    old &&
+    old.taskInstanceId === event.id &&
+    old.status === event.status &&
+    old.attempts === event.attempts
+  ) {
+    return model;
+  }
+  const cells = [...run.cells];
+  cells[t] = { taskInstanceId: event.id, status: event.status, attempts: event.attempts };
+  const next = [...runs];
+  next[r] = { ...run, cells };
+  return { ...model, tasks, runs: next };
+}
+
+/**
+ * `model` with a run's change from the stream: a known run takes its new
+ * status and times; a new run of this DAG becomes a column in id order.
+ */
+export function applyRunEvent(model: GridModel, event: RunEvent): GridModel {
+  if (event.dagId !== model.dagId) return model;
+  const r = model.runs.findIndex((run) => run.id === event.id);
+  if (r >= 0) {
+    const run = model.runs[r]!;
+    if (
+      run.status === event.status &&
+      run.endTime === event.endTime &&
+      run.startTime === event.startTime
+    ) {
+      return model;
+    }
+    const runs = [...model.runs];
+    runs[r] = {
+      ...run,
+      status: event.status,
+      startTime: event.startTime,
+      endTime: event.endTime,
+      bizDate: event.bizDate,
+    };
+    return { ...model, runs };
+  }
+  const oldest = model.runs[0];
+  // A run older than the first column belongs to a page not loaded.
+  if (oldest && event.id < oldest.id && model.hasMore) return model;
+  const fresh: GridRun = {
+    id: event.id,
+    runKey: event.runKey,
+    bizDate: event.bizDate,
+    status: event.status,
+    triggerType: event.triggerType,
+    dagVersion: 0,
+    startTime: event.startTime,
+    endTime: event.endTime,
+    cells: model.tasks.map(() => null),
+  };
+  const runs = [...model.runs, fresh].sort((a, b) => a.id - b.id);
+  return { ...model, runs };
+}
+
+/** The longest run duration in ms (for the header bars' scale). */
+export function longestRunMs(model: GridModel, now: number): number {
+  let longest = 0;
+  for (const run of model.runs) {
+    const start = Date.parse(run.startTime);
+    const end = run.endTime ? Date.parse(run.endTime) : now;
+    if (!Number.isNaN(start) && !Number.isNaN(end)) longest = Math.max(longest, end - start);
+  }
+  return longest;
+}

@@ -1,0 +1,95 @@
+// Status colours: one palette for every status of a task instance or a
+// run, used by squares, badges, graph nodes and Gantt bars alike.
+
+import type { RunStatus, TaskStatus } from '../api/types';
+
+/** A task or run status, `WAITING`, or `NONE` (no instance: not started). */
+export type AnyStatus = TaskStatus | RunStatus | 'WAITING' | 'NONE';
+
+export interface StatusStyle {
+  /** Fill colour. */
+  fill: string;
+  /** Border colour. */
+  border: string;
+  /** Text colour on the fill. */
+  text: string;
+  /** Words for people. */
+  label: string;
+  /** Drawn as an outline (nothing happened yet) rather than filled. */
+  outline: boolean;
+}
+
+const solid = (fill: string, label: string, text = '#ffffff'): StatusStyle => ({
+  fill,
+  border: fill,
+  text,
+  label,
+  outline: false,
+});
+
+const outline = (fill: string, border: string, label: string): StatusStyle => ({
+  fill,
+  border,
+  text: '#4b5563',
+  label,
+  outline: true,
+});
+
+export const STATUS_STYLES: Record<AnyStatus, StatusStyle> = {
+  SUCCESS: solid('#1e9e52', 'success'),
+  FAILED: solid('#d92d20', 'failed'),
+  RUNNING: solid('#2563eb', 'running'),
+  QUEUED: solid('#8a9bb8', 'queued'),
+  WAITING: solid('#e0a526', 'waiting', '#3b2a00'),
+  UP_FOR_RETRY: solid('#f0b429', 'up for retry', '#3b2a00'),
+  KILLED: solid('#7a2048', 'killed'),
+  TIMEOUT: solid('#f07a10', 'timeout'),
+  SKIPPED: solid('#c9ced6', 'skipped', '#374151'),
+  UPSTREAM_FAILED: solid('#f5b58d', 'upstream failed', '#5c2a0b'),
+  PENDING: outline('#eef1f6', '#a9b4c4', 'pending'),
+  CREATED: outline('#f4f5f7', '#c3cad5', 'created'),
+  NONE: outline('transparent', '#c3cad5', 'no status'),
+};
+
+/** The known status of `status`, or `NONE`. */
+export function normalizeStatus(status: string | null | undefined): AnyStatus {
+  return status && status in STATUS_STYLES ? (status as AnyStatus) : 'NONE';
+}
+
+export function statusStyle(status: string | null | undefined): StatusStyle {
+  return STATUS_STYLES[normalizeStatus(status)];
+}
+
+/** The fill colour of a status. */
+export function statusColor(status: string | null | undefined): string {
+  return statusStyle(status).fill;
+}
+
+/** The CSS class of a status (`st-up_for_retry`): RUNNING is animated by it. */
+export function statusClass(status: string | null | undefined): string {
+  return `st-${normalizeStatus(status).toLowerCase()}`;
+}
+
+const TERMINAL_TASK: ReadonlySet<string> = new Set([
+  'SUCCESS',
+  'FAILED',
+  'TIMEOUT',
+  'KILLED',
+  'SKIPPED',
+  'UPSTREAM_FAILED',
+]);
+
+/** Whether a task instance has ended its life in its run. */
+export function isTerminalTask(status: string | null | undefined): boolean {
+  return !!status && TERMINAL_TASK.has(status);
+}
+
+/** Whether a run is over (not QUEUED or RUNNING). */
+export function isTerminalRun(status: string | null | undefined): boolean {
+  return !!status && status !== 'QUEUED' && status !== 'RUNNING';
+}
+
+/** Whether a run or task status counts as a failure. */
+export function isFailure(status: string | null | undefined): boolean {
+  return status === 'FAILED' || status === 'TIMEOUT' || status === 'UPSTREAM_FAILED';
+}

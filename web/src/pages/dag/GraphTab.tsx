@@ -1,0 +1,118 @@
+import { useMemo } from 'react';
+import { Link, useNavigate } from 'react-router';
+import { getCanvas, getRun, listRuns } from '../../api/endpoints';
+import type { RunDto } from '../../api/types';
+import { DagGraph } from '../../components/DagGraph';
+import { StatusBadge } from '../../components/Status';
+import { ErrorBox, Loading } from '../../components/States';
+import { formatTime } from '../../lib/format';
+import { useAsync } from '../../lib/hooks';
+import { useStream } from '../../live/stream';
+import { graphTasks, patchInstances, runStates } from './graphData';
+
+export function GraphTab({
+  dagId,
+  selectedRun,
+  onSelectRun,
+}: {
+  dagId: number;
+  selectedRun: number | null;
+  onSelectRun: (id: number | null) => void;
+}) {
+  const navigate = useNavigate();
+  const canvas = useAsync(`canvas:${dagId}`, (signal) => getCanvas(dagId, { signal }));
+  const runs = useAsync(`runs:${dagId}`, (signal) => listRuns(dagId, 1, 25, { signal }));
+  // The chosen run, else the latest.
+  const runId = selectedRun ?? runs.data?.items[0]?.id ?? null;
+  const run = useAsync(runId ? `run:${runId}` : null, (signal) => getRun(runId!, { signal }));
+
+  useStream({
+    onTask: (event) => {
+      if (event.runId === runId) run.setData((r) => patchInstances(r, event));
+    },
+    onRun: (event) => {
+      if (event.dagId !== dagId) return;
+      runs.setData((page) => {
+        const at = page.items.findIndex((r) => r.id === event.id);
+        if (at >= 0) {
+          const items = [...page.items];
+          items[at] = { ...items[at]!, status: event.status, endTime: event.endTime };
+          return { ...page, items };
+        }
+        const fresh: RunDto = {
+          id: event.id,
+          dagId: event.dagId,
+          dagVersion: 0,
+          runKey: event.runKey,
+          scheduleId: null,
+          triggerType: event.triggerType,
+          bizDate: event.bizDate,
+          scheduleTime: event.startTime,
+          status: event.status,
+          runParams: null,
+          startTime: event.startTime,
+          endTime: event.endTime,
+        };
+        return { ...page, items: [fresh, ...page.items].slice(0, 25), total: page.total + 1 };
+      });
+      if (event.id === runId) run.setData((r) => ({ ...r, status: event.status, endTime: event.endTime }));
+    },
+    onReconnect: () => {
+      canvas.reload();
+      runs.reload();
+      run.reload();
+    },
+  });
+
+  const tasks = useMemo(() => (canvas.data ? graphTasks(canvas.data, run.data) : []), [canvas.data, run.data]);
+  const states = useMemo(() => (run.data ? runStates(run.data.taskInstances) : undefined), [run.data]);
+
+  if (!canvas.data) {
+    return canvas.error ? <ErrorBox error={canvas.error} onRetry={canvas.reload} /> : <Loading label="Loading graph…" />;
+  }
+  const runItems = runs.data?.items ?? [];
+  const shownInList = runItems.some((r) => r.id === selectedRun);
+  return (
+    <div>
+      <div className="toolbar">
+        <label className="field-inline">
+          <span>Coloured by run</span>
+          <select
+            className="input"
+            value={selectedRun ?? ''}
+            onChange={(e) => onSelectRun(e.target.value ? Number(e.target.value) : null)}
+            data-testid="graph-run-select"
+          >
+            {runItems.length === 0 && <option value="">no runs yet</option>}
+            {selectedRun && !shownInList && <option value={selectedRun}>run #{selectedRun}</option>}
+            {runItems.map((r, i) => (
+              <option key={r.id} value={i === 0 && selectedRun !== r.id ? '' : r.id}>
+                {r.bizDate} · {r.status} · {r.triggerType} · #{r.id}
+                {i === 0 ? ' (latest)' : ''}
+              </option>
+            ))}
+          </select>
+        </label>
+        {run.data && (
+          <>
+            <StatusBadge status={run.data.status} />
+            <span className="muted small">started {formatTime(run.data.startTime)}</span>
+            <Link to={`/runs/${run.data.id}`} className="small">
+              Open run #{run.data.id} →
+            </Link>
+          </>
+        )}
+        {run.error ? <span className="inline-error">{String((run.error as Error).message)}</span> : null}
+        <div className="spacer" />
+        <span className="muted small">Click a task to open its instance.</span>
+      </div>
+      <DagGraph
+        tasks={tasks}
+        edges={canvas.data.edges}
+        states={states}
+        height="calc(100vh - 250px)"
+        onOpen={(id) => navigate(`/task-instances/${id}`)}
+      />
+    </div>
+  );
+}

@@ -1,0 +1,392 @@
+// Airflow's grid: a row per task, a column per run (newest at the right),
+// a bar per run whose height is its duration, a square per cell. Rows and
+// columns are windowed, so a thousand runs of fifty tasks draw only what is
+// on screen.
+
+import { memo, useLayoutEffect, useMemo, useRef, useState, type MouseEvent } from 'react';
+import { Link, useNavigate } from 'react-router';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { errorMessage } from '../../api/client';
+import { getGrid } from '../../api/endpoints';
+import { StatusBadge } from '../../components/Status';
+import { Empty, ErrorBox, Loading } from '../../components/States';
+import { durationMs, formatDuration, formatTime } from '../../lib/format';
+import {
+  applyRunEvent,
+  applyTaskEvent,
+  fromGrid,
+  longestRunMs,
+  mergeOlder,
+  oldestRunId,
+  type GridModel,
+  type GridRun,
+} from '../../lib/grid';
+import { useAsync, useNow } from '../../lib/hooks';
+import { isTerminalRun, normalizeStatus, STATUS_STYLES, statusClass, statusStyle } from '../../lib/status';
+import { useStream } from '../../live/stream';
+
+const COL_W = 18;
+const CELL = 14;
+const ROW_H = 22;
+const NAME_W = 220;
+const HEADER_H = 72;
+const BAR_MAX = 56;
+
+const SIZES = [25, 50, 100] as const;
+const ROW_BLOCK = 40;
+
+/** One run's cells for rows `rowFrom`..`rowTo`; redrawn only when they change. */
+const GridColumn = memo(function GridColumn({
+  run,
+  tasks,
+  left,
+  rowFrom,
+  rowTo,
+}: {
+  run: GridRun;
+  tasks: GridModel['tasks'];
+  left: number;
+  rowFrom: number;
+  rowTo: number;
+}) {
+  const out = [];
+  for (let i = rowFrom; i < rowTo; i++) {
+    const task = tasks[i];
+    if (!task) break;
+    const cell = run.cells[i] ?? null;
+    const top = HEADER_H + i * ROW_H + (ROW_H - CELL) / 2;
+    if (!cell) {
+      out.push(
+        <span
+          key={i}
+          className="cell cell-none"
+          style={{ top }}
+          data-testid="grid-cell"
+          data-task={task.name}
+          data-run-id={run.id}
+          data-status="NONE"
+          title={`${task.name} · ${run.bizDate}: no instance`}
+        />,
+      );
+      continue;
+    }
+    const s = statusStyle(cell.status);
+    out.push(
+      <a
+        key={i}
+        href={`/task-instances/${cell.taskInstanceId}`}
+        className={`cell ${statusClass(cell.status)}`}
+        style={{ top, background: s.fill, borderColor: s.border }}
+        data-ti={cell.taskInstanceId}
+        data-testid="grid-cell"
+        data-task={task.name}
+        data-run-id={run.id}
+        data-status={normalizeStatus(cell.status)}
+        title={`${task.name} · ${run.bizDate} · ${s.label}${cell.attempts > 1 ? ` · ${cell.attempts} attempts` : ''}`}
+      />,
+    );
+  }
+  return (
+    <div className="grid-col" style={{ left: left + (COL_W - CELL) / 2 }}>
+      {out}
+    </div>
+  );
+});
+
+export function GridTab({
+  dagId,
+  selectedRun,
+  onSelectRun,
+}: {
+  dagId: number;
+  selectedRun: number | null;
+  onSelectRun: (id: number | null) => void;
+}) {
+  const [size, setSize] = useState<number>(25);
+  const grid = useAsync(`grid:${dagId}:${size}`, (signal) => getGrid(dagId, size, undefined, { signal }).then(fromGrid));
+  const [older, setOlder] = useState<{ busy: boolean; error: unknown }>({ busy: false, error: null });
+
+  useStream({
+    onTask: (event) => {
+      if (event.dagId === dagId) grid.setData((m) => applyTaskEvent(m, event));
+    },
+    onRun: (event) => {
+      if (event.dagId === dagId) grid.setData((m) => applyRunEvent(m, event));
+    },
+    onReconnect: () => grid.reload(),
+  });
+
+  const loadOlder = async () => {
+    const model = grid.data;
+    if (!model) return;
+    setOlder({ busy: true, error: null });
+    try {
+      const dto = await getGrid(dagId, size, oldestRunId(model));
+      grid.setData((m) => mergeOlder(m, dto));
+      setOlder({ busy: false, error: null });
+    } catch (e) {
+      setOlder({ busy: false, error: e });
+    }
+  };
+
+  if (!grid.data) {
+    return grid.error ? <ErrorBox error={grid.error} onRetry={grid.reload} /> : <Loading label="Loading grid…" />;
+  }
+  const model = grid.data;
+  const selected = model.runs.find((r) => r.id === selectedRun) ?? null;
+  return (
+    <div className="grid-layout">
+      <div className="grid-main">
+        <div className="toolbar">
+          <span className="muted small">
+            {model.runs.length} runs · {model.tasks.length} tasks
+          </span>
+          <label className="field-inline">
+            <span>Runs per page</span>
+            <select className="input input-sm" value={size} onChange={(e) => setSize(Number(e.target.value))}>
+              {SIZES.map((n) => (
+                <option key={n} value={n}>
+                  {n}
+                </option>
+              ))}
+            </select>
+          </label>
+          {model.hasMore && (
+            <button type="button" className="btn btn-sm" disabled={older.busy} onClick={loadOlder} data-testid="grid-load-older">
+              {older.busy ? 'Loading…' : '‹ Load older runs'}
+            </button>
+          )}
+          {older.error ? <span className="inline-error">{errorMessage(older.error)}</span> : null}
+          {grid.error ? <span className="inline-error">refresh failed: {errorMessage(grid.error)}</span> : null}
+        </div>
+        {model.tasks.length === 0 ? (
+          <Empty>This DAG has no tasks.</Empty>
+        ) : model.runs.length === 0 ? (
+          <Empty>No runs yet. Trigger one, or wait for its schedule.</Empty>
+        ) : (
+          <GridView model={model} selectedRun={selectedRun} onSelectRun={onSelectRun} />
+        )}
+      </div>
+      <RunPanel run={selected} model={model} onClose={() => onSelectRun(null)} />
+    </div>
+  );
+}
+
+function GridView({
+  model,
+  selectedRun,
+  onSelectRun,
+}: {
+  model: GridModel;
+  selectedRun: number | null;
+  onSelectRun: (id: number | null) => void;
+}) {
+  const navigate = useNavigate();
+  const scroller = useRef<HTMLDivElement>(null);
+  const anyRunning = model.runs.some((r) => !isTerminalRun(r.status));
+  const now = useNow(5000, anyRunning);
+  const longest = useMemo(() => Math.max(1, longestRunMs(model, now)), [model, now]);
+
+  // eslint-disable-next-line react-hooks/incompatible-library -- the virtualizer's functions are read during render on purpose
+  const cols = useVirtualizer({
+    horizontal: true,
+    count: model.runs.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => COL_W,
+    paddingStart: NAME_W,
+    paddingEnd: 8,
+    overscan: 8,
+  });
+  const rows = useVirtualizer({
+    count: model.tasks.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => ROW_H,
+    paddingStart: HEADER_H,
+    paddingEnd: 4,
+    overscan: 6,
+  });
+
+  // Keep the newest runs in view: at first, and whenever the view was at
+  // the right edge when runs were added; older runs added at the left keep
+  // the columns shown where they were.
+  const view = useRef<{ first: number | null; width: number; left: number; atEnd: boolean }>({
+    first: null,
+    width: 0,
+    left: 0,
+    atEnd: true,
+  });
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const prev = view.current;
+    const first = model.runs[0]?.id ?? null;
+    const width = el.scrollWidth;
+    if (prev.atEnd) {
+      el.scrollLeft = width;
+    } else if (prev.first !== null && first !== prev.first) {
+      el.scrollLeft = prev.left + (width - prev.width);
+    }
+    view.current = { first, width, left: el.scrollLeft, atEnd: el.scrollLeft + el.clientWidth >= width - 4 };
+  }, [model.runs]);
+  const onScroll = () => {
+    const el = scroller.current;
+    if (!el) return;
+    view.current = {
+      ...view.current,
+      width: el.scrollWidth,
+      left: el.scrollLeft,
+      atEnd: el.scrollLeft + el.clientWidth >= el.scrollWidth - 4,
+    };
+  };
+
+  const onClick = (e: MouseEvent) => {
+    const target = (e.target as HTMLElement).closest<HTMLElement>('[data-ti]');
+    if (target?.dataset.ti) {
+      e.preventDefault();
+      navigate(`/task-instances/${target.dataset.ti}`);
+    }
+  };
+
+  const totalW = cols.getTotalSize();
+  const totalH = rows.getTotalSize();
+  const vCols = cols.getVirtualItems();
+  const vRows = rows.getVirtualItems();
+  // Rows are drawn in blocks, so columns re-render only when a block
+  // boundary is crossed, not on every pixel of vertical scrolling.
+  const firstRow = vRows[0]?.index ?? 0;
+  const lastRow = vRows[vRows.length - 1]?.index ?? -1;
+  const rowFrom = Math.floor(firstRow / ROW_BLOCK) * ROW_BLOCK;
+  const rowTo = Math.min(model.tasks.length, (Math.floor(lastRow / ROW_BLOCK) + 1) * ROW_BLOCK);
+  const selectedIndex = selectedRun === null ? -1 : model.runs.findIndex((r) => r.id === selectedRun);
+
+  return (
+    <div
+      className="grid-scroll"
+      ref={scroller}
+      onScroll={onScroll}
+      onClick={onClick}
+      style={{ maxHeight: 'calc(100vh - 250px)', height: totalH + 2 }}
+      data-testid="grid"
+    >
+      <div className="grid-inner" style={{ width: totalW, height: totalH }}>
+        <div className="grid-header" style={{ width: totalW, height: HEADER_H }}>
+          <div className="grid-corner" style={{ width: NAME_W, height: HEADER_H }}>
+            <span className="muted small">task \ run</span>
+          </div>
+          {vCols.map((c) => {
+            const run = model.runs[c.index]!;
+            const ms = durationMs(run.startTime, run.endTime, now) ?? 0;
+            const h = Math.max(4, Math.round((ms / longest) * BAR_MAX));
+            const s = statusStyle(run.status);
+            return (
+              <button
+                type="button"
+                key={run.id}
+                className={`run-col${run.id === selectedRun ? ' selected' : ''}`}
+                style={{ left: c.start, width: COL_W, height: HEADER_H }}
+                title={`${run.bizDate} · ${run.status} · ${run.triggerType} · ${formatDuration(ms)} · #${run.id}`}
+                onClick={() => onSelectRun(run.id === selectedRun ? null : run.id)}
+                data-testid="grid-run"
+                data-run-id={run.id}
+                data-status={normalizeStatus(run.status)}
+              >
+                <span className={`run-bar ${statusClass(run.status)}`} style={{ height: h, background: s.fill, borderColor: s.border }} />
+              </button>
+            );
+          })}
+        </div>
+        <div className="grid-names" style={{ width: NAME_W, height: totalH - HEADER_H }}>
+          {vRows.map((r) => {
+            const task = model.tasks[r.index]!;
+            return (
+              <div key={task.name} className="grid-name" style={{ top: r.start - HEADER_H, height: ROW_H }} title={task.upstream.length ? `after ${task.upstream.join(', ')}` : 'no upstream'}>
+                <span className="ellipsis">{task.name}</span>
+                {task.taskType && <span className="type-tag">{task.taskType}</span>}
+              </div>
+            );
+          })}
+        </div>
+        {selectedIndex >= 0 && (
+          <div className="grid-stripe" style={{ left: NAME_W + selectedIndex * COL_W, width: COL_W, top: HEADER_H, height: totalH - HEADER_H }} />
+        )}
+        {vCols.map((c) => (
+          <GridColumn
+            key={model.runs[c.index]!.id}
+            run={model.runs[c.index]!}
+            tasks={model.tasks}
+            left={c.start}
+            rowFrom={rowFrom}
+            rowTo={rowTo}
+          />
+        ))}
+      </div>
+    </div>
+  );
+}
+
+function RunPanel({ run, model, onClose }: { run: GridRun | null; model: GridModel; onClose: () => void }) {
+  const now = useNow(5000, !!run && !isTerminalRun(run.status));
+  if (!run) {
+    return (
+      <aside className="side-panel">
+        <h3>Legend</h3>
+        <ul className="legend">
+          {(['SUCCESS', 'FAILED', 'RUNNING', 'QUEUED', 'UP_FOR_RETRY', 'TIMEOUT', 'KILLED', 'UPSTREAM_FAILED', 'SKIPPED', 'PENDING', 'NONE'] as const).map((st) => (
+            <li key={st}>
+              <span className={`sq ${statusClass(st)}`} style={{ background: STATUS_STYLES[st].fill, borderColor: STATUS_STYLES[st].border }} />
+              {STATUS_STYLES[st].label}
+            </li>
+          ))}
+        </ul>
+        <p className="muted small">Click a run's bar to see it here; click a square to open that task instance.</p>
+      </aside>
+    );
+  }
+  const counts = new Map<string, number>();
+  for (const c of run.cells) {
+    if (c) counts.set(c.status, (counts.get(c.status) ?? 0) + 1);
+  }
+  return (
+    <aside className="side-panel" data-testid="grid-run-panel">
+      <div className="side-head">
+        <h3>Run #{run.id}</h3>
+        <button type="button" className="btn-icon" onClick={onClose} aria-label="Close">
+          ×
+        </button>
+      </div>
+      <StatusBadge status={run.status} />
+      <dl className="kv">
+        <dt>Business date</dt>
+        <dd>{run.bizDate}</dd>
+        <dt>Run key</dt>
+        <dd className="mono small break">{run.runKey}</dd>
+        <dt>Trigger</dt>
+        <dd>{run.triggerType}</dd>
+        {run.dagVersion > 0 && (
+          <>
+            <dt>DAG version</dt>
+            <dd>v{run.dagVersion}</dd>
+          </>
+        )}
+        <dt>Started</dt>
+        <dd>{formatTime(run.startTime)}</dd>
+        <dt>Ended</dt>
+        <dd>{formatTime(run.endTime)}</dd>
+        <dt>Duration</dt>
+        <dd>{formatDuration(durationMs(run.startTime, run.endTime, now))}</dd>
+      </dl>
+      <div className="counts">
+        {[...counts.entries()].map(([st, n]) => (
+          <span key={st} className="count-chip">
+            <span className={`sq ${statusClass(st)}`} style={{ background: statusStyle(st).fill, borderColor: statusStyle(st).border }} />
+            {n} {statusStyle(st).label}
+          </span>
+        ))}
+        {counts.size === 0 && <span className="muted small">no task instances yet ({model.tasks.length} tasks)</span>}
+      </div>
+      <Link to={`/runs/${run.id}`} className="btn btn-block" data-testid="open-run">
+        Open run →
+      </Link>
+    </aside>
+  );
+}

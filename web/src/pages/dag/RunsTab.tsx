@@ -1,0 +1,95 @@
+import { useState } from 'react';
+import { Link } from 'react-router';
+import { listRuns } from '../../api/endpoints';
+import type { RunDto } from '../../api/types';
+import { Pager } from '../../components/Pager';
+import { StatusBadge } from '../../components/Status';
+import { Empty, ErrorBox, Loading } from '../../components/States';
+import { durationMs, formatDuration, formatTime } from '../../lib/format';
+import { useAsync, useNow } from '../../lib/hooks';
+import { isTerminalRun } from '../../lib/status';
+import { useStream } from '../../live/stream';
+
+const LIMIT = 50;
+
+export function RunsTab({ dagId }: { dagId: number }) {
+  const [page, setPage] = useState(1);
+  const runs = useAsync(`runs:${dagId}:${page}`, (signal) => listRuns(dagId, page, LIMIT, { signal }));
+  const anyRunning = runs.data?.items.some((r) => !isTerminalRun(r.status)) ?? false;
+  const now = useNow(1000, anyRunning);
+
+  useStream({
+    onRun: (event) => {
+      if (event.dagId !== dagId) return;
+      runs.setData((data) => {
+        const at = data.items.findIndex((r) => r.id === event.id);
+        if (at >= 0) {
+          const items = [...data.items];
+          items[at] = { ...items[at]!, status: event.status, startTime: event.startTime, endTime: event.endTime };
+          return { ...data, items };
+        }
+        if (page !== 1) return { ...data, total: data.total + 1 };
+        const fresh: RunDto = {
+          id: event.id,
+          dagId,
+          dagVersion: 0,
+          runKey: event.runKey,
+          scheduleId: null,
+          triggerType: event.triggerType,
+          bizDate: event.bizDate,
+          scheduleTime: event.startTime,
+          status: event.status,
+          runParams: null,
+          startTime: event.startTime,
+          endTime: event.endTime,
+        };
+        return { ...data, items: [fresh, ...data.items].slice(0, LIMIT), total: data.total + 1 };
+      });
+    },
+    onReconnect: () => runs.reload(),
+  });
+
+  if (!runs.data) {
+    return runs.error ? <ErrorBox error={runs.error} onRetry={runs.reload} /> : <Loading label="Loading runs…" />;
+  }
+  if (runs.data.items.length === 0) return <Empty>No runs yet.</Empty>;
+  return (
+    <div>
+      <table className="table" data-testid="runs-table">
+        <thead>
+          <tr>
+            <th>Run</th>
+            <th>Status</th>
+            <th>Business date</th>
+            <th>Trigger</th>
+            <th>Run key</th>
+            <th>Started</th>
+            <th className="num">Duration</th>
+            <th className="num">DAG version</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.data.items.map((r) => (
+            <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
+              <td className="mono">
+                <Link to={`/runs/${r.id}`}>#{r.id}</Link>
+              </td>
+              <td>
+                <StatusBadge status={r.status} />
+              </td>
+              <td className="mono">{r.bizDate}</td>
+              <td>{r.triggerType}</td>
+              <td className="mono small ellipsis max-w-260" title={r.runKey}>
+                {r.runKey}
+              </td>
+              <td className="mono small">{formatTime(r.startTime)}</td>
+              <td className="num mono small">{formatDuration(durationMs(r.startTime, r.endTime, now))}</td>
+              <td className="num">{r.dagVersion > 0 ? `v${r.dagVersion}` : '—'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <Pager page={page} pageSize={LIMIT} total={runs.data.total} onPage={setPage} />
+    </div>
+  );
+}

@@ -1,0 +1,44 @@
+import { Link, useParams } from 'react-router';
+import { getCanvas, getDag } from '../../api/endpoints';
+import { useCan } from '../../auth/session';
+import { ErrorBox, Loading } from '../../components/States';
+import { useAsync } from '../../lib/hooks';
+import { Editor } from './Editor';
+
+/** `/dags/new` and `/dags/:dagId/edit`. */
+export function CanvasEditorPage() {
+  const param = useParams().dagId;
+  const dagId = param ? Number(param) : null;
+  const allowed = useCan('editDag');
+  const dag = useAsync(allowed && dagId ? `dag:${dagId}` : null, (signal) => getDag(dagId!, { signal }));
+  const canvas = useAsync(allowed && dagId ? `canvas:${dagId}` : null, (signal) => getCanvas(dagId!, { signal }));
+
+  if (!allowed) {
+    return (
+      <div className="page">
+        <ErrorBox title="Not allowed" error={new Error('Editing DAGs needs the admin role.')} />
+        {dagId && <Link to={`/dags/${dagId}`}>Back to the DAG</Link>}
+      </div>
+    );
+  }
+  if (dagId === null) return <Editor key="new" dag={null} canvas={null} />;
+  if (!dag.data || !canvas.data) {
+    const error = dag.error ?? canvas.error;
+    return (
+      <div className="page">
+        {error ? (
+          <ErrorBox
+            error={error}
+            onRetry={() => {
+              dag.reload();
+              canvas.reload();
+            }}
+          />
+        ) : (
+          <Loading label="Loading the canvas…" />
+        )}
+      </div>
+    );
+  }
+  return <Editor key={dagId} dag={dag.data} canvas={canvas.data} />;
+}

@@ -1,0 +1,435 @@
+// The canvas editor: tasks as nodes, dependencies as edges drawn between
+// handles, a side panel for the selected task, and Save.
+
+import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { Link, useNavigate } from 'react-router';
+import {
+  addEdge,
+  Background,
+  Controls,
+  Handle,
+  MarkerType,
+  Position,
+  ReactFlow,
+  ReactFlowProvider,
+  useEdgesState,
+  useNodesState,
+  useReactFlow,
+  type Connection,
+  type Edge as FlowEdge,
+  type Node,
+  type NodeProps,
+} from '@xyflow/react';
+import { createDag, saveCanvas } from '../../api/endpoints';
+import type { Canvas, DagDetail, TaskDef } from '../../api/types';
+import { layoutDag, NODE_HEIGHT, NODE_WIDTH, positionsFor } from '../../lib/layout';
+import {
+  apiProblems,
+  canvasBody,
+  definitionBody,
+  localProblems,
+  newTask,
+  taskOfListed,
+  typeOf,
+  uniqueName,
+  type EditorEdge,
+  type EditorNode,
+  type Problem,
+} from './canvasModel';
+import { TaskPanel } from './TaskPanel';
+
+type NodeData = { task: TaskDef; flagged: boolean };
+type TaskNode = Node<NodeData, 'edit'>;
+
+const TYPE_COLOR: Record<string, string> = {
+  SHELL: '#475569',
+  PYTHON: '#2563eb',
+  SQL: '#7c3aed',
+  HTTP: '#0f766e',
+};
+
+const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>) {
+  const type = typeOf(data.task);
+  return (
+    <div
+      className={`enode${selected ? ' selected' : ''}${data.flagged ? ' flagged' : ''}`}
+      data-testid="canvas-node"
+      data-task={data.task.name}
+    >
+      <Handle type="target" position={Position.Left} className="ehandle" />
+      <span className="enode-type" style={{ background: TYPE_COLOR[type] }}>
+        {type}
+      </span>
+      <span className="enode-name">{data.task.name || <em className="muted">unnamed</em>}</span>
+      {data.flagged && (
+        <span className="enode-flag" title="See the problems">
+          !
+        </span>
+      )}
+      <Handle type="source" position={Position.Right} className="ehandle" />
+    </div>
+  );
+});
+
+const nodeTypes = { edit: EditNode };
+const marker = { type: MarkerType.ArrowClosed, color: '#64748b', width: 16, height: 16 };
+const edgeId = (source: string, target: string) => `e:${source}->${target}`;
+
+function initialGraph(canvas: Canvas | null): { nodes: TaskNode[]; edges: FlowEdge[] } {
+  if (!canvas) return { nodes: [], edges: [] };
+  const idOf = new Map(canvas.tasks.map((t) => [t.name, `t${t.id}`]));
+  const positions = positionsFor(
+    canvas.tasks.map((t) => ({
+      id: `t${t.id}`,
+      saved: t.positionX !== null && t.positionY !== null ? { x: t.positionX, y: t.positionY } : null,
+    })),
+    canvas.edges.map((e) => ({ source: idOf.get(e.source) ?? e.source, target: idOf.get(e.target) ?? e.target })),
+  );
+  return {
+    nodes: canvas.tasks.map((t) => ({
+      id: `t${t.id}`,
+      type: 'edit',
+      position: positions.get(`t${t.id}`) ?? { x: 0, y: 0 },
+      data: { task: taskOfListed(t), flagged: false },
+    })),
+    edges: canvas.edges
+      .filter((e) => idOf.has(e.source) && idOf.has(e.target))
+      .map((e) => {
+        const source = idOf.get(e.source)!;
+        const target = idOf.get(e.target)!;
+        return { id: edgeId(source, target), source, target, markerEnd: marker };
+      }),
+  };
+}
+
+/** `at`, or the first place below it where a new node overlaps none. */
+function freeSpot(at: { x: number; y: number }, nodes: TaskNode[]): { x: number; y: number } {
+  const overlaps = (p: { x: number; y: number }) =>
+    nodes.some(
+      (n) =>
+        Math.abs(n.position.x - p.x) < NODE_WIDTH + 10 && Math.abs(n.position.y - p.y) < NODE_HEIGHT + 12,
+    );
+  let p = at;
+  for (let i = 0; i < 200 && overlaps(p); i++) p = { x: at.x, y: at.y + (i + 1) * (NODE_HEIGHT + 16) };
+  return p;
+}
+
+export function Editor(props: { dag: DagDetail | null; canvas: Canvas | null }) {
+  return (
+    <ReactFlowProvider>
+      <EditorInner {...props} />
+    </ReactFlowProvider>
+  );
+}
+
+function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | null }) {
+  const navigate = useNavigate();
+  const flow = useReactFlow();
+  const [initial] = useState(() => initialGraph(canvas));
+  const [nodes, setNodes, onNodesChange] = useNodesState<TaskNode>(initial.nodes);
+  const [edges, setEdges, onEdgesChange] = useEdgesState<FlowEdge>(initial.edges);
+  const [fields, setFields] = useState({ name: '', description: '', owner: '' });
+  const [apiIssues, setApiIssues] = useState<Problem[]>([]);
+  const [saving, setSaving] = useState(false);
+  const [saved, setSaved] = useState<string | null>(null);
+  const [dirty, setDirty] = useState(false);
+  const counter = useRef(0);
+  const pane = useRef<HTMLDivElement>(null);
+  const fileManaged = !!dag?.sourceFile;
+
+  useEffect(() => {
+    if (!dirty) return;
+    const warn = (e: BeforeUnloadEvent) => e.preventDefault();
+    window.addEventListener('beforeunload', warn);
+    return () => window.removeEventListener('beforeunload', warn);
+  }, [dirty]);
+
+  const model: EditorNode[] = useMemo(
+    () => nodes.map((n) => ({ id: n.id, task: n.data.task, position: n.position })),
+    [nodes],
+  );
+  const modelEdges: EditorEdge[] = useMemo(() => edges.map((e) => ({ source: e.source, target: e.target })), [edges]);
+  const local = useMemo(() => localProblems(model, modelEdges), [model, modelEdges]);
+  const problems = useMemo(() => [...apiIssues, ...local], [apiIssues, local]);
+  const flaggedIds = useMemo(() => new Set(problems.flatMap((p) => p.nodeIds)), [problems]);
+  const flowNodes = useMemo(
+    () =>
+      nodes.map((n) =>
+        n.data.flagged === flaggedIds.has(n.id) ? n : { ...n, data: { ...n.data, flagged: flaggedIds.has(n.id) } },
+      ),
+    [nodes, flaggedIds],
+  );
+  const badEdges = useMemo(() => new Set(apiIssues.flatMap((p) => p.edgeIndexes ?? [])), [apiIssues]);
+  const flowEdges = useMemo(
+    () => edges.map((e, i) => (badEdges.has(i) ? { ...e, className: 'edge-bad' } : e)),
+    [edges, badEdges],
+  );
+
+  const selectedNodes = nodes.filter((n) => n.selected);
+  const selected = selectedNodes.length === 1 ? selectedNodes[0]! : null;
+  const anySelected = selectedNodes.length > 0 || edges.some((e) => e.selected);
+
+  const touch = () => {
+    setDirty(true);
+    setSaved(null);
+  };
+
+  const onConnect = useCallback(
+    (c: Connection) => {
+      if (!c.source || !c.target || c.source === c.target) return;
+      setEdges((es) =>
+        es.some((e) => e.source === c.source && e.target === c.target)
+          ? es
+          : addEdge({ ...c, id: edgeId(c.source, c.target), markerEnd: marker }, es),
+      );
+      setDirty(true);
+      setSaved(null);
+    },
+    [setEdges],
+  );
+
+  const addTask = () => {
+    counter.current += 1;
+    const name = uniqueName('task', nodes.map((n) => n.data.task.name));
+    const rect = pane.current?.getBoundingClientRect();
+    const center = rect
+      ? flow.screenToFlowPosition({ x: rect.left + rect.width / 2, y: rect.top + rect.height / 2 })
+      : { x: 0, y: 0 };
+    const position = freeSpot({ x: center.x - NODE_WIDTH / 2, y: center.y - NODE_HEIGHT / 2 }, nodes);
+    const id = `n${Date.now().toString(36)}${counter.current}`;
+    setNodes((ns) => [
+      ...ns.map((n) => (n.selected ? { ...n, selected: false } : n)),
+      {
+        id,
+        type: 'edit',
+        position,
+        data: { task: newTask(name), flagged: false },
+        selected: true,
+      },
+    ]);
+    touch();
+  };
+
+  const updateTask = (id: string, task: TaskDef) => {
+    setNodes((ns) => ns.map((n) => (n.id === id ? { ...n, data: { ...n.data, task } } : n)));
+    touch();
+  };
+
+  const deleteSelected = () => {
+    const gone = new Set(nodes.filter((n) => n.selected).map((n) => n.id));
+    setNodes((ns) => ns.filter((n) => !gone.has(n.id)));
+    setEdges((es) => es.filter((e) => !e.selected && !gone.has(e.source) && !gone.has(e.target)));
+    touch();
+  };
+
+  const tidy = () => {
+    const pos = layoutDag(
+      nodes.map((n) => ({ id: n.id })),
+      edges,
+    );
+    setNodes((ns) => ns.map((n) => ({ ...n, position: pos.get(n.id) ?? n.position })));
+    touch();
+    window.requestAnimationFrame(() => void flow.fitView({ padding: 0.2 }));
+  };
+
+  const save = async () => {
+    setSaving(true);
+    setApiIssues([]);
+    setSaved(null);
+    try {
+      if (dag) {
+        const stored = await saveCanvas(dag.id, canvasBody(model, modelEdges));
+        const byName = new Map(stored.tasks.map((t) => [t.name, t]));
+        setNodes((ns) =>
+          ns.map((n) => {
+            const listed = byName.get(n.data.task.name.trim());
+            return listed ? { ...n, data: { ...n.data, task: taskOfListed(listed) } } : n;
+          }),
+        );
+        setDirty(false);
+        setSaved(`Saved · version ${stored.version}`);
+      } else {
+        if (!fields.name.trim()) {
+          setApiIssues([{ message: 'the DAG needs a name', nodeIds: [], local: true }]);
+          return;
+        }
+        const definition = definitionBody(fields, model, modelEdges);
+        await createDag(definition, true);
+        const created = (await createDag(definition)) as DagDetail;
+        if (typeof created?.id !== 'number') throw new Error('the API answered the create without the DAG');
+        setDirty(false);
+        try {
+          await saveCanvas(created.id, canvasBody(model, modelEdges));
+        } catch {
+          // The DAG exists; only its positions are not stored.
+          navigate(`/dags/${created.id}/edit`, { replace: true });
+          return;
+        }
+        navigate(`/dags/${created.id}?tab=graph`, { replace: true });
+      }
+    } catch (e) {
+      setApiIssues(apiProblems(e, model, modelEdges));
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  const select = (ids: string[]) => {
+    const want = new Set(ids);
+    setNodes((ns) => ns.map((n) => (n.selected === want.has(n.id) ? n : { ...n, selected: want.has(n.id) })));
+  };
+
+  const title = dag ? `Edit ${dag.name}` : 'New DAG';
+  return (
+    <div className="editor">
+      <div className="editor-head">
+        <div className="crumbs">
+          <Link to="/dags">DAGs</Link> / {dag && <Link to={`/dags/${dag.id}`}>{dag.name}</Link>}
+          {dag && ' /'}
+        </div>
+        <h1>{title}</h1>
+        <div className="spacer" />
+        <button type="button" className="btn" onClick={addTask} disabled={fileManaged} data-testid="canvas-add-task">
+          + Add task
+        </button>
+        <button type="button" className="btn" onClick={deleteSelected} disabled={!anySelected || fileManaged} data-testid="canvas-delete">
+          Delete selected
+        </button>
+        <button type="button" className="btn" onClick={tidy} disabled={nodes.length === 0}>
+          Tidy layout
+        </button>
+        {saved && <span className="saved-note">{saved}</span>}
+        {dirty && !saved && <span className="muted small">unsaved changes</span>}
+        <button
+          type="button"
+          className="btn btn-primary"
+          onClick={() => void save()}
+          disabled={saving || fileManaged || (!dag && !fields.name.trim())}
+          title={fileManaged ? 'This DAG is file-managed: the API refuses edits' : undefined}
+          data-testid="canvas-save"
+        >
+          {saving ? 'Saving…' : dag ? 'Save' : 'Create DAG'}
+        </button>
+      </div>
+      {fileManaged && (
+        <div className="banner banner-warn" data-testid="file-managed">
+          This DAG is managed by <code>{dag!.sourceFile}</code>: change the file and apply it again. The API refuses edits
+          (409), so saving is off.
+        </div>
+      )}
+      <div className="editor-body">
+        <div className="editor-canvas" ref={pane}>
+          <ReactFlow
+            nodes={flowNodes}
+            edges={flowEdges}
+            nodeTypes={nodeTypes}
+            onNodesChange={(changes) => {
+              onNodesChange(changes);
+              if (changes.some((c) => c.type === 'position' || c.type === 'remove')) touch();
+            }}
+            onEdgesChange={(changes) => {
+              onEdgesChange(changes);
+              if (changes.some((c) => c.type === 'remove')) touch();
+            }}
+            onConnect={onConnect}
+            deleteKeyCode={fileManaged ? null : ['Delete', 'Backspace']}
+            nodesConnectable={!fileManaged}
+            nodesDraggable
+            fitView
+            fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+            minZoom={0.1}
+            defaultEdgeOptions={{ markerEnd: marker }}
+            proOptions={{ hideAttribution: true }}
+          >
+            <Background gap={16} size={1} color="#e3e7ed" />
+            <Controls position="bottom-left" />
+          </ReactFlow>
+          {nodes.length === 0 && (
+            <div className="editor-empty">
+              <p>No tasks yet.</p>
+              <button type="button" className="btn btn-primary" onClick={addTask} disabled={fileManaged}>
+                + Add the first task
+              </button>
+            </div>
+          )}
+        </div>
+        <aside className="editor-side">
+          {problems.length > 0 && (
+            <div className="canvas-errors" data-testid="canvas-errors">
+              <div className="canvas-errors-head">
+                {apiIssues.length > 0 ? 'The API refused the save' : 'Problems'}
+              </div>
+              <ul>
+                {problems.map((p, i) => (
+                  <li key={i} className={p.local ? 'local' : ''}>
+                    {p.nodeIds.length > 0 ? (
+                      <button type="button" className="linklike" onClick={() => select(p.nodeIds)}>
+                        {p.message}
+                      </button>
+                    ) : (
+                      p.message
+                    )}
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
+          {selected ? (
+            <TaskPanel
+              key={selected.id}
+              task={selected.data.task}
+              problems={problems.filter((p) => p.nodeIds.includes(selected.id))}
+              onChange={(task) => updateTask(selected.id, task)}
+              onDelete={() => {
+                setNodes((ns) => ns.filter((n) => n.id !== selected.id));
+                setEdges((es) => es.filter((e) => e.source !== selected.id && e.target !== selected.id));
+                touch();
+              }}
+              readOnly={fileManaged}
+            />
+          ) : (
+            <div className="task-panel">
+              <h3>DAG</h3>
+              {dag ? (
+                <dl className="kv">
+                  <dt>Name</dt>
+                  <dd className="mono">{dag.name}</dd>
+                  <dt>Version</dt>
+                  <dd>v{dag.version}</dd>
+                  <dt>Tasks</dt>
+                  <dd>{nodes.length}</dd>
+                </dl>
+              ) : (
+                <>
+                  <label className="field">
+                    <span>Name</span>
+                    <input
+                      className="input mono"
+                      value={fields.name}
+                      onChange={(e) => setFields((f) => ({ ...f, name: e.target.value }))}
+                      placeholder="nightly_orders"
+                      data-testid="dag-name-input"
+                    />
+                  </label>
+                  <label className="field">
+                    <span>Description</span>
+                    <input className="input" value={fields.description} onChange={(e) => setFields((f) => ({ ...f, description: e.target.value }))} data-testid="dag-description-input" />
+                  </label>
+                  <label className="field">
+                    <span>Owner</span>
+                    <input className="input" value={fields.owner} onChange={(e) => setFields((f) => ({ ...f, owner: e.target.value }))} data-testid="dag-owner-input" />
+                  </label>
+                </>
+              )}
+              <div className="hint">
+                Add tasks, then drag from a task's right handle to another's left handle: the second runs after the
+                first. Select a task to edit it; Delete removes the selection. Schedules are set on the DAG's
+                Schedules tab.
+              </div>
+            </div>
+          )}
+        </aside>
+      </div>
+    </div>
+  );
+}

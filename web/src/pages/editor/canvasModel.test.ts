@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../api/client';
+import {
+  apiProblems,
+  canvasBody,
+  changeType,
+  definitionBody,
+  findCycle,
+  localProblems,
+  newTask,
+  taskOfListed,
+  uniqueName,
+  type EditorNode,
+} from './canvasModel';
+
+const node = (id: string, name: string, x = 0): EditorNode => ({
+  id,
+  task: { name, type: 'SHELL', command: `echo ${name}` },
+  position: { x, y: 10.4 },
+});
+
+describe('the canvas model', () => {
+  const nodes = [node('n1', 'extract'), node('n2', 'load', 200.6)];
+  const edges = [{ source: 'n1', target: 'n2' }];
+
+  it('saves positions and edges by task name', () => {
+    const body = canvasBody(nodes, edges);
+    expect(body.edges).toEqual([{ source: 'extract', target: 'load' }]);
+    expect(body.tasks[1]).toMatchObject({ name: 'load', positionX: 201, positionY: 10 });
+  });
+
+  it('writes a new DAG with edges as dependsOn', () => {
+    const def = definitionBody({ name: ' d ', owner: 'team' }, nodes, edges);
+    expect(def.name).toBe('d');
+    expect(def.owner).toBe('team');
+    const tasks = def.tasks as Array<{ name: string; dependsOn?: unknown[] }>;
+    expect(tasks[0]!.dependsOn).toBeUndefined();
+    expect(tasks[1]!.dependsOn).toEqual(['extract']);
+  });
+
+  it('changes a task type keeping its text', () => {
+    const py = changeType({ name: 'a', type: 'SHELL', command: 'print(1)' }, 'PYTHON');
+    expect(py).toEqual({ name: 'a', type: 'PYTHON', script: 'print(1)' });
+    const http = changeType(py, 'HTTP');
+    expect(http.content).toEqual({ url: '', method: 'GET' });
+    expect(http.script).toBeUndefined();
+    expect(newTask('x', 'SQL')).toEqual({ name: 'x', type: 'SQL', sql: '' });
+  });
+
+  it('drops listing-only fields', () => {
+    const t = taskOfListed({ id: 3, dagId: 1, name: 'a', positionX: 1, positionY: 2, createdAt: 'x', updatedAt: 'y', command: 'true' });
+    expect(t).toEqual({ name: 'a', command: 'true' });
+  });
+
+  it('names new tasks uniquely', () => {
+    expect(uniqueName('task', [])).toBe('task');
+    expect(uniqueName('task', ['task', 'task_2'])).toBe('task_3');
+  });
+
+  it('finds cycles and other problems before saving', () => {
+    expect(findCycle(edges)).toBeNull();
+    expect(findCycle([...edges, { source: 'n2', target: 'n1' }])).toEqual(['n1', 'n2', 'n1']);
+    const problems = localProblems(
+      [...nodes, { ...node('n3', 'load'), task: { name: 'load', type: 'SHELL', command: '' } }],
+      [...edges, { source: 'n2', target: 'n1' }],
+    );
+    const text = problems.map((p) => p.message);
+    expect(text).toContain("task 'load': command is empty");
+    expect(text).toContain("2 tasks are named 'load'");
+    expect(text).toContain('cycle: extract -> load -> extract');
+  });
+
+  it('ties API errors to the nodes they name', () => {
+    const err = new ApiError(400, 'BAD_REQUEST', "DAG 'd' is invalid", [
+      'tasks[1]: unknown field `comand`: did you mean `command`?',
+      "task 'extract': depends on unknown task 'x'",
+      "schedule 'nightly': invalid cron expression",
+    ]);
+    const problems = apiProblems(err, nodes, edges);
+    expect(problems[0]!.nodeIds).toEqual(['n2']);
+    expect(problems[1]!.nodeIds).toEqual(['n1']);
+    expect(problems[2]!.nodeIds).toEqual([]);
+    const cycle = apiProblems(new ApiError(400, 'BAD_REQUEST', 'invalid field `edges`: cycle detected: extract -> load -> extract'), nodes, edges);
+    expect(cycle[0]!.nodeIds.sort()).toEqual(['n1', 'n2']);
+    const edge = apiProblems(new ApiError(400, 'BAD_REQUEST', "invalid field `edges[0].target`: no task 'zz' on the canvas"), nodes, edges);
+    expect(edge[0]!.edgeIndexes).toEqual([0]);
+  });
+});

@@ -1,0 +1,233 @@
+// The canvas editor's model, apart from React: tasks by node id, edges
+// between node ids, what Save sends, and which node an API error is about.
+
+import { ApiError, errorMessage } from '../../api/client';
+import type { CanvasSave, CanvasTask, DependencyDef, TaskDef } from '../../api/types';
+
+export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP'] as const;
+export type EditorTaskType = (typeof TASK_TYPES)[number];
+
+export interface EditorNode {
+  id: string;
+  task: TaskDef;
+  position: { x: number; y: number };
+}
+
+export interface EditorEdge {
+  source: string;
+  target: string;
+}
+
+/** A problem, with the nodes (and edges) it is about; none: the DAG's. */
+export interface Problem {
+  message: string;
+  nodeIds: string[];
+  edgeIndexes?: number[];
+  /** Found before saving, not by the API. */
+  local?: boolean;
+}
+
+/** Fields the API adds to a listed task that a definition does not take. */
+const LISTED_ONLY = ['id', 'dagId', 'positionX', 'positionY', 'createdAt', 'updatedAt'] as const;
+
+/** A listed (canvas) task as a definition task. */
+export function taskOfListed(listed: CanvasTask): TaskDef {
+  const task: Record<string, unknown> = { ...listed };
+  for (const key of LISTED_ONLY) delete task[key];
+  return task as unknown as TaskDef;
+}
+
+export function typeOf(task: TaskDef): EditorTaskType {
+  const t = (task.type ?? 'SHELL').toUpperCase();
+  return (TASK_TYPES as readonly string[]).includes(t) ? (t as EditorTaskType) : 'SHELL';
+}
+
+/** The field holding a task's main text: SHELL `command` (or `script`), PYTHON `script`, SQL `sql`. */
+export function mainField(task: TaskDef): 'command' | 'script' | 'sql' | null {
+  switch (typeOf(task)) {
+    case 'SHELL':
+      return task.script !== undefined && task.command === undefined ? 'script' : 'command';
+    case 'PYTHON':
+      return 'script';
+    case 'SQL':
+      return 'sql';
+    default:
+      return null;
+  }
+}
+
+/** `task` as another type: its main text carried over, other types' fields dropped. */
+export function changeType(task: TaskDef, type: EditorTaskType): TaskDef {
+  if (typeOf(task) === type) return { ...task, type };
+  const text = task.command ?? task.script ?? task.sql ?? '';
+  const next: TaskDef = { ...task, type };
+  delete next.command;
+  delete next.script;
+  delete next.sql;
+  delete next.datasource;
+  delete next.content;
+  if (type === 'SHELL') next.command = text;
+  if (type === 'PYTHON') next.script = text;
+  if (type === 'SQL') {
+    next.sql = text;
+    if (task.datasource) next.datasource = task.datasource;
+  }
+  if (type === 'HTTP') next.content = { url: /^https?:\/\//.test(text.trim()) ? text.trim() : '', method: 'GET' };
+  return next;
+}
+
+/** A fresh task of `type` named `name`. */
+export function newTask(name: string, type: EditorTaskType = 'SHELL'): TaskDef {
+  return changeType({ name, type: 'SHELL', command: '' }, type);
+}
+
+/** `base`, or `base_2`, `base_3`… whichever no task has. */
+export function uniqueName(base: string, taken: Iterable<string>): string {
+  const names = new Set(taken);
+  if (!names.has(base)) return base;
+  for (let i = 2; ; i++) if (!names.has(`${base}_${i}`)) return `${base}_${i}`;
+}
+
+/** A cycle among `edges` (node ids in order, the first repeated), or null. */
+export function findCycle(edges: EditorEdge[]): string[] | null {
+  const children = new Map<string, string[]>();
+  for (const e of edges) {
+    children.set(e.source, [...(children.get(e.source) ?? []), e.target]);
+    if (!children.has(e.target)) children.set(e.target, []);
+  }
+  const state = new Map<string, 1 | 2>();
+  const path: string[] = [];
+  const visit = (n: string): string[] | null => {
+    state.set(n, 1);
+    path.push(n);
+    for (const c of children.get(n) ?? []) {
+      if (state.get(c) === 1) return [...path.slice(path.indexOf(c)), c];
+      if (!state.has(c)) {
+        const found = visit(c);
+        if (found) return found;
+      }
+    }
+    path.pop();
+    state.set(n, 2);
+    return null;
+  };
+  for (const n of children.keys()) {
+    if (!state.has(n)) {
+      const found = visit(n);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+/** What can be told before asking the API: names, main text, cycles. */
+export function localProblems(nodes: EditorNode[], edges: EditorEdge[]): Problem[] {
+  const out: Problem[] = [];
+  const byName = new Map<string, string[]>();
+  for (const n of nodes) {
+    const name = n.task.name.trim();
+    if (!name) out.push({ message: 'a task has no name', nodeIds: [n.id], local: true });
+    else byName.set(name, [...(byName.get(name) ?? []), n.id]);
+    if (name.includes('/')) out.push({ message: `task '${name}': a name cannot contain '/'`, nodeIds: [n.id], local: true });
+    const field = mainField(n.task);
+    if (field && !(n.task[field] ?? '').trim()) {
+      out.push({ message: `task '${name || '?'}': ${field} is empty`, nodeIds: [n.id], local: true });
+    }
+    if (typeOf(n.task) === 'HTTP' && !String((n.task.content ?? {}).url ?? '').trim()) {
+      out.push({ message: `task '${name || '?'}': url is empty`, nodeIds: [n.id], local: true });
+    }
+  }
+  for (const [name, ids] of byName) {
+    if (ids.length > 1) out.push({ message: `${ids.length} tasks are named '${name}'`, nodeIds: ids, local: true });
+  }
+  const cycle = findCycle(edges);
+  if (cycle) {
+    const names = new Map(nodes.map((n) => [n.id, n.task.name]));
+    out.push({
+      message: `cycle: ${cycle.map((id) => names.get(id) ?? id).join(' -> ')}`,
+      nodeIds: [...new Set(cycle)],
+      local: true,
+    });
+  }
+  return out;
+}
+
+const round = (n: number) => Math.round(n);
+
+/** The body of `POST /dags/{id}/canvas`: tasks with positions, edges by task name. */
+export function canvasBody(nodes: EditorNode[], edges: EditorEdge[]): CanvasSave {
+  const names = new Map(nodes.map((n) => [n.id, n.task.name.trim()]));
+  return {
+    tasks: nodes.map((n) => ({
+      ...n.task,
+      name: n.task.name.trim(),
+      positionX: round(n.position.x),
+      positionY: round(n.position.y),
+    })),
+    edges: edges
+      .filter((e) => names.has(e.source) && names.has(e.target))
+      .map((e) => ({ source: names.get(e.source)!, target: names.get(e.target)! })),
+  };
+}
+
+/** A new DAG's definition: its fields and tasks, each edge a `dependsOn` of its target. */
+export function definitionBody(
+  fields: { name: string; description?: string; owner?: string },
+  nodes: EditorNode[],
+  edges: EditorEdge[],
+): Record<string, unknown> {
+  const names = new Map(nodes.map((n) => [n.id, n.task.name.trim()]));
+  const tasks = nodes.map((n) => {
+    const parents: DependencyDef[] = edges
+      .filter((e) => e.target === n.id && names.has(e.source))
+      .map((e) => names.get(e.source)!);
+    const dependsOn = [...(n.task.dependsOn ?? []), ...parents];
+    const task: TaskDef = { ...n.task, name: n.task.name.trim() };
+    if (dependsOn.length) task.dependsOn = dependsOn;
+    else delete task.dependsOn;
+    return task;
+  });
+  const out: Record<string, unknown> = { name: fields.name.trim(), tasks };
+  if (fields.description?.trim()) out.description = fields.description.trim();
+  if (fields.owner?.trim()) out.owner = fields.owner.trim();
+  return out;
+}
+
+/**
+ * The problems in an API error answer to a save, each tied to the nodes it
+ * names: `tasks[i]` (in the order sent), `task 'name'`, `edges[i]`, a
+ * named cycle, or `no task 'x'`.
+ */
+export function apiProblems(error: unknown, nodes: EditorNode[], edges: EditorEdge[]): Problem[] {
+  const messages =
+    error instanceof ApiError && error.details.length > 0 ? error.details : [errorMessage(error)];
+  const byName = new Map<string, string[]>();
+  for (const n of nodes) byName.set(n.task.name.trim(), [...(byName.get(n.task.name.trim()) ?? []), n.id]);
+  return messages.map((message) => {
+    const ids = new Set<string>();
+    const edgeIndexes: number[] = [];
+    for (const m of message.matchAll(/tasks\[(\d+)\]/g)) {
+      const node = nodes[Number(m[1])];
+      if (node) ids.add(node.id);
+    }
+    for (const m of message.matchAll(/task '([^']+)'/g)) {
+      for (const id of byName.get(m[1]!) ?? []) ids.add(id);
+    }
+    for (const m of message.matchAll(/edges\[(\d+)\]/g)) {
+      const i = Number(m[1]);
+      const edge = edges[i];
+      if (edge) {
+        edgeIndexes.push(i);
+        ids.add(edge.source);
+        ids.add(edge.target);
+      }
+    }
+    const cycle = /cycle(?: detected)?: ([^;]+)/.exec(message);
+    if (cycle) {
+      for (const name of cycle[1]!.split('->').map((s) => s.trim())) {
+        for (const id of byName.get(name) ?? []) ids.add(id);
+      }
+    }
+    return { message, nodeIds: [...ids], ...(edgeIndexes.length ? { edgeIndexes } : {}) };
+  });
+}

@@ -1,0 +1,168 @@
+import { useMemo, useRef } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import { getCanvas, getDag, getGantt, getRun } from '../../api/endpoints';
+import { DagGraph } from '../../components/DagGraph';
+import { Gantt } from '../../components/Gantt';
+import { StatusBadge } from '../../components/Status';
+import { ErrorBox, Loading } from '../../components/States';
+import { durationMs, formatDuration, formatTime } from '../../lib/format';
+import { useAsync, useNow } from '../../lib/hooks';
+import { isTerminalRun } from '../../lib/status';
+import { useStream } from '../../live/stream';
+import { graphTasks, patchInstances, runStates } from '../dag/graphData';
+import { RunActions } from './RunActions';
+import { TaskInstanceTable } from './TaskInstanceTable';
+
+export function RunPage() {
+  const runId = Number(useParams().runId);
+  const navigate = useNavigate();
+  const run = useAsync(`run:${runId}`, (signal) => getRun(runId, { signal }));
+  const dagId = run.data?.dagId ?? null;
+  const dag = useAsync(dagId ? `dag:${dagId}` : null, (signal) => getDag(dagId!, { signal }));
+  const canvas = useAsync(dagId ? `canvas:${dagId}` : null, (signal) => getCanvas(dagId!, { signal }));
+  const gantt = useAsync(`gantt:${runId}`, (signal) => getGantt(runId, { signal }));
+  const running = run.data ? !isTerminalRun(run.data.status) : false;
+  const now = useNow(1000, running);
+
+  // The Gantt is refetched at most once a second while events come in.
+  const ganttTimer = useRef<number | null>(null);
+  const refreshGantt = () => {
+    if (ganttTimer.current !== null) return;
+    ganttTimer.current = window.setTimeout(() => {
+      ganttTimer.current = null;
+      gantt.reload();
+    }, 1000);
+  };
+
+  useStream({
+    onTask: (event) => {
+      if (event.runId !== runId) return;
+      run.setData((r) => patchInstances(r, event));
+      refreshGantt();
+    },
+    onRun: (event) => {
+      if (event.id !== runId) return;
+      run.setData((r) => ({ ...r, status: event.status, startTime: event.startTime, endTime: event.endTime }));
+      refreshGantt();
+    },
+    onReconnect: () => {
+      run.reload();
+      gantt.reload();
+    },
+  });
+
+  const tasks = useMemo(() => (canvas.data ? graphTasks(canvas.data, run.data) : []), [canvas.data, run.data]);
+  const states = useMemo(() => (run.data ? runStates(run.data.taskInstances) : undefined), [run.data]);
+
+  if (!run.data) {
+    return (
+      <div className="page">
+        {run.error ? <ErrorBox error={run.error} onRetry={run.reload} /> : <Loading label="Loading run…" />}
+      </div>
+    );
+  }
+  const r = run.data;
+  const params = Object.entries(r.runParams ?? {});
+  return (
+    <div className="page">
+      <div className="crumbs">
+        <Link to="/dags">DAGs</Link> /{' '}
+        <Link to={`/dags/${r.dagId}?tab=grid&run=${r.id}`} data-testid="run-dag-link">
+          {dag.data?.name ?? `DAG ${r.dagId}`}
+        </Link>{' '}
+        /
+      </div>
+      <div className="page-head">
+        <h1>
+          Run <span className="mono">#{r.id}</span>
+        </h1>
+        <StatusBadge status={r.status} testId="run-status" />
+        <span className="muted small">{r.bizDate}</span>
+        <div className="spacer" />
+        <RunActions run={r} onDone={() => run.reload()} />
+      </div>
+      <dl className="facts">
+        <div>
+          <dt>Business date</dt>
+          <dd className="mono">{r.bizDate}</dd>
+        </div>
+        <div>
+          <dt>Trigger</dt>
+          <dd>{r.triggerType}</dd>
+        </div>
+        <div>
+          <dt>Run key</dt>
+          <dd className="mono small" title={r.runKey}>
+            {r.runKey}
+          </dd>
+        </div>
+        <div>
+          <dt>DAG version</dt>
+          <dd>v{r.dagVersion}</dd>
+        </div>
+        <div>
+          <dt>Started</dt>
+          <dd className="mono small">{formatTime(r.startTime)}</dd>
+        </div>
+        <div>
+          <dt>Ended</dt>
+          <dd className="mono small">{formatTime(r.endTime)}</dd>
+        </div>
+        <div>
+          <dt>Duration</dt>
+          <dd className="mono small">{formatDuration(durationMs(r.startTime, r.endTime, now))}</dd>
+        </div>
+        <div>
+          <dt>Params</dt>
+          <dd>
+            {params.length === 0 ? (
+              <span className="muted">none</span>
+            ) : (
+              params.map(([k, v]) => (
+                <span key={k} className="chip mono">
+                  {k}={String(v)}
+                </span>
+              ))
+            )}
+          </dd>
+        </div>
+      </dl>
+
+      <div className="two-col">
+        <section className="panel">
+          <div className="panel-head">
+            <h2>Graph</h2>
+          </div>
+          {canvas.data ? (
+            <DagGraph tasks={tasks} edges={canvas.data.edges} states={states} height={360} onOpen={(id) => navigate(`/task-instances/${id}`)} />
+          ) : canvas.error ? (
+            <ErrorBox error={canvas.error} onRetry={canvas.reload} />
+          ) : (
+            <Loading />
+          )}
+        </section>
+        <section className="panel">
+          <div className="panel-head">
+            <h2>Gantt</h2>
+            <span className="muted small">one bar per attempt</span>
+          </div>
+          {gantt.data ? (
+            <Gantt attempts={gantt.data.attempts} runStart={gantt.data.startTime} />
+          ) : gantt.error ? (
+            <ErrorBox error={gantt.error} onRetry={gantt.reload} />
+          ) : (
+            <Loading />
+          )}
+        </section>
+      </div>
+
+      <section className="panel">
+        <div className="panel-head">
+          <h2>Task instances</h2>
+          <span className="muted small">{r.taskInstances.length}</span>
+        </div>
+        <TaskInstanceTable instances={r.taskInstances} onChanged={() => run.reload()} />
+      </section>
+    </div>
+  );
+}
