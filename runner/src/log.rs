@@ -133,8 +133,11 @@ impl Spill {
         }
     }
 
-    /// The finished file, ending with a note when the cap cut it.
-    fn finish(self) -> Option<tempfile::NamedTempFile> {
+    /// The finished file. When the cap cut it, what the file holds is the
+    /// log's head; `tail` (the last lines, as the database keeps them) is
+    /// appended after a note of what was dropped between the two, since the
+    /// error that ended a task is usually at its end.
+    fn finish(self, tail: &VecDeque<String>) -> Option<tempfile::NamedTempFile> {
         match self {
             Spill::Writing {
                 file, mut writer, ..
@@ -146,11 +149,28 @@ impl Spill {
                 lines,
                 bytes,
             } => {
-                let note = format!(
-                    "[datajump] log cut at {cap} bytes (--max-log-bytes): {lines} more lines, \
-                     {bytes} bytes, were not kept; the last lines are in the log's tail"
-                );
-                (writeln!(writer, "{note}").is_ok() && writer.flush().is_ok()).then_some(file)
+                // The tail's last `lines` lines are those the file lacks;
+                // a shorter tail leaves a gap.
+                let kept = tail.len().min(usize::try_from(lines).unwrap_or(usize::MAX));
+                let kept_lines = || tail.iter().skip(tail.len() - kept);
+                let kept_bytes: u64 = kept_lines().map(|l| l.len() as u64 + 1).sum();
+                let dropped_lines = lines - kept as u64;
+                let dropped_bytes = bytes.saturating_sub(kept_bytes);
+                let written = (|| {
+                    if dropped_lines > 0 {
+                        writeln!(
+                            writer,
+                            "[datajump] log cut at {cap} bytes (--max-log-bytes): the {dropped_lines} \
+                             lines ({dropped_bytes} bytes) after this point were dropped; the last \
+                             {kept} lines follow"
+                        )?;
+                    }
+                    for line in kept_lines() {
+                        writeln!(writer, "{line}")?;
+                    }
+                    writer.flush()
+                })();
+                written.is_ok().then_some(file)
             }
             Spill::NotNeeded | Spill::Failed => None,
         }
@@ -317,7 +337,7 @@ impl LogSink {
         let (full, outputs) = self.with(|inner| {
             inner.live = None;
             (
-                std::mem::take(&mut inner.full).finish(),
+                std::mem::take(&mut inner.full).finish(&inner.tail),
                 std::mem::take(&mut inner.outputs),
             )
         });
@@ -413,7 +433,7 @@ mod tests {
     }
 
     #[test]
-    fn the_full_copy_stops_at_its_cap_with_a_note() {
+    fn a_capped_copy_keeps_the_head_and_the_tail_with_a_note_between() {
         let sink = LogSink::new(None, 150_000);
         for i in 0..400 {
             sink.line(&format!("{i:04} {}", "x".repeat(995)));
@@ -421,14 +441,43 @@ mod tests {
         let finished = sink.finish();
         let full = finished.full.expect("a full copy");
         let text = std::fs::read_to_string(full.path()).expect("read");
-        assert!(text.len() < 151_000, "{}", text.len());
-        let last = text.lines().last().unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("0000 "), "the head");
         assert!(
-            last.contains("log cut at 150000 bytes") && last.contains("251 more lines"),
-            "{last}"
+            lines.last().is_some_and(|l| l.starts_with("0399 ")),
+            "the last line is kept"
         );
+        let note = lines
+            .iter()
+            .position(|l| l.contains("log cut at 150000 bytes"))
+            .expect("a note where lines were dropped");
+        assert!(lines[note - 1].starts_with("0148 "), "{}", lines[note - 1]);
+        let tail_kept = lines.len() - note - 1;
+        let dropped = 400 - 149 - tail_kept;
+        assert!(
+            lines[note].contains(&format!("the {dropped} lines")),
+            "{}",
+            lines[note]
+        );
+        assert!(lines[note + 1].starts_with(&format!("{:04} ", 149 + dropped)));
+        assert!(text.len() < 150_000 + TAIL_BYTES + 1_000, "{}", text.len());
         // The tail still ends with the last lines.
         assert_eq!(last_line_number(&finished.tail), 400);
+    }
+
+    #[test]
+    fn a_log_just_over_its_cap_loses_no_line() {
+        let sink = LogSink::new(None, 150_000);
+        for i in 0..160 {
+            sink.line(&format!("{i:04} {}", "x".repeat(995)));
+        }
+        let finished = sink.finish();
+        let full = finished.full.expect("a full copy");
+        let text = std::fs::read_to_string(full.path()).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 160, "the tail covers what the cap cut");
+        assert!(!text.contains("log cut at"));
+        assert!(lines[159].starts_with("0159 "));
     }
 
     #[test]
