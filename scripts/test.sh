@@ -21,6 +21,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+echo "== the web UI's API types match the API (scripts/api-types.sh)"
+bash scripts/api-types.sh --check
 
 # Every transition the engine applies in either run is logged here, and
 # transition-coverage checks the log against the engine's table at the end.

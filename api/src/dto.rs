@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 /// One page of a list.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "PageOf{T}")]
 pub struct Page<T> {
     /// The items of this page.
     pub items: Vec<T>,
@@ -969,6 +970,16 @@ pub struct RunChange {
     pub start_time: DateTime<Utc>,
     /// When it finished.
     pub end_time: Option<DateTime<Utc>>,
+}
+
+/// `event: end` of a log stream: the attempt ended.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogEnd {
+    /// How it ended (the task instance's state after it).
+    pub status: TaskStatus,
+    /// The attempt (0 first).
+    pub attempt: i32,
 }
 
 /// `GET /api/v1/dags/{dagId}/grid` query.

@@ -211,6 +211,12 @@ enum Command {
     Reset(commands::lifecycle::ResetArgs),
     /// Apply the database migrations (`up` and every role do it too).
     Migrate,
+    /// Print the API's OpenAPI 3 document (JSON), as `GET /api/v1/openapi.json`
+    /// answers, without starting anything: for client generators.
+    ///
+    /// Example: datajump openapi > openapi.json
+    #[command(verbatim_doc_comment)]
+    Openapi,
     /// Create or check the JetStream streams, consumers and buckets (`up`
     /// and every role create what is missing when their NATS user may).
     #[command(subcommand)]
@@ -423,7 +429,10 @@ pub async fn main() -> ExitCode {
     // `up` creates a key when there is none; everyone else uses the one
     // configured, if any (`secret rotate-key` may be the one to create the
     // file named).
-    if !matches!(cli.command, Command::Up(_) | Command::Cron(_)) {
+    if !matches!(
+        cli.command,
+        Command::Up(_) | Command::Cron(_) | Command::Openapi
+    ) {
         let creating = matches!(
             cli.command,
             Command::Secret(commands::secret::SecretCommand::RotateKey)
@@ -447,6 +456,12 @@ pub async fn main() -> ExitCode {
         Command::Up(args) => commands::up::run(&cli.global, args).await,
         Command::Migrate => commands::roles::migrate(&cli.global).await,
         Command::Down => commands::lifecycle::down(&cli.global).await,
+        Command::Openapi => {
+            let document =
+                datajump_api::routes::openapi::build(&datajump_api::routes::table::endpoints());
+            output::out!("{document:#}");
+            Ok(std::process::ExitCode::SUCCESS)
+        }
         Command::Reset(args) => commands::lifecycle::reset(&cli.global, args).await,
         Command::Topology(command) => commands::topology::run(&cli.global, command).await,
         Command::Ticker(args) => commands::roles::ticker(&cli.global, args).await,

@@ -46,7 +46,18 @@ fn answer_content(answer: Answer, generator: &mut SchemaGenerator) -> Option<Val
             Some(json!({ "application/json": { "schema": schema(generator) } }))
         }
         Answer::Text => Some(json!({ "text/plain": { "schema": { "type": "string" } } })),
-        Answer::Events => Some(json!({ "text/event-stream": { "schema": { "type": "string" } } })),
+        Answer::Events(events) => {
+            let data: Map<String, Value> = events
+                .iter()
+                .map(|(name, schema)| ((*name).to_owned(), schema(generator).to_value()))
+                .collect();
+            Some(json!({
+                "text/event-stream": {
+                    "schema": { "type": "string" },
+                    "x-datajump-events": data,
+                }
+            }))
+        }
     }
 }
 

@@ -17,14 +17,13 @@ use axum::response::{IntoResponse, Response};
 use datajump_shared::TaskStatus;
 use datajump_shared::logs::{SEQ_HEADER, dropped_lines};
 use futures::{Stream, StreamExt};
-use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tracing::debug;
 
 use super::runs::{attempt_of, find_task_instance};
 use super::session::CallerOf;
 use crate::AppState;
-use crate::dto::LogQuery;
+use crate::dto::{LogEnd, LogQuery};
 use crate::error::{Error, Result};
 use crate::extract::{Path, Query};
 use crate::live::{Change, Subject};
@@ -139,9 +138,14 @@ pub async fn log(
     let exec = attempt_of(&state, &instance, Some(exec.attempt)).await?;
     let (sender, receiver) = mpsc::channel::<Event>(256);
     let end = move |status: TaskStatus| {
+        let end = LogEnd {
+            status,
+            attempt: exec.attempt,
+        };
         Event::default()
             .event("end")
-            .data(json!({ "status": status, "attempt": exec.attempt }).to_string())
+            .json_data(end)
+            .unwrap_or_else(|_| Event::default().event("end").data("{}"))
     };
     if exec.end_time.is_some() {
         let _ = sender.try_send(end(exec.status));

@@ -16,11 +16,11 @@ use super::{
 use crate::AppState;
 use crate::dto::{
     BackfillRequest, BackfillResponse, Canvas, CanvasSave, ClearRequest, DagDetail, DagListItem,
-    DagSummary, EventResponse, Gantt, Grid, KillResponse, MarkRequest, Page, RerunRequest,
-    RerunResponse, RunDetail, RunDto, RunStatusDto, RunnerDto, ScheduleBody, ScheduleDisable,
-    ScheduleDto, ScheduleEnable, ScheduleUpdate, TaskInstanceDetail, TaskInstanceDto,
-    TaskResetResponse, TriggerRequest, TriggerResponse, ValidateCronRequest, ValidateCronResponse,
-    ValidateRequest, ValidateResponse,
+    DagSummary, EventResponse, Gantt, Grid, KillResponse, LogEnd, MarkRequest, Page, RerunRequest,
+    RerunResponse, RunChange, RunDetail, RunDto, RunStatusDto, RunnerDto, ScheduleBody,
+    ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate, TaskChange, TaskInstanceDetail,
+    TaskInstanceDto, TaskResetResponse, TriggerRequest, TriggerResponse, ValidateCronRequest,
+    ValidateCronResponse, ValidateRequest, ValidateResponse,
 };
 
 /// An HTTP method the API uses.
@@ -90,8 +90,8 @@ pub enum Answer {
     Json(SchemaOf),
     /// Plain text (a log).
     Text,
-    /// Server-Sent Events.
-    Events,
+    /// Server-Sent Events: each event's name and the type of its data.
+    Events(&'static [(&'static str, SchemaOf)]),
 }
 
 /// Who may call an endpoint, ordered from the most open.
@@ -246,10 +246,11 @@ impl Endpoint {
         }
     }
 
-    /// Answers a stream of Server-Sent Events.
-    fn answers_events(self) -> Endpoint {
+    /// Answers a stream of Server-Sent Events, named with the type of
+    /// their data.
+    fn answers_events(self, events: &'static [(&'static str, SchemaOf)]) -> Endpoint {
         Endpoint {
-            answer: Answer::Events,
+            answer: Answer::Events(events),
             ..self
         }
     }
@@ -454,7 +455,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             stream::changes,
         )
         .scope(Handler)
-        .answers_events(),
+        .answers_events(&[
+            ("ready", schema_of::<Map<String, Value>>),
+            ("task", schema_of::<TaskChange>),
+            ("run", schema_of::<RunChange>),
+            ("resync", schema_of::<String>),
+        ]),
         Endpoint::new(
             Get,
             VIEWER,
@@ -541,7 +547,11 @@ pub fn endpoints() -> Vec<Endpoint> {
             stream::log,
         )
         .query(&["attempt"])
-        .answers_events(),
+        .answers_events(&[
+            ("line", schema_of::<String>),
+            ("end", schema_of::<LogEnd>),
+            ("resync", schema_of::<Map<String, Value>>),
+        ]),
         Endpoint::new(
             Post,
             OPERATOR,

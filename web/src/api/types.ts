@@ -1,35 +1,26 @@
-// The API's bodies, mirroring api/src/dto.rs (and the handlers' own DTOs).
-// Kept in this one file: it is to be generated from the API's OpenAPI
-// document later. JSON is camelCase; times are RFC 3339 strings, business
-// dates `YYYY-MM-DD`.
+// The API's bodies. Every type the API's OpenAPI document describes comes
+// from schema.d.ts, generated from that document (scripts/api-types.sh, which
+// scripts/test.sh runs with --check), so these names are aliases of the Rust
+// types' schemas. Written here are only what the document leaves open: a DAG
+// definition's own fields (docs/DAG_FORMAT.md) and the generic page. JSON is
+// camelCase; times are RFC 3339 strings, business dates `YYYY-MM-DD`.
+
+import type { components } from './schema';
+
+type Schemas = components['schemas'];
 
 /** Where a task instance is in its life (shared/src/status.rs). */
-export type TaskStatus =
-  | 'CREATED'
-  | 'PENDING'
-  | 'QUEUED'
-  | 'RUNNING'
-  | 'UP_FOR_RETRY'
-  | 'SUCCESS'
-  | 'FAILED'
-  | 'TIMEOUT'
-  | 'KILLED'
-  | 'SKIPPED'
-  | 'UPSTREAM_FAILED';
+export type TaskStatus = Schemas['TaskStatus'];
 
 /** Where a DAG run is in its life. */
-export type RunStatus = 'QUEUED' | 'RUNNING' | 'SUCCESS' | 'FAILED' | 'KILLED' | 'TIMEOUT';
+export type RunStatus = Schemas['RunStatus'];
 
-export type Role = 'viewer' | 'operator' | 'admin';
+export type Role = Schemas['Role'];
 
 export type TaskType = 'SHELL' | 'PYTHON' | 'SQL' | 'HTTP' | 'NOOP';
 
 /** Every error answer. */
-export interface ErrorBody {
-  error: string;
-  message: string;
-  details?: string[];
-}
+export type ErrorBody = Schemas['ErrorBody'];
 
 /** One page of a list. */
 export interface Page<T> {
@@ -40,101 +31,30 @@ export interface Page<T> {
 }
 
 /** `GET /api/v1/session`. */
-export interface SessionDto {
-  name: string;
-  role: Role;
-  projectId: number | null;
-  tokensRequired: boolean;
-  expiresAt: string | null;
-}
+export type SessionDto = Schemas['SessionDto'];
 
-export type ScheduleKind = 'CRON' | 'EVENT' | 'AFTER';
+export type ScheduleKind = Schemas['ScheduleKind'];
 
 /** A DAG's schedule. */
-export interface ScheduleDto {
-  dagId: number;
-  scheduleId: number;
-  name: string;
-  kind: ScheduleKind;
-  cronExpression: string | null;
-  cronDescription: string | null;
-  eventName: string | null;
-  after?: string | null;
-  enabled: boolean;
-  nextFireTime: string | null;
-  timezone: string;
-  startDate: string | null;
-  endDate: string | null;
-  catchup: string;
-  catchupLimit: number;
-  misfireGrace: number;
-  bizDateOffset: number;
-  timeout?: number | null;
-}
+export type ScheduleDto = Schemas['ScheduleDto'];
 
 /** `POST/PUT /api/v1/dags/{dagId}/schedules[/{id}]` body. */
-export interface ScheduleBody {
-  name?: string;
-  cronExpression?: string;
-  eventName?: string;
-  after?: string;
-  enabled?: boolean;
-  timezone?: string;
-  startDate?: string;
-  endDate?: string;
-  catchup?: string;
-  catchupLimit?: number;
-  misfireGrace?: number;
-  bizDateOffset?: number;
-  timeout?: number;
-}
+export type ScheduleBody = Schemas['ScheduleBody'];
 
-export interface ValidateCronRequest {
-  cronExpression: string;
-  timezone?: string;
-  count?: number;
-}
+export type ValidateCronRequest = Schemas['ValidateCronRequest'];
 
-export interface ValidateCronResponse {
-  valid: boolean;
-  description: string | null;
-  nextFireTime: string | null;
-  nextFireTimes?: string[];
-  timezone: string;
-  error?: string;
-  warning?: string;
-}
+export type ValidateCronResponse = Schemas['ValidateCronResponse'];
 
 /** A run in a DAG list item's strip. */
-export interface RecentRun {
-  id: number;
-  status: RunStatus;
-  bizDate: string;
-}
+export type RecentRun = Schemas['RecentRun'];
 
-export type OverlapPolicy = 'skip' | 'wait' | 'parallel';
+export type OverlapPolicy = Schemas['OverlapPolicy'];
 
 /** A DAG's headline fields. */
-export interface DagSummary {
-  id: number;
-  name: string;
-  description: string;
-  projectId: number;
-  owner: string | null;
-  online: boolean;
-  version: number;
-  maxActiveRuns: number;
-  overlap: OverlapPolicy;
-  createdAt: string;
-  updatedAt: string;
-  sourceFile: string | null;
-}
+export type DagSummary = Schemas['DagSummary'];
 
 /** `GET /api/v1/dags` item: the summary with recent runs and schedules. */
-export interface DagListItem extends DagSummary {
-  recentRuns?: RecentRun[];
-  schedules?: ScheduleDto[];
-}
+export type DagListItem = Schemas['DagListItem'];
 
 /** A task's dependency as a definition writes it. */
 export type DependencyDef =
@@ -189,8 +109,14 @@ export interface ScheduleDef {
   [key: string]: unknown;
 }
 
-/** `GET /api/v1/dags/{dagId}`: the summary plus the whole definition. */
-export interface DagDetail extends DagSummary {
+/**
+ * `GET /api/v1/dags/{dagId}`: the summary plus the whole definition, whose
+ * fields the document leaves open (`docs/DAG_FORMAT.md`).
+ */
+export type DagDetail = Schemas['DagDetail'] & DagDefinition;
+
+/** The fields of a DAG definition beyond its summary. */
+export interface DagDefinition {
   params?: Record<string, string>;
   schedules?: ScheduleDef[];
   tasks?: TaskDef[];
@@ -201,19 +127,7 @@ export interface DagDetail extends DagSummary {
 }
 
 /** What an apply changed (`changes` on create/update answers). */
-export interface ApplyReport {
-  dagId: number;
-  version: number;
-  created: boolean;
-  dagFields: string[];
-  tasksAdded: string[];
-  tasksChanged: string[];
-  tasksRemoved: string[];
-  schedulesAdded: string[];
-  schedulesChanged: string[];
-  schedulesRemoved: string[];
-  notes: string[];
-}
+export type ApplyReport = Schemas['ApplyReport'];
 
 export interface DryRunResponse {
   dryRun: boolean;
@@ -222,10 +136,7 @@ export interface DryRunResponse {
 }
 
 /** A canvas edge: its target depends on its source. */
-export interface Edge {
-  source: string;
-  target: string;
-}
+export type Edge = Schemas['Edge'];
 
 /** A task as `/tasks` and `/canvas` list it. */
 export interface CanvasTask extends TaskDef {
@@ -237,284 +148,89 @@ export interface CanvasTask extends TaskDef {
   updatedAt?: string;
 }
 
-/** `GET /api/v1/dags/{dagId}/canvas`. */
-export interface Canvas {
-  dagId: number;
-  version: number;
-  tasks: CanvasTask[];
-  edges: Edge[];
-}
+/** `GET /api/v1/dags/{dagId}/canvas`: its tasks are definitions. */
+export type Canvas = Omit<Schemas['Canvas'], 'tasks'> & { tasks: CanvasTask[] };
 
 /** `POST /api/v1/dags/{dagId}/canvas` body. */
-export interface CanvasSave {
+export type CanvasSave = Omit<Schemas['CanvasSave'], 'tasks'> & {
   tasks: Array<TaskDef & { positionX?: number | null; positionY?: number | null }>;
-  edges?: Edge[];
-}
+};
 
-export interface TriggerRequest {
-  params?: Record<string, string>;
-  bizDate?: string;
-}
+export type TriggerRequest = Schemas['TriggerRequest'];
 
-export interface TriggerResponse {
-  runKey: string;
-  dagId: number;
-  bizDate: string;
-  statusUrl: string;
-  instanceId?: number;
-}
+export type TriggerResponse = Schemas['TriggerResponse'];
 
 /** A DAG run ("DAG instance"). */
-export interface RunDto {
-  id: number;
-  dagId: number;
-  dagVersion: number;
-  runKey: string;
-  scheduleId: number | null;
-  triggerType: string;
-  bizDate: string;
-  scheduleTime: string;
-  status: RunStatus;
-  runParams: Record<string, unknown> | null;
-  startTime: string;
-  endTime: string | null;
-}
+export type RunDto = Schemas['RunDto'];
 
 /** A task instance: one task in one run. */
-export interface TaskInstanceDto {
-  id: number;
-  dagInstanceId: number;
-  dagId: number;
-  taskId: number;
-  taskName: string;
-  bizDate: string;
-  triggerType: string;
-  status: TaskStatus;
-  attempts: number;
-  retryCount: number;
-  workerId: string | null;
-  queue: string;
-  priority: number;
-  retryAt: string | null;
-  errorMessage: string | null;
-  queuedTime: string | null;
-  startTime: string | null;
-  endTime: string | null;
-  outputs?: Record<string, string>;
-}
+export type TaskInstanceDto = Schemas['TaskInstanceDto'];
 
-export interface RunDetail extends RunDto {
-  taskInstances: TaskInstanceDto[];
-}
+export type RunDetail = Schemas['RunDetail'];
 
 /** One attempt of a task instance. */
-export interface ExecutionDto {
-  id: number;
-  attempt: number;
-  status: TaskStatus;
-  triggerType: string;
-  workerId: string;
-  startTime: string;
-  endTime: string | null;
-  durationMs: number | null;
-  exitCode: number | null;
-  errorMessage: string | null;
-  logPath: string | null;
-}
+export type ExecutionDto = Schemas['ExecutionDto'];
 
-export interface TaskInstanceDetail extends TaskInstanceDto {
-  executions: ExecutionDto[];
-}
+export type TaskInstanceDetail = Schemas['TaskInstanceDetail'];
 
-export interface KillResponse {
-  id: number;
-  status: string;
-  killedTaskInstances: number[];
-}
+export type KillResponse = Schemas['KillResponse'];
 
-export interface RerunRequest {
-  failedOnly?: boolean;
-}
+export type RerunRequest = Schemas['RerunRequest'];
 
-export interface RerunResponse {
-  id: number;
-  status: RunStatus;
-  failedOnly: boolean;
-  queuedTaskInstances: TaskInstanceDto[];
-}
+export type RerunResponse = Schemas['RerunResponse'];
 
-export interface ClearRequest {
-  downstream?: boolean;
-}
+export type ClearRequest = Schemas['ClearRequest'];
 
-export interface MarkRequest {
-  status: 'SUCCESS' | 'FAILED';
-}
+export type MarkRequest = Schemas['MarkRequest'];
 
-export interface TaskResetResponse {
-  id: number;
-  dagInstanceId: number;
-  status: TaskStatus;
-  queuedTaskInstances: TaskInstanceDto[];
-}
+export type TaskResetResponse = Schemas['TaskResetResponse'];
 
-export type Reprocess = 'none' | 'failed' | 'all';
+export type Reprocess = Schemas['Reprocess'];
 
-export interface BackfillRequest {
-  from: string;
-  to: string;
-  maxActiveRuns?: number;
-  reprocess?: Reprocess;
-}
+export type BackfillRequest = Schemas['BackfillRequest'];
 
-export interface BackfillRun {
-  bizDate: string;
-  runKey: string;
-  scheduleTime: string;
-  statusUrl: string;
-  reprocessed?: boolean;
-}
+export type BackfillRun = Schemas['BackfillRun'];
 
-export interface BackfillSkip {
-  bizDate: string;
-  reason: string;
-  runId: number | null;
-}
+export type BackfillSkip = Schemas['BackfillSkip'];
 
-export interface BackfillResponse {
-  dagId: number;
-  /** True for a `?dryRun=true` answer: nothing was started. */
-  dryRun?: boolean;
-  runs: BackfillRun[];
-  skipped: BackfillSkip[];
-}
+export type BackfillResponse = Schemas['BackfillResponse'];
 
 /** A live runner. */
-export interface RunnerDto {
-  id: string;
-  queues: string[];
-  slots: number;
-  running: number;
-  lastSeen: string | null;
-}
+export type RunnerDto = Schemas['RunnerDto'];
 
-export type AlertKind = 'run_failed' | 'task_failed' | 'timeout' | 'sla_miss' | 'test';
-export type AlertState = 'PENDING' | 'SENDING' | 'SENT' | 'FAILED';
+export type AlertKind = Schemas['AlertKind'];
+export type AlertState = Schemas['AlertState'];
 
-export interface AlertDto {
-  id: number;
-  kind: AlertKind;
-  runId: number | null;
-  taskInstanceId: number | null;
-  webhook: string;
-  status: AlertState;
-  attempts: number;
-  lastError: string | null;
-  responseStatus: number | null;
-  payload: unknown;
-  createdAt: string;
-  sentAt: string | null;
-}
+export type AlertDto = Schemas['AlertDto'];
 
-export interface AuditDto {
-  id: number;
-  at: string;
-  actor: string;
-  role: string;
-  action: string;
-  target: string;
-  status: number;
-  origin: string;
-}
+export type AuditDto = Schemas['AuditDto'];
 
-export interface ProjectDto {
-  id: number;
-  name: string;
-  description: string;
-  createdAt: string;
-}
+export type ProjectDto = Schemas['ProjectDto'];
 
 // ---- The grid (`GET /api/v1/dags/{dagId}/grid`) ----
 
-export interface GridTaskDto {
-  /** null: a task the DAG no longer has that shown runs ran. */
-  id: number | null;
-  name: string;
-  /** null for a removed task. */
-  taskType: string | null;
-  upstream: string[];
-}
+export type GridTaskDto = Schemas['GridTask'];
 
 /** `[taskInstanceId, status, attempts]`, or null: no instance of that task in that run. */
 export type GridCellDto = [number, TaskStatus, number] | null;
 
-export interface GridRunDto {
-  id: number;
-  runKey: string;
-  bizDate: string;
-  status: RunStatus;
-  triggerType: string;
-  dagVersion: number;
-  startTime: string;
-  endTime: string | null;
-  cells: GridCellDto[];
-}
+export type GridRunDto = Schemas['GridRun'];
 
-export interface GridDto {
-  dagId: number;
-  tasks: GridTaskDto[];
-  runs: GridRunDto[];
-  hasMore: boolean;
-}
+export type GridDto = Schemas['Grid'];
 
 // ---- The Gantt (`GET /api/v1/dags/instances/{id}/gantt`) ----
 
-export interface GanttAttempt {
-  taskInstanceId: number;
-  taskName: string;
-  attempt: number;
-  status: TaskStatus;
-  workerId: string;
-  startTime: string;
-  endTime: string | null;
-}
+export type GanttAttempt = Schemas['GanttBar'];
 
-export interface GanttDto {
-  runId: number;
-  startTime: string;
-  endTime: string | null;
-  attempts: GanttAttempt[];
-}
+export type GanttDto = Schemas['Gantt'];
 
 // ---- The live stream (`GET /api/v1/stream`, Server-Sent Events) ----
 
 /** `event: task`. */
-export interface TaskEvent {
-  id: number;
-  runId: number;
-  dagId: number;
-  taskId: number;
-  taskName: string;
-  status: TaskStatus;
-  attempts: number;
-  startTime: string | null;
-  endTime: string | null;
-}
+export type TaskEvent = Schemas['TaskChange'];
 
 /** `event: run`. */
-export interface RunEvent {
-  id: number;
-  dagId: number;
-  status: RunStatus;
-  bizDate: string;
-  runKey: string;
-  triggerType: string;
-  startTime: string;
-  endTime: string | null;
-}
+export type RunEvent = Schemas['RunChange'];
 
 /** `event: end` of a log stream. */
-export interface LogEndEvent {
-  status: TaskStatus;
-  attempt?: number;
-}
+export type LogEndEvent = Schemas['LogEnd'];

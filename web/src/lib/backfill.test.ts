@@ -13,7 +13,7 @@ const run = (bizDate: string, reprocessed = false): BackfillRun => ({
 describe('backfill preview text', () => {
   it('counts dates that run and names the skipped ones', () => {
     const answer: BackfillResponse = {
-      dagId: 1,
+      dagId: 1, dryRun: true,
       runs: [run('2026-11-01'), run('2026-11-03'), run('2026-11-04')],
       skipped: [{ bizDate: '2026-11-02', reason: 'already has run 12 (SUCCESS)', runId: 12 }],
     };
@@ -21,20 +21,20 @@ describe('backfill preview text', () => {
   });
 
   it('says when nothing is skipped, and counts reprocessed dates', () => {
-    expect(previewText({ dagId: 1, runs: [run('2026-11-01')], skipped: [] })).toBe('1 date will run');
+    expect(previewText({ dagId: 1, dryRun: true, runs: [run('2026-11-01')], skipped: [] })).toBe('1 date will run');
     expect(
-      previewText({ dagId: 1, runs: [run('2026-11-01', true), run('2026-11-02')], skipped: [] }),
+      previewText({ dagId: 1, dryRun: true, runs: [run('2026-11-01', true), run('2026-11-02')], skipped: [] }),
     ).toBe('2 dates will run (1 again in place)');
   });
 
   it('handles an empty range and long skip lists', () => {
-    expect(previewText({ dagId: 1, runs: [], skipped: [] })).toBe('No business dates in this range.');
+    expect(previewText({ dagId: 1, dryRun: true, runs: [], skipped: [] })).toBe('No business dates in this range.');
     const skipped = Array.from({ length: 7 }, (_, i) => ({
       bizDate: `2026-11-0${i + 1}`,
       reason: `already has run ${i} (FAILED); reprocess failed runs it again`,
       runId: i,
     }));
-    const text = previewText({ dagId: 1, runs: [], skipped });
+    const text = previewText({ dagId: 1, dryRun: true, runs: [], skipped });
     expect(text).toMatch(/^0 dates will run, 7 skipped: 2026-11-01 already ran \(FAILED\);/);
     expect(text).toMatch(/and 2 more$/);
   });
