@@ -180,7 +180,12 @@ pub fn router(config: Config, shutdown: CancellationToken) -> Router {
         route: "/metrics",
     };
     let metrics = routes::behind_rules(state.clone(), rule, metrics::router(Some(cluster)));
-    routes::router(state).merge(metrics)
+    // Answers are gzipped for clients that ask (browsers do): a grid of
+    // 1,000 runs × 50 tasks is mostly repeated states. Event streams are
+    // left alone by the layer's defaults, so their events are not held back.
+    routes::router(state)
+        .merge(metrics)
+        .layer(tower_http::compression::CompressionLayer::new())
 }
 
 /// Fails when `addr` is reachable from other machines and no token is set.
