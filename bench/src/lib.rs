@@ -80,7 +80,7 @@ const DEFAULT_SCALE_TASKS: u64 = 2_000;
 )]
 pub struct BenchArgs {
     /// Workloads to run, in order (default: chain10 fanout50 wide200
-    /// chain1000 wide10k scale cron; schedules1m runs only when named).
+    /// chain1000 wide10k scale cron ui; schedules1m runs only when named).
     #[arg(value_enum)]
     workloads: Vec<Workload>,
     /// Database of the systems the bench starts.
@@ -285,37 +285,60 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
             duration,
             notes: notes.clone(),
         };
-        // schedules1m has its own section, so a run of it alone leaves the
-        // other workloads' figures in place (and the other way round).
-        let own = |text: &str| text.starts_with(Workload::Schedules1m.name());
-        let (s1m_rows, rows): (Vec<Row>, Vec<Row>) =
-            rows.into_iter().partition(|r| own(r.workload()));
-        let (s1m_notes, notes): (Vec<String>, Vec<String>) =
-            env.notes.iter().cloned().partition(|n| own(n));
-        if workloads.iter().any(|w| *w != Workload::Schedules1m) {
-            let env = Environment {
-                notes,
-                ..env.clone()
-            };
-            let section = report::markdown_section(&env, &rows);
-            report::write_section(path, backend.kind.key(), &section)?;
-        }
-        if workloads.contains(&Workload::Schedules1m) {
-            let env = Environment {
-                title: format!("{}: schedules1m", env.title),
-                setup: format!(
+        // schedules1m and ui have their own sections, so a run of one alone
+        // leaves the other workloads' figures in place (and the other way
+        // round).
+        let mut rows = rows;
+        let mut notes = env.notes.clone();
+        for own in [Workload::Schedules1m, Workload::Ui] {
+            let mine = |text: &str| text.starts_with(own.name());
+            let (own_rows, rest): (Vec<Row>, Vec<Row>) =
+                rows.into_iter().partition(|r| mine(r.workload()));
+            rows = rest;
+            let (own_notes, rest): (Vec<String>, Vec<String>) =
+                notes.into_iter().partition(|n| mine(n));
+            notes = rest;
+            if !workloads.contains(&own) {
+                continue;
+            }
+            let setup = match own {
+                Workload::Schedules1m => format!(
                     "{} schedules, a {} s window per repetition with a schedule-change \
                      notice (a full reload) halfway; the ticker alone as a \
                      `datajump ticker` process (no resolver, no runners: the fire is the \
                      measured event); {} repetitions",
                     args.schedules1m_count, args.schedules1m_seconds, args.repeat
                 ),
-                notes: s1m_notes,
-                ..env
+                _ => format!(
+                    "a 50-task NOOP DAG run 1,000 times by {} runner{} × {} slots, then the \
+                     API in the bench process, read over loopback HTTP asking for gzip as a \
+                     browser does; {} repetitions",
+                    runners.count,
+                    if runners.count == 1 { "" } else { "s" },
+                    runners.slots,
+                    args.repeat
+                ),
             };
-            let section = report::markdown_section(&env, &s1m_rows);
-            let key = format!("{}-{}", backend.kind.key(), Workload::Schedules1m.name());
+            let env = Environment {
+                title: format!("{}: {}", env.title, own.name()),
+                setup,
+                notes: own_notes,
+                ..env.clone()
+            };
+            let section = report::markdown_section(&env, &own_rows);
+            let key = format!("{}-{}", backend.kind.key(), own.name());
             report::write_section(path, &key, &section)?;
+        }
+        if workloads
+            .iter()
+            .any(|w| !matches!(w, Workload::Schedules1m | Workload::Ui))
+        {
+            let env = Environment {
+                notes,
+                ..env.clone()
+            };
+            let section = report::markdown_section(&env, &rows);
+            report::write_section(path, backend.kind.key(), &section)?;
         }
         println!("wrote {} ({})", path.display(), backend.kind.label());
     }
@@ -346,7 +369,10 @@ async fn measure_all(
         bench.repeat
     );
     for workload in workloads {
-        let kinds: &[TaskKind] = if matches!(workload, Workload::Cron | Workload::Schedules1m) {
+        let kinds: &[TaskKind] = if matches!(
+            workload,
+            Workload::Cron | Workload::Schedules1m | Workload::Ui
+        ) {
             &[TaskKind::Noop]
         } else {
             kinds

@@ -18,6 +18,7 @@ mod cron;
 mod fanout;
 mod scale;
 pub mod schedules;
+mod ui;
 mod wide;
 
 use std::collections::HashMap;
@@ -64,6 +65,10 @@ pub enum Workload {
     /// Schedules firing every second: fire lag, missed and doubled fires.
     #[value(name = "cron")]
     Cron,
+    /// 1,000 runs of a 50-task DAG, then the web UI's grid of them all in
+    /// one request and the UI's own load: time and bytes.
+    #[value(name = "ui")]
+    Ui,
     /// A million daily schedules: ticker start-up, memory and fire lag.
     /// Not run by default: it takes minutes per repetition and
     /// writes its own report section.
@@ -73,7 +78,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in the order `datajump-bench` runs them by default.
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 8] = [
         Workload::Chain10,
         Workload::Fanout50,
         Workload::Wide200,
@@ -81,6 +86,7 @@ impl Workload {
         Workload::Wide10k,
         Workload::Scale,
         Workload::Cron,
+        Workload::Ui,
     ];
 
     /// Its name on the command line and in the report.
@@ -93,6 +99,7 @@ impl Workload {
             Workload::Wide10k => "wide10k",
             Workload::Scale => "scale",
             Workload::Cron => "cron",
+            Workload::Ui => "ui",
             Workload::Schedules1m => "schedules1m",
         }
     }
@@ -504,6 +511,7 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
         Workload::Wide10k => wide::wide10k(bench, kind).await,
         Workload::Scale => scale::run(bench, kind).await,
         Workload::Cron => cron::run(bench).await,
+        Workload::Ui => ui::run(bench).await,
         Workload::Schedules1m => schedules::run(bench).await,
     }
 }
