@@ -958,6 +958,8 @@ pub struct RunChange {
     pub id: i64,
     /// Its DAG.
     pub dag_id: i64,
+    /// The DAG version it runs.
+    pub dag_version: i32,
     /// Its state now.
     pub status: RunStatus,
     /// Its business date.

@@ -188,6 +188,7 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
         .columns([
             dag_run::Column::Id,
             dag_run::Column::DagId,
+            dag_run::Column::DagVersion,
             dag_run::Column::Status,
             dag_run::Column::BizDate,
             dag_run::Column::DedupKey,
@@ -203,6 +204,7 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
         .into_tuple::<(
             i64,
             i64,
+            i32,
             RunStatus,
             chrono::NaiveDate,
             String,
@@ -254,10 +256,11 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
 
     let mut out = Vec::new();
     let mut runs_now = HashMap::with_capacity(runs.len());
-    for (id, dag_id, status, biz_date, run_key, trigger, created, finished) in runs {
+    for (id, dag_id, dag_version, status, biz_date, run_key, trigger, created, finished) in runs {
         let change = RunChange {
             id,
             dag_id,
+            dag_version,
             status,
             biz_date,
             run_key,

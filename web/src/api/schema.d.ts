@@ -3532,6 +3532,11 @@ export interface components {
              */
             dagId: number;
             /**
+             * Format: int32
+             * @description The DAG version it runs.
+             */
+            dagVersion: number;
+            /**
              * Format: date-time
              * @description When it finished.
              */

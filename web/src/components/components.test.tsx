@@ -36,7 +36,7 @@ describe('status components', () => {
 
 describe('the DAG list strip', () => {
   const ev = (id: number, status: 'RUNNING' | 'SUCCESS') => ({
-    id, dagId: 1, status, bizDate: '2026-11-0' + (id % 9), runKey: 'k', triggerType: 'MANUAL',
+    id, dagId: 1, dagVersion: 1, status, bizDate: '2026-11-0' + (id % 9), runKey: 'k', triggerType: 'MANUAL',
     startTime: '2026-11-01T00:00:00Z', endTime: null,
   });
 

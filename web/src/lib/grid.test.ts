@@ -31,7 +31,7 @@ const taskEvent = (over: Partial<TaskEvent>): TaskEvent => ({
 });
 
 const runEvent = (over: Partial<RunEvent>): RunEvent => ({
-  id: 13, dagId: 7, status: 'RUNNING', bizDate: '2026-11-03', runKey: 'manual:c',
+  id: 13, dagId: 7, dagVersion: 3, status: 'RUNNING', bizDate: '2026-11-03', runKey: 'manual:c',
   triggerType: 'MANUAL', startTime: '2026-11-04T00:00:00Z', endTime: null, ...over,
 });
 

@@ -190,7 +190,7 @@ export function applyRunEvent(model: GridModel, event: RunEvent): GridModel {
     bizDate: event.bizDate,
     status: event.status,
     triggerType: event.triggerType,
-    dagVersion: 0,
+    dagVersion: event.dagVersion,
     startTime: event.startTime,
     endTime: event.endTime,
     cells: model.tasks.map(() => null),

@@ -1,7 +1,6 @@
 import { useMemo } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { getCanvas, getRun, listRuns } from '../../api/endpoints';
-import type { RunDto } from '../../api/types';
 import { DagGraph } from '../../components/DagGraph';
 import { StatusBadge } from '../../components/Status';
 import { ErrorBox, Loading } from '../../components/States';
@@ -9,6 +8,7 @@ import { formatTime } from '../../lib/format';
 import { useAsync } from '../../lib/hooks';
 import { useStream } from '../../live/stream';
 import { graphTasks, patchInstances, runStates } from './graphData';
+import { runFromEvent } from '../../lib/runs';
 
 export function GraphTab({
   dagId,
@@ -39,20 +39,7 @@ export function GraphTab({
           items[at] = { ...items[at]!, status: event.status, endTime: event.endTime };
           return { ...page, items };
         }
-        const fresh: RunDto = {
-          id: event.id,
-          dagId: event.dagId,
-          dagVersion: 0,
-          runKey: event.runKey,
-          scheduleId: null,
-          triggerType: event.triggerType,
-          bizDate: event.bizDate,
-          scheduleTime: event.startTime,
-          status: event.status,
-          runParams: null,
-          startTime: event.startTime,
-          endTime: event.endTime,
-        };
+        const fresh = runFromEvent(event);
         return { ...page, items: [fresh, ...page.items].slice(0, 25), total: page.total + 1 };
       });
       if (event.id === runId) run.setData((r) => ({ ...r, status: event.status, endTime: event.endTime }));

@@ -1,7 +1,6 @@
 import { useState } from 'react';
 import { Link } from 'react-router';
 import { listRuns } from '../../api/endpoints';
-import type { RunDto } from '../../api/types';
 import { Pager } from '../../components/Pager';
 import { StatusBadge } from '../../components/Status';
 import { Empty, ErrorBox, Loading } from '../../components/States';
@@ -9,6 +8,7 @@ import { durationMs, formatDuration, formatTime } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { isTerminalRun } from '../../lib/status';
 import { useStream } from '../../live/stream';
+import { runFromEvent } from '../../lib/runs';
 
 const LIMIT = 50;
 
@@ -29,20 +29,7 @@ export function RunsTab({ dagId }: { dagId: number }) {
           return { ...data, items };
         }
         if (page !== 1) return { ...data, total: data.total + 1 };
-        const fresh: RunDto = {
-          id: event.id,
-          dagId,
-          dagVersion: 0,
-          runKey: event.runKey,
-          scheduleId: null,
-          triggerType: event.triggerType,
-          bizDate: event.bizDate,
-          scheduleTime: event.startTime,
-          status: event.status,
-          runParams: null,
-          startTime: event.startTime,
-          endTime: event.endTime,
-        };
+        const fresh = runFromEvent(event);
         return { ...data, items: [fresh, ...data.items].slice(0, LIMIT), total: data.total + 1 };
       });
     },
