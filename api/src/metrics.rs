@@ -82,17 +82,7 @@ impl Cluster {
             .filter(dag_run::Column::Status.eq(RunStatus::Running))
             .count(&self.db)
             .await?;
-        let tasks = task_instance::Entity::find()
-            .select_only()
-            .column(task_instance::Column::Status)
-            .column(task_instance::Column::Queue)
-            .column_as(Expr::col(task_instance::Column::Id).count(), "tasks")
-            .filter(task_instance::Column::Status.is_in([TaskStatus::Queued, TaskStatus::Running]))
-            .group_by(task_instance::Column::Status)
-            .group_by(task_instance::Column::Queue)
-            .into_tuple()
-            .all(&self.db)
-            .await?;
+        let tasks = tasks_by_queue(&self.db).await?;
         Ok(StateCounts {
             runs_running,
             tasks,
@@ -133,6 +123,24 @@ impl Cluster {
 
         SystemGauges { counts, backlog }
     }
+}
+
+/// `(status, queue, tasks)` of the QUEUED and RUNNING task instances: one
+/// grouped count through the `(status, queue)` index.
+pub(crate) async fn tasks_by_queue(
+    db: &DatabaseConnection,
+) -> Result<Vec<(TaskStatus, String, i64)>, DbErr> {
+    task_instance::Entity::find()
+        .select_only()
+        .column(task_instance::Column::Status)
+        .column(task_instance::Column::Queue)
+        .column_as(Expr::col(task_instance::Column::Id).count(), "tasks")
+        .filter(task_instance::Column::Status.is_in([TaskStatus::Queued, TaskStatus::Running]))
+        .group_by(task_instance::Column::Status)
+        .group_by(task_instance::Column::Queue)
+        .into_tuple()
+        .all(db)
+        .await
 }
 
 /// The system-wide gauges as one scrape read them; a source that failed is

@@ -243,7 +243,11 @@ test('every page draws for an admin', async ({ page }) => {
     await page.goto(`${base()}${path}`);
     await expect(page.locator('main')).toBeVisible();
     await expect(page.locator('.banner-error')).toHaveCount(0);
-    if (path === '/runners') await expect(page.getByTestId('runner-row')).toHaveCount(1);
+    if (path === '/runners') {
+      await expect(page.getByTestId('runner-row')).toHaveCount(1);
+      const served = page.locator('[data-testid="queue-row"][data-queue="default"]');
+      await expect(served).toContainText('1 runner');
+    }
     await shot(page, name);
   }
 });

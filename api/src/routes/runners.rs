@@ -1,6 +1,10 @@
-//! Runners: `GET /api/v1/runners` lists the live runners from their
-//! heartbeats in the `dj_runners` KV bucket (a runner whose heartbeat has
-//! expired is gone from the bucket, and from the list).
+//! Runners and queues: `GET /api/v1/runners` lists the live runners from
+//! their heartbeats in the `dj_runners` KV bucket (a runner whose heartbeat
+//! has expired is gone from the bucket, and from the list);
+//! `GET /api/v1/queues` puts beside each queue the runners serving it, its
+//! backlog per priority band from the work consumers' own counters, and its
+//! QUEUED and RUNNING task instances, so a queue no runner serves shows.
+//! Each source is read once per request, whatever the number of queues.
 
 use axum::Json as AxumJson;
 use axum::extract::State;
@@ -9,11 +13,19 @@ use futures::StreamExt;
 use serde::Deserialize;
 use tracing::warn;
 
+use std::collections::BTreeMap;
+
+use datajump_shared::TaskStatus;
+use datajump_shared::entities::{dag, task};
+use sea_orm::sea_query::{Expr, ExprTrait, Query};
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
+
 use super::paging;
 use crate::AppState;
-use crate::dto::{Page, PageQuery, RunnerDto};
+use crate::dto::{BandBacklog, Page, PageQuery, QueueDto, RunnerDto};
 use crate::error::{Error, Result};
-use crate::extract::Query;
+use crate::extract::Query as QueryParams;
+use crate::metrics::tasks_by_queue;
 
 /// A heartbeat as the runner writes it.
 #[derive(Debug, Deserialize)]
@@ -33,9 +45,89 @@ struct Heartbeat {
 /// tasks and last heartbeat of each live runner, by id.
 pub async fn list(
     State(state): State<AppState>,
-    Query(query): Query<PageQuery>,
+    QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<AxumJson<Page<RunnerDto>>> {
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    Ok(AxumJson(Page::of_all(
+        live_runners(&state).await?,
+        page,
+        page_size,
+    )))
+}
+
+/// `GET /api/v1/queues?page=&pageSize=`: every queue a runner serves, a
+/// work consumer exists for, a task instance waits or runs on, or a task of
+/// an online DAG names, by name.
+pub async fn queues(
+    State(state): State<AppState>,
+    QueryParams(query): QueryParams<PageQuery>,
+) -> Result<AxumJson<Page<QueueDto>>> {
+    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    let (runners, backlog, tasks, defined) = tokio::try_join!(
+        live_runners(&state),
+        async {
+            datajump_nats::work_backlog(state.bus.js(), state.bus.names())
+                .await
+                .map_err(Error::from)
+        },
+        async { tasks_by_queue(&state.db).await.map_err(Error::from) },
+        async { queues_of_online_dags(&state.db).await.map_err(Error::from) },
+    )?;
+
+    let mut queues: BTreeMap<String, QueueDto> = BTreeMap::new();
+    for runner in &runners {
+        for queue in &runner.queues {
+            let queue = entry(&mut queues, queue);
+            queue.runners += 1;
+            queue.slots += runner.slots;
+            queue.unserved = false;
+        }
+    }
+    for band in backlog {
+        if band.pending > 0 || band.ack_pending > 0 {
+            entry(&mut queues, &band.queue).backlog.push(BandBacklog {
+                priority: band.priority.level(),
+                pending: band.pending,
+                ack_pending: band.ack_pending,
+            });
+        } else {
+            entry(&mut queues, &band.queue);
+        }
+    }
+    for (status, queue, count) in tasks {
+        let queue = entry(&mut queues, &queue);
+        let count = u64::try_from(count).unwrap_or(0);
+        match status {
+            TaskStatus::Queued => queue.queued_tasks += count,
+            _ => queue.running_tasks += count,
+        }
+    }
+    for (queue, dags) in defined {
+        entry(&mut queues, &queue).dags = u64::try_from(dags).unwrap_or(0);
+    }
+    let mut items: Vec<QueueDto> = queues.into_values().collect();
+    for queue in &mut items {
+        queue.backlog.sort_by_key(|band| std::cmp::Reverse(band.priority));
+    }
+    Ok(AxumJson(Page::of_all(items, page, page_size)))
+}
+
+/// The row of `queue`, added unserved and empty if new.
+fn entry<'q>(queues: &'q mut BTreeMap<String, QueueDto>, queue: &str) -> &'q mut QueueDto {
+    queues.entry(queue.to_owned()).or_insert_with(|| QueueDto {
+        queue: queue.to_owned(),
+        runners: 0,
+        slots: 0,
+        queued_tasks: 0,
+        running_tasks: 0,
+        backlog: Vec::new(),
+        dags: 0,
+        unserved: true,
+    })
+}
+
+/// The live runners, by id.
+async fn live_runners(state: &AppState) -> Result<Vec<RunnerDto>> {
     let bucket = state.bus.names().runners_bucket();
     let kv = datajump_nats::key_value(state.bus.js(), &bucket).await?;
     let mut keys = kv
@@ -64,5 +156,26 @@ pub async fn list(
         }
     }
     items.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(AxumJson(Page::of_all(items, page, page_size)))
+    Ok(items)
+}
+
+/// `(queue, online DAGs with a task on it)`.
+async fn queues_of_online_dags(db: &DatabaseConnection) -> Result<Vec<(String, i64)>, DbErr> {
+    task::Entity::find()
+        .select_only()
+        .column(task::Column::Queue)
+        .column_as(Expr::col(task::Column::DagId).count_distinct(), "dags")
+        .filter(
+            task::Column::DagId.in_subquery(
+                Query::select()
+                    .column(dag::Column::Id)
+                    .from(dag::Entity)
+                    .and_where(dag::Column::Online.eq(true))
+                    .to_owned(),
+            ),
+        )
+        .group_by(task::Column::Queue)
+        .into_tuple()
+        .all(db)
+        .await
 }

@@ -16,11 +16,11 @@ use super::{
 use crate::AppState;
 use crate::dto::{
     BackfillRequest, BackfillResponse, Canvas, CanvasSave, ClearRequest, DagDetail, DagListItem,
-    DagSummary, EventResponse, Gantt, Grid, KillResponse, LogEnd, MarkRequest, Page, RerunRequest,
-    RerunResponse, RunChange, RunDetail, RunDto, RunStatusDto, RunnerDto, ScheduleBody,
-    ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate, TaskChange, TaskInstanceDetail,
-    TaskInstanceDto, TaskResetResponse, TriggerRequest, TriggerResponse, ValidateCronRequest,
-    ValidateCronResponse, ValidateRequest, ValidateResponse,
+    DagSummary, EventResponse, Gantt, Grid, KillResponse, LogEnd, MarkRequest, Page, QueueDto,
+    RerunRequest, RerunResponse, RunChange, RunDetail, RunDto, RunStatusDto, RunnerDto,
+    ScheduleBody, ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate, TaskChange,
+    TaskInstanceDetail, TaskInstanceDto, TaskResetResponse, TriggerRequest, TriggerResponse,
+    ValidateCronRequest, ValidateCronResponse, ValidateRequest, ValidateResponse,
 };
 
 /// An HTTP method the API uses.
@@ -714,6 +714,16 @@ pub fn endpoints() -> Vec<Endpoint> {
         .scope(Unscoped)
         .answers::<Page<RunnerDto>>(),
         Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/queues",
+            "Queues: runners serving each, backlog per priority band, QUEUED and RUNNING tasks",
+            runners::queues,
+        )
+        .query(PAGE)
+        .scope(Unscoped)
+        .answers::<Page<QueueDto>>(),
+        Endpoint::new(
             Post,
             PUBLIC,
             "/api/v1/session",
@@ -844,12 +854,13 @@ mod tests {
             "Post /api/v1/tokens",
             "Delete /api/v1/tokens/{name}",
         ];
-        const UNSCOPED: [&str; 8] = [
+        const UNSCOPED: [&str; 9] = [
             "Get /healthz",
             "Get /readyz",
             "Get /api/v1/openapi.json",
             "Post /api/v1/dags/schedule/validate-cron",
             "Get /api/v1/runners",
+            "Get /api/v1/queues",
             "Post /api/v1/session",
             "Get /api/v1/session",
             "Delete /api/v1/session",

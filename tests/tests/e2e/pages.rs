@@ -1,7 +1,7 @@
 //! What the web UI's pages read (api/src/routes/views.rs, stream.rs and the
 //! DAG list): the runs × tasks grid, a run's Gantt bars, the live stream of
 //! changes, a running attempt's log stream, the DAG list's recent runs and
-//! schedules, a backfill's dry run, and the UI itself at `/` — over real
+//! schedules, the queues and who serves them, a backfill's dry run, and the UI itself at `/` — over real
 //! HTTP in front of a real resolver and runner.
 
 use std::time::{Duration, Instant};
@@ -457,6 +457,106 @@ tasks:
             none["total"], 0,
             "a % is a character, not a wildcard: {none}"
         );
+    }
+);
+
+both_dbs!(
+    a_queue_no_runner_serves_shows_with_what_waits_on_it,
+    |env| async move {
+        env.apply(
+            r#"
+name: on_gpu
+tasks:
+  - name: prepare
+    command: "true"
+  - name: train
+    depends_on: [prepare]
+    queue: gpu
+    priority: 8
+    command: "true"
+"#,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let api = Api::start(&env, None).await;
+        let dag_id = env.dag_id("on_gpu").await;
+        let queue = |page: &Value, name: &str| {
+            page["items"]
+                .as_array()
+                .and_then(|items| items.iter().find(|q| q["queue"] == name))
+                .cloned()
+        };
+
+        let before = api.get("/api/v1/queues").await.expect(200);
+        let gpu = queue(&before, "gpu").expect("a queue an online DAG names is listed");
+        assert_eq!(gpu["unserved"], true, "{gpu}");
+        assert_eq!(gpu["dags"], 1, "{gpu}");
+        assert_eq!(gpu["queuedTasks"], 0, "{gpu}");
+        let default = queue(&before, "default").expect("default");
+        assert_eq!(default["unserved"], false, "{default}");
+        assert_eq!(default["runners"], 1, "{default}");
+        assert_eq!(default["slots"], 4, "{default}");
+
+        let started = api
+            .post(&format!("/api/v1/dags/{dag_id}/trigger"), json!({}))
+            .await
+            .expect(202);
+        let status_url = started["statusUrl"].as_str().expect("statusUrl").to_owned();
+        // `prepare` runs on default; `train` then waits on gpu, which no
+        // runner serves.
+        let deadline = Instant::now() + TIMEOUT;
+        let gpu = loop {
+            let page = api.get("/api/v1/queues").await.expect(200);
+            let gpu = queue(&page, "gpu").expect("gpu");
+            if gpu["queuedTasks"] == 1 {
+                break gpu;
+            }
+            assert!(Instant::now() < deadline, "train never queued: {page}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(gpu["unserved"], true, "{gpu}");
+        assert_eq!(gpu["runners"], 0, "{gpu}");
+
+        assert_eq!(gpu["backlog"], json!([]), "no consumer yet: {gpu}");
+
+        // A runner for gpu takes it.
+        let gpu_runner = env.spawn_runner("r2", &["gpu"], 2).await;
+        let run = api.wait_run(&status_url).await;
+        assert_eq!(run["status"], "SUCCESS", "{run}");
+        let after = api.get("/api/v1/queues").await.expect(200);
+        let gpu = queue(&after, "gpu").expect("gpu");
+        assert_eq!(gpu["unserved"], false, "{gpu}");
+        assert_eq!(gpu["runners"], 1, "{gpu}");
+        assert_eq!(gpu["slots"], 2, "{gpu}");
+        assert_eq!(gpu["queuedTasks"], 0, "{gpu}");
+        assert_eq!(gpu["runningTasks"], 0, "{gpu}");
+
+        // That runner gone, the next `train` waits in its band of the
+        // consumer the runner left behind.
+        gpu_runner.stop().await;
+        api.post(&format!("/api/v1/dags/{dag_id}/trigger"), json!({}))
+            .await
+            .expect(202);
+        let deadline = Instant::now() + TIMEOUT;
+        let gpu = loop {
+            let page = api.get("/api/v1/queues").await.expect(200);
+            let gpu = queue(&page, "gpu").expect("gpu");
+            if gpu["queuedTasks"] == 1 && gpu["backlog"] != json!([]) {
+                break gpu;
+            }
+            assert!(Instant::now() < deadline, "train never queued: {page}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(gpu["unserved"], true, "{gpu}");
+        assert_eq!(
+            gpu["backlog"],
+            json!([{"priority": 8, "pending": 1, "ackPending": 0}]),
+            "{gpu}"
+        );
+        api.get("/api/v1/queues?pageSize=0")
+            .await
+            .expect_error(400, "BAD_REQUEST", "pageSize");
     }
 );
 

@@ -22,6 +22,7 @@ import type {
   RerunResponse,
   RunDetail,
   RunDto,
+  QueueDto,
   RunnerDto,
   ScheduleBody,
   ScheduleDto,
@@ -161,6 +162,8 @@ export const validateCron = (body: ValidateCronRequest, o: Signal = {}) =>
 
 export const listRunners = (o: Signal = {}) =>
   request<Page<RunnerDto>>('/runners', { ...o, query: { pageSize: 500 } });
+export const listQueues = (o: Signal = {}) =>
+  request<Page<QueueDto>>('/queues', { ...o, query: { pageSize: 500 } });
 export const listAlerts = (dagId: number, page: number, pageSize: number, o: Signal = {}) =>
   request<Page<AlertDto>>(`/dags/${dagId}/alerts`, { ...o, query: { page, pageSize } });
 export const listAudit = (page: number, pageSize: number, o: Signal = {}) =>

@@ -1992,6 +1992,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Queues: runners serving each, backlog per priority band, QUEUED and RUNNING tasks */
+        get: {
+            parameters: {
+                query?: {
+                    page?: string;
+                    pageSize?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Queues: runners serving each, backlog per priority band, QUEUED and RUNNING tasks */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PageOfQueueDto"];
+                    };
+                };
+                /** @description An error */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runners": {
         parameters: {
             query?: never;
@@ -2766,6 +2814,24 @@ export interface components {
              */
             runId: number | null;
         };
+        /** @description What one priority band of a queue holds in JetStream. */
+        BandBacklog: {
+            /**
+             * Format: uint64
+             * @description Messages taken and not yet acknowledged (running, or in flight).
+             */
+            ackPending: number;
+            /**
+             * Format: uint64
+             * @description Messages no runner has taken yet.
+             */
+            pending: number;
+            /**
+             * Format: uint8
+             * @description Priority, 1 (lowest) to 10 (highest).
+             */
+            priority: number;
+        };
         /** @description A DAG's canvas: its tasks with their positions, and the edges between them. */
         Canvas: {
             /**
@@ -3355,6 +3421,26 @@ export interface components {
             total: number;
         };
         /** @description One page of a list. */
+        PageOfQueueDto: {
+            /** @description The items of this page. */
+            items: components["schemas"]["QueueDto"][];
+            /**
+             * Format: uint64
+             * @description 1-based page number.
+             */
+            page: number;
+            /**
+             * Format: uint64
+             * @description Items per page.
+             */
+            pageSize: number;
+            /**
+             * Format: uint64
+             * @description Items in the whole list.
+             */
+            total: number;
+        };
+        /** @description One page of a list. */
         PageOfRunDto: {
             /** @description The items of this page. */
             items: components["schemas"]["RunDto"][];
@@ -3470,6 +3556,50 @@ export interface components {
             id: number;
             /** @description Its unique name. */
             name: string;
+        };
+        /**
+         * @description A queue: who serves it and what waits in it, from the runners'
+         *     heartbeats, the work consumers' counters in JetStream and the task
+         *     instances in the database.
+         */
+        QueueDto: {
+            /**
+             * @description Messages per priority band (10 highest, 1 lowest), for the bands
+             *     holding any; empty when no runner ever created its consumers.
+             */
+            backlog: components["schemas"]["BandBacklog"][];
+            /**
+             * Format: uint64
+             * @description Online DAGs with a task on this queue.
+             */
+            dags: number;
+            /** @description Queue name. */
+            queue: string;
+            /**
+             * Format: uint64
+             * @description Task instances QUEUED on it: released, waiting for a runner.
+             */
+            queuedTasks: number;
+            /**
+             * Format: uint64
+             * @description Live runners serving it.
+             */
+            runners: number;
+            /**
+             * Format: uint64
+             * @description Task instances RUNNING on it.
+             */
+            runningTasks: number;
+            /**
+             * Format: uint64
+             * @description Their slots (a runner serving several queues counts in each).
+             */
+            slots: number;
+            /**
+             * @description No live runner serves it: its tasks wait until one starts with
+             *     `--queues` naming it.
+             */
+            unserved: boolean;
         };
         /** @description A run in a DAG's strip of recent runs. */
         RecentRun: {

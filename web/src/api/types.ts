@@ -197,6 +197,8 @@ export type BackfillResponse = Schemas['BackfillResponse'];
 
 /** A live runner. */
 export type RunnerDto = Schemas['RunnerDto'];
+export type QueueDto = Schemas['QueueDto'];
+export type BandBacklog = Schemas['BandBacklog'];
 
 export type AlertKind = Schemas['AlertKind'];
 export type AlertState = Schemas['AlertState'];
