@@ -113,44 +113,66 @@ struct Heartbeat<'a> {
     at: DateTime<Utc>,
 }
 
-/// Kill switches of the attempts this runner is running, by task instance.
-type Running = Arc<std::sync::Mutex<std::collections::HashMap<i64, CancellationToken>>>;
+/// Kill switches of the attempts this runner's handlers hold, by task
+/// instance and attempt (0-based).
+type Running = Arc<std::sync::Mutex<std::collections::BTreeMap<(i64, i32), CancellationToken>>>;
 
 /// How this runner's attempts can be stopped.
 #[derive(Clone)]
 struct Stops {
     /// Cancelled at the drain timeout: every attempt stops and is requeued.
     drain: CancellationToken,
-    /// Per-attempt kill switches, pulled by `dj.kill.<id>` or a status recheck.
+    /// Per-attempt kill switches, pulled by `dj.kill.<id>` or a status
+    /// recheck. A handler holds its attempt's from before its claim until
+    /// the attempt is recorded, so that while the database says an attempt
+    /// is this runner's, this map says whether a process of it exists here.
     running: Running,
 }
 
 impl Stops {
-    fn register(&self, task_instance_id: i64) -> CancellationToken {
-        let token = self.drain.child_token();
-        if let Ok(mut running) = self.running.lock() {
-            running.insert(task_instance_id, token.clone());
+    /// The kill switch of `claim`'s attempt, held by the caller until
+    /// [`Stops::release`]; `None` if another handler already holds it (a
+    /// second copy of the same work message).
+    fn hold(&self, claim: datajump_engine::Claim) -> Option<CancellationToken> {
+        let mut running = self.running.lock().ok()?;
+        let key = (claim.task_instance_id.0, claim.attempt);
+        if running.contains_key(&key) {
+            return None;
         }
-        token
+        let token = self.drain.child_token();
+        running.insert(key, token.clone());
+        Some(token)
     }
 
-    fn unregister(&self, task_instance_id: i64) {
+    fn release(&self, claim: datajump_engine::Claim) {
         if let Ok(mut running) = self.running.lock() {
-            running.remove(&task_instance_id);
+            running.remove(&(claim.task_instance_id.0, claim.attempt));
         }
+    }
+
+    /// Whether a handler holds attempt `attempt` of the instance.
+    fn holds(&self, task_instance_id: i64, attempt: i32) -> bool {
+        self.running
+            .lock()
+            .is_ok_and(|running| running.contains_key(&(task_instance_id, attempt)))
     }
 
     fn is_running(&self, task_instance_id: i64) -> bool {
-        self.running
-            .lock()
-            .is_ok_and(|running| running.contains_key(&task_instance_id))
+        self.running.lock().is_ok_and(|running| {
+            running
+                .range((task_instance_id, i32::MIN)..=(task_instance_id, i32::MAX))
+                .next()
+                .is_some()
+        })
     }
 
     fn kill(&self, task_instance_id: i64) {
-        if let Ok(running) = self.running.lock()
-            && let Some(token) = running.get(&task_instance_id)
-        {
-            token.cancel();
+        if let Ok(running) = self.running.lock() {
+            for (_, token) in
+                running.range((task_instance_id, i32::MIN)..=(task_instance_id, i32::MAX))
+            {
+                token.cancel();
+            }
         }
     }
 }
@@ -582,8 +604,37 @@ async fn attempt(
         task_instance_id: work.task_instance_id,
         attempt: work.attempt,
     };
+    let Some(kill) = stops.hold(claim) else {
+        debug!("another copy of this work message is being handled here");
+        return Ok(AckKind::Ack);
+    };
+    let ack = claim_and_run(
+        config, bus, logs, committer, message, work, stops, slot, &kill,
+    )
+    .await;
+    stops.release(claim);
+    ack
+}
+
+/// [`attempt`] once its kill switch is held.
+#[allow(clippy::too_many_arguments)]
+async fn claim_and_run(
+    config: &Config,
+    bus: &Bus,
+    logs: &ObjectStore,
+    committer: &Committer,
+    message: &jetstream::Message,
+    work: &WorkMsg,
+    stops: &Stops,
+    slot: OwnedSemaphorePermit,
+    kill: &CancellationToken,
+) -> Result<AckKind, DbErr> {
+    let claim = datajump_engine::Claim {
+        task_instance_id: work.task_instance_id,
+        attempt: work.attempt,
+    };
     let Some((row, exec_row)) = committer.claim(claim).await? else {
-        return not_claimed(config, bus, work).await;
+        return not_claimed(config, bus, work, stops).await;
     };
     // What runs is what the database queued: the message only said which
     // row to claim, and one published by anyone else must not change the
@@ -608,19 +659,16 @@ async fn attempt(
         metrics::task_dispatched(queued, exec_row.start_time);
     }
     info!(runner = %config.id, "task started");
-    let kill = stops.register(row.id);
     let claimed = Claimed {
         message,
         work,
         unreadable,
         row: &row,
         exec_row: &exec_row,
-        kill: &kill,
+        kill,
         drain: &stops.drain,
     };
-    let ack = run_claimed(config, logs, committer, &claimed, slot).await;
-    stops.unregister(row.id);
-    ack
+    run_claimed(config, logs, committer, &claimed, slot).await
 }
 
 /// An attempt this runner has claimed.
@@ -953,8 +1001,14 @@ fn param_context(work: &WorkMsg, upstream: &Params, default_zone: chrono_tz::Tz)
     }
 }
 
-/// A claim lost: decide from the instance's current state what the message means.
-async fn not_claimed(config: &Config, bus: &Bus, work: &WorkMsg) -> Result<AckKind, DbErr> {
+/// A claim lost: decide from the instance's current state what the message
+/// means. The caller holds the kill switch of the message's attempt.
+async fn not_claimed(
+    config: &Config,
+    bus: &Bus,
+    work: &WorkMsg,
+    stops: &Stops,
+) -> Result<AckKind, DbErr> {
     let Some(row) = task_instance::Entity::find_by_id(work.task_instance_id.0)
         .one(&config.db)
         .await?
@@ -974,8 +1028,27 @@ async fn not_claimed(config: &Config, bus: &Bus, work: &WorkMsg) -> Result<AckKi
             Err(_) => AckKind::Nak(Some(Duration::from_secs(1))),
         });
     }
-    if row.status == TaskStatus::Running && row.owner.as_deref() != Some(config.id.as_str()) {
-        if owner_alive(bus, row.owner.as_deref()).await {
+    if row.status == TaskStatus::Running {
+        let ours = row.owner.as_deref() == Some(config.id.as_str());
+        if ours {
+            // The caller holds the message's attempt, so another handler
+            // here can only hold a different one.
+            let running_here =
+                row.last_attempt() != work.attempt && stops.holds(row.id, row.last_attempt());
+            if running_here {
+                debug!(
+                    attempt = row.last_attempt(),
+                    "stale work message: the task runs here"
+                );
+                return Ok(AckKind::Ack);
+            }
+            // The database gives this runner an attempt no process of it
+            // runs: a claim committed whose answer was lost with the
+            // connection (the message came back after a database error),
+            // or an earlier process under the same runner id died. Either
+            // way nothing will end it here, so it is taken over like a
+            // lost runner's.
+        } else if owner_alive(bus, row.owner.as_deref()).await {
             debug!(owner = ?row.owner, "task is running elsewhere");
             return Ok(AckKind::Nak(Some(OWNED_ELSEWHERE_DELAY)));
         }

@@ -107,7 +107,9 @@ pub async fn queues(
     }
     let mut items: Vec<QueueDto> = queues.into_values().collect();
     for queue in &mut items {
-        queue.backlog.sort_by_key(|band| std::cmp::Reverse(band.priority));
+        queue
+            .backlog
+            .sort_by_key(|band| std::cmp::Reverse(band.priority));
     }
     Ok(AxumJson(Page::of_all(items, page, page_size)))
 }

@@ -997,3 +997,54 @@ tasks:
         );
     }
 });
+
+both_dbs!(
+    a_claim_committed_whose_answer_was_lost_is_taken_over,
+    |env| async move {
+        env.apply("name: lost_answer\ntasks:\n  - name: only\n    command: \"true\"\n")
+            .await;
+        let _resolver = env.spawn_resolver().await;
+        let key = env.trigger("lost_answer").await;
+        let queued = wait_instances(&env, &key, "queued", |instances| {
+            instances
+                .get("only")
+                .is_some_and(|ti| ti.status == TaskStatus::Queued)
+        })
+        .await["only"]
+            .clone();
+        // What a runner's claim leaves when its commit reaches the database
+        // and the answer is lost with the connection: the instance RUNNING
+        // under that runner, an execution row, and the work message back
+        // in the queue for the same runner (which Naked it on the error).
+        let claim = datajump_engine::Claim {
+            task_instance_id: queued.instance_id(),
+            attempt: 0,
+        };
+        let (recorded, _) = datajump_engine::record(&env.db, "r1", &[&claim], &[])
+            .await
+            .expect("the claim commits");
+        assert_eq!(recorded.claimed.len(), 1, "the claim was won");
+
+        let _runner = env.spawn_runner("r1", &["default"], 2).await;
+        let run = env.wait_run(&key, TIMEOUT).await;
+        assert_eq!(
+            run.status,
+            RunStatus::Success,
+            "{}",
+            env.describe_run(&run).await
+        );
+        let attempts = &env.executions_by_name(run.id).await["only"];
+        let outcome: Vec<(TaskStatus, Option<&str>)> = attempts
+            .iter()
+            .map(|e| (e.status, e.error_msg.as_deref()))
+            .collect();
+        assert_eq!(
+            outcome,
+            [
+                (TaskStatus::Failed, Some(datajump_engine::RUNNER_LOST)),
+                (TaskStatus::Success, None),
+            ],
+            "the attempt no process ran is closed, and a fresh one runs"
+        );
+    }
+);
