@@ -1,6 +1,6 @@
 import { Link, useParams, useSearchParams } from 'react-router';
-import { getDag } from '../../api/endpoints';
-import { useCan } from '../../auth/session';
+import { getDag, listProjects } from '../../api/endpoints';
+import { useCan, useSession } from '../../auth/session';
 import { OnlineToggle } from '../../components/OnlineToggle';
 import { ErrorBox, Loading } from '../../components/States';
 import { useAsync } from '../../lib/hooks';
@@ -24,6 +24,9 @@ export function DagPage() {
   const canTrigger = useCan('trigger');
   const canBackfill = useCan('backfill');
   const canEdit = useCan('editDag');
+  const session = useSession();
+  const projects = useAsync(session?.projectId ? null : 'projects', (signal) => listProjects({ signal }));
+  const projectName = projects.data?.items.find((p) => p.id === dag.data?.projectId)?.name;
 
   const selectTab = (t: Tab) => {
     const next = new URLSearchParams(params);
@@ -49,7 +52,7 @@ export function DagPage() {
   return (
     <div className="page">
       <div className="crumbs">
-        <Link to="/dags">DAGs</Link> /
+        <Link to="/dags">DAGs</Link> / <Link to={`/dags?project=${d.projectId}`}>{projectName ?? `project #${d.projectId}`}</Link> /
       </div>
       <div className="page-head">
         <h1 className="mono-title" data-testid="dag-name">{d.name}</h1>
