@@ -609,7 +609,7 @@ async fn attempt(
         return Ok(AckKind::Ack);
     };
     let ack = claim_and_run(
-        config, bus, logs, committer, message, work, stops, slot, &kill,
+        config, bus, logs, committer, message, work, claim, stops, slot, &kill,
     )
     .await;
     stops.release(claim);
@@ -625,14 +625,11 @@ async fn claim_and_run(
     committer: &Committer,
     message: &jetstream::Message,
     work: &WorkMsg,
+    claim: datajump_engine::Claim,
     stops: &Stops,
     slot: OwnedSemaphorePermit,
     kill: &CancellationToken,
 ) -> Result<AckKind, DbErr> {
-    let claim = datajump_engine::Claim {
-        task_instance_id: work.task_instance_id,
-        attempt: work.attempt,
-    };
     let Some((row, exec_row)) = committer.claim(claim).await? else {
         return not_claimed(config, bus, work, stops).await;
     };
