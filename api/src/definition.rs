@@ -12,10 +12,14 @@
 //! The way back ([`load`]) renders a stored DAG as the same file model, so
 //! an update can change a few fields and re-apply the whole definition.
 
+use std::borrow::Cow;
+
 use chrono::NaiveDate;
 use datajump_shared::dag_file::{DagFile, DagFileError, ScheduleKind};
 use datajump_shared::entities::{dag, schedule, task, task_dependency};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -199,6 +203,156 @@ fn rename_response(value: &Value, level: Level) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// A DAG definition as a request body: the DAG file's model with the
+/// API's names, checked by [`from_request`] and [`parse`]. Its OpenAPI
+/// schema is [`DagFile`]'s with every structural key renamed as
+/// [`from_request`] renames it back, so the document cannot drift from
+/// the file format.
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub struct DefinitionBody(pub Value);
+
+/// The changes of `PUT /api/v1/dags/{dagId}`: any fields of a
+/// [`DefinitionBody`], each replacing the stored one.
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub struct DefinitionChanges(pub Value);
+
+impl JsonSchema for DefinitionBody {
+    fn schema_name() -> Cow<'static, str> {
+        "DagDefinition".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        // A new DAG needs only its name: no tasks is an empty DAG, and the
+        // project is the caller's own.
+        definition_schema(generator, &Self::schema_name(), &["name"])
+    }
+}
+
+impl JsonSchema for DefinitionChanges {
+    fn schema_name() -> Cow<'static, str> {
+        "DagDefinitionChanges".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        definition_schema(generator, &Self::schema_name(), &[])
+    }
+}
+
+/// The definition fields of a DAG's answer ([`to_response`]), beside its
+/// summary: the schema of the fields only, as no value of this type is
+/// made.
+pub struct DefinitionFields;
+
+impl JsonSchema for DefinitionFields {
+    fn schema_name() -> Cow<'static, str> {
+        "DagDefinitionFields".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = definition_schema(generator, &Self::schema_name(), &[]).to_value();
+        if let Some(object) = schema.as_object_mut() {
+            // Flattened beside the summary's fields, so it cannot close
+            // the object; `sourceFile` is the summary's.
+            object.remove("additionalProperties");
+            if let Some(Value::Object(properties)) = object.get_mut("properties") {
+                properties.remove("sourceFile");
+            }
+        }
+        Schema::try_from(schema).unwrap_or_default()
+    }
+}
+
+/// [`DagFile`]'s schema in the API's names, with only `required` fields
+/// required, and `sourceFile`, which the API takes beside a definition.
+fn definition_schema(generator: &mut SchemaGenerator, title: &str, required: &[&str]) -> Schema {
+    let mut inline = generator
+        .settings()
+        .clone()
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator();
+    let mut schema = inline.subschema_for::<DagFile>().to_value();
+    rename_schema(&mut schema, Level::Dag, &mut inline);
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("required".to_owned(), json!(required));
+        object.insert("title".to_owned(), json!(title));
+        if let Some(Value::Object(properties)) = object.get_mut("properties") {
+            let mut source_file = inline.subschema_for::<Option<String>>().to_value();
+            if let Some(field) = source_file.as_object_mut() {
+                field.insert(
+                    "description".to_owned(),
+                    json!("The path of the file this DAG is applied from (`datajump dag apply`): the DAG becomes file-managed"),
+                );
+            }
+            properties.insert("sourceFile".to_owned(), source_file);
+        }
+    }
+    Schema::try_from(schema).unwrap_or_default()
+}
+
+/// Renames a file-form schema's property names at `level` (and below, as
+/// [`Level::child`] says) to the API's, as [`rename_response`] renames
+/// values; user data (`params`, `content`) is left as it is.
+fn rename_schema(schema: &mut Value, level: Level, generator: &mut SchemaGenerator) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(default) = object.get_mut("default") {
+        *default = rename_response(default, level);
+    }
+    if let Some(Value::Object(properties)) = object.remove("properties") {
+        let renamed = properties
+            .into_iter()
+            .map(|(key, mut item)| {
+                match level.child(&key) {
+                    Some(child) => rename_schema(&mut item, child, generator),
+                    None if (level, key.as_str()) == MINUTES_IN_API => {
+                        item = minutes_schema(&item, generator);
+                    }
+                    None => {}
+                }
+                (api_key(level, &key), item)
+            })
+            .collect();
+        object.insert("properties".to_owned(), Value::Object(renamed));
+    }
+    if let Some(Value::Array(names)) = object.get_mut("required") {
+        for name in names.iter_mut() {
+            if let Some(key) = name.as_str() {
+                *name = json!(api_key(level, key));
+            }
+        }
+    }
+    if let Some(items) = object.get_mut("items") {
+        rename_schema(items, level, generator);
+    }
+    for alternatives in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(schemas)) = object.get_mut(alternatives) {
+            for alternative in schemas {
+                rename_schema(alternative, level, generator);
+            }
+        }
+    }
+}
+
+/// The schema of a field the API counts in minutes where the file counts
+/// seconds ([`MINUTES_IN_API`]): any number, or a duration string.
+fn minutes_schema(file_schema: &Value, generator: &mut SchemaGenerator) -> Value {
+    let mut schema = generator.subschema_for::<Option<Value>>().to_value();
+    let description = file_schema
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .replace("Seconds", "Minutes");
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("description".to_owned(), json!(description));
+    } else {
+        schema = json!({ "description": description });
+    }
+    schema
 }
 
 /// A DAG definition from a request body (camelCase) in the file's form.
@@ -480,6 +634,75 @@ pub async fn load<C: ConnectionTrait>(conn: &C, dag: &dag::Model) -> Result<Map<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every property name of a schema, at any depth.
+    fn property_names(schema: &Value, names: &mut Vec<String>) {
+        match schema {
+            Value::Object(object) => {
+                if let Some(Value::Object(properties)) = object.get("properties") {
+                    names.extend(properties.keys().cloned());
+                }
+                object
+                    .values()
+                    .for_each(|value| property_names(value, names));
+            }
+            Value::Array(items) => items.iter().for_each(|item| property_names(item, names)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_schema_names_fields_as_requests_do() {
+        let mut generator = schemars::generate::SchemaSettings::openapi3()
+            .for_deserialize()
+            .into_generator();
+        let schema = DefinitionBody::json_schema(&mut generator).to_value();
+        assert_eq!(schema["required"], json!(["name"]), "{schema}");
+        let dag = &schema["properties"];
+        let task = &dag["tasks"]["items"]["properties"];
+        let schedule = &dag["schedules"]["items"]["properties"];
+        for (level, fields) in [
+            (
+                dag,
+                &["projectId", "maxActiveRuns", "runTimeout", "sourceFile"][..],
+            ),
+            (
+                task,
+                &["dependsOn", "waitTimeout", "queueTimeout", "type"][..],
+            ),
+            (
+                schedule,
+                &["cronExpression", "eventName", "enabled", "bizDateOffset"][..],
+            ),
+            (
+                &task["retry"]["properties"],
+                &["onExitCodes", "maxInterval"][..],
+            ),
+        ] {
+            for field in fields {
+                assert!(level.get(field).is_some(), "no `{field}` in {level}");
+            }
+        }
+        assert!(
+            schedule["timeout"]["description"]
+                .as_str()
+                .is_some_and(|text| text.starts_with("Minutes")),
+            "{}",
+            schedule["timeout"]
+        );
+        assert_eq!(task["retry"]["default"]["onExitCodes"], json!([]));
+        let mut names = Vec::new();
+        property_names(&schema, &mut names);
+        let file_names: Vec<&String> = names.iter().filter(|n| n.contains('_')).collect();
+        assert!(
+            file_names.is_empty(),
+            "file names in the schema: {file_names:?}"
+        );
+        let body: Map<String, Value> = names.iter().map(|name| (name.clone(), json!(1))).collect();
+        assert!(from_request(&Value::Object(body)).is_ok());
+        let changes = DefinitionChanges::json_schema(&mut generator).to_value();
+        assert_eq!(changes["required"], json!([]), "{changes}");
+    }
 
     #[test]
     fn names_convert_both_ways() {

@@ -186,6 +186,7 @@ pub struct DagDetail {
     /// The rest of its definition in the DAG file's shape, camelCase
     /// (`docs/DAG_FORMAT.md`): `tasks`, `schedules`, `params`, timeouts, …
     #[serde(flatten)]
+    #[schemars(with = "crate::definition::DefinitionFields")]
     pub definition: Map<String, Value>,
     /// What creating or changing it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

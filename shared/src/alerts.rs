@@ -91,7 +91,7 @@ impl AlertKind {
 }
 
 /// One webhook target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Webhook {
     /// `http` or `https` URL the alert is POSTed to.
@@ -105,7 +105,7 @@ pub struct Webhook {
 }
 
 /// A DAG's `alerts:` block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AlertConfig {
     /// Where alerts go.

@@ -91,6 +91,7 @@ impl OverlapPolicy {
     Deserialize,
     Serialize,
     Default,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "lowercase")]
@@ -162,7 +163,7 @@ impl Catchup {
 /// A DAG as written in a file. Serialized, it is the same file with every
 /// default written out, which is how `datajump dag apply` sends a whole
 /// definition to the API (a field left out of an update would be kept).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DagFile {
     /// Unique name.
@@ -191,11 +192,13 @@ pub struct DagFile {
     /// Seconds a task may wait QUEUED for a runner before it ends TIMEOUT,
     /// for tasks without their own `queue_timeout`; absent or 0: no limit.
     #[serde(default, deserialize_with = "duration::optional_seconds")]
+    #[schemars(with = "Option<duration::Written>")]
     pub queue_timeout: Option<i32>,
     /// Seconds a run may be RUNNING before it is killed and ends TIMEOUT,
     /// for runs of schedules without their own `timeout`; absent or 0: no
     /// limit.
     #[serde(default, deserialize_with = "duration::optional_seconds")]
+    #[schemars(with = "Option<duration::Written>")]
     pub run_timeout: Option<i32>,
     /// When it runs.
     #[serde(default)]
@@ -208,7 +211,7 @@ pub struct DagFile {
 }
 
 /// A schedule as written: `cron:`, `event:` or `after:`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFile {
     /// Unique within the DAG; defaults to `default`, then `schedule-<n>`.
@@ -247,10 +250,12 @@ pub struct ScheduleFile {
         default = "default_misfire_grace",
         deserialize_with = "duration::seconds"
     )]
+    #[schemars(with = "duration::Written")]
     pub misfire_grace: i32,
     /// Seconds a run this schedule fires may be RUNNING (the DAG's
     /// `run_timeout` when absent; 0: no limit).
     #[serde(default, deserialize_with = "duration::optional_seconds")]
+    #[schemars(with = "Option<duration::Written>")]
     pub timeout: Option<i32>,
     /// Business date = local fire date + this many days.
     #[serde(default = "default_biz_date_offset")]
@@ -258,7 +263,7 @@ pub struct ScheduleFile {
 }
 
 /// A retry policy as written.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryFile {
     /// Retries after the first attempt.
@@ -269,6 +274,7 @@ pub struct RetryFile {
         default = "default_retry_interval",
         deserialize_with = "duration::seconds"
     )]
+    #[schemars(with = "duration::Written")]
     pub interval: i32,
     /// FIXED or EXPONENTIAL.
     #[serde(default)]
@@ -282,6 +288,7 @@ pub struct RetryFile {
     /// Cap of the wait in seconds; default one hour, or `interval` when
     /// that is longer.
     #[serde(default, deserialize_with = "duration::optional_seconds")]
+    #[schemars(with = "Option<duration::Written>")]
     pub max_interval: Option<i32>,
     /// Share of each wait (0–1) that may be randomly cut off.
     #[serde(default)]
@@ -319,7 +326,7 @@ impl Default for RetryFile {
 }
 
 /// A dependency as written: a bare task name, or the long form.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(
     untagged,
     expecting = "a dependency: a task name (`extract`, `other_dag/extract`) or `{ task: extract, type: STRONG or WEAK, offset_day: -1 }` or `{ task: extract, previous_run: true }`"
@@ -386,7 +393,7 @@ impl DependencyFile {
 }
 
 /// A task as written.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskFile {
     /// Unique within the DAG.
@@ -423,6 +430,7 @@ pub struct TaskFile {
     pub retry: RetryFile,
     /// Seconds; 0 = none.
     #[serde(default = "default_timeout", deserialize_with = "duration::seconds")]
+    #[schemars(with = "duration::Written")]
     pub timeout: i32,
     /// Seconds an `offset_day` or `other_dag/task` dependency may be waited
     /// for before the task ends TIMEOUT (default one day).
@@ -430,10 +438,12 @@ pub struct TaskFile {
         default = "default_wait_timeout",
         deserialize_with = "duration::seconds"
     )]
+    #[schemars(with = "duration::Written")]
     pub wait_timeout: i32,
     /// Seconds it may wait QUEUED for a runner before it ends TIMEOUT (the
     /// DAG's `queue_timeout` when absent; 0: no limit).
     #[serde(default, deserialize_with = "duration::optional_seconds")]
+    #[schemars(with = "Option<duration::Written>")]
     pub queue_timeout: Option<i32>,
     /// Worker group.
     #[serde(default = "default_queue")]

@@ -9,10 +9,11 @@ use serde::{Deserialize, Deserializer, de};
 const EXPECTED: &str =
     "a duration: whole seconds (90) or a string such as \"30m\", \"2h\", \"1h30m\", \"1d\"";
 
-/// A duration as written.
-#[derive(Deserialize)]
+/// A duration as written: whole seconds (`90`) or a string of spans
+/// (`"30m"`, `"2h"`, `"1h30m"`, `"1d"`).
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
-enum Written {
+pub(crate) enum Written {
     Seconds(i64),
     Text(String),
 }

@@ -19,7 +19,17 @@ pub type Params = BTreeMap<String, String>;
 
 /// How a child's start depends on a parent.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(8))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -55,6 +65,7 @@ impl DepType {
     Serialize,
     Deserialize,
     Default,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -95,6 +106,7 @@ impl Strategy {
     Serialize,
     Deserialize,
     Default,
+    schemars::JsonSchema,
 )]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

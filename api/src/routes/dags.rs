@@ -33,7 +33,7 @@ use tracing::{info, warn};
 use super::{find_dag, paging, preview, schedules_changed, store};
 use crate::AppState;
 use crate::auth::Caller;
-use crate::definition;
+use crate::definition::{self, DefinitionBody, DefinitionChanges};
 use crate::dto::{
     ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagDetail,
     DagListItem, DagListQuery, DagSummary, DryRunResponse, Edge, Page, PageQuery, RECENT_RUNS,
@@ -196,7 +196,7 @@ pub async fn create(
     State(state): State<AppState>,
     Extension(CallerOf(caller)): Extension<CallerOf>,
     Query(query): Query<ApplyQuery>,
-    Json(body): Json<Value>,
+    Json(DefinitionBody(body)): Json<DefinitionBody>,
 ) -> Result<Response> {
     let caller = crate::reach::caller(caller)?;
     let (body, source_file) = take_source_file(body)?;
@@ -274,7 +274,7 @@ pub async fn update(
     Extension(CallerOf(caller)): Extension<CallerOf>,
     Path(dag_id): Path<i64>,
     Query(query): Query<ApplyQuery>,
-    Json(body): Json<Value>,
+    Json(DefinitionChanges(body)): Json<DefinitionChanges>,
 ) -> Result<Response> {
     let caller = crate::reach::caller(caller)?;
     let dag = find_dag(&state, dag_id).await?;

@@ -14,6 +14,7 @@ use super::{
     session, stream, tokens, views,
 };
 use crate::AppState;
+use crate::definition::{DefinitionBody, DefinitionChanges};
 use crate::dto::{
     BackfillRequest, BackfillResponse, Canvas, CanvasSave, ClearRequest, DagDetail, DagListItem,
     DagSummary, EventResponse, Gantt, Grid, KillResponse, LogEnd, MarkRequest, Page, QueueDto,
@@ -313,7 +314,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .scope(Handler)
             .answers::<Page<DagListItem>>(),
         Endpoint::new(Post, ADMIN, "/api/v1/dags", "Create a DAG", dags::create)
-            .takes::<Map<String, Value>>(Required)
+            .takes::<DefinitionBody>(Required)
             .query(&["dryRun"])
             .status(201)
             .scope(Handler)
@@ -343,7 +344,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Change a DAG's fields",
             dags::update,
         )
-        .takes::<Map<String, Value>>(Required)
+        .takes::<DefinitionChanges>(Required)
         .query(&["dryRun"])
         .answers::<DagDetail>(),
         Endpoint::new(

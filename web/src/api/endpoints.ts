@@ -9,6 +9,7 @@ import type {
   Canvas,
   CanvasSave,
   ClearRequest,
+  DagDefinitionBody,
   DagDetail,
   DagListItem,
   DagSummary,
@@ -64,7 +65,7 @@ export const listDags = (q: DagListQuery, o: Signal = {}) =>
   request<Page<DagListItem>>('/dags', { ...o, query: { ...q } });
 export const getDag = (dagId: number, o: Signal = {}) =>
   request<DagDetail>(`/dags/${dagId}`, o);
-export const createDag = (definition: Record<string, unknown>, dryRun = false) =>
+export const createDag = (definition: DagDefinitionBody, dryRun = false) =>
   request<DagDetail | DryRunResponse>('/dags', {
     method: 'POST',
     body: definition,

@@ -107,9 +107,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["DagDefinition"];
                 };
             };
             responses: {
@@ -719,9 +717,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["DagDefinitionChanges"];
                 };
             };
             responses: {
@@ -2903,10 +2899,696 @@ export interface components {
             token: string;
         };
         /**
+         * DagDefinition
+         * @description A DAG as written in a file. Serialized, it is the same file with every
+         *     default written out, which is how `datajump dag apply` sends a whole
+         *     definition to the API (a field left out of an update would be kept).
+         */
+        DagDefinition: {
+            /**
+             * @description Webhooks called on failures, timeouts and SLA misses.
+             * @default null
+             */
+            alerts?: {
+                /**
+                 * @description Which events alert; empty (the default) means all four (`sla_miss`
+                 *     only with an `sla`).
+                 */
+                on?: ("run_failed" | "task_failed" | "timeout" | "sla_miss" | "test")[];
+                /**
+                 * Format: uint32
+                 * @description Seconds after a run's logical time by which it should have finished.
+                 */
+                sla?: number | null;
+                /** @description Where alerts go. */
+                webhooks: {
+                    /** @description Extra headers; credential headers must name a secret. */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @description More header names to treat as credentials. */
+                    secretHeaders?: string[];
+                    /** @description `http` or `https` URL the alert is POSTed to. */
+                    url: string;
+                }[];
+            } | null;
+            /**
+             * @description Free text.
+             * @default
+             */
+            description?: string;
+            /**
+             * Format: int32
+             * @description At most this many runs at once.
+             * @default 1
+             */
+            maxActiveRuns?: number;
+            /** @description Unique name. */
+            name: string;
+            /**
+             * @description Offline DAGs are not fired by schedules.
+             * @default true
+             */
+            online?: boolean;
+            /**
+             * @description What a fire does beyond `max_active_runs`.
+             * @default wait
+             */
+            overlap?: "skip" | "wait" | "parallel";
+            /**
+             * @description Responsible person or team.
+             * @default null
+             */
+            owner?: string | null;
+            /**
+             * @description DAG-level parameters.
+             * @default {}
+             */
+            params?: {
+                [key: string]: string;
+            };
+            /**
+             * Format: int64
+             * @description Project id (default 1, [`DEFAULT_PROJECT`]).
+             * @default 1
+             */
+            projectId?: number;
+            /**
+             * @description Seconds a task may wait QUEUED for a runner before it ends TIMEOUT,
+             *     for tasks without their own `queue_timeout`; absent or 0: no limit.
+             * @default null
+             */
+            queueTimeout?: (number | string) | (null);
+            /**
+             * @description Seconds a run may be RUNNING before it is killed and ends TIMEOUT,
+             *     for runs of schedules without their own `timeout`; absent or 0: no
+             *     limit.
+             * @default null
+             */
+            runTimeout?: (number | string) | (null);
+            /**
+             * @description When it runs.
+             * @default []
+             */
+            schedules?: {
+                /**
+                 * @description A DAG whose every successful run fires this one, with its business
+                 *     date (a dependency trigger).
+                 */
+                after?: string | null;
+                /**
+                 * Format: int32
+                 * @description Business date = local fire date + this many days.
+                 * @default -1
+                 */
+                bizDateOffset?: number;
+                /**
+                 * @description Missed-fire policy.
+                 * @default latest
+                 */
+                catchup?: "none" | "latest" | "all";
+                /**
+                 * Format: int32
+                 * @description Bound for `catchup: all`.
+                 * @default 100
+                 */
+                catchupLimit?: number;
+                /**
+                 * @description Cron expression.
+                 * @default null
+                 */
+                cronExpression?: string | null;
+                /**
+                 * @description Paused when false.
+                 * @default true
+                 */
+                enabled?: boolean;
+                /**
+                 * Format: date
+                 * @description Last day it may fire.
+                 * @default null
+                 */
+                endDate?: string | null;
+                /**
+                 * @description Event name (fires on `dj.event.<name>`).
+                 * @default null
+                 */
+                eventName?: string | null;
+                /**
+                 * @description Seconds after which a fire counts as missed.
+                 * @default 60
+                 */
+                misfireGrace?: number | string;
+                /**
+                 * @description Unique within the DAG; defaults to `default`, then `schedule-<n>`.
+                 * @default null
+                 */
+                name?: string | null;
+                /**
+                 * Format: date
+                 * @description First day it may fire.
+                 * @default null
+                 */
+                startDate?: string | null;
+                /**
+                 * @description Minutes a run this schedule fires may be RUNNING (the DAG's
+                 *     `run_timeout` when absent; 0: no limit).
+                 */
+                timeout?: unknown;
+                /**
+                 * @description IANA zone; default `DATAJUMP_TIMEZONE` or Asia/Shanghai.
+                 * @default null
+                 */
+                timezone?: string | null;
+            }[];
+            /** @description The path of the file this DAG is applied from (`datajump dag apply`): the DAG becomes file-managed */
+            sourceFile?: string | null;
+            /** @description What it runs. */
+            tasks?: {
+                /**
+                 * @description Shell command line(s) (SHELL).
+                 * @default null
+                 */
+                command?: string | null;
+                /**
+                 * @description Any other type-specific configuration.
+                 * @default {}
+                 */
+                content?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @description Datasource name (SQL).
+                 * @default null
+                 */
+                datasource?: string | null;
+                /**
+                 * @description Parents.
+                 * @default []
+                 */
+                dependsOn?: (string | {
+                    /**
+                     * Format: int32
+                     * @description Business-date offset of the awaited run.
+                     * @default 0
+                     */
+                    offsetDay?: number;
+                    /**
+                     * @description The awaited run is the latest earlier run (Airflow's
+                     *     `depends_on_past`), whatever its business date.
+                     */
+                    previousRun?: boolean;
+                    /** @description `task` or `other_dag/task`. */
+                    task: string;
+                    /**
+                     * @description STRONG (default) or WEAK.
+                     * @default STRONG
+                     */
+                    type?: "STRONG" | "WEAK";
+                })[];
+                /**
+                 * @description Free text.
+                 * @default
+                 */
+                description?: string;
+                /**
+                 * @description Disabled tasks end SKIPPED.
+                 * @default true
+                 */
+                enabled?: boolean;
+                /** @description Unique within the DAG. */
+                name: string;
+                /**
+                 * @description Task-level parameters.
+                 * @default {}
+                 */
+                params?: {
+                    [key: string]: string;
+                };
+                /**
+                 * Format: int32
+                 * @description 1–10, higher first.
+                 * @default 5
+                 */
+                priority?: number;
+                /**
+                 * @description Worker group.
+                 * @default default
+                 */
+                queue?: string;
+                /**
+                 * @description Seconds it may wait QUEUED for a runner before it ends TIMEOUT (the
+                 *     DAG's `queue_timeout` when absent; 0: no limit).
+                 * @default null
+                 */
+                queueTimeout?: (number | string) | (null);
+                /**
+                 * @description Retry policy.
+                 * @default {
+                 *       "interval": 60,
+                 *       "jitter": 0,
+                 *       "max": 3,
+                 *       "maxInterval": null,
+                 *       "onExitCodes": [],
+                 *       "onTimeout": false,
+                 *       "strategy": "FIXED"
+                 *     }
+                 */
+                retry?: {
+                    /**
+                     * @description Seconds.
+                     * @default 60
+                     */
+                    interval?: number | string;
+                    /**
+                     * Format: double
+                     * @description Share of each wait (0–1) that may be randomly cut off.
+                     * @default 0
+                     */
+                    jitter?: number;
+                    /**
+                     * Format: int32
+                     * @description Retries after the first attempt.
+                     * @default 3
+                     */
+                    max?: number;
+                    /**
+                     * @description Cap of the wait in seconds; default one hour, or `interval` when
+                     *     that is longer.
+                     * @default null
+                     */
+                    maxInterval?: (number | string) | (null);
+                    /**
+                     * @description Only these exit codes retry.
+                     * @default []
+                     */
+                    onExitCodes?: number[];
+                    /**
+                     * @description Retry a TIMEOUT attempt too (default: a timeout is final).
+                     * @default false
+                     */
+                    onTimeout?: boolean;
+                    /**
+                     * @description FIXED or EXPONENTIAL.
+                     * @default FIXED
+                     */
+                    strategy?: "FIXED" | "EXPONENTIAL";
+                };
+                /**
+                 * @description Script body (SHELL, PYTHON).
+                 * @default null
+                 */
+                script?: string | null;
+                /**
+                 * @description SQL text (SQL).
+                 * @default null
+                 */
+                sql?: string | null;
+                /**
+                 * @description Dependency strategy.
+                 * @default ALL_SUCCESS
+                 */
+                strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE";
+                /**
+                 * @description Seconds; 0 = none.
+                 * @default 3600
+                 */
+                timeout?: number | string;
+                /**
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+                 * @default SHELL
+                 */
+                type?: string;
+                /**
+                 * @description Seconds an `offset_day` or `other_dag/task` dependency may be waited
+                 *     for before the task ends TIMEOUT (default one day).
+                 * @default 86400
+                 */
+                waitTimeout?: number | string;
+            }[];
+        };
+        /**
+         * DagDefinitionChanges
+         * @description A DAG as written in a file. Serialized, it is the same file with every
+         *     default written out, which is how `datajump dag apply` sends a whole
+         *     definition to the API (a field left out of an update would be kept).
+         */
+        DagDefinitionChanges: {
+            /**
+             * @description Webhooks called on failures, timeouts and SLA misses.
+             * @default null
+             */
+            alerts?: {
+                /**
+                 * @description Which events alert; empty (the default) means all four (`sla_miss`
+                 *     only with an `sla`).
+                 */
+                on?: ("run_failed" | "task_failed" | "timeout" | "sla_miss" | "test")[];
+                /**
+                 * Format: uint32
+                 * @description Seconds after a run's logical time by which it should have finished.
+                 */
+                sla?: number | null;
+                /** @description Where alerts go. */
+                webhooks: {
+                    /** @description Extra headers; credential headers must name a secret. */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @description More header names to treat as credentials. */
+                    secretHeaders?: string[];
+                    /** @description `http` or `https` URL the alert is POSTed to. */
+                    url: string;
+                }[];
+            } | null;
+            /**
+             * @description Free text.
+             * @default
+             */
+            description?: string;
+            /**
+             * Format: int32
+             * @description At most this many runs at once.
+             * @default 1
+             */
+            maxActiveRuns?: number;
+            /** @description Unique name. */
+            name?: string;
+            /**
+             * @description Offline DAGs are not fired by schedules.
+             * @default true
+             */
+            online?: boolean;
+            /**
+             * @description What a fire does beyond `max_active_runs`.
+             * @default wait
+             */
+            overlap?: "skip" | "wait" | "parallel";
+            /**
+             * @description Responsible person or team.
+             * @default null
+             */
+            owner?: string | null;
+            /**
+             * @description DAG-level parameters.
+             * @default {}
+             */
+            params?: {
+                [key: string]: string;
+            };
+            /**
+             * Format: int64
+             * @description Project id (default 1, [`DEFAULT_PROJECT`]).
+             * @default 1
+             */
+            projectId?: number;
+            /**
+             * @description Seconds a task may wait QUEUED for a runner before it ends TIMEOUT,
+             *     for tasks without their own `queue_timeout`; absent or 0: no limit.
+             * @default null
+             */
+            queueTimeout?: (number | string) | (null);
+            /**
+             * @description Seconds a run may be RUNNING before it is killed and ends TIMEOUT,
+             *     for runs of schedules without their own `timeout`; absent or 0: no
+             *     limit.
+             * @default null
+             */
+            runTimeout?: (number | string) | (null);
+            /**
+             * @description When it runs.
+             * @default []
+             */
+            schedules?: {
+                /**
+                 * @description A DAG whose every successful run fires this one, with its business
+                 *     date (a dependency trigger).
+                 */
+                after?: string | null;
+                /**
+                 * Format: int32
+                 * @description Business date = local fire date + this many days.
+                 * @default -1
+                 */
+                bizDateOffset?: number;
+                /**
+                 * @description Missed-fire policy.
+                 * @default latest
+                 */
+                catchup?: "none" | "latest" | "all";
+                /**
+                 * Format: int32
+                 * @description Bound for `catchup: all`.
+                 * @default 100
+                 */
+                catchupLimit?: number;
+                /**
+                 * @description Cron expression.
+                 * @default null
+                 */
+                cronExpression?: string | null;
+                /**
+                 * @description Paused when false.
+                 * @default true
+                 */
+                enabled?: boolean;
+                /**
+                 * Format: date
+                 * @description Last day it may fire.
+                 * @default null
+                 */
+                endDate?: string | null;
+                /**
+                 * @description Event name (fires on `dj.event.<name>`).
+                 * @default null
+                 */
+                eventName?: string | null;
+                /**
+                 * @description Seconds after which a fire counts as missed.
+                 * @default 60
+                 */
+                misfireGrace?: number | string;
+                /**
+                 * @description Unique within the DAG; defaults to `default`, then `schedule-<n>`.
+                 * @default null
+                 */
+                name?: string | null;
+                /**
+                 * Format: date
+                 * @description First day it may fire.
+                 * @default null
+                 */
+                startDate?: string | null;
+                /**
+                 * @description Minutes a run this schedule fires may be RUNNING (the DAG's
+                 *     `run_timeout` when absent; 0: no limit).
+                 */
+                timeout?: unknown;
+                /**
+                 * @description IANA zone; default `DATAJUMP_TIMEZONE` or Asia/Shanghai.
+                 * @default null
+                 */
+                timezone?: string | null;
+            }[];
+            /** @description The path of the file this DAG is applied from (`datajump dag apply`): the DAG becomes file-managed */
+            sourceFile?: string | null;
+            /** @description What it runs. */
+            tasks?: {
+                /**
+                 * @description Shell command line(s) (SHELL).
+                 * @default null
+                 */
+                command?: string | null;
+                /**
+                 * @description Any other type-specific configuration.
+                 * @default {}
+                 */
+                content?: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @description Datasource name (SQL).
+                 * @default null
+                 */
+                datasource?: string | null;
+                /**
+                 * @description Parents.
+                 * @default []
+                 */
+                dependsOn?: (string | {
+                    /**
+                     * Format: int32
+                     * @description Business-date offset of the awaited run.
+                     * @default 0
+                     */
+                    offsetDay?: number;
+                    /**
+                     * @description The awaited run is the latest earlier run (Airflow's
+                     *     `depends_on_past`), whatever its business date.
+                     */
+                    previousRun?: boolean;
+                    /** @description `task` or `other_dag/task`. */
+                    task: string;
+                    /**
+                     * @description STRONG (default) or WEAK.
+                     * @default STRONG
+                     */
+                    type?: "STRONG" | "WEAK";
+                })[];
+                /**
+                 * @description Free text.
+                 * @default
+                 */
+                description?: string;
+                /**
+                 * @description Disabled tasks end SKIPPED.
+                 * @default true
+                 */
+                enabled?: boolean;
+                /** @description Unique within the DAG. */
+                name: string;
+                /**
+                 * @description Task-level parameters.
+                 * @default {}
+                 */
+                params?: {
+                    [key: string]: string;
+                };
+                /**
+                 * Format: int32
+                 * @description 1–10, higher first.
+                 * @default 5
+                 */
+                priority?: number;
+                /**
+                 * @description Worker group.
+                 * @default default
+                 */
+                queue?: string;
+                /**
+                 * @description Seconds it may wait QUEUED for a runner before it ends TIMEOUT (the
+                 *     DAG's `queue_timeout` when absent; 0: no limit).
+                 * @default null
+                 */
+                queueTimeout?: (number | string) | (null);
+                /**
+                 * @description Retry policy.
+                 * @default {
+                 *       "interval": 60,
+                 *       "jitter": 0,
+                 *       "max": 3,
+                 *       "maxInterval": null,
+                 *       "onExitCodes": [],
+                 *       "onTimeout": false,
+                 *       "strategy": "FIXED"
+                 *     }
+                 */
+                retry?: {
+                    /**
+                     * @description Seconds.
+                     * @default 60
+                     */
+                    interval?: number | string;
+                    /**
+                     * Format: double
+                     * @description Share of each wait (0–1) that may be randomly cut off.
+                     * @default 0
+                     */
+                    jitter?: number;
+                    /**
+                     * Format: int32
+                     * @description Retries after the first attempt.
+                     * @default 3
+                     */
+                    max?: number;
+                    /**
+                     * @description Cap of the wait in seconds; default one hour, or `interval` when
+                     *     that is longer.
+                     * @default null
+                     */
+                    maxInterval?: (number | string) | (null);
+                    /**
+                     * @description Only these exit codes retry.
+                     * @default []
+                     */
+                    onExitCodes?: number[];
+                    /**
+                     * @description Retry a TIMEOUT attempt too (default: a timeout is final).
+                     * @default false
+                     */
+                    onTimeout?: boolean;
+                    /**
+                     * @description FIXED or EXPONENTIAL.
+                     * @default FIXED
+                     */
+                    strategy?: "FIXED" | "EXPONENTIAL";
+                };
+                /**
+                 * @description Script body (SHELL, PYTHON).
+                 * @default null
+                 */
+                script?: string | null;
+                /**
+                 * @description SQL text (SQL).
+                 * @default null
+                 */
+                sql?: string | null;
+                /**
+                 * @description Dependency strategy.
+                 * @default ALL_SUCCESS
+                 */
+                strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE";
+                /**
+                 * @description Seconds; 0 = none.
+                 * @default 3600
+                 */
+                timeout?: number | string;
+                /**
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+                 * @default SHELL
+                 */
+                type?: string;
+                /**
+                 * @description Seconds an `offset_day` or `other_dag/task` dependency may be waited
+                 *     for before the task ends TIMEOUT (default one day).
+                 * @default 86400
+                 */
+                waitTimeout?: number | string;
+            }[];
+        };
+        /**
+         * DagDefinitionFields
          * @description A DAG with its definition: `GET /api/v1/dags/{dagId}`, and the answer
          *     to creating or changing one.
          */
         DagDetail: {
+            /**
+             * @description Webhooks called on failures, timeouts and SLA misses.
+             * @default null
+             */
+            alerts?: {
+                /**
+                 * @description Which events alert; empty (the default) means all four (`sla_miss`
+                 *     only with an `sla`).
+                 */
+                on?: ("run_failed" | "task_failed" | "timeout" | "sla_miss" | "test")[];
+                /**
+                 * Format: uint32
+                 * @description Seconds after a run's logical time by which it should have finished.
+                 */
+                sla?: number | null;
+                /** @description Where alerts go. */
+                webhooks: {
+                    /** @description Extra headers; credential headers must name a secret. */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @description More header names to treat as credentials. */
+                    secretHeaders?: string[];
+                    /** @description `http` or `https` URL the alert is POSTed to. */
+                    url: string;
+                }[];
+            } | null;
             /** @description What creating or changing it changed. */
             changes?: components["schemas"]["ApplyReport"] | (null);
             /**
@@ -2914,7 +3596,10 @@ export interface components {
              * @description Creation time.
              */
             createdAt: string;
-            /** @description Free text. */
+            /**
+             * @description Free text.
+             * @default
+             */
             description: string;
             /**
              * Format: int64
@@ -2923,27 +3608,296 @@ export interface components {
             id: number;
             /**
              * Format: int32
-             * @description Runs at once.
+             * @description At most this many runs at once.
+             * @default 1
              */
             maxActiveRuns: number;
             /** @description Unique name. */
             name: string;
-            /** @description Offline DAGs are not fired by schedules. */
+            /**
+             * @description Offline DAGs are not fired by schedules.
+             * @default true
+             */
             online: boolean;
-            /** @description `skip | wait | parallel`. */
-            overlap: components["schemas"]["OverlapPolicy"];
-            /** @description Responsible person or team. */
+            /**
+             * @description What a fire does beyond `max_active_runs`.
+             * @default wait
+             */
+            overlap: "skip" | "wait" | "parallel";
+            /**
+             * @description Responsible person or team.
+             * @default null
+             */
             owner: string | null;
             /**
+             * @description DAG-level parameters.
+             * @default {}
+             */
+            params?: {
+                [key: string]: string;
+            };
+            /**
              * Format: int64
-             * @description Project.
+             * @description Project id (default 1, [`DEFAULT_PROJECT`]).
+             * @default 1
              */
             projectId: number;
+            /**
+             * @description Seconds a task may wait QUEUED for a runner before it ends TIMEOUT,
+             *     for tasks without their own `queue_timeout`; absent or 0: no limit.
+             * @default null
+             */
+            queueTimeout?: (number | string) | (null);
+            /**
+             * @description Seconds a run may be RUNNING before it is killed and ends TIMEOUT,
+             *     for runs of schedules without their own `timeout`; absent or 0: no
+             *     limit.
+             * @default null
+             */
+            runTimeout?: (number | string) | (null);
+            /**
+             * @description When it runs.
+             * @default []
+             */
+            schedules?: {
+                /**
+                 * @description A DAG whose every successful run fires this one, with its business
+                 *     date (a dependency trigger).
+                 */
+                after?: string | null;
+                /**
+                 * Format: int32
+                 * @description Business date = local fire date + this many days.
+                 * @default -1
+                 */
+                bizDateOffset: number;
+                /**
+                 * @description Missed-fire policy.
+                 * @default latest
+                 */
+                catchup: "none" | "latest" | "all";
+                /**
+                 * Format: int32
+                 * @description Bound for `catchup: all`.
+                 * @default 100
+                 */
+                catchupLimit: number;
+                /**
+                 * @description Cron expression.
+                 * @default null
+                 */
+                cronExpression: string | null;
+                /**
+                 * @description Paused when false.
+                 * @default true
+                 */
+                enabled: boolean;
+                /**
+                 * Format: date
+                 * @description Last day it may fire.
+                 * @default null
+                 */
+                endDate: string | null;
+                /**
+                 * @description Event name (fires on `dj.event.<name>`).
+                 * @default null
+                 */
+                eventName: string | null;
+                /**
+                 * @description Seconds after which a fire counts as missed.
+                 * @default 60
+                 */
+                misfireGrace: number | string;
+                /**
+                 * @description Unique within the DAG; defaults to `default`, then `schedule-<n>`.
+                 * @default null
+                 */
+                name: string | null;
+                /**
+                 * Format: date
+                 * @description First day it may fire.
+                 * @default null
+                 */
+                startDate: string | null;
+                /**
+                 * @description Minutes a run this schedule fires may be RUNNING (the DAG's
+                 *     `run_timeout` when absent; 0: no limit).
+                 */
+                timeout: unknown;
+                /**
+                 * @description IANA zone; default `DATAJUMP_TIMEZONE` or Asia/Shanghai.
+                 * @default null
+                 */
+                timezone: string | null;
+            }[];
             /**
              * @description The file that owns the DAG's definition (edits elsewhere get 409),
              *     or `null` for a DAG made through the API.
              */
             sourceFile: string | null;
+            /** @description What it runs. */
+            tasks?: {
+                /**
+                 * @description Shell command line(s) (SHELL).
+                 * @default null
+                 */
+                command: string | null;
+                /**
+                 * @description Any other type-specific configuration.
+                 * @default {}
+                 */
+                content: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @description Datasource name (SQL).
+                 * @default null
+                 */
+                datasource: string | null;
+                /**
+                 * @description Parents.
+                 * @default []
+                 */
+                dependsOn: (string | {
+                    /**
+                     * Format: int32
+                     * @description Business-date offset of the awaited run.
+                     * @default 0
+                     */
+                    offsetDay: number;
+                    /**
+                     * @description The awaited run is the latest earlier run (Airflow's
+                     *     `depends_on_past`), whatever its business date.
+                     */
+                    previousRun?: boolean;
+                    /** @description `task` or `other_dag/task`. */
+                    task: string;
+                    /**
+                     * @description STRONG (default) or WEAK.
+                     * @default STRONG
+                     */
+                    type: "STRONG" | "WEAK";
+                })[];
+                /**
+                 * @description Free text.
+                 * @default
+                 */
+                description: string;
+                /**
+                 * @description Disabled tasks end SKIPPED.
+                 * @default true
+                 */
+                enabled: boolean;
+                /** @description Unique within the DAG. */
+                name: string;
+                /**
+                 * @description Task-level parameters.
+                 * @default {}
+                 */
+                params: {
+                    [key: string]: string;
+                };
+                /**
+                 * Format: int32
+                 * @description 1–10, higher first.
+                 * @default 5
+                 */
+                priority: number;
+                /**
+                 * @description Worker group.
+                 * @default default
+                 */
+                queue: string;
+                /**
+                 * @description Seconds it may wait QUEUED for a runner before it ends TIMEOUT (the
+                 *     DAG's `queue_timeout` when absent; 0: no limit).
+                 * @default null
+                 */
+                queueTimeout: (number | string) | (null);
+                /**
+                 * @description Retry policy.
+                 * @default {
+                 *       "interval": 60,
+                 *       "jitter": 0,
+                 *       "max": 3,
+                 *       "maxInterval": null,
+                 *       "onExitCodes": [],
+                 *       "onTimeout": false,
+                 *       "strategy": "FIXED"
+                 *     }
+                 */
+                retry: {
+                    /**
+                     * @description Seconds.
+                     * @default 60
+                     */
+                    interval: number | string;
+                    /**
+                     * Format: double
+                     * @description Share of each wait (0–1) that may be randomly cut off.
+                     * @default 0
+                     */
+                    jitter: number;
+                    /**
+                     * Format: int32
+                     * @description Retries after the first attempt.
+                     * @default 3
+                     */
+                    max: number;
+                    /**
+                     * @description Cap of the wait in seconds; default one hour, or `interval` when
+                     *     that is longer.
+                     * @default null
+                     */
+                    maxInterval: (number | string) | (null);
+                    /**
+                     * @description Only these exit codes retry.
+                     * @default []
+                     */
+                    onExitCodes: number[];
+                    /**
+                     * @description Retry a TIMEOUT attempt too (default: a timeout is final).
+                     * @default false
+                     */
+                    onTimeout: boolean;
+                    /**
+                     * @description FIXED or EXPONENTIAL.
+                     * @default FIXED
+                     */
+                    strategy: "FIXED" | "EXPONENTIAL";
+                };
+                /**
+                 * @description Script body (SHELL, PYTHON).
+                 * @default null
+                 */
+                script: string | null;
+                /**
+                 * @description SQL text (SQL).
+                 * @default null
+                 */
+                sql: string | null;
+                /**
+                 * @description Dependency strategy.
+                 * @default ALL_SUCCESS
+                 */
+                strategy: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE";
+                /**
+                 * @description Seconds; 0 = none.
+                 * @default 3600
+                 */
+                timeout: number | string;
+                /**
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+                 * @default SHELL
+                 */
+                type: string;
+                /**
+                 * @description Seconds an `offset_day` or `other_dag/task` dependency may be waited
+                 *     for before the task ends TIMEOUT (default one day).
+                 * @default 86400
+                 */
+                waitTimeout: number | string;
+            }[];
             /**
              * Format: date-time
              * @description Last change.
@@ -2954,8 +3908,6 @@ export interface components {
              * @description Bumped on each change.
              */
             version: number;
-        } & {
-            [key: string]: unknown;
         };
         /**
          * @description A DAG in the list: its headline fields, its latest runs and its

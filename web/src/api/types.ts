@@ -56,75 +56,23 @@ export type DagSummary = Schemas['DagSummary'];
 /** `GET /api/v1/dags` item: the summary with recent runs and schedules. */
 export type DagListItem = Schemas['DagListItem'];
 
+/** `POST /api/v1/dags` body: a definition as a request takes it (defaults optional). */
+export type DagDefinitionBody = Schemas['DagDefinition'];
+
+/** A task of a DAG definition as a request takes it (`content` keys are as the file has them). */
+export type TaskDef = NonNullable<DagDefinitionBody['tasks']>[number];
+
+/** A schedule inside a DAG definition as a request takes it. */
+export type ScheduleDef = NonNullable<DagDefinitionBody['schedules']>[number];
+
+/** A task's retry policy. */
+export type RetryDef = NonNullable<TaskDef['retry']>;
+
 /** A task's dependency as a definition writes it. */
-export type DependencyDef =
-  | string
-  | {
-      task: string;
-      type?: 'STRONG' | 'WEAK';
-      offsetDay?: number;
-      previousRun?: boolean;
-    };
+export type DependencyDef = NonNullable<TaskDef['dependsOn']>[number];
 
-export interface RetryDef {
-  max?: number;
-  interval?: number;
-  strategy?: 'FIXED' | 'EXPONENTIAL';
-  onExitCodes?: number[];
-  onTimeout?: boolean;
-  maxInterval?: number;
-  jitter?: number;
-}
-
-/** A task of a DAG definition (camelCase; `content` keys are as the file has them). */
-export interface TaskDef {
-  name: string;
-  description?: string;
-  type?: string;
-  command?: string;
-  script?: string;
-  sql?: string;
-  datasource?: string;
-  content?: Record<string, unknown>;
-  params?: Record<string, string>;
-  priority?: number;
-  retry?: RetryDef;
-  timeout?: number;
-  waitTimeout?: number;
-  queueTimeout?: number;
-  queue?: string;
-  strategy?: 'ALL_SUCCESS' | 'ONE_SUCCESS' | 'NONE';
-  enabled?: boolean;
-  dependsOn?: DependencyDef[];
-}
-
-/** A schedule inside a DAG definition (`GET /api/v1/dags/{id}`). */
-export interface ScheduleDef {
-  name?: string;
-  cronExpression?: string | null;
-  eventName?: string;
-  after?: string;
-  timezone?: string;
-  enabled?: boolean;
-  [key: string]: unknown;
-}
-
-/**
- * `GET /api/v1/dags/{dagId}`: the summary plus the whole definition, whose
- * fields the document leaves open (`docs/DAG_FORMAT.md`).
- */
-export type DagDetail = Schemas['DagDetail'] & DagDefinition;
-
-/** The fields of a DAG definition beyond its summary. */
-export interface DagDefinition {
-  params?: Record<string, string>;
-  schedules?: ScheduleDef[];
-  tasks?: TaskDef[];
-  queueTimeout?: number;
-  runTimeout?: number;
-  alerts?: unknown;
-  [key: string]: unknown;
-}
+/** `GET /api/v1/dags/{dagId}`: the summary plus the whole definition. */
+export type DagDetail = Schemas['DagDetail'];
 
 /** What an apply changed (`changes` on create/update answers). */
 export type ApplyReport = Schemas['ApplyReport'];

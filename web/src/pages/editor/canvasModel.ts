@@ -2,7 +2,7 @@
 // between node ids, what Save sends, and which node an API error is about.
 
 import { ApiError, errorMessage } from '../../api/client';
-import type { CanvasSave, CanvasTask, DependencyDef, TaskDef } from '../../api/types';
+import type { CanvasSave, CanvasTask, DagDefinitionBody, DependencyDef, TaskDef } from '../../api/types';
 
 export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP'] as const;
 export type EditorTaskType = (typeof TASK_TYPES)[number];
@@ -175,7 +175,7 @@ export function definitionBody(
   fields: { name: string; description?: string; owner?: string },
   nodes: EditorNode[],
   edges: EditorEdge[],
-): Record<string, unknown> {
+): DagDefinitionBody {
   const names = new Map(nodes.map((n) => [n.id, n.task.name.trim()]));
   const tasks = nodes.map((n) => {
     const parents: DependencyDef[] = edges
@@ -187,7 +187,7 @@ export function definitionBody(
     else delete task.dependsOn;
     return task;
   });
-  const out: Record<string, unknown> = { name: fields.name.trim(), tasks };
+  const out: DagDefinitionBody = { name: fields.name.trim(), tasks };
   if (fields.description?.trim()) out.description = fields.description.trim();
   if (fields.owner?.trim()) out.owner = fields.owner.trim();
   return out;
