@@ -33,11 +33,13 @@ export DATAJUMP_TRANSITION_LOG="$transitions"
 oldest=/usr/sbin/nats-server
 [ -x "$oldest" ] || oldest="$(command -v nats-server)"
 echo "== tests with $("$oldest" --version)"
-DATAJUMP_TEST_NATS_SERVER="$oldest" cargo nextest run --workspace --no-fail-fast
+# The cluster tests (cluster::) run below on the current server only: 2.9's
+# replicated streams have known recovery bugs (docs/ARCHITECTURE.md "Testing").
+DATAJUMP_TEST_NATS_SERVER="$oldest" cargo nextest run --workspace --no-fail-fast -E 'not test(/^cluster::/)'
 
 echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
 # The fault tests (faults::) ran above; docs/ARCHITECTURE.md "Testing" runs them with one
-# server version, so this second pass leaves them out.
+# server version, so this second pass leaves them out, and runs the cluster tests.
 DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not test(/^faults::/)'
 bash scripts/schemathesis.sh
 echo "== web UI in a real browser (Playwright, Debian's chromium, against datajump up)"

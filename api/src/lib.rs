@@ -54,6 +54,9 @@ pub struct Config {
     /// The names of the installation's subjects, streams and buckets
     /// (`--nats-prefix`).
     pub names: datajump_shared::subjects::Namespace,
+    /// Copies of each stream and bucket it creates when missing
+    /// (`--nats-replicas`).
+    pub replicas: datajump_nats::Replicas,
     /// Where to listen.
     pub addr: SocketAddr,
     /// The bearer token every mutating request (POST, PUT, DELETE) must
@@ -236,6 +239,7 @@ pub async fn serve_on(
     datajump_nats::ensure_topology(
         &async_nats::jetstream::new(config.nats.clone()),
         &config.names,
+        config.replicas,
     )
     .await?;
     config.addr = addr;

@@ -340,7 +340,7 @@ impl<'b> System<'b> {
             let nats = connect_nats(&nats_url, "datajump-bench").await?;
             let js = jetstream::new(nats.clone());
             let names = Namespace::default();
-            datajump_nats::ensure_topology(&js, &names).await?;
+            datajump_nats::ensure_topology(&js, &names, datajump_nats::Replicas::AUTO).await?;
             datajump_nats::ensure_queue(&js, &names, subjects::DEFAULT_QUEUE).await?;
             let installation = datajump_store::installation::identity(&db).await?;
             Ok::<_, anyhow::Error>((db, nats, Bus::new(js, names, installation)))
@@ -384,6 +384,7 @@ impl<'b> System<'b> {
             db: db.clone(),
             nats: nats.clone(),
             names: self.bus.names().clone(),
+            replicas: datajump_nats::Replicas::AUTO,
             shard: None,
             default_timezone: chrono_tz::UTC,
             retention: None,
@@ -392,6 +393,7 @@ impl<'b> System<'b> {
             db,
             nats,
             names: self.bus.names().clone(),
+            replicas: datajump_nats::Replicas::AUTO,
             default_timezone: chrono_tz::UTC,
             concurrency: 16,
         };
@@ -425,8 +427,15 @@ impl<'b> System<'b> {
                 self.pools.push(db.clone());
                 let nats =
                     connect_nats(&self.nats_url, &format!("datajump-bench-runner-{index}")).await?;
-                let config =
-                    runner_config(db, nats, self.bus.names(), chrono_tz::UTC, &args, None)?;
+                let config = runner_config(
+                    db,
+                    nats,
+                    self.bus.names(),
+                    datajump_nats::Replicas::AUTO,
+                    chrono_tz::UTC,
+                    &args,
+                    None,
+                )?;
                 let token = self.shutdown.clone();
                 self.roles.spawn(async move {
                     datajump_runner::run(config, token)

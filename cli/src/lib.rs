@@ -89,6 +89,18 @@ pub struct Global {
         value_name = "PREFIX"
     )]
     pub nats_prefix: datajump_shared::subjects::Namespace,
+    /// Copies JetStream keeps of each stream and bucket DataJump creates: `auto` is 3 on a
+    /// NATS cluster and 1 on a single server (a cluster of two nodes takes 2). Existing
+    /// streams keep theirs (`topology check` reports a difference; `topology apply
+    /// --replicas N` scales them).
+    #[arg(
+        long,
+        global = true,
+        env = "DATAJUMP_NATS_REPLICAS",
+        default_value = "auto",
+        value_name = "auto|1-5"
+    )]
+    pub nats_replicas: datajump_nats::Replicas,
     /// The IANA time zone times are read in where nothing names one: the roles' default for
     /// schedules that name none, and the zone `cron next` reads an expression in (`--tz` too).
     #[arg(

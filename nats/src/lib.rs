@@ -44,6 +44,84 @@ pub const RUNNER_TTL: Duration = Duration::from_secs(15);
 /// Events are kept this long for audit.
 pub const EVENT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// JetStream's limit on the copies of a stream.
+pub const MAX_REPLICAS: u8 = 5;
+
+/// How many copies JetStream keeps of each stream (and so of its
+/// consumers, which inherit the stream's count), bucket and object store
+/// DataJump creates: `auto` (the default) is 3 on a cluster and 1 on a
+/// single server, or an explicit 1–5 (`--nats-replicas`). Three copies
+/// keep a stream writable when one node is lost; two would not (a stream
+/// needs a majority of its copies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Replicas {
+    /// `None` for `auto`; else 1..=[`MAX_REPLICAS`].
+    fixed: Option<u8>,
+}
+
+/// A replica count that is neither `auto` nor 1–5.
+#[derive(Debug, Error)]
+#[error(
+    "{0:?} is not a replica count: give `auto` or a number from 1 to {MAX_REPLICAS} (3 on a cluster of three or more nodes)"
+)]
+pub struct ReplicasError(String);
+
+impl Replicas {
+    /// 3 on a cluster, 1 on a single server.
+    pub const AUTO: Replicas = Replicas { fixed: None };
+
+    /// Exactly `count` copies.
+    ///
+    /// # Errors
+    ///
+    /// When `count` is not 1–5.
+    pub fn exactly(count: u8) -> Result<Replicas, ReplicasError> {
+        if (1..=MAX_REPLICAS).contains(&count) {
+            Ok(Replicas { fixed: Some(count) })
+        } else {
+            Err(ReplicasError(count.to_string()))
+        }
+    }
+
+    /// The count for the server a client is connected to. `auto` does not
+    /// count the cluster's nodes: the addresses a node advertises are the
+    /// nodes it reaches at that moment, so one down (or not yet gossiped)
+    /// when the first role starts would give every stream one copy too few
+    /// for good. A cluster of two, which no replica count makes survive a
+    /// loss, is given `--nats-replicas 2`; JetStream refuses three copies
+    /// there and the error says so.
+    pub fn resolve(self, server: &async_nats::ServerInfo) -> usize {
+        match self.fixed {
+            Some(count) => usize::from(count),
+            None if server.cluster.is_some() => 3,
+            None => 1,
+        }
+    }
+}
+
+impl std::str::FromStr for Replicas {
+    type Err = ReplicasError;
+
+    fn from_str(text: &str) -> Result<Replicas, ReplicasError> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("auto") {
+            return Ok(Replicas::AUTO);
+        }
+        text.parse::<u8>()
+            .map_err(|_| ReplicasError(text.to_owned()))
+            .and_then(Replicas::exactly)
+    }
+}
+
+impl std::fmt::Display for Replicas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.fixed {
+            Some(count) => write!(f, "{count}"),
+            None => f.write_str("auto"),
+        }
+    }
+}
+
 /// A NATS failure.
 #[derive(Debug, Error)]
 pub enum NatsError {
@@ -340,20 +418,28 @@ impl std::fmt::Display for Drift {
     }
 }
 
-fn work_queue(name: &str, subject: &str) -> stream::Config {
+fn work_queue(name: &str, subject: &str, replicas: usize) -> stream::Config {
     stream::Config {
         name: name.to_owned(),
         subjects: vec![subject.to_owned()],
         retention: RetentionPolicy::WorkQueue,
         storage: StorageType::File,
         duplicate_window: DUPLICATE_WINDOW,
+        num_replicas: replicas,
         ..Default::default()
     }
 }
 
-/// The streams of docs/ARCHITECTURE.md "Subjects and streams", as DataJump creates them.
-pub fn stream_configs(names: &Namespace) -> Vec<stream::Config> {
-    let queue = |stream| work_queue(&names.stream(stream), &names.stream_subjects(stream));
+/// The streams of docs/ARCHITECTURE.md "Subjects and streams", as DataJump
+/// creates them with `replicas` copies.
+pub fn stream_configs(names: &Namespace, replicas: usize) -> Vec<stream::Config> {
+    let queue = |stream| {
+        work_queue(
+            &names.stream(stream),
+            &names.stream_subjects(stream),
+            replicas,
+        )
+    };
     vec![
         queue(Stream::Fire),
         stream::Config {
@@ -363,6 +449,7 @@ pub fn stream_configs(names: &Namespace) -> Vec<stream::Config> {
             storage: StorageType::File,
             max_age: EVENT_MAX_AGE,
             duplicate_window: DUPLICATE_WINDOW,
+            num_replicas: replicas,
             ..Default::default()
         },
         queue(Stream::Work),
@@ -370,7 +457,7 @@ pub fn stream_configs(names: &Namespace) -> Vec<stream::Config> {
     ]
 }
 
-fn kv_stream(bucket: &str, max_age: Duration) -> stream::Config {
+fn kv_stream(bucket: &str, max_age: Duration, replicas: usize) -> stream::Config {
     stream::Config {
         name: format!("KV_{bucket}"),
         subjects: vec![format!("$KV.{bucket}.>")],
@@ -381,7 +468,7 @@ fn kv_stream(bucket: &str, max_age: Duration) -> stream::Config {
         deny_delete: true,
         allow_direct: true,
         discard: DiscardPolicy::New,
-        num_replicas: 1,
+        num_replicas: replicas,
         ..Default::default()
     }
 }
@@ -437,7 +524,20 @@ fn stream_drift(want: &stream::Config, have: &stream::Config) -> Vec<Drift> {
         want.max_age != have.max_age,
         format!("is {:?}, expected {:?}", have.max_age, want.max_age),
     );
+    check(
+        "num_replicas",
+        want.num_replicas != have.num_replicas,
+        replicas_differ(have.num_replicas, want.num_replicas),
+    );
     drift
+}
+
+/// How a stream's copies differ from DataJump's, and the command that
+/// scales them (never done on its own: see [`scale_topology`]).
+fn replicas_differ(have: usize, want: usize) -> String {
+    format!(
+        "is {have}, expected {want} (scale it with `datajump topology apply --replicas {want}`)"
+    )
 }
 
 fn consumer_drift(
@@ -499,11 +599,12 @@ fn missing(object: &str) -> Drift {
 }
 
 /// The error for an object that is missing and could not be created: on a
-/// locked-down NATS the role's user may not create streams.
+/// locked-down NATS the role's user may not create streams; on a cluster
+/// of fewer nodes than copies asked for there is no room for them.
 fn not_created(object: &str, source: async_nats::Error) -> NatsError {
     NatsError::JetStream {
         what: format!(
-            "{object} is missing and could not be created (if this NATS user may not create streams, run `datajump topology apply` as one that may)"
+            "{object} is missing and could not be created (if this NATS user may not create streams, run `datajump topology apply` as one that may; if the answer is \"insufficient resources\" on a cluster of fewer than three JetStream nodes, give --nats-replicas the number of nodes)"
         ),
         source,
     }
@@ -614,23 +715,42 @@ async fn require_jetstream(js: &Context) -> Result<(), NatsError> {
     }
 }
 
-/// Creates every stream, consumer and bucket that is missing and returns the
-/// differences found in those that exist (each also logged as a warning).
-pub async fn ensure_topology(js: &Context, names: &Namespace) -> Result<Vec<Drift>, NatsError> {
-    topology(js, names, Mode::Create).await
+/// Creates every stream, consumer and bucket that is missing, with
+/// `replicas` copies, and returns the differences found in those that exist
+/// (each also logged as a warning).
+pub async fn ensure_topology(
+    js: &Context,
+    names: &Namespace,
+    replicas: Replicas,
+) -> Result<Vec<Drift>, NatsError> {
+    topology(js, names, replicas, Mode::Create).await
+}
+
+/// The names of the streams behind everything [`ensure_topology`] creates:
+/// the streams, the buckets' and the object store's.
+fn stream_names(names: &Namespace) -> Vec<String> {
+    let mut streams: Vec<String> = stream_configs(names, 1)
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    for bucket in [names.ticker_bucket(), names.runners_bucket()] {
+        streams.push(kv_stream(&bucket, Duration::ZERO, 1).name);
+    }
+    streams.push(object_store_stream(&names.logs_bucket()));
+    streams
+}
+
+/// The stream JetStream keeps an object store's chunks in.
+fn object_store_stream(bucket: &str) -> String {
+    format!("OBJ_{bucket}")
 }
 
 /// Deletes every stream and bucket [`ensure_topology`] creates (their
 /// consumers go with them), for `datajump reset`; returns the names of
 /// those that existed.
 pub async fn remove_topology(js: &Context, names: &Namespace) -> Result<Vec<String>, NatsError> {
-    let mut streams: Vec<String> = stream_configs(names).into_iter().map(|c| c.name).collect();
-    for bucket in [names.ticker_bucket(), names.runners_bucket()] {
-        streams.push(kv_stream(&bucket, Duration::ZERO).name);
-    }
-    streams.push(format!("OBJ_{}", names.logs_bucket()));
     let mut removed = Vec::new();
-    for name in streams {
+    for name in stream_names(names) {
         match js.delete_stream(&name).await {
             Ok(_) => removed.push(name),
             Err(e) if e.to_string().contains("not found") => {}
@@ -640,16 +760,121 @@ pub async fn remove_topology(js: &Context, names: &Namespace) -> Result<Vec<Stri
     Ok(removed)
 }
 
-/// The differences between the server and DataJump's topology, the missing
-/// objects included, changing nothing (`datajump topology check`).
-pub async fn check_topology(js: &Context, names: &Namespace) -> Result<Vec<Drift>, NatsError> {
-    topology(js, names, Mode::Check).await
+/// A stream whose copies [`scale_topology`] changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scaled {
+    /// The stream (a bucket's or the object store's included).
+    pub stream: String,
+    /// Its copies before.
+    pub from: usize,
+    /// Its copies now.
+    pub to: usize,
 }
 
-async fn topology(js: &Context, names: &Namespace, mode: Mode) -> Result<Vec<Drift>, NatsError> {
+/// Sets the copies of every existing stream, bucket and object store of
+/// the topology to `replicas` (their consumers follow their stream), for
+/// `datajump topology apply --replicas N`: the one place DataJump updates
+/// a stream it did not just create, and only when told to, since an update
+/// rewrites the whole configuration. Streams already at `replicas` are left
+/// alone; JetStream moves the data while the streams stay in use.
+pub async fn scale_topology(
+    js: &Context,
+    names: &Namespace,
+    replicas: Replicas,
+) -> Result<Vec<Scaled>, NatsError> {
     require_jetstream(js).await?;
+    let count = replicas.resolve(&js.client().server_info());
+    let mut scaled = Vec::new();
+    for name in stream_names(names) {
+        let Ok(mut stream) = js.get_stream(&name).await else {
+            continue;
+        };
+        let mut config = stream.cached_info().config.clone();
+        if config.num_replicas == count {
+            continue;
+        }
+        let from = config.num_replicas;
+        config.num_replicas = count;
+        js.update_stream(&config).await.map_err(|e| {
+            js_err(format!(
+                "scale stream {name} from {from} to {count} replicas"
+            ))(e.into())
+        })?;
+        // A consumer may not have more copies than its stream has placed,
+        // and the answer to an update comes before they are.
+        let to = placed(&mut stream, count).await;
+        scale_consumers(&stream, count).await?;
+        scaled.push(Scaled {
+            stream: name,
+            from,
+            to,
+        });
+    }
+    Ok(scaled)
+}
+
+/// How long [`scale_topology`] waits for a scaled stream's copies to be
+/// placed before it scales the stream's consumers anyway.
+const PLACEMENT_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits until a scaled stream has `count` copies placed (its leader and
+/// at least `count - 1` other peers) or [`PLACEMENT_WAIT`] passes; returns
+/// the copies its configuration now says.
+async fn placed(stream: &mut stream::Stream, count: usize) -> usize {
+    let deadline = tokio::time::Instant::now() + PLACEMENT_WAIT;
+    loop {
+        let (configured, peers) = stream.info().await.map_or((0, 0), |info| {
+            let peers = info.cluster.as_ref().map_or(1, |c| c.replicas.len() + 1);
+            (info.config.num_replicas, peers)
+        });
+        if peers >= count || tokio::time::Instant::now() >= deadline {
+            return configured;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Gives a scaled stream's durable consumers its copies too: a consumer
+/// created on a one-copy stream keeps one copy when the stream grows, and
+/// would lose its position with its node.
+async fn scale_consumers(stream: &stream::Stream, count: usize) -> Result<(), NatsError> {
+    let mut consumers = stream.consumers();
+    while let Some(info) = consumers.next().await {
+        let info = info.map_err(|e| {
+            js_err(format!("consumers of {}", stream.cached_info().config.name))(e.into())
+        })?;
+        if info.config.num_replicas == count || info.config.durable_name.is_none() {
+            continue;
+        }
+        let mut config = info.config.clone();
+        config.num_replicas = count;
+        stream.create_consumer(config).await.map_err(|e| {
+            js_err(format!("scale consumer {} to {count} replicas", info.name))(e.into())
+        })?;
+    }
+    Ok(())
+}
+
+/// The differences between the server and DataJump's topology, the missing
+/// objects included, changing nothing (`datajump topology check`).
+pub async fn check_topology(
+    js: &Context,
+    names: &Namespace,
+    replicas: Replicas,
+) -> Result<Vec<Drift>, NatsError> {
+    topology(js, names, replicas, Mode::Check).await
+}
+
+async fn topology(
+    js: &Context,
+    names: &Namespace,
+    replicas: Replicas,
+    mode: Mode,
+) -> Result<Vec<Drift>, NatsError> {
+    require_jetstream(js).await?;
+    let replicas = replicas.resolve(&js.client().server_info());
     let mut drift = Vec::new();
-    for config in stream_configs(names) {
+    for config in stream_configs(names, replicas) {
         drift.extend(ensure_stream(js, config, mode).await?);
     }
     for (stream, consumer, deliver_new) in [
@@ -661,33 +886,56 @@ async fn topology(js: &Context, names: &Namespace, mode: Mode) -> Result<Vec<Dri
         drift.extend(ensure_consumer(js, &names.stream(stream), config, mode).await?);
     }
     drift.extend(queue_topology(js, names, subjects::DEFAULT_QUEUE, mode).await?);
-    drift.extend(ensure_stream(js, kv_stream(&names.ticker_bucket(), Duration::ZERO), mode).await?);
-    drift.extend(ensure_stream(js, kv_stream(&names.runners_bucket(), RUNNER_TTL), mode).await?);
-    let logs = names.logs_bucket();
-    if js.get_object_store(&logs).await.is_err() {
-        if mode == Mode::Check {
-            drift.push(missing(&logs));
-        } else {
-            let created = js
-                .create_object_store(object_store::Config {
-                    bucket: logs.clone(),
-                    storage: StorageType::File,
-                    ..Default::default()
-                })
-                .await;
-            if let Err(e) = created
-                && js.get_object_store(&logs).await.is_err()
-            {
-                return Err(not_created(&format!("object store {logs}"), e.into()));
-            }
-        }
+    for (bucket, max_age) in [
+        (names.ticker_bucket(), Duration::ZERO),
+        (names.runners_bucket(), RUNNER_TTL),
+    ] {
+        drift.extend(ensure_stream(js, kv_stream(&bucket, max_age, replicas), mode).await?);
     }
+    drift.extend(ensure_object_store(js, &names.logs_bucket(), replicas, mode).await?);
     if mode == Mode::Create {
         for d in &drift {
             warn!(object = %d.object, detail = %d.detail, "JetStream topology differs from DataJump's; left unchanged");
         }
     }
     Ok(drift)
+}
+
+async fn ensure_object_store(
+    js: &Context,
+    bucket: &str,
+    replicas: usize,
+    mode: Mode,
+) -> Result<Vec<Drift>, NatsError> {
+    let stream = object_store_stream(bucket);
+    if let Ok(existing) = js.get_stream(&stream).await {
+        let have = existing.cached_info().config.num_replicas;
+        return Ok(if have == replicas {
+            Vec::new()
+        } else {
+            vec![Drift {
+                object: stream,
+                detail: format!("num_replicas {}", replicas_differ(have, replicas)),
+            }]
+        });
+    }
+    if mode == Mode::Check {
+        return Ok(vec![missing(bucket)]);
+    }
+    let created = js
+        .create_object_store(object_store::Config {
+            bucket: bucket.to_owned(),
+            storage: StorageType::File,
+            num_replicas: replicas,
+            ..Default::default()
+        })
+        .await;
+    if let Err(e) = created
+        && js.get_object_store(bucket).await.is_err()
+    {
+        return Err(not_created(&format!("object store {bucket}"), e.into()));
+    }
+    Ok(Vec::new())
 }
 
 /// The `dj_logs` object store (created by [`ensure_topology`]).
@@ -865,4 +1113,40 @@ pub async fn pull_consumer(
         .get_consumer(consumer)
         .await
         .map_err(|e| js_err(format!("consumer {consumer}"))(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(cluster: Option<&str>, nodes: usize) -> async_nats::ServerInfo {
+        async_nats::ServerInfo {
+            cluster: cluster.map(str::to_owned),
+            connect_urls: (0..nodes)
+                .map(|i| format!("127.0.0.1:{}", 4222 + i))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn auto_is_three_on_a_cluster_whatever_it_reaches_and_one_alone() {
+        assert_eq!(Replicas::AUTO.resolve(&server(None, 0)), 1);
+        assert_eq!(Replicas::AUTO.resolve(&server(Some("c"), 2)), 3);
+        assert_eq!(Replicas::AUTO.resolve(&server(Some("c"), 5)), 3);
+        let two: Replicas = "2".parse().expect("a count");
+        assert_eq!(two.resolve(&server(Some("c"), 3)), 2);
+        assert_eq!(two.resolve(&server(None, 0)), 2);
+    }
+
+    #[test]
+    fn counts_are_auto_or_one_to_five() {
+        assert_eq!("auto".parse::<Replicas>().expect("auto"), Replicas::AUTO);
+        assert_eq!(" AUTO ".parse::<Replicas>().expect("auto"), Replicas::AUTO);
+        assert_eq!("5".parse::<Replicas>().expect("5").to_string(), "5");
+        for bad in ["0", "6", "three", "-1", ""] {
+            let error = bad.parse::<Replicas>().expect_err(bad).to_string();
+            assert!(error.contains("from 1 to 5"), "{bad}: {error}");
+        }
+    }
 }

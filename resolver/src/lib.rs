@@ -53,6 +53,9 @@ pub struct Config {
     pub nats: async_nats::Client,
     /// The names of the installation's subjects, streams and buckets.
     pub names: Namespace,
+    /// Copies of each stream and bucket it creates when missing
+    /// (`--nats-replicas`).
+    pub replicas: datajump_nats::Replicas,
     /// Zone for event schedules whose stored zone cannot be read.
     pub default_timezone: chrono_tz::Tz,
     /// Messages handled at once per consumer.
@@ -101,7 +104,7 @@ impl From<MessageError> for Verdict {
 /// Runs the resolver until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), ResolverError> {
     let js = jetstream::new(config.nats.clone());
-    datajump_nats::ensure_topology(&js, &config.names).await?;
+    datajump_nats::ensure_topology(&js, &config.names, config.replicas).await?;
     let bus = Bus::new(
         js,
         config.names.clone(),

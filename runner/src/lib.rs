@@ -65,6 +65,9 @@ pub struct Config {
     pub id: String,
     /// The names of the installation's subjects, streams and buckets.
     pub names: Namespace,
+    /// Copies of each stream and bucket it creates when missing
+    /// (`--nats-replicas`).
+    pub replicas: datajump_nats::Replicas,
     /// The zone of a run whose stored zone cannot be read (`--timezone`).
     pub default_timezone: chrono_tz::Tz,
     /// Queues (worker groups) it serves.
@@ -243,7 +246,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     protect_runner(&config.task_process);
     let js = jetstream::new(config.nats.clone());
     let names = &config.names;
-    datajump_nats::ensure_topology(&js, names).await?;
+    datajump_nats::ensure_topology(&js, names, config.replicas).await?;
     let logs = datajump_nats::logs_store(&js, names).await?;
     let bus = Bus::new(
         js.clone(),

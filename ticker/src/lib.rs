@@ -39,6 +39,9 @@ pub struct Config {
     pub nats: async_nats::Client,
     /// The names of the installation's subjects, streams and buckets.
     pub names: Namespace,
+    /// Copies of each stream and bucket it creates when missing
+    /// (`--nats-replicas`).
+    pub replicas: datajump_nats::Replicas,
     /// `Some((k, n))`: only schedules whose id ≡ k (mod n).
     pub shard: Option<(u64, u64)>,
     /// Zone for schedules whose stored zone cannot be read.
@@ -61,7 +64,7 @@ pub enum TickerError {
 /// Runs the ticker until `shutdown` is cancelled.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), TickerError> {
     let js = async_nats::jetstream::new(config.nats.clone());
-    datajump_nats::ensure_topology(&js, &config.names).await?;
+    datajump_nats::ensure_topology(&js, &config.names, config.replicas).await?;
     let bus = Bus::new(
         js,
         config.names.clone(),

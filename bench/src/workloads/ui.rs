@@ -127,6 +127,7 @@ async fn serve_api(system: &System<'_>, stop: CancellationToken) -> Result<Strin
         nats: system.nats.clone(),
         installation: system.bus.installation().clone(),
         names: system.bus.names().clone(),
+        replicas: datajump_nats::Replicas::AUTO,
         addr,
         token: None,
         timezone: chrono_tz::UTC,

@@ -102,7 +102,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
     let client = Client::with_database(db.clone(), global);
     let nats_client = nats(global, "datajump-up").await?;
     let js = async_nats::jetstream::new(nats_client.clone());
-    datajump_nats::ensure_topology(&js, &global.nats_prefix).await?;
+    datajump_nats::ensure_topology(&js, &global.nats_prefix, global.nats_replicas).await?;
     let api = api_config(
         global,
         db.clone(),
@@ -205,6 +205,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         db: db.clone(),
         nats: nats_client.clone(),
         names: global.nats_prefix.clone(),
+        replicas: global.nats_replicas,
         default_timezone: parse_time_zone(&global.timezone)?,
         concurrency: 16,
     };
@@ -213,6 +214,7 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         db.clone(),
         nats_client.clone(),
         &global.nats_prefix,
+        global.nats_replicas,
         parse_time_zone(&global.timezone)?,
         &args.runner,
         Some(&api_url),

@@ -92,6 +92,7 @@ impl Api {
         let mut config = datajump_api::Config {
             installation: env.bus.installation().clone(),
             names: dj(),
+            replicas: datajump_nats::Replicas::AUTO,
             db,
             nats,
             addr,
@@ -859,6 +860,7 @@ both_dbs!(api_token_events_and_runners, |env| async move {
         datajump_api::Config {
             installation: env.bus.installation().clone(),
             names: dj(),
+            replicas: datajump_nats::Replicas::AUTO,
             db: env.db.clone(),
             nats: env.nats.clone(),
             addr: "0.0.0.0:0".parse().expect("address"),

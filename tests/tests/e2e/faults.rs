@@ -30,7 +30,7 @@ use crate::harness::process::{
 use crate::harness::{Backend, TestEnv, dj, shell_path};
 
 /// Lines of the side-effect file `path`, counted.
-fn count_lines(path: &Path) -> BTreeMap<String, usize> {
+pub(crate) fn count_lines(path: &Path) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
         *counts.entry(line.trim().to_owned()).or_default() += 1;
@@ -41,7 +41,7 @@ fn count_lines(path: &Path) -> BTreeMap<String, usize> {
 /// What every fault test asserts of a finished run: it ended `expected`,
 /// every task instance is terminal, and none has more than one SUCCESS
 /// execution. Returns the SUCCESS executions per task name.
-async fn assert_run_sound(
+pub(crate) async fn assert_run_sound(
     env: &TestEnv,
     run: &dag_run::Model,
     expected: RunStatus,
@@ -77,7 +77,7 @@ async fn assert_run_sound(
 }
 
 /// Asserts the shell tasks `names` each left their side effect exactly once.
-fn assert_side_effects_once<'a>(path: &Path, names: impl IntoIterator<Item = &'a str>) {
+pub(crate) fn assert_side_effects_once<'a>(path: &Path, names: impl IntoIterator<Item = &'a str>) {
     let counts = count_lines(path);
     for name in names {
         assert_eq!(
@@ -89,11 +89,11 @@ fn assert_side_effects_once<'a>(path: &Path, names: impl IntoIterator<Item = &'a
     }
 }
 
-const TWO_MINUTES: Duration = Duration::from_secs(120);
+pub(crate) const TWO_MINUTES: Duration = Duration::from_secs(120);
 /// How long work may stall after a restart: a message lost with a crash is
 /// redelivered after the consumers' 30 s ack wait, and work committed but
 /// never published is republished by the deadline scan after 60 s.
-const RECOVERY: Duration = Duration::from_secs(100);
+pub(crate) const RECOVERY: Duration = Duration::from_secs(100);
 
 /// `kill -9` a runner while it runs a task: the task's process group dies
 /// with it (no orphan), and another runner takes the task over once the dead
@@ -480,7 +480,13 @@ tasks:
 
 /// A DAG of `layers` × `width` shell tasks; each task after the first layer
 /// joins two tasks of the layer before, and appends its name to `side`.
-fn layered_dag(name: &str, layers: usize, width: usize, command: &str, side: &Path) -> String {
+pub(crate) fn layered_dag(
+    name: &str,
+    layers: usize,
+    width: usize,
+    command: &str,
+    side: &Path,
+) -> String {
     let side = shell_path(side);
     let mut yaml = format!("name: {name}\ntasks:\n");
     for layer in 0..layers {
@@ -572,7 +578,7 @@ async fn resolver_killed_repeatedly_during_a_200_task_dag() {
 /// The restart tests' system: an 8 × 5 layered DAG of 0.3 s shell tasks,
 /// a ticker, a resolver and two 3-slot runners, and a run triggered.
 /// Returns the side-effect file, the role processes and the run key.
-async fn start_layers(env: &TestEnv) -> (PathBuf, Vec<Process>, String) {
+pub(crate) async fn start_layers(env: &TestEnv) -> (PathBuf, Vec<Process>, String) {
     let side = env.path("side");
     env.apply(&layered_dag("layers", 8, 5, "sleep 0.3; ", &side))
         .await;
@@ -588,7 +594,12 @@ async fn start_layers(env: &TestEnv) -> (PathBuf, Vec<Process>, String) {
 
 /// The run of [`start_layers`] ends SUCCESS with each of its 40 tasks run
 /// once, and every role process is still alive.
-async fn assert_layers_done(env: &TestEnv, key: &str, side: &Path, roles: &mut [Process]) {
+pub(crate) async fn assert_layers_done(
+    env: &TestEnv,
+    key: &str,
+    side: &Path,
+    roles: &mut [Process],
+) {
     let run = env.wait_run(key, TWO_MINUTES).await;
     let successes = assert_run_sound(env, &run, RunStatus::Success).await;
     assert_eq!(successes.len(), 40);

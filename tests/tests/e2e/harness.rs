@@ -42,8 +42,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+pub mod nats_cluster;
 pub mod pg_cluster;
 pub mod process;
+
+use nats_cluster::NatsCluster;
 
 /// The default time zone of schedules applied by tests.
 pub const TIMEZONE: &str = "Asia/Shanghai";
@@ -298,17 +301,41 @@ pub struct TestEnv {
     /// Roles started so far, to number them.
     spawned: AtomicUsize,
     // Dropped in this order: the server, then the database, then the files.
-    server: NatsServer,
+    server: Broker,
     _pg: Option<PgDatabase>,
     _tmp: TempDir,
+}
+
+/// The NATS a test runs on: one server, or a three-node cluster.
+enum Broker {
+    Single(NatsServer),
+    Cluster(NatsCluster),
+}
+
+impl Broker {
+    fn url(&self) -> String {
+        match self {
+            Broker::Single(server) => server.url(),
+            Broker::Cluster(cluster) => cluster.url(),
+        }
+    }
 }
 
 impl TestEnv {
     /// Starts a NATS server and creates and migrates a database.
     pub async fn new(backend: Backend) -> TestEnv {
+        TestEnv::on(Broker::Single(NatsServer::start()), backend).await
+    }
+
+    /// Starts a three-node NATS cluster and creates and migrates a
+    /// database; the topology is created with `auto` replicas (R3).
+    pub async fn on_cluster(backend: Backend) -> TestEnv {
+        TestEnv::on(Broker::Cluster(NatsCluster::start()), backend).await
+    }
+
+    async fn on(server: Broker, backend: Backend) -> TestEnv {
         init_tracing();
         let tmp = tempfile::tempdir().expect("temporary directory");
-        let server = NatsServer::start();
         let (pg, db_url) = match backend {
             Backend::Sqlite => (
                 None,
@@ -328,13 +355,13 @@ impl TestEnv {
     pub async fn with_database(db_url: String) -> TestEnv {
         init_tracing();
         let tmp = tempfile::tempdir().expect("temporary directory");
-        let server = NatsServer::start();
+        let server = Broker::Single(NatsServer::start());
         TestEnv::assemble(tmp, server, None, db_url).await
     }
 
     async fn assemble(
         tmp: TempDir,
-        server: NatsServer,
+        server: Broker,
         pg: Option<PgDatabase>,
         db_url: String,
     ) -> TestEnv {
@@ -346,7 +373,7 @@ impl TestEnv {
             .await
             .expect("connect to NATS");
         let js = jetstream::new(nats.clone());
-        datajump_nats::ensure_topology(&js, &dj())
+        datajump_nats::ensure_topology(&js, &dj(), datajump_nats::Replicas::AUTO)
             .await
             .expect("JetStream topology");
         let installation = datajump_store::installation::identity(&db)
@@ -376,7 +403,18 @@ impl TestEnv {
 
     /// Restarts the NATS server on the same port and store (see [`NatsServer::restart`]).
     pub fn restart_nats(&mut self, down: Duration) {
-        self.server.restart(down);
+        match &mut self.server {
+            Broker::Single(server) => server.restart(down),
+            Broker::Cluster(_) => panic!("restart_nats is for a single server; use cluster()"),
+        }
+    }
+
+    /// The NATS cluster of a test started with [`TestEnv::on_cluster`].
+    pub fn cluster(&mut self) -> &mut NatsCluster {
+        match &mut self.server {
+            Broker::Cluster(cluster) => cluster,
+            Broker::Single(_) => panic!("the test runs on a single NATS server"),
+        }
     }
 
     /// A scratch path (not created).
@@ -438,6 +476,7 @@ impl TestEnv {
             db,
             nats,
             names: dj(),
+            replicas: datajump_nats::Replicas::AUTO,
             shard: None,
             default_timezone: chrono_tz::Asia::Shanghai,
             retention: None,
@@ -453,6 +492,7 @@ impl TestEnv {
             db,
             nats,
             names: dj(),
+            replicas: datajump_nats::Replicas::AUTO,
             default_timezone: chrono_tz::Asia::Shanghai,
             concurrency: 8,
         };
@@ -480,6 +520,7 @@ impl TestEnv {
             db,
             nats,
             names: dj(),
+            replicas: datajump_nats::Replicas::AUTO,
             default_timezone: chrono_tz::Asia::Shanghai,
             id: id.to_owned(),
             queues: queues.iter().map(|q| (*q).to_owned()).collect(),

@@ -42,6 +42,7 @@ mod big_reads;
 mod browser;
 mod catalog;
 mod cli;
+mod cluster;
 mod control;
 mod dependencies;
 mod engine;

@@ -272,6 +272,7 @@ impl Server {
         let config = datajump_api::Config {
             installation: env.bus.installation().clone(),
             names: dj(),
+            replicas: datajump_nats::Replicas::AUTO,
             db: datajump_store::db::connect(&env.db_url)
                 .await
                 .expect("API database connection"),

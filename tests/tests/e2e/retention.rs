@@ -52,6 +52,7 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
         db: env.db.clone(),
         nats: env.nats.clone(),
         names: dj(),
+        replicas: datajump_nats::Replicas::AUTO,
         shard: None,
         default_timezone: chrono_tz::UTC,
         retention: Some(chrono::Duration::days(30)),

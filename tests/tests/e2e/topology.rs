@@ -18,7 +18,12 @@ async fn creates_everything_concurrently() {
             let client = datajump_nats::connect(&url, &format!("topology-{i}"))
                 .await
                 .expect("connect");
-            datajump_nats::ensure_topology(&jetstream::new(client), &dj()).await
+            datajump_nats::ensure_topology(
+                &jetstream::new(client),
+                &dj(),
+                datajump_nats::Replicas::AUTO,
+            )
+            .await
         }));
     }
     for call in calls {
@@ -86,7 +91,7 @@ async fn drift_is_reported_and_left_alone() {
     .await
     .expect("create consumer");
 
-    let drift = datajump_nats::ensure_topology(&js, &dj())
+    let drift = datajump_nats::ensure_topology(&js, &dj(), datajump_nats::Replicas::AUTO)
         .await
         .expect("ensure_topology");
     let text: Vec<String> = drift.iter().map(ToString::to_string).collect();
