@@ -13,7 +13,6 @@ export default defineConfig({
     assetsDir: 'assets',
     emptyOutDir: true,
     sourcemap: false,
-    chunkSizeWarningLimit: 1200,
   },
   server: {
     port: 5173,

@@ -105,9 +105,12 @@ test('a viewer is offered no button it may not use', async ({ page }) => {
   await shot(page, '02-dag-as-viewer');
 });
 
-test('a DAG drawn on the canvas is saved with its positions, runs, and its graph turns green live', async ({ page }) => {
+test('a DAG drawn on the canvas is saved with its positions and parameters, runs, and its graph turns green live', async ({ page }) => {
   await signIn(page, 'ADMIN', '/dags/new');
   await page.getByTestId('dag-name-input').fill('ui_canvas');
+  await page.getByTestId('dag-param-add').click();
+  await page.getByTestId('dag-param-name').fill('greeting');
+  await page.getByTestId('dag-param-value').fill('hello');
   const tasks = [
     { name: 'extract', command: 'echo extracting; sleep 1' },
     { name: 'transform', command: 'echo transforming' },
@@ -153,9 +156,12 @@ test('a DAG drawn on the canvas is saved with its positions, runs, and its graph
     expect(Math.abs(at.y - dropped[task.name].y), task.name).toBeLessThan(2);
   }
   await expect(page.locator('.react-flow__edge')).toHaveCount(2);
+  await expect(page.getByTestId('dag-param-name')).toHaveValue('greeting');
+  await expect(page.getByTestId('dag-param-value')).toHaveValue('hello');
 
   await page.goto(`${base()}/dags/${dagId}?tab=graph`);
   await page.getByTestId('trigger-button').first().click();
+  await expect(page.getByTestId('trigger-param-greeting')).toHaveValue('hello');
   await page.getByTestId('trigger-submit').click();
   await expect(page).toHaveURL(/\/runs\/\d+/);
   await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));

@@ -1,22 +1,31 @@
-import { useEffect, type ReactNode } from 'react';
-import { BrowserRouter, Navigate, Route, Routes, useLocation, useNavigate } from 'react-router';
+import { Component, lazy, Suspense, useEffect, type ComponentType, type ReactNode } from 'react';
+import { BrowserRouter, Navigate, Outlet, Route, Routes, useLocation, useNavigate } from 'react-router';
 import { onUnauthorized, signInPath } from './api/client';
 import { SessionProvider, useSessionContext } from './auth/session';
 import { Layout } from './components/Layout';
 import { ErrorBox, Loading } from './components/States';
 import { StreamProvider } from './live/stream';
-import { AlertsPage } from './pages/alerts/AlertsPage';
-import { AuditPage } from './pages/audit/AuditPage';
-import { BackfillPage } from './pages/backfill/BackfillPage';
-import { DagPage } from './pages/dag/DagPage';
-import { DagListPage } from './pages/dags/DagListPage';
-import { CanvasEditorPage } from './pages/editor/CanvasEditorPage';
-import { NotFoundPage } from './pages/NotFoundPage';
-import { RunPage } from './pages/run/RunPage';
-import { RunnersPage } from './pages/runners/RunnersPage';
 import { SignInPage } from './pages/signin/SignInPage';
-import { TaskInstancePage } from './pages/taskInstance/TaskInstancePage';
-import { TriggerPage } from './pages/trigger/TriggerPage';
+
+/**
+ * A page as its own chunk, fetched on its first visit, so the first load
+ * does not carry React Flow, dagre and the log viewer. Pages export named
+ * components; `lazy` wants a default one.
+ */
+const lazyPage = <K extends string>(load: () => Promise<Record<K, ComponentType>>, name: K) =>
+  lazy(() => load().then((m) => ({ default: m[name] })));
+
+const AlertsPage = lazyPage(() => import('./pages/alerts/AlertsPage'), 'AlertsPage');
+const AuditPage = lazyPage(() => import('./pages/audit/AuditPage'), 'AuditPage');
+const BackfillPage = lazyPage(() => import('./pages/backfill/BackfillPage'), 'BackfillPage');
+const DagPage = lazyPage(() => import('./pages/dag/DagPage'), 'DagPage');
+const DagListPage = lazyPage(() => import('./pages/dags/DagListPage'), 'DagListPage');
+const CanvasEditorPage = lazyPage(() => import('./pages/editor/CanvasEditorPage'), 'CanvasEditorPage');
+const NotFoundPage = lazyPage(() => import('./pages/NotFoundPage'), 'NotFoundPage');
+const RunPage = lazyPage(() => import('./pages/run/RunPage'), 'RunPage');
+const RunnersPage = lazyPage(() => import('./pages/runners/RunnersPage'), 'RunnersPage');
+const TaskInstancePage = lazyPage(() => import('./pages/taskInstance/TaskInstancePage'), 'TaskInstancePage');
+const TriggerPage = lazyPage(() => import('./pages/trigger/TriggerPage'), 'TriggerPage');
 
 /** Sends any 401 answer to the sign-in page, coming back here after. */
 function UnauthorizedRedirect() {
@@ -32,6 +41,46 @@ function UnauthorizedRedirect() {
     [navigate, markSignedOut],
   );
   return null;
+}
+
+type PageErrorsProps = { path: string; children: ReactNode };
+type PageErrorsState = { path: string | null; error: unknown };
+
+/**
+ * A page that throws, or whose chunk does not load (a tab left open across
+ * an upgrade asks for the old build's chunk names), shows the error under
+ * the bar instead of blanking the app; going to another path clears it.
+ */
+class PageErrors extends Component<PageErrorsProps, PageErrorsState> {
+  state: PageErrorsState = { path: null, error: null };
+
+  static getDerivedStateFromProps(props: PageErrorsProps, state: PageErrorsState): Partial<PageErrorsState> | null {
+    return props.path === state.path ? null : { path: props.path, error: null };
+  }
+
+  static getDerivedStateFromError(error: unknown): Partial<PageErrorsState> {
+    return { error };
+  }
+
+  render() {
+    if (!this.state.error) return this.props.children;
+    return (
+      <div className="page">
+        <ErrorBox error={this.state.error} title="This page could not be shown" onRetry={() => window.location.reload()} />
+      </div>
+    );
+  }
+}
+
+/** Where the pages go in the layout: the bar stays while a page's chunk loads. */
+function PageOutlet() {
+  return (
+    <PageErrors path={useLocation().pathname}>
+      <Suspense fallback={<Loading />}>
+        <Outlet />
+      </Suspense>
+    </PageErrors>
+  );
 }
 
 /** The app's pages need a session; without one, sign in first. */
@@ -73,19 +122,21 @@ export function App() {
               </RequireSession>
             }
           >
-            <Route index element={<Navigate to="/dags" replace />} />
-            <Route path="/dags" element={<DagListPage />} />
-            <Route path="/dags/new" element={<CanvasEditorPage />} />
-            <Route path="/dags/:dagId" element={<DagPage />} />
-            <Route path="/dags/:dagId/trigger" element={<TriggerPage />} />
-            <Route path="/dags/:dagId/backfill" element={<BackfillPage />} />
-            <Route path="/dags/:dagId/edit" element={<CanvasEditorPage />} />
-            <Route path="/runs/:runId" element={<RunPage />} />
-            <Route path="/task-instances/:id" element={<TaskInstancePage />} />
-            <Route path="/runners" element={<RunnersPage />} />
-            <Route path="/alerts" element={<AlertsPage />} />
-            <Route path="/audit" element={<AuditPage />} />
-            <Route path="*" element={<NotFoundPage />} />
+            <Route element={<PageOutlet />}>
+              <Route index element={<Navigate to="/dags" replace />} />
+              <Route path="/dags" element={<DagListPage />} />
+              <Route path="/dags/new" element={<CanvasEditorPage />} />
+              <Route path="/dags/:dagId" element={<DagPage />} />
+              <Route path="/dags/:dagId/trigger" element={<TriggerPage />} />
+              <Route path="/dags/:dagId/backfill" element={<BackfillPage />} />
+              <Route path="/dags/:dagId/edit" element={<CanvasEditorPage />} />
+              <Route path="/runs/:runId" element={<RunPage />} />
+              <Route path="/task-instances/:id" element={<TaskInstancePage />} />
+              <Route path="/runners" element={<RunnersPage />} />
+              <Route path="/alerts" element={<AlertsPage />} />
+              <Route path="/audit" element={<AuditPage />} />
+              <Route path="*" element={<NotFoundPage />} />
+            </Route>
           </Route>
         </Routes>
       </SessionProvider>

@@ -10,6 +10,7 @@ import type {
   CanvasSave,
   ClearRequest,
   DagDefinitionBody,
+  DagDefinitionChanges,
   DagDetail,
   DagListItem,
   DagSummary,
@@ -71,6 +72,9 @@ export const createDag = (definition: DagDefinitionBody, dryRun = false) =>
     body: definition,
     query: dryRun ? { dryRun: true } : undefined,
   });
+/** Changes the fields given (`PUT`), keeping the others; the name cannot change. */
+export const updateDag = (dagId: number, changes: DagDefinitionChanges) =>
+  request<DagDetail>(`/dags/${dagId}`, { method: 'PUT', body: changes });
 export const setDagOnline = (dagId: number, online: boolean) =>
   request<DagSummary>(`/dags/${dagId}/${online ? 'online' : 'offline'}`, { method: 'POST' });
 export const getCanvas = (dagId: number, o: Signal = {}) =>

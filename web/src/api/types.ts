@@ -59,6 +59,9 @@ export type DagListItem = Schemas['DagListItem'];
 /** `POST /api/v1/dags` body: a definition as a request takes it (defaults optional). */
 export type DagDefinitionBody = Schemas['DagDefinition'];
 
+/** `PUT /api/v1/dags/{dagId}` body: the fields to change, the others kept. */
+export type DagDefinitionChanges = Schemas['DagDefinitionChanges'];
+
 /** A task of a DAG definition as a request takes it (`content` keys are as the file has them). */
 export type TaskDef = NonNullable<DagDefinitionBody['tasks']>[number];
 

@@ -1,5 +1,6 @@
 // The canvas editor: tasks as nodes, dependencies as edges drawn between
-// handles, a side panel for the selected task, and Save.
+// handles, a side panel for the selected task (or the DAG's settings), and
+// Save.
 
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
@@ -20,7 +21,7 @@ import {
   type Node,
   type NodeProps,
 } from '@xyflow/react';
-import { createDag, saveCanvas } from '../../api/endpoints';
+import { createDag, saveCanvas, updateDag } from '../../api/endpoints';
 import type { Canvas, DagDetail, TaskDef } from '../../api/types';
 import { layoutDag, NODE_HEIGHT, NODE_WIDTH, positionsFor } from '../../lib/layout';
 import {
@@ -29,13 +30,18 @@ import {
   definitionBody,
   localProblems,
   newTask,
+  settingsBody,
+  settingsOf,
+  settingsProblems,
   taskOfListed,
   typeOf,
   uniqueName,
+  type DagSettings,
   type EditorEdge,
   type EditorNode,
   type Problem,
 } from './canvasModel';
+import { DagSettingsPanel } from './DagSettingsPanel';
 import { TaskPanel } from './TaskPanel';
 
 type NodeData = { task: TaskDef; flagged: boolean };
@@ -128,7 +134,9 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
   const [initial] = useState(() => initialGraph(canvas));
   const [nodes, setNodes, onNodesChange] = useNodesState<TaskNode>(initial.nodes);
   const [edges, setEdges, onEdgesChange] = useEdgesState<FlowEdge>(initial.edges);
-  const [fields, setFields] = useState({ name: '', description: '', owner: '' });
+  const [settings, setSettings] = useState(() => settingsOf(dag));
+  // An existing DAG's settings changed since loaded or saved: Save sends them too.
+  const [settingsDirty, setSettingsDirty] = useState(false);
   const [apiIssues, setApiIssues] = useState<Problem[]>([]);
   const [saving, setSaving] = useState(false);
   const [saved, setSaved] = useState<string | null>(null);
@@ -150,7 +158,8 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
   );
   const modelEdges: EditorEdge[] = useMemo(() => edges.map((e) => ({ source: e.source, target: e.target })), [edges]);
   const local = useMemo(() => localProblems(model, modelEdges), [model, modelEdges]);
-  const problems = useMemo(() => [...apiIssues, ...local], [apiIssues, local]);
+  const settingsIssues = useMemo(() => settingsProblems(settings), [settings]);
+  const problems = useMemo(() => [...apiIssues, ...settingsIssues, ...local], [apiIssues, settingsIssues, local]);
   const flaggedIds = useMemo(() => new Set(problems.flatMap((p) => p.nodeIds)), [problems]);
   const flowNodes = useMemo(
     () =>
@@ -210,6 +219,12 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
     touch();
   };
 
+  const changeSettings = (patch: Partial<DagSettings>) => {
+    setSettings((s) => ({ ...s, ...patch }));
+    setSettingsDirty(true);
+    touch();
+  };
+
   const updateTask = (id: string, task: TaskDef) => {
     setNodes((ns) => ns.map((n) => (n.id === id ? { ...n, data: { ...n.data, task } } : n)));
     touch();
@@ -246,14 +261,22 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
             return listed ? { ...n, data: { ...n.data, task: taskOfListed(listed) } } : n;
           }),
         );
+        // The canvas route takes only tasks and edges: the DAG's own fields
+        // go by its update, after the canvas, the likelier to be refused, so
+        // that a refusal stores neither.
+        let version = stored.version;
+        if (settingsDirty) {
+          version = (await updateDag(dag.id, settingsBody(settings))).version;
+          setSettingsDirty(false);
+        }
         setDirty(false);
-        setSaved(`Saved · version ${stored.version}`);
+        setSaved(`Saved · version ${version}`);
       } else {
-        if (!fields.name.trim()) {
+        if (!settings.name.trim()) {
           setApiIssues([{ message: 'the DAG needs a name', nodeIds: [], local: true }]);
           return;
         }
-        const definition = definitionBody(fields, model, modelEdges);
+        const definition = definitionBody(settings, model, modelEdges);
         await createDag(definition, true);
         const created = (await createDag(definition)) as DagDetail;
         if (typeof created?.id !== 'number') throw new Error('the API answered the create without the DAG');
@@ -298,14 +321,23 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
         <button type="button" className="btn" onClick={tidy} disabled={nodes.length === 0}>
           Tidy layout
         </button>
+        <button type="button" className="btn" onClick={() => select([])} disabled={!selected} data-testid="canvas-dag-settings">
+          DAG settings
+        </button>
         {saved && <span className="saved-note">{saved}</span>}
         {dirty && !saved && <span className="muted small">unsaved changes</span>}
         <button
           type="button"
           className="btn btn-primary"
           onClick={() => void save()}
-          disabled={saving || fileManaged || (!dag && !fields.name.trim())}
-          title={fileManaged ? 'This DAG is file-managed: the API refuses edits' : undefined}
+          disabled={saving || fileManaged || (!dag && !settings.name.trim()) || settingsIssues.length > 0}
+          title={
+            fileManaged
+              ? 'This DAG is file-managed: the API refuses edits'
+              : settingsIssues.length > 0
+                ? 'Fix the DAG settings first'
+                : undefined
+          }
           data-testid="canvas-save"
         >
           {saving ? 'Saving…' : dag ? 'Save' : 'Create DAG'}
@@ -362,7 +394,7 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
               <ul>
                 {problems.map((p, i) => (
                   <li key={i} className={p.local ? 'local' : ''}>
-                    {p.nodeIds.length > 0 ? (
+                    {p.nodeIds.length > 0 || p.settings ? (
                       <button type="button" className="linklike" onClick={() => select(p.nodeIds)}>
                         {p.message}
                       </button>
@@ -388,45 +420,14 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
               readOnly={fileManaged}
             />
           ) : (
-            <div className="task-panel">
-              <h3>DAG</h3>
-              {dag ? (
-                <dl className="kv">
-                  <dt>Name</dt>
-                  <dd className="mono">{dag.name}</dd>
-                  <dt>Version</dt>
-                  <dd>v{dag.version}</dd>
-                  <dt>Tasks</dt>
-                  <dd>{nodes.length}</dd>
-                </dl>
-              ) : (
-                <>
-                  <label className="field">
-                    <span>Name</span>
-                    <input
-                      className="input mono"
-                      value={fields.name}
-                      onChange={(e) => setFields((f) => ({ ...f, name: e.target.value }))}
-                      placeholder="nightly_orders"
-                      data-testid="dag-name-input"
-                    />
-                  </label>
-                  <label className="field">
-                    <span>Description</span>
-                    <input className="input" value={fields.description} onChange={(e) => setFields((f) => ({ ...f, description: e.target.value }))} data-testid="dag-description-input" />
-                  </label>
-                  <label className="field">
-                    <span>Owner</span>
-                    <input className="input" value={fields.owner} onChange={(e) => setFields((f) => ({ ...f, owner: e.target.value }))} data-testid="dag-owner-input" />
-                  </label>
-                </>
-              )}
-              <div className="hint">
-                Add tasks, then drag from a task's right handle to another's left handle: the second runs after the
-                first. Select a task to edit it; Delete removes the selection. Schedules are set on the DAG's
-                Schedules tab.
-              </div>
-            </div>
+            <DagSettingsPanel
+              dag={dag}
+              settings={settings}
+              taskCount={nodes.length}
+              onChange={changeSettings}
+              onOnline={(online) => setSettings((s) => ({ ...s, online }))}
+              readOnly={fileManaged}
+            />
           )}
         </aside>
       </div>

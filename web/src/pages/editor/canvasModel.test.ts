@@ -8,10 +8,18 @@ import {
   findCycle,
   localProblems,
   newTask,
+  paramErrors,
+  paramRows,
+  paramsOf,
+  settingsBody,
+  settingsOf,
+  settingsProblems,
   taskOfListed,
   uniqueName,
+  type DagSettings,
   type EditorNode,
 } from './canvasModel';
+import type { DagDetail } from '../../api/types';
 
 const node = (id: string, name: string, x = 0): EditorNode => ({
   id,
@@ -29,10 +37,18 @@ describe('the canvas model', () => {
     expect(body.tasks[1]).toMatchObject({ name: 'load', positionX: 201, positionY: 10 });
   });
 
-  it('writes a new DAG with edges as dependsOn', () => {
-    const def = definitionBody({ name: ' d ', owner: 'team' }, nodes, edges);
+  it('writes a new DAG with its settings and edges as dependsOn', () => {
+    const settings: DagSettings = {
+      ...settingsOf(null),
+      name: ' d ',
+      owner: 'team',
+      maxActiveRuns: '3',
+      params: [{ name: 'env', value: 'prod' }],
+      online: false,
+    };
+    const def = definitionBody(settings, nodes, edges);
     expect(def.name).toBe('d');
-    expect(def.owner).toBe('team');
+    expect(def).toMatchObject({ owner: 'team', maxActiveRuns: 3, params: { env: 'prod' }, online: false });
     const tasks = def.tasks as Array<{ name: string; dependsOn?: unknown[] }>;
     expect(tasks[0]!.dependsOn).toBeUndefined();
     expect(tasks[1]!.dependsOn).toEqual(['extract']);
@@ -84,5 +100,54 @@ describe('the canvas model', () => {
     expect(cycle[0]!.nodeIds.sort()).toEqual(['n1', 'n2']);
     const edge = apiProblems(new ApiError(400, 'BAD_REQUEST', "invalid field `edges[0].target`: no task 'zz' on the canvas"), nodes, edges);
     expect(edge[0]!.edgeIndexes).toEqual([0]);
+  });
+
+  it('finds empty and duplicate parameter names', () => {
+    const rows = [
+      { name: 'env', value: 'prod' },
+      { name: ' env ', value: 'dev' },
+      { name: '', value: 'x' },
+      { name: 'batch', value: '10' },
+    ];
+    expect(paramErrors(rows)).toEqual([
+      "another parameter is named 'env'",
+      "another parameter is named 'env'",
+      'the parameter needs a name',
+      null,
+    ]);
+    const problems = settingsProblems({ ...settingsOf(null), params: rows, maxActiveRuns: '0' });
+    expect(problems.map((p) => p.message)).toEqual([
+      'max active runs must be a whole number, at least 1',
+      "2 parameters are named 'env'",
+      'a parameter has no name',
+    ]);
+    expect(problems.every((p) => p.settings && p.nodeIds.length === 0)).toBe(true);
+    expect(settingsProblems({ ...settingsOf(null), params: rows.slice(3), maxActiveRuns: ' 2 ' })).toEqual([]);
+    expect(settingsProblems({ ...settingsOf(null), maxActiveRuns: '1.5' })).toHaveLength(1);
+    expect(settingsProblems({ ...settingsOf(null), maxActiveRuns: '' })).toHaveLength(1);
+  });
+
+  it("loads a DAG's settings and sends them back unchanged", () => {
+    const dag = {
+      name: 'd',
+      description: 'nightly',
+      owner: null,
+      maxActiveRuns: 2,
+      online: false,
+      params: { env: 'prod', batch: '10', flag: 'true', code: '007' },
+    } as Partial<DagDetail> as DagDetail;
+    const settings = settingsOf(dag);
+    expect(settings).toMatchObject({ description: 'nightly', owner: '', maxActiveRuns: '2', online: false });
+    expect(settings.params).toEqual([
+      { name: 'env', value: 'prod' },
+      { name: 'batch', value: '10' },
+      { name: 'flag', value: 'true' },
+      { name: 'code', value: '007' },
+    ]);
+    const params = paramsOf(settings.params);
+    expect(params).toEqual({ env: 'prod', batch: '10', flag: 'true', code: '007' });
+    expect(paramRows(params)).toEqual(settings.params);
+    expect(settingsBody(settings)).toEqual({ description: 'nightly', owner: null, maxActiveRuns: 2, params });
+    expect(settingsOf(null)).toEqual({ name: '', description: '', owner: '', maxActiveRuns: '1', params: [], online: true });
   });
 });

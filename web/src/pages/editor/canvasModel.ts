@@ -1,8 +1,9 @@
 // The canvas editor's model, apart from React: tasks by node id, edges
-// between node ids, what Save sends, and which node an API error is about.
+// between node ids, the DAG's own settings, what Save sends, and which node
+// an API error is about.
 
 import { ApiError, errorMessage } from '../../api/client';
-import type { CanvasSave, CanvasTask, DagDefinitionBody, DependencyDef, TaskDef } from '../../api/types';
+import type { CanvasSave, CanvasTask, DagDefinitionBody, DagDetail, DependencyDef, TaskDef } from '../../api/types';
 
 export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP'] as const;
 export type EditorTaskType = (typeof TASK_TYPES)[number];
@@ -25,6 +26,8 @@ export interface Problem {
   edgeIndexes?: number[];
   /** Found before saving, not by the API. */
   local?: boolean;
+  /** About the DAG's settings (shown in their panel), not a task. */
+  settings?: boolean;
 }
 
 /** Fields the API adds to a listed task that a definition does not take. */
@@ -170,12 +173,99 @@ export function canvasBody(nodes: EditorNode[], edges: EditorEdge[]): CanvasSave
   };
 }
 
-/** A new DAG's definition: its fields and tasks, each edge a `dependsOn` of its target. */
-export function definitionBody(
-  fields: { name: string; description?: string; owner?: string },
-  nodes: EditorNode[],
-  edges: EditorEdge[],
-): DagDefinitionBody {
+/** A row of the DAG's parameters as typed. */
+export interface ParamRow {
+  name: string;
+  value: string;
+}
+
+/** What the DAG settings panel edits, as typed. */
+export interface DagSettings {
+  /** Set once, when the DAG is created: the API cannot rename a DAG. */
+  name: string;
+  description: string;
+  owner: string;
+  maxActiveRuns: string;
+  params: ParamRow[];
+  /** Sent with a new DAG; an existing DAG's is switched on its own route. */
+  online: boolean;
+}
+
+/** A DAG's parameters as rows, in their order. */
+export function paramRows(params: Record<string, unknown> | undefined): ParamRow[] {
+  return Object.entries(params ?? {}).map(([name, value]) => ({ name, value: String(value) }));
+}
+
+/** The settings of `dag` as stored, or a new DAG's defaults. */
+export function settingsOf(dag: DagDetail | null): DagSettings {
+  return {
+    name: dag?.name ?? '',
+    description: dag?.description ?? '',
+    owner: dag?.owner ?? '',
+    maxActiveRuns: String(dag?.maxActiveRuns ?? 1),
+    params: paramRows(dag?.params),
+    online: dag?.online ?? true,
+  };
+}
+
+/** How many rows have each (trimmed) name. */
+function nameCounts(rows: ParamRow[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(r.name.trim(), (counts.get(r.name.trim()) ?? 0) + 1);
+  return counts;
+}
+
+/** Each row's problem, or null: a name left empty, or given twice. */
+export function paramErrors(rows: ParamRow[]): Array<string | null> {
+  const counts = nameCounts(rows);
+  return rows.map((r) => {
+    const name = r.name.trim();
+    if (!name) return 'the parameter needs a name';
+    return counts.get(name)! > 1 ? `another parameter is named '${name}'` : null;
+  });
+}
+
+/** Whether max active runs, as typed, is a whole number of at least 1. */
+export function maxActiveRunsOk(text: string): boolean {
+  return /^\d+$/.test(text.trim()) && Number(text) >= 1;
+}
+
+/** What keeps the settings from being saved. */
+export function settingsProblems(settings: DagSettings): Problem[] {
+  const messages: string[] = [];
+  if (!maxActiveRunsOk(settings.maxActiveRuns)) messages.push('max active runs must be a whole number, at least 1');
+  for (const [name, count] of nameCounts(settings.params)) {
+    if (!name) messages.push(count > 1 ? `${count} parameters have no name` : 'a parameter has no name');
+    else if (count > 1) messages.push(`${count} parameters are named '${name}'`);
+  }
+  return messages.map((message) => ({ message, nodeIds: [], local: true, settings: true }));
+}
+
+/**
+ * The parameters to send, each value as typed: the API keeps parameters as
+ * text (`${name}` substitutes it). The rows must have no `paramErrors`.
+ */
+export function paramsOf(rows: ParamRow[]): Record<string, string> {
+  return Object.fromEntries(rows.map((r) => [r.name.trim(), r.value]));
+}
+
+/**
+ * The settings as `PUT /dags/{id}` takes them, every field given so that a
+ * cleared one is cleared; the settings must have no `settingsProblems`.
+ */
+export function settingsBody(
+  settings: DagSettings,
+): Required<Pick<DagDefinitionBody, 'description' | 'owner' | 'maxActiveRuns' | 'params'>> {
+  return {
+    description: settings.description.trim(),
+    owner: settings.owner.trim() || null,
+    maxActiveRuns: Number(settings.maxActiveRuns.trim()),
+    params: paramsOf(settings.params),
+  };
+}
+
+/** A new DAG's definition: its settings and tasks, each edge a `dependsOn` of its target. */
+export function definitionBody(settings: DagSettings, nodes: EditorNode[], edges: EditorEdge[]): DagDefinitionBody {
   const names = new Map(nodes.map((n) => [n.id, n.task.name.trim()]));
   const tasks = nodes.map((n) => {
     const parents: DependencyDef[] = edges
@@ -187,10 +277,7 @@ export function definitionBody(
     else delete task.dependsOn;
     return task;
   });
-  const out: DagDefinitionBody = { name: fields.name.trim(), tasks };
-  if (fields.description?.trim()) out.description = fields.description.trim();
-  if (fields.owner?.trim()) out.owner = fields.owner.trim();
-  return out;
+  return { name: settings.name.trim(), ...settingsBody(settings), online: settings.online, tasks };
 }
 
 /**
