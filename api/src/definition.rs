@@ -14,12 +14,12 @@
 
 use std::borrow::Cow;
 
-use chrono::NaiveDate;
-use datajump_shared::dag_file::{DagFile, DagFileError, ScheduleKind};
+use chrono::{DateTime, NaiveDate, Utc};
+use datajump_shared::dag_file::{DagFile, DagFileError, ScheduleKind, TaskFile};
 use datajump_shared::entities::{dag, schedule, task, task_dependency};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -260,6 +260,89 @@ impl JsonSchema for DefinitionFields {
             object.remove("additionalProperties");
             if let Some(Value::Object(properties)) = object.get_mut("properties") {
                 properties.remove("sourceFile");
+            }
+        }
+        Schema::try_from(schema).unwrap_or_default()
+    }
+}
+
+/// Where a task is and since when, beside its definition in a task's
+/// listing ([`TaskItem`]).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPlacement {
+    /// Task id.
+    pub id: i64,
+    /// Its DAG.
+    pub dag_id: i64,
+    /// Canvas position, if the canvas saved one.
+    pub position_x: Option<i32>,
+    /// Canvas position, if the canvas saved one.
+    pub position_y: Option<i32>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A task as the API lists it (`GET /api/v1/dags/{dagId}/tasks`, a canvas)
+/// and a canvas save takes it: its definition in the API's names
+/// ([`task_to_response`]) with its [`TaskPlacement`] beside, of which a save
+/// reads only the position.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskItem(pub Map<String, Value>);
+
+impl TaskItem {
+    /// A stored task's item: its definition (with the dependencies among
+    /// `deps` that are its own) and its placement.
+    pub fn of(row: &task::Model, deps: &[task_dependency::Model]) -> TaskItem {
+        let placement = TaskPlacement {
+            id: row.id,
+            dag_id: row.dag_id,
+            position_x: row.position_x,
+            position_y: row.position_y,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        };
+        let mut item = match serde_json::to_value(placement) {
+            Ok(Value::Object(fields)) => fields,
+            _ => Map::new(),
+        };
+        if let Value::Object(fields) = task_to_response(&task_file(row, deps)) {
+            item.extend(fields);
+        }
+        TaskItem(item)
+    }
+}
+
+impl JsonSchema for TaskItem {
+    fn schema_name() -> Cow<'static, str> {
+        "TaskItem".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        // Read and written under one name, so one shape: the request's,
+        // in which a field with a default may be left out.
+        let mut inline = generator
+            .settings()
+            .clone()
+            .for_deserialize()
+            .with(|settings| settings.inline_subschemas = true)
+            .into_generator();
+        let mut schema = inline.subschema_for::<TaskFile>().to_value();
+        rename_schema(&mut schema, Level::Task, &mut inline);
+        let placement = inline.subschema_for::<TaskPlacement>().to_value();
+        if let Some(object) = schema.as_object_mut() {
+            // A save sends the placement too, and the same shape is read
+            // and written: only a name is always there.
+            object.remove("additionalProperties");
+            object.insert("required".to_owned(), json!(["name"]));
+            object.insert("title".to_owned(), json!(Self::schema_name()));
+            if let (Some(Value::Object(properties)), Some(Value::Object(beside))) =
+                (object.get_mut("properties"), placement.get("properties"))
+            {
+                properties.extend(beside.clone());
             }
         }
         Schema::try_from(schema).unwrap_or_default()

@@ -941,6 +941,7 @@ pub struct BackfillResponse {
 pub struct CanvasSave {
     /// The task nodes: tasks as in a DAG definition (camelCase) with
     /// `positionX` and `positionY`; an `id` as loaded is ignored.
+    #[schemars(with = "Vec<crate::definition::TaskItem>")]
     pub tasks: Vec<Map<String, Value>>,
     /// The edges between them; missing or empty means none.
     #[serde(default)]
@@ -958,7 +959,7 @@ pub struct Canvas {
     /// The tasks, in id order, as `GET /api/v1/dags/{dagId}/tasks` lists
     /// them; their `dependsOn` keeps what an edge cannot say (other DAGs,
     /// other days, WEAK).
-    pub tasks: Vec<Value>,
+    pub tasks: Vec<crate::definition::TaskItem>,
     /// Same-run STRONG dependencies, parent to child.
     pub edges: Vec<Edge>,
 }

@@ -21,10 +21,10 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Map, Value, json};
 
-use super::dags::{find_cycle, task_item};
+use super::dags::find_cycle;
 use super::{find_dag, store};
 use crate::AppState;
-use crate::definition;
+use crate::definition::{self, TaskItem};
 use crate::dto::{Canvas, CanvasSave, Edge};
 use crate::error::{Error, Result};
 use crate::extract::{Json, Path};
@@ -54,7 +54,7 @@ async fn load(state: &AppState, dag_id: i64) -> Result<Canvas> {
         version: dag.version,
         tasks: tasks
             .iter()
-            .map(|row| task_item(row, &other_deps))
+            .map(|row| TaskItem::of(row, &other_deps))
             .collect(),
         edges,
     })

@@ -33,7 +33,7 @@ use tracing::{info, warn};
 use super::{find_dag, paging, preview, schedules_changed, store};
 use crate::AppState;
 use crate::auth::Caller;
-use crate::definition::{self, DefinitionBody, DefinitionChanges};
+use crate::definition::{self, DefinitionBody, DefinitionChanges, TaskItem};
 use crate::dto::{
     ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagDetail,
     DagListItem, DagListQuery, DagSummary, DryRunResponse, Edge, Page, PageQuery, RECENT_RUNS,
@@ -410,34 +410,17 @@ pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> R
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// A task as the API lists it: its definition (with the dependencies
-/// among `deps` that are its own) plus its id, DAG, canvas position and
-/// times.
-pub fn task_item(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
-    let mut out = Map::new();
-    out.insert("id".into(), json!(row.id));
-    out.insert("dagId".into(), json!(row.dag_id));
-    if let Value::Object(fields) = definition::task_to_response(&definition::task_file(row, deps)) {
-        out.extend(fields);
-    }
-    out.insert("positionX".into(), json!(row.position_x));
-    out.insert("positionY".into(), json!(row.position_y));
-    out.insert("createdAt".into(), json!(row.created_at));
-    out.insert("updatedAt".into(), json!(row.updated_at));
-    Value::Object(out)
-}
-
 /// `GET /api/v1/dags/{dagId}/tasks?page=&pageSize=`: the DAG's tasks
 /// (with ids) in id order.
 pub async fn tasks(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
     Query(query): Query<PageQuery>,
-) -> Result<AxumJson<Page<Value>>> {
+) -> Result<AxumJson<Page<TaskItem>>> {
     find_dag(&state, dag_id).await?;
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
     let (tasks, deps) = definition::tasks_of(&state.db, dag_id).await?;
-    let items: Vec<Value> = tasks.iter().map(|row| task_item(row, &deps)).collect();
+    let items: Vec<TaskItem> = tasks.iter().map(|row| TaskItem::of(row, &deps)).collect();
     Ok(AxumJson(Page::of_all(items, page, page_size)))
 }
 

@@ -14,7 +14,7 @@ use super::{
     session, stream, tokens, views,
 };
 use crate::AppState;
-use crate::definition::{DefinitionBody, DefinitionChanges};
+use crate::definition::{DefinitionBody, DefinitionChanges, TaskItem};
 use crate::dto::{
     BackfillRequest, BackfillResponse, Canvas, CanvasSave, ClearRequest, DagDetail, DagListItem,
     DagSummary, EventResponse, Gantt, Grid, KillResponse, LogEnd, MarkRequest, Page, QueueDto,
@@ -364,7 +364,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             dags::tasks,
         )
         .query(PAGE)
-        .answers::<Page<Map<String, Value>>>(),
+        .answers::<Page<TaskItem>>(),
         Endpoint::new(
             Post,
             OPERATOR,

@@ -1716,7 +1716,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["PageOfMap_of_AnyValue"];
+                        "application/json": components["schemas"]["PageOfTaskItem"];
                     };
                 };
                 /** @description An error */
@@ -2842,7 +2842,7 @@ export interface components {
              *     them; their `dependsOn` keeps what an edge cannot say (other DAGs,
              *     other days, WEAK).
              */
-            tasks: unknown[];
+            tasks: components["schemas"]["TaskItem"][];
             /**
              * Format: int32
              * @description The DAG's version.
@@ -2860,9 +2860,7 @@ export interface components {
              * @description The task nodes: tasks as in a DAG definition (camelCase) with
              *     `positionX` and `positionY`; an `id` as loaded is ignored.
              */
-            tasks: {
-                [key: string]: unknown;
-            }[];
+            tasks: components["schemas"]["TaskItem"][];
         };
         /** @description `POST /api/v1/task-instances/{taskInstanceId}/clear` body (optional). */
         ClearRequest: {
@@ -4331,28 +4329,6 @@ export interface components {
             total: number;
         };
         /** @description One page of a list. */
-        PageOfMap_of_AnyValue: {
-            /** @description The items of this page. */
-            items: {
-                [key: string]: unknown;
-            }[];
-            /**
-             * Format: uint64
-             * @description 1-based page number.
-             */
-            page: number;
-            /**
-             * Format: uint64
-             * @description Items per page.
-             */
-            pageSize: number;
-            /**
-             * Format: uint64
-             * @description Items in the whole list.
-             */
-            total: number;
-        };
-        /** @description One page of a list. */
         PageOfProjectDto: {
             /** @description The items of this page. */
             items: components["schemas"]["ProjectDto"][];
@@ -4456,6 +4432,26 @@ export interface components {
         PageOfTaskInstanceDto: {
             /** @description The items of this page. */
             items: components["schemas"]["TaskInstanceDto"][];
+            /**
+             * Format: uint64
+             * @description 1-based page number.
+             */
+            page: number;
+            /**
+             * Format: uint64
+             * @description Items per page.
+             */
+            pageSize: number;
+            /**
+             * Format: uint64
+             * @description Items in the whole list.
+             */
+            total: number;
+        };
+        /** @description One page of a list. */
+        PageOfTaskItem: {
+            /** @description The items of this page. */
+            items: components["schemas"]["TaskItem"][];
             /**
              * Format: uint64
              * @description 1-based page number.
@@ -5202,6 +5198,202 @@ export interface components {
             triggerType: string;
             /** @description Runner of the current attempt. */
             workerId: string | null;
+        };
+        /**
+         * TaskItem
+         * @description A task as written.
+         */
+        TaskItem: {
+            /**
+             * @description Shell command line(s) (SHELL).
+             * @default null
+             */
+            command?: string | null;
+            /**
+             * @description Any other type-specific configuration.
+             * @default {}
+             */
+            content?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: date-time
+             * @description Created.
+             */
+            createdAt?: string;
+            /**
+             * Format: int64
+             * @description Its DAG.
+             */
+            dagId?: number;
+            /**
+             * @description Datasource name (SQL).
+             * @default null
+             */
+            datasource?: string | null;
+            /**
+             * @description Parents.
+             * @default []
+             */
+            dependsOn?: (string | {
+                /**
+                 * Format: int32
+                 * @description Business-date offset of the awaited run.
+                 * @default 0
+                 */
+                offsetDay?: number;
+                /**
+                 * @description The awaited run is the latest earlier run (Airflow's
+                 *     `depends_on_past`), whatever its business date.
+                 */
+                previousRun?: boolean;
+                /** @description `task` or `other_dag/task`. */
+                task: string;
+                /**
+                 * @description STRONG (default) or WEAK.
+                 * @default STRONG
+                 */
+                type?: "STRONG" | "WEAK";
+            })[];
+            /**
+             * @description Free text.
+             * @default
+             */
+            description?: string;
+            /**
+             * @description Disabled tasks end SKIPPED.
+             * @default true
+             */
+            enabled?: boolean;
+            /**
+             * Format: int64
+             * @description Task id.
+             */
+            id?: number;
+            /** @description Unique within the DAG. */
+            name: string;
+            /**
+             * @description Task-level parameters.
+             * @default {}
+             */
+            params?: {
+                [key: string]: string;
+            };
+            /**
+             * Format: int32
+             * @description Canvas position, if the canvas saved one.
+             */
+            positionX?: number | null;
+            /**
+             * Format: int32
+             * @description Canvas position, if the canvas saved one.
+             */
+            positionY?: number | null;
+            /**
+             * Format: int32
+             * @description 1–10, higher first.
+             * @default 5
+             */
+            priority?: number;
+            /**
+             * @description Worker group.
+             * @default default
+             */
+            queue?: string;
+            /**
+             * @description Seconds it may wait QUEUED for a runner before it ends TIMEOUT (the
+             *     DAG's `queue_timeout` when absent; 0: no limit).
+             * @default null
+             */
+            queueTimeout?: (number | string) | (null);
+            /**
+             * @description Retry policy.
+             * @default {
+             *       "interval": 60,
+             *       "jitter": 0,
+             *       "max": 3,
+             *       "maxInterval": null,
+             *       "onExitCodes": [],
+             *       "onTimeout": false,
+             *       "strategy": "FIXED"
+             *     }
+             */
+            retry?: {
+                /**
+                 * @description Seconds.
+                 * @default 60
+                 */
+                interval?: number | string;
+                /**
+                 * Format: double
+                 * @description Share of each wait (0–1) that may be randomly cut off.
+                 * @default 0
+                 */
+                jitter?: number;
+                /**
+                 * Format: int32
+                 * @description Retries after the first attempt.
+                 * @default 3
+                 */
+                max?: number;
+                /**
+                 * @description Cap of the wait in seconds; default one hour, or `interval` when
+                 *     that is longer.
+                 * @default null
+                 */
+                maxInterval?: (number | string) | (null);
+                /**
+                 * @description Only these exit codes retry.
+                 * @default []
+                 */
+                onExitCodes?: number[];
+                /**
+                 * @description Retry a TIMEOUT attempt too (default: a timeout is final).
+                 * @default false
+                 */
+                onTimeout?: boolean;
+                /**
+                 * @description FIXED or EXPONENTIAL.
+                 * @default FIXED
+                 */
+                strategy?: "FIXED" | "EXPONENTIAL";
+            };
+            /**
+             * @description Script body (SHELL, PYTHON).
+             * @default null
+             */
+            script?: string | null;
+            /**
+             * @description SQL text (SQL).
+             * @default null
+             */
+            sql?: string | null;
+            /**
+             * @description Dependency strategy.
+             * @default ALL_SUCCESS
+             */
+            strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE";
+            /**
+             * @description Seconds; 0 = none.
+             * @default 3600
+             */
+            timeout?: number | string;
+            /**
+             * @description `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+             * @default SHELL
+             */
+            type?: string;
+            /**
+             * Format: date-time
+             * @description Last changed.
+             */
+            updatedAt?: string;
+            /**
+             * @description Seconds an `offset_day` or `other_dag/task` dependency may be waited
+             *     for before the task ends TIMEOUT (default one day).
+             * @default 86400
+             */
+            waitTimeout?: number | string;
         };
         /** @description What a clear or a mark of a task instance did. */
         TaskResetResponse: {

@@ -89,23 +89,14 @@ export interface DryRunResponse {
 /** A canvas edge: its target depends on its source. */
 export type Edge = Schemas['Edge'];
 
-/** A task as `/tasks` and `/canvas` list it. */
-export interface CanvasTask extends TaskDef {
-  id: number;
-  dagId: number;
-  positionX: number | null;
-  positionY: number | null;
-  createdAt?: string;
-  updatedAt?: string;
-}
+/** A task as `/tasks` and `/canvas` list it: its definition, id, DAG, position and times. */
+export type CanvasTask = Schemas['TaskItem'];
 
-/** `GET /api/v1/dags/{dagId}/canvas`: its tasks are definitions. */
-export type Canvas = Omit<Schemas['Canvas'], 'tasks'> & { tasks: CanvasTask[] };
+/** `GET /api/v1/dags/{dagId}/canvas`. */
+export type Canvas = Schemas['Canvas'];
 
 /** `POST /api/v1/dags/{dagId}/canvas` body. */
-export type CanvasSave = Omit<Schemas['CanvasSave'], 'tasks'> & {
-  tasks: Array<TaskDef & { positionX?: number | null; positionY?: number | null }>;
-};
+export type CanvasSave = Schemas['CanvasSave'];
 
 export type TriggerRequest = Schemas['TriggerRequest'];
 

@@ -87,7 +87,10 @@ function initialGraph(canvas: Canvas | null): { nodes: TaskNode[]; edges: FlowEd
   const positions = positionsFor(
     canvas.tasks.map((t) => ({
       id: `t${t.id}`,
-      saved: t.positionX !== null && t.positionY !== null ? { x: t.positionX, y: t.positionY } : null,
+      saved:
+        t.positionX !== null && t.positionX !== undefined && t.positionY !== null && t.positionY !== undefined
+          ? { x: t.positionX, y: t.positionY }
+          : null,
     })),
     canvas.edges.map((e) => ({ source: idOf.get(e.source) ?? e.source, target: idOf.get(e.target) ?? e.target })),
   );
