@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
 
-use super::table::{Access, Answer, Body, Endpoint, endpoints};
+use super::table::{Access, Answer, Body, Endpoint, SchemaOf, endpoints};
 
 /// `GET /api/v1/openapi.json`: this API as an OpenAPI 3 document.
 pub async fn document() -> Json<Value> {
@@ -97,12 +97,49 @@ impl Generators {
     }
 }
 
+/// The query parameters of a query type: one per field, with the field's
+/// schema and description, none required (each has a default).
+fn query_parameters(query: SchemaOf, generator: &mut SchemaGenerator) -> Vec<Value> {
+    // Parameters are not among the document's definitions, which get the
+    // OpenAPI transforms (`nullable`, `enum`) when taken: apply them here.
+    let mut schema = query(generator);
+    for transform in generator.transforms_mut() {
+        transform.transform(&mut schema);
+    }
+    let schema = schema.to_value();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, field)| {
+            let mut field = field.clone();
+            let description = field
+                .as_object_mut()
+                .and_then(|object| object.remove("description"));
+            let mut parameter = json!({
+                "name": name,
+                "in": "query",
+                "required": required.contains(&name.as_str()),
+                "schema": field,
+            });
+            if let Some(description) = description {
+                parameter["description"] = description;
+            }
+            parameter
+        })
+        .collect()
+}
+
 fn operation(endpoint: &Endpoint, generators: &mut Generators) -> Value {
-    let generator = &mut generators.answers;
     let mut parameters: Vec<Value> = path_parameters(endpoint.path).map(path_parameter).collect();
-    parameters.extend(endpoint.query.iter().map(|name| {
-        json!({ "name": name, "in": "query", "required": false, "schema": { "type": "string" } })
-    }));
+    if let Some(query) = endpoint.query {
+        parameters.extend(query_parameters(query, &mut generators.requests));
+    }
+    let generator = &mut generators.answers;
     let error = json!({
         "description": "An error",
         "content": { "application/json": { "schema": generator.subschema_for::<crate::error::ErrorBody>() } },
@@ -111,13 +148,24 @@ fn operation(endpoint: &Endpoint, generators: &mut Generators) -> Value {
     if let Some(content) = answer_content(endpoint.answer, generator) {
         success["content"] = content;
     }
+    let mut responses = json!({ "default": error });
+    if let Some(dry_run) = endpoint.dry_run {
+        let dry_run = dry_run(generator);
+        if endpoint.status == 200 {
+            let answer = &mut success["content"]["application/json"]["schema"];
+            *answer = json!({ "oneOf": [answer.take(), dry_run] });
+        } else {
+            responses["200"] = json!({
+                "description": "The dry run (`dryRun=true`): what it would do, nothing done",
+                "content": { "application/json": { "schema": dry_run } },
+            });
+        }
+    }
+    responses[endpoint.status.to_string()] = success;
     let mut operation = json!({
         "summary": endpoint.summary,
         "parameters": parameters,
-        "responses": {
-            endpoint.status.to_string(): success,
-            "default": error,
-        },
+        "responses": responses,
     });
     if endpoint.body != Body::None {
         let schema = endpoint.request.map_or_else(

@@ -16,9 +16,10 @@ use super::{
 use crate::AppState;
 use crate::definition::{DefinitionBody, DefinitionChanges, TaskItem};
 use crate::dto::{
-    BackfillRequest, BackfillResponse, Canvas, CanvasSave, ClearRequest, DagDetail, DagListItem,
-    DagSummary, EventResponse, Gantt, Grid, KillResponse, LogEnd, MarkRequest, Page, QueueDto,
-    RerunRequest, RerunResponse, RunChange, RunDetail, RunDto, RunStatusDto, RunnerDto,
+    ApplyQuery, BackfillRequest, BackfillResponse, Canvas, CanvasSave, ClearRequest, DagDetail,
+    DagListItem, DagListQuery, DagSummary, DryRunResponse, EventResponse, ExecutionsQuery, Gantt,
+    Grid, GridQuery, InstancesQuery, KillResponse, LogEnd, LogQuery, MarkRequest, Page, PageQuery,
+    QueueDto, RerunRequest, RerunResponse, RunChange, RunDetail, RunDto, RunStatusDto, RunnerDto,
     ScheduleBody, ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate, TaskChange,
     TaskInstanceDetail, TaskInstanceDto, TaskResetResponse, TriggerRequest, TriggerResponse,
     ValidateCronRequest, ValidateCronResponse, ValidateRequest, ValidateResponse,
@@ -78,6 +79,14 @@ fn schema_of<T: schemars::JsonSchema>(
     generator: &mut schemars::SchemaGenerator,
 ) -> schemars::Schema {
     generator.subschema_for::<T>()
+}
+
+/// A type's own schema (its fields), not a reference to it: what a query
+/// string's parameters are made of.
+fn fields_of<T: schemars::JsonSchema>(
+    generator: &mut schemars::SchemaGenerator,
+) -> schemars::Schema {
+    T::json_schema(generator)
 }
 
 /// What a successful answer carries.
@@ -168,10 +177,14 @@ pub struct Endpoint {
     pub request: Option<SchemaOf>,
     /// What its successful answer carries.
     pub answer: Answer,
-    /// Its query parameters.
-    pub query: &'static [&'static str],
+    /// The fields of the type its query string is read into, when it
+    /// reads one: each field a parameter.
+    pub query: Option<SchemaOf>,
     /// The status of a successful answer.
     pub status: u16,
+    /// What it answers (200) to `?dryRun=true` ([`ApplyQuery`]), changing
+    /// nothing, when it takes one.
+    pub dry_run: Option<SchemaOf>,
     /// Its answer grows with a whole DAG (a definition, a canvas, a run
     /// with every task instance): served [`WHOLE_DAG_READS`] at a time, so
     /// that many readers at once queue instead of exhausting memory.
@@ -207,8 +220,9 @@ impl Endpoint {
             body: Body::None,
             request: None,
             answer: Answer::Undeclared,
-            query: &[],
+            query: None,
             status: 200,
+            dry_run: None,
             whole_dag: false,
             handler: on(verb.filter(), handler),
         }
@@ -256,8 +270,21 @@ impl Endpoint {
         }
     }
 
-    fn query(self, query: &'static [&'static str]) -> Endpoint {
-        Endpoint { query, ..self }
+    /// Reads its query string into `Q` (the handler's `Query<Q>`).
+    fn query<Q: schemars::JsonSchema>(self) -> Endpoint {
+        Endpoint {
+            query: Some(fields_of::<Q>),
+            ..self
+        }
+    }
+
+    /// Takes `?dryRun=true` ([`ApplyQuery`]), and then answers 200 with a
+    /// `T` saying what it would do, doing nothing.
+    fn dry_run<T: schemars::JsonSchema>(self) -> Endpoint {
+        Endpoint {
+            dry_run: Some(schema_of::<T>),
+            ..self.query::<ApplyQuery>()
+        }
     }
 
     fn status(self, status: u16) -> Endpoint {
@@ -275,8 +302,6 @@ impl Endpoint {
         }
     }
 }
-
-const PAGE: &[&str] = &["page", "pageSize"];
 
 /// Every endpoint of the API.
 pub fn endpoints() -> Vec<Endpoint> {
@@ -310,12 +335,12 @@ pub fn endpoints() -> Vec<Endpoint> {
         .scope(Unscoped)
         .answers::<Map<String, Value>>(),
         Endpoint::new(Get, VIEWER, "/api/v1/dags", "A project's DAGs", dags::list)
-            .query(&["projectId", "search", "page", "pageSize"])
+            .query::<DagListQuery>()
             .scope(Handler)
             .answers::<Page<DagListItem>>(),
         Endpoint::new(Post, ADMIN, "/api/v1/dags", "Create a DAG", dags::create)
             .takes::<DefinitionBody>(Required)
-            .query(&["dryRun"])
+            .dry_run::<DryRunResponse>()
             .status(201)
             .scope(Handler)
             .answers::<DagDetail>(),
@@ -345,7 +370,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             dags::update,
         )
         .takes::<DefinitionChanges>(Required)
-        .query(&["dryRun"])
+        .dry_run::<DryRunResponse>()
         .answers::<DagDetail>(),
         Endpoint::new(
             Delete,
@@ -363,7 +388,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's tasks",
             dags::tasks,
         )
-        .query(PAGE)
+        .query::<PageQuery>()
         .answers::<Page<TaskItem>>(),
         Endpoint::new(
             Post,
@@ -426,7 +451,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             dags::backfill,
         )
         .takes::<BackfillRequest>(Required)
-        .query(&["dryRun"])
+        .dry_run::<BackfillResponse>()
         .status(202)
         .answers::<BackfillResponse>(),
         Endpoint::new(
@@ -436,7 +461,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's runs, newest first",
             runs::list,
         )
-        .query(&["limit", "page"])
+        .query::<InstancesQuery>()
         .answers::<Page<RunDto>>(),
         Endpoint::new(
             Get,
@@ -445,7 +470,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's tasks × its latest runs, a cell per task instance",
             views::grid,
         )
-        .query(&["runs", "before"])
+        .query::<GridQuery>()
         .whole_dag()
         .answers::<Grid>(),
         Endpoint::new(
@@ -469,7 +494,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Task instances by business date and task",
             runs::executions,
         )
-        .query(&["bizDate", "task", "status", "page", "pageSize"])
+        .query::<ExecutionsQuery>()
         .answers::<Page<TaskInstanceDto>>(),
         Endpoint::new(
             Get,
@@ -538,7 +563,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A task instance's log (text)",
             runs::log,
         )
-        .query(&["attempt"])
+        .query::<LogQuery>()
         .answers_text(),
         Endpoint::new(
             Get,
@@ -547,7 +572,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A running attempt's log lines as they are written (Server-Sent Events)",
             stream::log,
         )
-        .query(&["attempt"])
+        .query::<LogQuery>()
         .answers_events(&[
             ("line", schema_of::<String>),
             ("end", schema_of::<LogEnd>),
@@ -621,7 +646,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's schedules",
             schedules::list,
         )
-        .query(PAGE)
+        .query::<PageQuery>()
         .answers::<Page<ScheduleDto>>(),
         Endpoint::new(
             Post,
@@ -702,7 +727,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A DAG's alerts and their delivery, newest first",
             alerts::list,
         )
-        .query(PAGE)
+        .query::<PageQuery>()
         .answers::<Page<alerts::AlertDto>>(),
         Endpoint::new(
             Get,
@@ -711,7 +736,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Live runners",
             runners::list,
         )
-        .query(PAGE)
+        .query::<PageQuery>()
         .scope(Unscoped)
         .answers::<Page<RunnerDto>>(),
         Endpoint::new(
@@ -721,7 +746,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Queues: runners serving each, backlog per priority band, QUEUED and RUNNING tasks",
             runners::queues,
         )
-        .query(PAGE)
+        .query::<PageQuery>()
         .scope(Unscoped)
         .answers::<Page<QueueDto>>(),
         Endpoint::new(
@@ -761,7 +786,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Every change made, newest first: who, what, when, from where",
             audit::list,
         )
-        .query(PAGE)
+        .query::<PageQuery>()
         .answers::<Page<audit::AuditDto>>(),
         Endpoint::new(
             Get,
@@ -770,7 +795,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "The projects within the caller's reach",
             projects::list,
         )
-        .query(PAGE)
+        .query::<PageQuery>()
         .scope(Handler)
         .answers::<Page<projects::ProjectDto>>(),
         Endpoint::new(
@@ -780,7 +805,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "The API tokens within the caller's reach (never the tokens themselves)",
             tokens::list,
         )
-        .query(PAGE)
+        .query::<PageQuery>()
         .scope(Handler)
         .answers::<Page<tokens::TokenDto>>(),
         Endpoint::new(

@@ -15,8 +15,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
                 };
                 header?: never;
                 path?: never;
@@ -63,10 +65,14 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    projectId?: string;
-                    search?: string;
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
+                    /** @description Project (default 1). */
+                    projectId?: number | null;
+                    /** @description Only DAGs whose name contains this (ignoring case). */
+                    search?: string | null;
                 };
                 header?: never;
                 path?: never;
@@ -99,7 +105,11 @@ export interface paths {
         post: {
             parameters: {
                 query?: {
-                    dryRun?: string;
+                    /**
+                     * @description Validate the definition and answer what would change, storing
+                     *     nothing (`dag apply --dry-run`).
+                     */
+                    dryRun?: boolean | null;
                 };
                 header?: never;
                 path?: never;
@@ -111,6 +121,15 @@ export interface paths {
                 };
             };
             responses: {
+                /** @description The dry run (`dryRun=true`): what it would do, nothing done */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DryRunResponse"];
+                    };
+                };
                 /** @description Create a DAG */
                 201: {
                     headers: {
@@ -577,7 +596,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    attempt?: string;
+                    /** @description 0-based attempt (default the latest). */
+                    attempt?: number | null;
                 };
                 header?: never;
                 path: {
@@ -626,7 +646,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    attempt?: string;
+                    /** @description 0-based attempt (default the latest). */
+                    attempt?: number | null;
                 };
                 header?: never;
                 path: {
@@ -707,7 +728,11 @@ export interface paths {
         put: {
             parameters: {
                 query?: {
-                    dryRun?: string;
+                    /**
+                     * @description Validate the definition and answer what would change, storing
+                     *     nothing (`dag apply --dry-run`).
+                     */
+                    dryRun?: boolean | null;
                 };
                 header?: never;
                 path: {
@@ -727,7 +752,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["DagDetail"];
+                        "application/json": components["schemas"]["DagDetail"] | components["schemas"]["DryRunResponse"];
                     };
                 };
                 /** @description An error */
@@ -788,8 +813,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
                 };
                 header?: never;
                 path: {
@@ -840,7 +867,11 @@ export interface paths {
         post: {
             parameters: {
                 query?: {
-                    dryRun?: string;
+                    /**
+                     * @description Validate the definition and answer what would change, storing
+                     *     nothing (`dag apply --dry-run`).
+                     */
+                    dryRun?: boolean | null;
                 };
                 header?: never;
                 path: {
@@ -854,6 +885,15 @@ export interface paths {
                 };
             };
             responses: {
+                /** @description The dry run (`dryRun=true`): what it would do, nothing done */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["BackfillResponse"];
+                    };
+                };
                 /** @description Start a run per business date (or, with dryRun, say which would run) */
                 202: {
                     headers: {
@@ -973,11 +1013,16 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    bizDate?: string;
-                    task?: string;
-                    status?: string;
-                    page?: string;
-                    pageSize?: string;
+                    /** @description Only this business date. */
+                    bizDate?: string | null;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
+                    /** @description Only instances in this status (`FAILED`, `SUCCESS`, …). */
+                    status?: components["schemas"]["TaskStatus"] | (null);
+                    /** @description Only the task with this name. */
+                    task?: string | null;
                 };
                 header?: never;
                 path: {
@@ -1026,8 +1071,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    runs?: string;
-                    before?: string;
+                    /** @description Only runs older than this run id: the next page. */
+                    before?: number | null;
+                    /** @description How many runs (newest first; default 25, at most 1000). */
+                    runs?: number | null;
                 };
                 header?: never;
                 path: {
@@ -1076,8 +1123,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    limit?: string;
-                    page?: string;
+                    /** @description Runs per page, newest first (default 20, at most 500). */
+                    limit?: number | null;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
                 };
                 header?: never;
                 path: {
@@ -1404,8 +1453,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
                 };
                 header?: never;
                 path: {
@@ -1699,8 +1750,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
                 };
                 header?: never;
                 path: {
@@ -1951,8 +2004,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
                 };
                 header?: never;
                 path?: never;
@@ -1999,8 +2054,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
                 };
                 header?: never;
                 path?: never;
@@ -2047,8 +2104,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
                 };
                 header?: never;
                 path?: never;
@@ -2394,8 +2453,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    page?: string;
-                    pageSize?: string;
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
                 };
                 header?: never;
                 path?: never;
@@ -4009,6 +4070,15 @@ export interface components {
              * @description Bumped on each change.
              */
             version: number;
+        };
+        /** @description The answer to a `?dryRun=true` create or update (200): nothing stored. */
+        DryRunResponse: {
+            /** @description What an apply would change (its `version` is the one it would get). */
+            changes: components["schemas"]["ApplyReport"];
+            /** @description Always true: the answer of a dry run. */
+            dryRun: boolean;
+            /** @description The DAG. */
+            name: string;
         };
         /**
          * @description A canvas edge: its target depends on its source.

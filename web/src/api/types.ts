@@ -80,11 +80,8 @@ export type DagDetail = Schemas['DagDetail'];
 /** What an apply changed (`changes` on create/update answers). */
 export type ApplyReport = Schemas['ApplyReport'];
 
-export interface DryRunResponse {
-  dryRun: boolean;
-  name: string;
-  changes: ApplyReport;
-}
+/** The answer to a `?dryRun=true` create or update: what would change, nothing stored. */
+export type DryRunResponse = Schemas['DryRunResponse'];
 
 /** A canvas edge: its target depends on its source. */
 export type Edge = Schemas['Edge'];
