@@ -789,3 +789,50 @@ async fn postgres_restart_mid_run() {
 
     assert_layers_done(&env, &key, &side, &mut roles).await;
 }
+
+/// Scaling runners down as an autoscaler would, 4 → 1 while a 200-task
+/// DAG runs: three runners get SIGTERM one after another, each drains (its
+/// running tasks finish within the drain timeout or go back to the queue)
+/// and exits 0, and the last runner finishes the run with every task run
+/// exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scaling_runners_down_loses_and_repeats_nothing() {
+    let env = TestEnv::new(Backend::Postgres).await;
+    let side = env.path("side");
+    // 40 layers of 0.2 s tasks: long enough that every SIGTERM lands while
+    // tasks run, short enough that drains finish them.
+    env.apply(&layered_dag("scale", 40, 5, "sleep 0.2; ", &side))
+        .await;
+    let _ticker = start_ticker(&env, "ticker").await;
+    let _resolver = start_resolver(&env, "resolver").await;
+    let mut runners = Vec::new();
+    for i in 1..=4 {
+        runners.push(start_runner(&env, &format!("runner-{i}"), 3, &[]).await);
+    }
+    let key = env.trigger("scale").await;
+    let mut last = runners.pop().expect("four runners");
+    for (i, mut runner) in runners.into_iter().enumerate() {
+        wait_file_lines(&side, 30 * (i + 1), TWO_MINUTES).await;
+        let run = env.run_by_key(&key).await.expect("the run");
+        assert_eq!(
+            run.status,
+            RunStatus::Running,
+            "scale-down {} mid-run",
+            i + 1
+        );
+        runner.terminate();
+        let status = runner.wait_exit(Duration::from_secs(30)).await;
+        assert!(
+            status.success(),
+            "a drained runner exits 0, got {status}:\n{}",
+            runner.log_text()
+        );
+    }
+    let run = env.wait_run(&key, TWO_MINUTES).await;
+    let successes = assert_run_sound(&env, &run, RunStatus::Success).await;
+    assert_eq!(successes.len(), 200);
+    let names: Vec<String> = successes.keys().cloned().collect();
+    assert_side_effects_once(&side, names.iter().map(String::as_str));
+    assert_eq!(count_lines(&side).values().sum::<usize>(), 200);
+    last.assert_running();
+}

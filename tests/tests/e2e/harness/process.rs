@@ -67,6 +67,12 @@ impl Process {
         }
     }
 
+    /// Sends SIGTERM: a role stops gracefully (a runner drains).
+    pub fn terminate(&self) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid()).expect("pid"));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    }
+
     /// The exit status, once the process has exited.
     fn exited(&mut self) -> Option<ExitStatus> {
         if self.exit.is_none() {
