@@ -17,6 +17,8 @@ mod chain;
 mod cron;
 mod fanout;
 mod scale;
+
+pub use scale::SLOTS as SCALE_SLOTS;
 pub mod schedules;
 mod ui;
 mod wide;
@@ -59,7 +61,8 @@ pub enum Workload {
     /// 10,000 independent tasks: throughput.
     #[value(name = "wide10k")]
     Wide10k,
-    /// wide10k with 1, 2 and 4 runner processes.
+    /// `sleep 0.2` tasks by 1, 2, 4 and 8 runner processes of 8 slots:
+    /// throughput and its ratio to linear.
     #[value(name = "scale")]
     Scale,
     /// Schedules firing every second: fire lag, missed and doubled fires.
@@ -112,6 +115,9 @@ pub enum TaskKind {
     Noop,
     /// `SHELL` with `command: "true"`: one bash process per task.
     Shell,
+    /// `SHELL` with `command: "sleep 0.2"`: a task that waits, as data
+    /// tasks wait on the systems they drive (`scale` only).
+    Sleep,
 }
 
 impl TaskKind {
@@ -120,6 +126,7 @@ impl TaskKind {
         match self {
             TaskKind::Noop => "NOOP",
             TaskKind::Shell => "SHELL true",
+            TaskKind::Sleep => "SHELL sleep 0.2",
         }
     }
 
@@ -127,6 +134,7 @@ impl TaskKind {
         match self {
             TaskKind::Noop => "    type: NOOP\n",
             TaskKind::Shell => "    type: SHELL\n    command: \"true\"\n",
+            TaskKind::Sleep => "    type: SHELL\n    command: \"sleep 0.2\"\n",
         }
     }
 }
@@ -509,7 +517,7 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
         Workload::Wide200 => wide::wide200(bench, kind).await,
         Workload::Chain1000 => chain::chain1000(bench, kind).await,
         Workload::Wide10k => wide::wide10k(bench, kind).await,
-        Workload::Scale => scale::run(bench, kind).await,
+        Workload::Scale => scale::run(bench).await,
         Workload::Cron => cron::run(bench).await,
         Workload::Ui => ui::run(bench).await,
         Workload::Schedules1m => schedules::run(bench).await,
@@ -522,7 +530,7 @@ mod tests {
 
     #[test]
     fn bench_dags_are_valid() {
-        for kind in [TaskKind::Noop, TaskKind::Shell] {
+        for kind in [TaskKind::Noop, TaskKind::Shell, TaskKind::Sleep] {
             for tasks in [chain::tasks(10), fanout::tasks(50), wide::tasks(3)] {
                 let yaml = dag_yaml("bench_x", kind, &tasks, ONE_RUN);
                 let parsed = DagFile::parse(&yaml);
