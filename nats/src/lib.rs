@@ -22,6 +22,7 @@ use std::time::Duration;
 use async_nats::jetstream::{
     self, Context,
     consumer::{AckPolicy, DeliverPolicy, pull},
+    context::PublishErrorKind,
     kv,
     message::PublishMessage,
     object_store,
@@ -121,6 +122,11 @@ impl std::fmt::Display for Replicas {
         }
     }
 }
+
+/// How long a publish keeps trying while no server answers for its stream:
+/// on a cluster, a stream whose leader was lost has none until its other
+/// copies elect one, which takes a few seconds.
+pub const LEADERLESS_RETRY: Duration = Duration::from_secs(10);
 
 /// A NATS failure.
 #[derive(Debug, Error)]
@@ -318,19 +324,35 @@ impl Bus {
         msg_id: &str,
         payload: impl Into<bytes::Bytes>,
     ) -> Result<bool, NatsError> {
-        let what = format!("publish to {subject}");
-        let ack = self
-            .js
-            .send_publish(
-                subject,
-                PublishMessage::build()
-                    .payload(payload.into())
-                    .message_id(msg_id),
-            )
-            .await
-            .map_err(|e| js_err(what.clone())(e.into()))?
-            .await
-            .map_err(|e| js_err(what)(e.into()))?;
+        let payload = payload.into();
+        let deadline = tokio::time::Instant::now() + LEADERLESS_RETRY;
+        let mut pause = Duration::from_millis(100);
+        let ack = loop {
+            let sent = async {
+                self.js
+                    .send_publish(
+                        subject.clone(),
+                        PublishMessage::build()
+                            .payload(payload.clone())
+                            .message_id(msg_id),
+                    )
+                    .await?
+                    .await
+            };
+            match sent.await {
+                Ok(ack) => break ack,
+                // No responders: nothing stored, so trying again cannot
+                // store the message twice.
+                Err(e)
+                    if e.kind() == PublishErrorKind::StreamNotFound
+                        && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(js_err(format!("publish to {subject}"))(e.into())),
+            }
+        };
         if ack.duplicate {
             datajump_shared::metrics::duplicate_publish(stream);
         }
