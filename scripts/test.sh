@@ -3,7 +3,8 @@
 # and the end-to-end suite against real nats-server and real SQLite and
 # PostgreSQL databases — once with Debian's nats-server 2.9.10 (the oldest we
 # support) and once with the current server from PyPI — and a bounded
-# schemathesis run against the API (scripts/schemathesis.sh), and the web UI's
+# schemathesis run against the API (scripts/schemathesis.sh), the Kubernetes
+# manifests against their schemas (scripts/check-deploy.sh), and the web UI's
 # lint, unit tests and browser tests (web/). Exits non-zero
 # if anything fails.
 set -euo pipefail
@@ -42,6 +43,8 @@ echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
 # server version, so this second pass leaves them out, and runs the cluster tests.
 DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not test(/^faults::/)'
 bash scripts/schemathesis.sh
+echo "== Kubernetes manifests against the Kubernetes and KEDA schemas (scripts/check-deploy.sh)"
+bash scripts/check-deploy.sh
 echo "== web UI in a real browser (Playwright, Debian's chromium, against datajump up)"
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 DATAJUMP_BIN="$target_dir/debug/datajump" DATAJUMP_TEST_NATS_SERVER="$oldest" npm --prefix web run --silent e2e
