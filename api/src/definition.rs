@@ -324,14 +324,8 @@ impl JsonSchema for TaskItem {
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         // Read and written under one name, so one shape: the request's,
         // in which a field with a default may be left out.
-        let mut inline = generator
-            .settings()
-            .clone()
-            .for_deserialize()
-            .with(|settings| settings.inline_subschemas = true)
-            .into_generator();
-        let mut schema = inline.subschema_for::<TaskFile>().to_value();
-        rename_schema(&mut schema, Level::Task, &mut inline);
+        let settings = generator.settings().clone().for_deserialize();
+        let (mut schema, mut inline) = in_api_names::<TaskFile>(settings, Level::Task);
         let placement = inline.subschema_for::<TaskPlacement>().to_value();
         if let Some(object) = schema.as_object_mut() {
             // A save sends the placement too, and the same shape is read
@@ -349,16 +343,26 @@ impl JsonSchema for TaskItem {
     }
 }
 
+/// The schema of a file-form type `T` at `level`, with every subschema in
+/// place (so it can be renamed as a whole) and its names the API's; with
+/// the generator that made it, for schemas to put beside it.
+fn in_api_names<T: JsonSchema>(
+    settings: schemars::generate::SchemaSettings,
+    level: Level,
+) -> (Value, SchemaGenerator) {
+    let mut inline = settings
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator();
+    let mut schema = inline.subschema_for::<T>().to_value();
+    rename_schema(&mut schema, level, &mut inline);
+    (schema, inline)
+}
+
 /// [`DagFile`]'s schema in the API's names, with only `required` fields
 /// required, and `sourceFile`, which the API takes beside a definition.
 fn definition_schema(generator: &mut SchemaGenerator, title: &str, required: &[&str]) -> Schema {
-    let mut inline = generator
-        .settings()
-        .clone()
-        .with(|settings| settings.inline_subschemas = true)
-        .into_generator();
-    let mut schema = inline.subschema_for::<DagFile>().to_value();
-    rename_schema(&mut schema, Level::Dag, &mut inline);
+    let (mut schema, mut inline) =
+        in_api_names::<DagFile>(generator.settings().clone(), Level::Dag);
     if let Some(object) = schema.as_object_mut() {
         object.insert("required".to_owned(), json!(required));
         object.insert("title".to_owned(), json!(title));
