@@ -1,5 +1,6 @@
 //! `/metrics` in the Prometheus text format, for the API's own address and
-//! for any role's `--metrics-addr`.
+//! for any role's `--metrics-addr`, which also serves the role's
+//! `/healthz` and `/readyz` ([`Probes`]).
 //!
 //! Two kinds of figures: what this process recorded
 //! ([`datajump_shared::metrics::render`]: attempts, runs, retries, poison
@@ -66,6 +67,29 @@ impl Cluster {
             ),
         }
     }
+}
+
+/// What a role's `/readyz` checks: the database and NATS it works with
+/// answer, and it is not `stopping`. A runner that got SIGTERM drains
+/// (finishes the tasks it holds, takes no new ones) while its server still
+/// answers, so an orchestrator sees it leave readiness before it exits.
+#[derive(Clone)]
+pub struct Probes {
+    /// The role's database.
+    pub db: DatabaseConnection,
+    /// The role's NATS connection.
+    pub nats: async_nats::Client,
+    /// Cancelled when the role begins to stop.
+    pub stopping: CancellationToken,
+}
+
+async fn role_readyz(
+    State(probes): State<Arc<Probes>>,
+) -> (
+    axum::http::StatusCode,
+    axum::Json<crate::routes::health::Health>,
+) {
+    crate::routes::health::readiness(&probes.db, &probes.nats, probes.stopping.is_cancelled()).await
 }
 
 /// Runs and tasks by state, as the database has them now.
@@ -249,7 +273,17 @@ async fn scrape(State(cluster): State<Option<Arc<Cluster>>>) -> impl IntoRespons
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], page)
 }
 
-/// Serves [`router`] on `addr` until `shutdown` is cancelled: a role's
+/// [`router`] with a role's `/healthz` and `/readyz`.
+pub fn role_router(cluster: Option<Cluster>, probes: Probes) -> Router {
+    router(cluster).merge(
+        Router::new()
+            .route("/healthz", get(crate::routes::health::healthz))
+            .route("/readyz", get(role_readyz))
+            .with_state(Arc::new(probes)),
+    )
+}
+
+/// Serves [`role_router`] on `addr` until `shutdown` is cancelled: a role's
 /// `--metrics-addr`. Unlike the API without a token, it may listen on any
 /// address: the page is read-only and holds no secret.
 ///
@@ -259,15 +293,16 @@ async fn scrape(State(cluster): State<Option<Arc<Cluster>>>) -> impl IntoRespons
 pub async fn serve(
     addr: SocketAddr,
     cluster: Option<Cluster>,
+    probes: Probes,
     shutdown: CancellationToken,
 ) -> Result<(), ApiError> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ApiError::MetricsServe { addr, source })?;
-    serve_on(listener, cluster, shutdown).await
+    serve_on(listener, cluster, probes, shutdown).await
 }
 
-/// Serves [`router`] on an already bound `listener` (tests bind
+/// Serves [`role_router`] on an already bound `listener` (tests bind
 /// `127.0.0.1:0`) until `shutdown` is cancelled.
 ///
 /// # Errors
@@ -276,6 +311,7 @@ pub async fn serve(
 pub async fn serve_on(
     listener: TcpListener,
     cluster: Option<Cluster>,
+    probes: Probes,
     shutdown: CancellationToken,
 ) -> Result<(), ApiError> {
     let addr = listener
@@ -285,8 +321,8 @@ pub async fn serve_on(
             addr: SocketAddr::from(([0, 0, 0, 0], 0)),
             source,
         })?;
-    info!(%addr, "metrics listening on /metrics");
-    axum::serve(listener, router(cluster))
+    info!(%addr, "metrics listening on /metrics, probes on /healthz and /readyz");
+    axum::serve(listener, role_router(cluster, probes))
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
         .map_err(|source| ApiError::MetricsServe { addr, source })

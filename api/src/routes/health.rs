@@ -1,11 +1,14 @@
 //! `/healthz` (the process answers) and `/readyz` (it can serve: the
 //! database and NATS are both reachable), for `datajump up` and deployments.
 //! Readiness checks the two things every request needs, so a load balancer
-//! stops sending traffic to an instance that cannot serve it.
+//! stops sending traffic to an instance that cannot serve it. A role's
+//! `--metrics-addr` serves the same two probes ([`crate::metrics::Probes`]),
+//! where readiness also fails while the role drains after SIGTERM.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use sea_orm::DatabaseConnection;
 use serde::Serialize;
 
 use crate::AppState;
@@ -13,7 +16,8 @@ use crate::AppState;
 /// The body of both probes.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Health {
-    /// `ok` or `unavailable`.
+    /// `ok`, `unavailable`, or `draining` (a role stopping after SIGTERM:
+    /// it finishes what it holds and takes nothing new).
     pub status: &'static str,
     /// `ok`, `unreachable` or `unchecked`.
     pub database: &'static str,
@@ -32,25 +36,41 @@ pub async fn healthz() -> Json<Health> {
 
 /// `GET /readyz`: 200 when the database and NATS answer, 503 otherwise.
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
-    let database = if state.db.ping().await.is_ok() {
+    readiness(&state.db, &state.nats, false).await
+}
+
+/// 200 when the database and NATS answer and the process is not `draining`,
+/// 503 otherwise; the body says which.
+pub(crate) async fn readiness(
+    db: &DatabaseConnection,
+    nats: &async_nats::Client,
+    draining: bool,
+) -> (StatusCode, Json<Health>) {
+    let database = if db.ping().await.is_ok() {
         "ok"
     } else {
         "unreachable"
     };
-    let nats = match state.nats.connection_state() {
+    let nats = match nats.connection_state() {
         async_nats::connection::State::Connected => "ok",
         _ => "unreachable",
     };
-    let ready = database == "ok" && nats == "ok";
-    let status = if ready {
+    let status = if draining {
+        "draining"
+    } else if database == "ok" && nats == "ok" {
+        "ok"
+    } else {
+        "unavailable"
+    };
+    let code = if status == "ok" {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (
-        status,
+        code,
         Json(Health {
-            status: if ready { "ok" } else { "unavailable" },
+            status,
             database,
             nats,
         }),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use datajump_api::metrics::Probes;
 use datajump_cron::parse_time_zone;
 use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_shared::naming::validate_queue;
@@ -38,8 +39,11 @@ pub struct TickerArgs {
 /// through [`RunnerArgs`]).
 #[derive(Args, Clone, Copy)]
 pub struct MetricsArgs {
-    /// Serve this process's Prometheus metrics at http://HOST:PORT/metrics
-    /// (off by default; `api` and `up` also serve them on the API's address).
+    /// Serve this process's Prometheus metrics at http://HOST:PORT/metrics,
+    /// and its probes at /healthz (the process answers) and /readyz (its
+    /// database and NATS answer and it is not draining after SIGTERM; 503
+    /// otherwise). Off by default; `api` and `up` also serve metrics on the
+    /// API's address.
     #[arg(long, env = "DATAJUMP_METRICS_ADDR", value_name = "HOST:PORT")]
     pub metrics_addr: Option<SocketAddr>,
 }
@@ -385,13 +389,15 @@ pub fn runner_config(
     })
 }
 
-/// Binds `--metrics-addr`, if given, and serves `/metrics` there until
-/// `shutdown` is cancelled. Binding happens here, before the role starts, so
-/// a bad address fails the command at once. `cluster` adds the system-wide
-/// gauges (the API process only; see `datajump_api::metrics`).
+/// Binds `--metrics-addr`, if given, and serves `/metrics`, `/healthz` and
+/// `/readyz` there until `shutdown` is cancelled. Binding happens here,
+/// before the role starts, so a bad address fails the command at once.
+/// `cluster` adds the system-wide gauges (the API process only; see
+/// `datajump_api::metrics`).
 pub async fn metrics_server(
     args: MetricsArgs,
     cluster: Option<datajump_api::metrics::Cluster>,
+    probes: Probes,
     shutdown: CancellationToken,
 ) -> Result<Option<JoinHandle<Result<()>>>> {
     let Some(addr) = args.metrics_addr else {
@@ -401,25 +407,34 @@ pub async fn metrics_server(
         .await
         .with_context(|| format!("cannot serve metrics on {addr}"))?;
     Ok(Some(tokio::spawn(async move {
-        datajump_api::metrics::serve_on(listener, cluster, shutdown)
+        datajump_api::metrics::serve_on(listener, cluster, probes, shutdown)
             .await
             .map_err(anyhow::Error::from)
     })))
 }
 
 /// Runs `role` with its `--metrics-addr` server beside it; the server stops
-/// when the role does, however it ends.
+/// when the role does, however it ends, and reports not ready from the
+/// moment `shutdown` is cancelled.
 async fn with_metrics<E>(
     args: MetricsArgs,
     cluster: Option<datajump_api::metrics::Cluster>,
+    (db, nats): (DatabaseConnection, async_nats::Client),
     shutdown: &CancellationToken,
     role: impl Future<Output = Result<(), E>>,
 ) -> Result<ExitCode>
 where
     anyhow::Error: From<E>,
 {
-    let stop_metrics = shutdown.child_token();
-    let server = metrics_server(args, cluster, stop_metrics.clone()).await?;
+    // Not a child of `shutdown`: the server must outlive the signal, to
+    // answer `/readyz` with 503 while the role drains.
+    let stop_metrics = CancellationToken::new();
+    let probes = Probes {
+        db,
+        nats,
+        stopping: shutdown.clone(),
+    };
+    let server = metrics_server(args, cluster, probes, stop_metrics.clone()).await?;
     let result = role.await;
     stop_metrics.cancel();
     if let Some(server) = server {
@@ -440,17 +455,17 @@ fn runner_id() -> String {
 
 /// `ticker`.
 pub async fn ticker(global: &Global, args: TickerArgs) -> Result<ExitCode> {
-    let db = database(global).await?;
     let config = ticker_config(
         global,
-        db,
+        database(global).await?,
         nats(global, "datajump-ticker").await?,
         args.shard.as_deref(),
         args.retention,
     )?;
+    let probes = (config.db.clone(), config.nats.clone());
     let shutdown = shutdown_on_signal();
     let role = datajump_ticker::run(config, shutdown.clone());
-    with_metrics(args.metrics, None, &shutdown, role).await
+    with_metrics(args.metrics, None, probes, &shutdown, role).await
 }
 
 /// `resolver`.
@@ -463,9 +478,10 @@ pub async fn resolver(global: &Global, args: ResolverArgs) -> Result<ExitCode> {
         default_timezone: parse_time_zone(&global.timezone)?,
         concurrency: args.concurrency.max(1),
     };
+    let probes = (config.db.clone(), config.nats.clone());
     let shutdown = shutdown_on_signal();
     let role = datajump_resolver::run(config, shutdown.clone());
-    with_metrics(args.metrics, None, &shutdown, role).await
+    with_metrics(args.metrics, None, probes, &shutdown, role).await
 }
 
 /// `runner`.
@@ -480,9 +496,10 @@ pub async fn runner(global: &Global, args: RunnerArgs) -> Result<ExitCode> {
         &args,
         Some(&global.api_url),
     )?;
+    let probes = (config.db.clone(), config.nats.clone());
     let shutdown = shutdown_on_signal();
     let role = datajump_runner::run(config, shutdown.clone());
-    with_metrics(args.metrics, None, &shutdown, role).await
+    with_metrics(args.metrics, None, probes, &shutdown, role).await
 }
 
 /// `api`.
@@ -496,9 +513,10 @@ pub async fn api(global: &Global, args: ApiArgs) -> Result<ExitCode> {
     )
     .await?;
     let cluster = datajump_api::metrics::Cluster::new(&config);
+    let probes = (config.db.clone(), config.nats.clone());
     let shutdown = shutdown_on_signal();
     let role = datajump_api::serve(config, shutdown.clone());
-    with_metrics(args.metrics, Some(cluster), &shutdown, role).await
+    with_metrics(args.metrics, Some(cluster), probes, &shutdown, role).await
 }
 
 #[cfg(test)]

@@ -245,8 +245,13 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
             .map_err(anyhow::Error::from)
     });
 
+    let probes = datajump_api::metrics::Probes {
+        db: db.clone(),
+        nats: nats_client.clone(),
+        stopping: shutdown.clone(),
+    };
     if let Some(server) =
-        metrics_server(args.runner.metrics, Some(cluster), shutdown.clone()).await?
+        metrics_server(args.runner.metrics, Some(cluster), probes, shutdown.clone()).await?
     {
         roles.spawn(async move { server.await? });
     }

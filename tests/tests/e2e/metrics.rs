@@ -20,7 +20,8 @@ use datajump_shared::RunStatus;
 use datajump_shared::subjects::Priority;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{TestEnv, dj, shell_path};
+use crate::harness::process::{Process, start_runner, wait_file_lines};
+use crate::harness::{TestEnv, dj, free_port, shell_path};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -292,15 +293,21 @@ impl Server {
     }
 
     /// A role's `--metrics-addr` server: this process's figures only.
-    async fn role() -> Server {
+    async fn role(env: &TestEnv) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let stop = CancellationToken::new();
+        let probes = datajump_api::metrics::Probes {
+            db: env.db.clone(),
+            nats: env.nats.clone(),
+            stopping: CancellationToken::new(),
+        };
         tokio::spawn(datajump_api::metrics::serve_on(
             listener,
             None,
+            probes,
             stop.clone(),
         ));
         Server::at(addr, stop)
@@ -380,7 +387,7 @@ tasks:
     let _resolver = env.spawn_resolver().await;
     let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
     let api = Server::api(&env).await;
-    let role = Server::role().await;
+    let role = Server::role(&env).await;
 
     let before = api.scrape().await;
     assert_eq!(before.value(RUNS_RUNNING, &[]), 0.0);
@@ -484,7 +491,7 @@ tasks:
 "#,
     )
     .await;
-    let server = Server::role().await;
+    let server = Server::role(&env).await;
     let before = server.scrape().await;
     let count = "datajump_fire_lag_seconds_count";
     let _ticker = env.spawn_ticker().await;
@@ -532,4 +539,107 @@ both_dbs!(a_killed_run_counts_its_killed_attempts, |env| async move {
             - killed(&before, "datajump_dag_runs_finished_total"),
         1.0
     );
+});
+
+/// GETs `url` and returns its status and JSON body.
+async fn probe(http: &reqwest::Client, url: &str) -> (u16, serde_json::Value) {
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let status = response.status().as_u16();
+    let body = response
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{url} answered no JSON: {e}"));
+    (status, body)
+}
+
+// What an orchestrator watches on each role's `--metrics-addr`: ticker,
+// resolver and runner processes answer `/healthz` and `/readyz` once up, and
+// a runner given SIGTERM while a task runs leaves readiness (503 draining)
+// at once but stays alive and finishes the task before it exits 0.
+both_dbs!(role_probes_follow_a_runners_drain, |env| async move {
+    let side = env.path("side");
+    env.apply(&format!(
+        r#"
+name: drain
+tasks:
+  - {{ name: slow, command: "echo started >> {side}; sleep 3; echo finished >> {side}" }}
+"#,
+        side = shell_path(&side)
+    ))
+    .await;
+    let address = || format!("127.0.0.1:{}", free_port());
+    let (ticker_at, resolver_at, runner_at) = (address(), address(), address());
+    let mut ticker = Process::start(
+        &env,
+        "ticker",
+        &["ticker", "--metrics-addr", &ticker_at],
+        &[],
+    );
+    ticker
+        .wait_log("schedules loaded", Duration::from_secs(60))
+        .await;
+    let mut resolver = Process::start(
+        &env,
+        "resolver",
+        &["resolver", "--metrics-addr", &resolver_at],
+        &[],
+    );
+    resolver
+        .wait_log("resolver started", Duration::from_secs(60))
+        .await;
+    let mut runner =
+        start_runner(&env, "runner", 1, &[("DATAJUMP_METRICS_ADDR", &runner_at)]).await;
+
+    let http = reqwest::Client::new();
+    for at in [&ticker_at, &resolver_at, &runner_at] {
+        let (status, body) = probe(&http, &format!("http://{at}/healthz")).await;
+        assert_eq!((status, &body["status"]), (200, &"ok".into()), "{at}");
+        let (status, body) = probe(&http, &format!("http://{at}/readyz")).await;
+        assert_eq!(status, 200, "{at} /readyz: {body}");
+        assert_eq!(
+            body,
+            serde_json::json!({ "status": "ok", "database": "ok", "nats": "ok" })
+        );
+    }
+
+    let key = env.trigger("drain").await;
+    wait_file_lines(&side, 1, Duration::from_secs(60)).await;
+    runner.terminate();
+    let readyz = format!("http://{runner_at}/readyz");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let body = loop {
+        let (status, body) = probe(&http, &readyz).await;
+        if status == 503 {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still ready 2 s after SIGTERM: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(body["status"], "draining");
+    let (status, _) = probe(&http, &format!("http://{runner_at}/healthz")).await;
+    assert_eq!(status, 200, "a draining runner is alive");
+    runner.assert_running();
+
+    let exit = runner.wait_exit(Duration::from_secs(30)).await;
+    assert!(
+        exit.success(),
+        "drained runner exited {exit}:\n{}",
+        runner.log_text()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&side).expect("side file"),
+        "started\nfinished\n",
+        "the task the runner held ran to its end"
+    );
+    let run = env.wait_run(&key, Duration::from_secs(30)).await;
+    assert_eq!(run.status, RunStatus::Success);
+    ticker.assert_running();
+    resolver.assert_running();
 });

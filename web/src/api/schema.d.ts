@@ -4294,7 +4294,10 @@ export interface components {
             database: string;
             /** @description `ok`, `unreachable` or `unchecked`. */
             nats: string;
-            /** @description `ok` or `unavailable`. */
+            /**
+             * @description `ok`, `unavailable`, or `draining` (a role stopping after SIGTERM:
+             *     it finishes what it holds and takes nothing new).
+             */
             status: string;
         };
         /** @description What a kill did. */
