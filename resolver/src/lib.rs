@@ -253,21 +253,19 @@ async fn settle_message(message: &jetstream::Message, stream: Stream, verdict: V
             .unwrap_or_default(),
         message.subject.as_str(),
     );
-    let result = match verdict {
-        Verdict::Ack => message.ack().await,
+    let kind = match verdict {
+        Verdict::Ack => AckKind::Ack,
         Verdict::Retry(why) => {
             warn!(subject, sequence, why, "will retry message");
-            message
-                .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
-                .await
+            AckKind::Nak(Some(Duration::from_secs(1)))
         }
         Verdict::Poison(why) => {
             error!(subject, sequence, why, "poison message terminated");
             metrics::poison_message(stream);
-            message.ack_with(AckKind::Term).await
+            AckKind::Term
         }
     };
-    if let Err(e) = result {
+    if let Err(e) = datajump_nats::settle(message, kind).await {
         warn!(error = %e, subject, sequence, "could not acknowledge message");
     }
 }
@@ -295,7 +293,9 @@ async fn settle_batch(
     stream: Stream,
     verdicts: Vec<Option<Verdict>>,
 ) {
-    for (message, verdict) in messages.iter().zip(verdicts) {
-        settle_message(message, stream, verdict.unwrap_or(Verdict::Ack)).await;
-    }
+    // Concurrently: each confirmation is a round trip to the server.
+    futures::future::join_all(messages.iter().zip(verdicts).map(|(message, verdict)| {
+        settle_message(message, stream, verdict.unwrap_or(Verdict::Ack))
+    }))
+    .await;
 }

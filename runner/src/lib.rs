@@ -569,7 +569,9 @@ async fn handle_work(
                 .unwrap_or_default();
             warn!(subject = %message.subject, sequence, error = %e, "poison work message terminated");
             metrics::poison_message(Stream::Work);
-            let _ = message.ack_with(AckKind::Term).await;
+            if let Err(e) = datajump_nats::settle(&message, AckKind::Term).await {
+                warn!(error = %e, "could not terminate poison work message");
+            }
             return;
         }
     };
@@ -582,7 +584,7 @@ async fn handle_work(
                 AckKind::Nak(Some(Duration::from_secs(1)))
             }
         };
-        if let Err(e) = message.ack_with(ack).await {
+        if let Err(e) = datajump_nats::settle(&message, ack).await {
             warn!(error = %e, "could not acknowledge work message");
         }
     }

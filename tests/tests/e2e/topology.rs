@@ -172,3 +172,67 @@ async fn a_server_without_jetstream_is_refused_with_the_fix() {
     let _ = plain.kill();
     let _ = plain.wait();
 }
+
+/// `settle` returns once the consumer has processed the acknowledgement,
+/// and reports one that nobody confirms instead of dropping it silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_waits_for_the_server_and_reports_an_unconfirmed_ack() {
+    use futures::StreamExt;
+    let server = NatsServer::start();
+    let client = datajump_nats::connect(&server.url(), "settle")
+        .await
+        .expect("connect");
+    let js = jetstream::new(client);
+    let stream = js
+        .create_stream(stream::Config {
+            name: "ACKS".into(),
+            subjects: vec!["acks.>".into()],
+            ..Default::default()
+        })
+        .await
+        .expect("stream");
+    let consumer = stream
+        .create_consumer(pull::Config {
+            durable_name: Some("acks".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("consumer");
+    for n in 0..2 {
+        js.publish(format!("acks.{n}"), "x".into())
+            .await
+            .expect("publish")
+            .await
+            .expect("stored");
+    }
+    let mut messages = consumer
+        .fetch()
+        .max_messages(2)
+        .messages()
+        .await
+        .expect("fetch");
+    let first = messages.next().await.expect("one").expect("message");
+    let second = messages.next().await.expect("two").expect("message");
+
+    datajump_nats::settle(&first, jetstream::AckKind::Ack)
+        .await
+        .expect("confirmed");
+    let mut consumer = stream
+        .get_consumer::<pull::Config>("acks")
+        .await
+        .expect("consumer");
+    let info = consumer.info().await.expect("info");
+    assert_eq!(info.ack_floor.stream_sequence, 1, "{info:?}");
+    assert_eq!(info.num_ack_pending, 1);
+
+    // No consumer left to answer: the ack cannot be confirmed, and says so.
+    stream
+        .delete_consumer("acks")
+        .await
+        .expect("delete consumer");
+    let error = datajump_nats::settle(&second, jetstream::AckKind::Ack)
+        .await
+        .expect_err("nobody confirms")
+        .to_string();
+    assert!(error.contains("not confirmed after 3 tries"), "{error}");
+}
