@@ -7,7 +7,8 @@
 //! messages, latency histograms), and, when given a [`Cluster`], gauges of
 //! the whole system read at scrape time — runs and tasks by state from the
 //! database (one grouped count through the `(status, queue)` index and one
-//! count of running runs) and the work consumers' backlog from JetStream.
+//! count of running runs), and from JetStream the work consumers' backlog
+//! and the live runners' heartbeats.
 //! Reading them when scraped costs the hot path nothing and can never be
 //! stale. Only the API process (`datajump api`, `datajump up`) adds them, so
 //! a deployment of many role processes reports each cluster figure once.
@@ -113,14 +114,25 @@ impl Cluster {
         })
     }
 
+    /// The work consumers' counters and the live runners' heartbeats: the
+    /// figures read from JetStream.
+    async fn jetstream_figures(&self) -> Result<JetStreamFigures, crate::error::Error> {
+        let (backlog, runners) = tokio::try_join!(
+            async {
+                datajump_nats::work_backlog(self.bus.js(), self.bus.names())
+                    .await
+                    .map_err(crate::error::Error::from)
+            },
+            crate::routes::runners::live_runners(&self.bus),
+        )?;
+        Ok(JetStreamFigures { backlog, runners })
+    }
+
     /// Reads the system-wide gauges.
     async fn read(&self) -> SystemGauges {
-        let (counts, backlog) = tokio::join!(
+        let (counts, jetstream) = tokio::join!(
             tokio::time::timeout(SOURCE_TIMEOUT, self.state_counts()),
-            tokio::time::timeout(
-                SOURCE_TIMEOUT,
-                datajump_nats::work_backlog(self.bus.js(), self.bus.names())
-            ),
+            tokio::time::timeout(SOURCE_TIMEOUT, self.jetstream_figures()),
         );
         let counts = match counts {
             Ok(Ok(counts)) => Some(counts),
@@ -133,10 +145,10 @@ impl Cluster {
                 None
             }
         };
-        let backlog = match backlog {
-            Ok(Ok(backlog)) => Some(backlog),
+        let jetstream = match jetstream {
+            Ok(Ok(figures)) => Some(figures),
             Ok(Err(e)) => {
-                warn!(error = %e, "metrics: cannot read the work consumers");
+                warn!(error = %e, "metrics: cannot read the work consumers or runner heartbeats");
                 None
             }
             Err(_) => {
@@ -145,7 +157,7 @@ impl Cluster {
             }
         };
 
-        SystemGauges { counts, backlog }
+        SystemGauges { counts, jetstream }
     }
 }
 
@@ -172,7 +184,14 @@ pub(crate) async fn tasks_by_queue(
 #[derive(Debug)]
 struct SystemGauges {
     counts: Option<StateCounts>,
-    backlog: Option<Vec<Backlog>>,
+    jetstream: Option<JetStreamFigures>,
+}
+
+/// What a scrape read from JetStream.
+#[derive(Debug)]
+struct JetStreamFigures {
+    backlog: Vec<Backlog>,
+    runners: Vec<crate::dto::RunnerDto>,
 }
 
 impl Collector for SystemGauges {
@@ -183,15 +202,16 @@ impl Collector for SystemGauges {
             "1 if this scrape could read the source of the system-wide gauges, 0 if their figures are missing.",
             [
                 ("database", self.counts.is_some()),
-                ("jetstream", self.backlog.is_some()),
+                ("jetstream", self.jetstream.is_some()),
             ]
             .map(|(source, up)| ([("source", source)], i64::from(up))),
         )?;
         if let Some(counts) = &self.counts {
             encode_state_counts(&mut encoder, counts)?;
         }
-        if let Some(backlog) = &self.backlog {
-            encode_backlog(&mut encoder, backlog)?;
+        if let Some(jetstream) = &self.jetstream {
+            encode_backlog(&mut encoder, &jetstream.backlog)?;
+            encode_runners(&mut encoder, &jetstream.runners)?;
         }
         Ok(())
     }
@@ -238,19 +258,52 @@ fn encode_backlog(
     encoder: &mut DescriptorEncoder,
     backlog: &[Backlog],
 ) -> Result<(), std::fmt::Error> {
+    let labels = |consumer: &Backlog| {
+        [
+            ("queue", consumer.queue.clone()),
+            ("priority", consumer.priority.level().to_string()),
+        ]
+    };
     encode_gauges(
         encoder,
         "datajump_work_backlog_messages",
         "Work messages a queue's priority level holds: not yet delivered plus delivered and not yet acknowledged (num_pending + num_ack_pending of its consumer).",
         backlog.iter().map(|consumer| {
             (
-                [
-                    ("queue", consumer.queue.clone()),
-                    ("priority", consumer.priority.level().to_string()),
-                ],
+                labels(consumer),
                 consumer.pending.saturating_add(consumer.ack_pending),
             )
         }),
+    )?;
+    encode_gauges(
+        encoder,
+        "datajump_work_ack_pending_messages",
+        "Work messages of a queue's priority level delivered to a runner and not yet acknowledged (num_ack_pending of its consumer): tasks running, or taken and not yet started.",
+        backlog
+            .iter()
+            .map(|consumer| (labels(consumer), consumer.ack_pending)),
+    )
+}
+
+/// Live runners per queue they serve (a runner serving two queues counts
+/// in both).
+fn encode_runners(
+    encoder: &mut DescriptorEncoder,
+    runners: &[crate::dto::RunnerDto],
+) -> Result<(), std::fmt::Error> {
+    let mut per_queue: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for runner in runners {
+        for queue in &runner.queues {
+            *per_queue.entry(queue.as_str()).or_default() += 1;
+        }
+    }
+    encode_gauges(
+        encoder,
+        "datajump_runners_alive",
+        "Runners whose heartbeat is live, per queue they serve; a queue no live runner serves has no series.",
+        per_queue
+            .into_iter()
+            .map(|(queue, runners)| ([("queue", queue)], runners)),
     )
 }
 

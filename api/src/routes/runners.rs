@@ -49,7 +49,7 @@ pub async fn list(
 ) -> Result<AxumJson<Page<RunnerDto>>> {
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
     Ok(AxumJson(Page::of_all(
-        live_runners(&state).await?,
+        live_runners(&state.bus).await?,
         page,
         page_size,
     )))
@@ -64,7 +64,7 @@ pub async fn queues(
 ) -> Result<AxumJson<Page<QueueDto>>> {
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
     let (runners, backlog, tasks, defined) = tokio::try_join!(
-        live_runners(&state),
+        live_runners(&state.bus),
         async {
             datajump_nats::work_backlog(state.bus.js(), state.bus.names())
                 .await
@@ -129,9 +129,9 @@ fn entry<'q>(queues: &'q mut BTreeMap<String, QueueDto>, queue: &str) -> &'q mut
 }
 
 /// The live runners, by id.
-async fn live_runners(state: &AppState) -> Result<Vec<RunnerDto>> {
-    let bucket = state.bus.names().runners_bucket();
-    let kv = datajump_nats::key_value(state.bus.js(), &bucket).await?;
+pub(crate) async fn live_runners(bus: &datajump_nats::Bus) -> Result<Vec<RunnerDto>> {
+    let bucket = bus.names().runners_bucket();
+    let kv = datajump_nats::key_value(bus.js(), &bucket).await?;
     let mut keys = kv
         .keys()
         .await
