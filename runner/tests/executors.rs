@@ -1,6 +1,9 @@
 //! The SQL and HTTP executors against real services: PostgreSQL and MariaDB
 //! on this machine (127.0.0.1:5432 user postgres, 127.0.0.1:3306 root), a
-//! SQLite file, and an HTTP server started by each test on a free port.
+//! SQLite file, and an HTTP server started by each test on a free port; the
+//! SPARK and FLINK executors against recording `spark-submit`, `flink`,
+//! `yarn` and `kubectl` stubs that print what a real cluster submission
+//! prints (real Spark and Flink runs are in the e2e suite's `bigdata::`).
 //!
 //! Each PostgreSQL test works in its own database `dj_exec_test_<uuid>` and
 //! each MariaDB test in its own tables of `test` (random suffix); both are
@@ -72,6 +75,7 @@ struct Run {
     timeout: Duration,
     cancel: CancellationToken,
     network: NetworkPolicy,
+    env: BTreeMap<String, String>,
 }
 
 impl Run {
@@ -83,7 +87,15 @@ impl Run {
             timeout: Duration::from_secs(60),
             cancel: CancellationToken::new(),
             network: NetworkPolicy::default(),
+            env: BTreeMap::new(),
         }
+    }
+
+    /// Variables of the attempt's own environment (over the runner's).
+    fn env(mut self, env: &[(&str, &str)]) -> Run {
+        self.env
+            .extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        self
     }
 
     fn network(mut self, network: NetworkPolicy) -> Run {
@@ -118,7 +130,7 @@ impl Run {
         let ctx = ExecContext {
             content,
             params: self.params,
-            env: BTreeMap::new(),
+            env: self.env,
             process: std::sync::Arc::default(),
             network: Arc::new(self.network),
             db: db.clone(),
@@ -1383,4 +1395,346 @@ async fn http_tasks_reach_neither_metadata_nor_the_api_itself() {
         .on(&s.db)
         .await;
     assert_success(&ran);
+}
+
+/// A folder of recording stubs: each writes its arguments, one per line,
+/// to `<record>/<name>.args`, prints `output`, then exits with `exit` or,
+/// with `exit: None`, waits to be stopped (unless called to `cancel`).
+struct Stubs {
+    bin: tempfile::TempDir,
+    record: tempfile::TempDir,
+}
+
+impl Stubs {
+    fn new() -> Stubs {
+        Stubs {
+            bin: tempfile::tempdir().expect("stub bin"),
+            record: tempfile::tempdir().expect("stub record"),
+        }
+    }
+
+    fn add(&self, name: &str, output: &str, exit: Option<i32>) -> &Stubs {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.bin.path().join(name);
+        let end = match exit {
+            Some(code) => format!("exit {code}"),
+            // `flink cancel` answers at once; a submission runs on.
+            None => "[ \"$1\" = cancel ] && exit 0\nexec sleep 60".to_owned(),
+        };
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$STUB_RECORD/{name}.args\"\ncat <<'OUT'\n{output}\nOUT\n{end}\n"
+            ),
+        )
+        .expect("write stub");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        self
+    }
+
+    /// The environment that puts the stubs first on `PATH`.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "PATH",
+                format!("{}:/usr/bin:/bin", self.bin.path().display()),
+            ),
+            ("STUB_RECORD", self.record.path().display().to_string()),
+        ]
+    }
+
+    /// What `name` was called with, one argument per line; `None` if it
+    /// was not called.
+    fn args(&self, name: &str) -> Option<Vec<String>> {
+        std::fs::read_to_string(self.record.path().join(format!("{name}.args")))
+            .ok()
+            .map(|text| text.lines().map(str::to_owned).collect())
+    }
+}
+
+fn with_env(run: Run, env: &[(&'static str, String)]) -> Run {
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run.env(&pairs)
+}
+
+#[tokio::test]
+async fn spark_submit_gets_an_argument_list_and_a_masked_log_line() {
+    let s = scheduler().await;
+    let stubs = Stubs::new();
+    stubs.add("spark-submit", "Pi is roughly 3.14", Some(0));
+    let env = stubs.env();
+    let ran = with_env(
+        Run::new(
+            "SPARK",
+            json!({
+                "jar": "/jobs/etl.jar",
+                "main_class": "com.acme.Etl",
+                "master": "yarn",
+                "conf": { "spark.hadoop.fs.s3a.secret.key": "s3cr3t", "spark.sql.shuffle.partitions": 8 },
+                "app_args": ["--day", "${bizdate}", "two words", "$(touch /tmp/pwned)"]
+            }),
+        ),
+        &env,
+    )
+    .env(&[("DJ_DAG_NAME", "daily"), ("DJ_TASK_NAME", "etl")])
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    assert_eq!(
+        stubs.args("spark-submit").expect("spark-submit ran"),
+        [
+            "--master",
+            "yarn",
+            "--conf",
+            "spark.hadoop.fs.s3a.secret.key=s3cr3t",
+            "--conf",
+            "spark.sql.shuffle.partitions=8",
+            "--name",
+            "daily.etl",
+            "--class",
+            "com.acme.Etl",
+            "/jobs/etl.jar",
+            "--day",
+            "2024-01-14",
+            "two words",
+            "$(touch /tmp/pwned)",
+        ]
+    );
+    assert!(ran.log.contains("Pi is roughly 3.14"), "{}", ran.log);
+    assert!(
+        ran.log
+            .contains("spark.hadoop.fs.s3a.secret.key=*** --conf"),
+        "{}",
+        ran.log
+    );
+    assert!(!ran.log.contains("s3cr3t"), "{}", ran.log);
+    assert!(ran.log.contains("'two words'"), "{}", ran.log);
+
+    // A SQL task with engine: spark runs its statements from a file
+    // through spark-sql, a literal quoted for Spark.
+    stubs.add("spark-sql", "2", Some(0));
+    let ran = with_env(
+        Run::new(
+            "SQL",
+            json!({ "sql": "select ${owner:literal}", "engine": "spark", "queue": "root.etl" }),
+        ),
+        &env,
+    )
+    .params(&[("owner", "O'Brien")])
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    let args = stubs.args("spark-sql").expect("spark-sql ran");
+    assert_eq!(
+        args[..4],
+        ["--name", "datajump.load", "--queue", "root.etl"]
+    );
+    assert_eq!(args[4], "-f");
+    assert!(
+        !std::path::Path::new(&args[5]).exists(),
+        "the SQL file is removed after the run"
+    );
+
+    // A failing submission fails the attempt with its exit code.
+    stubs.add("spark-submit", "Exception in thread main", Some(1));
+    let ran = with_env(Run::new("SPARK", json!({ "py_file": "job.py" })), &env)
+        .on(&s.db)
+        .await;
+    assert_eq!(ran.outcome.exit_code(), Some(1), "{}", ran.log);
+}
+
+#[tokio::test]
+async fn a_timed_out_or_killed_submission_stops_its_remote_job() {
+    let s = scheduler().await;
+    let stubs = Stubs::new();
+    stubs
+        .add(
+            "spark-submit",
+            "24/01/15 02:00:03 INFO YarnClientImpl: Submitted application application_1700000000000_0042\n24/01/15 02:00:04 INFO Client: Application report for application_1700000000000_0042 (state: RUNNING)",
+            None,
+        )
+        .add("yarn", "Killed application application_1700000000000_0042", Some(0))
+        .add("kubectl", "pod \"etl-3f2a-driver\" deleted", Some(0));
+    let env = stubs.env();
+
+    // YARN cluster mode, timed out: the application is killed on YARN.
+    let ran = with_env(
+        Run::new(
+            "SPARK",
+            json!({ "jar": "/jobs/etl.jar", "master": "yarn", "deploy_mode": "cluster" }),
+        ),
+        &env,
+    )
+    .timeout(Duration::from_secs(2))
+    .on(&s.db)
+    .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    assert_eq!(
+        stubs.args("yarn").expect("yarn was called"),
+        ["application", "-kill", "application_1700000000000_0042"]
+    );
+    assert!(
+        ran.log
+            .contains("Killed application application_1700000000000_0042"),
+        "{}",
+        ran.log
+    );
+
+    // Kubernetes cluster mode, killed: the driver pod is deleted.
+    stubs.add(
+        "spark-submit",
+        "25/01/15 02:00:03 INFO LoggingPodStatusWatcherImpl: State changed, new state:\n\t pod name: etl-3f2a-driver\n\t namespace: data",
+        None,
+    );
+    let run = with_env(
+        Run::new(
+            "SPARK",
+            json!({ "py_file": "etl.py", "master": "k8s://https://k8s.example:6443", "deploy_mode": "cluster" }),
+        ),
+        &env,
+    );
+    let cancel = run.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        cancel.cancel();
+    });
+    let ran = run.on(&s.db).await;
+    assert_eq!(ran.outcome, ExecOutcome::Cancelled, "{}", ran.log);
+    assert_eq!(
+        stubs.args("kubectl").expect("kubectl was called"),
+        ["delete", "pod", "etl-3f2a-driver", "--namespace", "data"]
+    );
+
+    // A Flink job on a session cluster is cancelled there, on the same
+    // target; one with its own YARN cluster has it killed.
+    stubs.add(
+        "flink",
+        "Job has been submitted with JobID 5e20cb6b0f357591171dfcca2eea09de",
+        None,
+    );
+    let ran = with_env(
+        Run::new(
+            "FLINK",
+            json!({ "jar": "/jobs/stream.jar", "run_mode": "remote", "conf": { "rest.address": "jm.example" } }),
+        ),
+        &env,
+    )
+    .timeout(Duration::from_secs(2))
+    .on(&s.db)
+    .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    assert_eq!(
+        stubs.args("flink").expect("flink was called"),
+        [
+            "cancel",
+            "-t",
+            "remote",
+            "-Dpipeline.name=datajump.load",
+            "-Drest.address=jm.example",
+            "5e20cb6b0f357591171dfcca2eea09de"
+        ]
+    );
+    std::fs::remove_file(stubs.record.path().join("yarn.args")).expect("reset");
+    stubs.add(
+        "flink",
+        "Submitted application application_1700000000000_0077",
+        None,
+    );
+    let ran = with_env(
+        Run::new(
+            "FLINK",
+            json!({ "py_file": "stream.py", "run_mode": "yarn-application" }),
+        ),
+        &env,
+    )
+    .timeout(Duration::from_secs(2))
+    .on(&s.db)
+    .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    assert_eq!(
+        stubs.args("yarn").expect("yarn was called"),
+        ["application", "-kill", "application_1700000000000_0077"]
+    );
+}
+
+#[tokio::test]
+async fn spark_and_flink_misconfigured_are_invalid() {
+    let s = scheduler().await;
+    let empty = tempfile::tempdir().expect("empty");
+    let path = format!("{}:/usr/bin:/bin", empty.path().display());
+    let ran = Run::new("SPARK", json!({ "jar": "x.jar" }))
+        .env(&[("PATH", path.as_str())])
+        .on(&s.db)
+        .await;
+    let message = invalid_message(&ran);
+    assert!(
+        message.contains("spark-submit is not on this runner's PATH")
+            && message.contains("--task-env SPARK_HOME"),
+        "{message}"
+    );
+    let home = empty.path().display().to_string();
+    let ran = Run::new("FLINK", json!({ "jar": "x.jar" }))
+        .env(&[("FLINK_HOME", home.as_str())])
+        .on(&s.db)
+        .await;
+    assert!(
+        invalid_message(&ran).contains("flink is not in FLINK_HOME/bin"),
+        "{}",
+        invalid_message(&ran)
+    );
+    for (task_type, content, expected) in [
+        (
+            "SPARK",
+            json!({}),
+            "exactly one of 'jar', 'py_file' or 'sql'",
+        ),
+        ("SPARK", json!({ "jar": "a", "sql": "b" }), "exactly one of"),
+        (
+            "SPARK",
+            json!({ "py_file": "a", "main_class": "B" }),
+            "'main_class' goes with 'jar'",
+        ),
+        (
+            "SPARK",
+            json!({ "jar": "a", "driver_memory": "lots" }),
+            "not a memory size",
+        ),
+        (
+            "SPARK",
+            json!({ "sql": "a", "deploy_mode": "cluster" }),
+            "cluster deploy mode",
+        ),
+        (
+            "SPARK",
+            json!({ "jar": "a", "deploy_mode": "orbit" }),
+            "unknown variant",
+        ),
+        (
+            "SQL",
+            json!({ "sql": "a", "engine": "hive" }),
+            "not an engine",
+        ),
+        (
+            "SQL",
+            json!({ "sql": "a", "engine": "spark", "datasource": "dw" }),
+            "takes no 'datasource'",
+        ),
+        (
+            "FLINK",
+            json!({ "jar": "a", "run_mode": "yarn" }),
+            "unknown variant",
+        ),
+        (
+            "FLINK",
+            json!({ "jar": "a", "allow_non_restored_state": true }),
+            "goes with 'savepoint'",
+        ),
+    ] {
+        let ran = Run::new(task_type, content.clone()).on(&s.db).await;
+        let message = invalid_message(&ran);
+        assert!(
+            message.contains(expected),
+            "{task_type} {content}: {message}"
+        );
+    }
 }

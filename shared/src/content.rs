@@ -49,6 +49,12 @@ pub enum TaskType {
     /// One HTTP request.
     #[sea_orm(string_value = "HTTP")]
     Http,
+    /// A Spark application (`spark-submit`) or Spark SQL (`spark-sql`).
+    #[sea_orm(string_value = "SPARK")]
+    Spark,
+    /// A Flink job (`flink run`).
+    #[sea_orm(string_value = "FLINK")]
+    Flink,
     /// Nothing: succeeds at once (for benchmarks and placeholders).
     #[sea_orm(string_value = "NOOP")]
     Noop,
@@ -56,11 +62,13 @@ pub enum TaskType {
 
 impl TaskType {
     /// Every type, in the order help texts list them.
-    pub const ALL: [TaskType; 5] = [
+    pub const ALL: [TaskType; 7] = [
         TaskType::Shell,
         TaskType::Python,
         TaskType::Sql,
         TaskType::Http,
+        TaskType::Spark,
+        TaskType::Flink,
         TaskType::Noop,
     ];
 
@@ -71,6 +79,8 @@ impl TaskType {
             TaskType::Python => "PYTHON",
             TaskType::Sql => "SQL",
             TaskType::Http => "HTTP",
+            TaskType::Spark => "SPARK",
+            TaskType::Flink => "FLINK",
             TaskType::Noop => "NOOP",
         }
     }
@@ -144,7 +154,7 @@ pub struct HttpContent {
     pub method: Option<String>,
     /// Header names to values; a value may name secrets (`${secret:NAME}`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, HeaderText>,
+    pub headers: BTreeMap<String, ScalarText>,
     /// Text, or a JSON object or array sent as JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
@@ -174,17 +184,223 @@ pub struct HttpContent {
     pub secret_headers: Vec<String>,
 }
 
-/// A header value as a DAG may write it: text, or a number or a boolean
-/// written as text.
+/// A value a DAG may write as text, a number or a boolean, used as text
+/// (an HTTP header, a Spark or Flink configuration value).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged, expecting = "a header value: text, a number or true/false")]
-pub enum HeaderText {
+#[serde(untagged, expecting = "text, a number or true/false")]
+pub enum ScalarText {
     /// Text (parameters and secrets substituted).
     Text(String),
     /// A number, sent as written.
     Number(serde_json::Number),
     /// A boolean, sent as `true` / `false`.
     Bool(bool),
+}
+
+impl std::fmt::Display for ScalarText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScalarText::Text(text) => f.write_str(text),
+            ScalarText::Number(number) => write!(f, "{number}"),
+            ScalarText::Bool(flag) => write!(f, "{flag}"),
+        }
+    }
+}
+
+/// Where a Spark driver runs (`spark-submit --deploy-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SparkDeployMode {
+    /// In the `spark-submit` process, on the runner.
+    Client,
+    /// On the cluster; `spark-submit` waits for it (YARN, Kubernetes).
+    Cluster,
+}
+
+/// A SPARK task (docs/DAG_FORMAT.md, "SPARK and FLINK"): an application
+/// (`jar` or `py_file`) run by `spark-submit`, or `sql` run by
+/// `spark-sql`. The same type holds a SQL task with `engine: spark`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SparkContent {
+    /// The application's jar (a path or URL spark-submit reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jar: Option<String>,
+    /// The application's Python file. Also `pyFile`.
+    #[serde(default, alias = "pyFile", skip_serializing_if = "Option::is_none")]
+    pub py_file: Option<String>,
+    /// Statements for `spark-sql` (the SQL task's `sql`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql: Option<String>,
+    /// The jar's main class. Also `mainClass`.
+    #[serde(default, alias = "mainClass", skip_serializing_if = "Option::is_none")]
+    pub main_class: Option<String>,
+    /// `--master`: `yarn`, `local[2]`, `k8s://…`, `spark://…`; absent, the
+    /// installation's `spark-defaults.conf` decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master: Option<String>,
+    /// `--deploy-mode`. Also `deployMode`.
+    #[serde(default, alias = "deployMode", skip_serializing_if = "Option::is_none")]
+    pub deploy_mode: Option<SparkDeployMode>,
+    /// `--name` (default `<dag>.<task>`). Also `appName`.
+    #[serde(default, alias = "appName", skip_serializing_if = "Option::is_none")]
+    pub app_name: Option<String>,
+    /// The YARN queue (`--queue`), not the runner queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// `--driver-cores`. Also `driverCores`.
+    #[serde(
+        default,
+        alias = "driverCores",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub driver_cores: Option<u32>,
+    /// `--driver-memory` (`512m`, `2g`). Also `driverMemory`.
+    #[serde(
+        default,
+        alias = "driverMemory",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub driver_memory: Option<String>,
+    /// `--num-executors`. Also `numExecutors`.
+    #[serde(
+        default,
+        alias = "numExecutors",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub num_executors: Option<u32>,
+    /// `--executor-cores`. Also `executorCores`.
+    #[serde(
+        default,
+        alias = "executorCores",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub executor_cores: Option<u32>,
+    /// `--executor-memory`. Also `executorMemory`.
+    #[serde(
+        default,
+        alias = "executorMemory",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub executor_memory: Option<String>,
+    /// `--conf key=value`, one each.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub conf: BTreeMap<String, ScalarText>,
+    /// Arguments after the application, one argument each (never split
+    /// by a shell). Also `appArgs`.
+    #[serde(default, alias = "appArgs", skip_serializing_if = "Vec::is_empty")]
+    pub app_args: Vec<String>,
+}
+
+/// Where `flink run` runs a job (`-t`, Flink's `execution.target`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlinkRunMode {
+    /// A mini-cluster in the `flink` process, on the runner.
+    Local,
+    /// A running session cluster (`rest.address` in the configuration).
+    Remote,
+    /// A cluster of its own on YARN, for this job (Flink 1.x).
+    YarnPerJob,
+    /// A running YARN session.
+    YarnSession,
+    /// An application cluster on YARN.
+    YarnApplication,
+    /// A running Kubernetes session.
+    KubernetesSession,
+    /// An application cluster on Kubernetes.
+    KubernetesApplication,
+}
+
+impl FlinkRunMode {
+    /// The `-t` value.
+    pub fn target(self) -> &'static str {
+        match self {
+            FlinkRunMode::Local => "local",
+            FlinkRunMode::Remote => "remote",
+            FlinkRunMode::YarnPerJob => "yarn-per-job",
+            FlinkRunMode::YarnSession => "yarn-session",
+            FlinkRunMode::YarnApplication => "yarn-application",
+            FlinkRunMode::KubernetesSession => "kubernetes-session",
+            FlinkRunMode::KubernetesApplication => "kubernetes-application",
+        }
+    }
+
+    /// Whether the job gets a cluster of its own, which `-sae` shuts down
+    /// when `flink run` is stopped.
+    pub fn owns_its_cluster(self) -> bool {
+        matches!(
+            self,
+            FlinkRunMode::YarnPerJob
+                | FlinkRunMode::YarnApplication
+                | FlinkRunMode::KubernetesApplication
+        )
+    }
+}
+
+/// A FLINK task (docs/DAG_FORMAT.md, "SPARK and FLINK"): a job (`jar` or
+/// `py_file`) run by `flink run`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlinkContent {
+    /// The job's jar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jar: Option<String>,
+    /// The job's Python file. Also `pyFile`.
+    #[serde(default, alias = "pyFile", skip_serializing_if = "Option::is_none")]
+    pub py_file: Option<String>,
+    /// The jar's main class (`-c`). Also `mainClass`.
+    #[serde(default, alias = "mainClass", skip_serializing_if = "Option::is_none")]
+    pub main_class: Option<String>,
+    /// `-t`; absent, the installation's configuration decides. Also
+    /// `runMode`.
+    #[serde(default, alias = "runMode", skip_serializing_if = "Option::is_none")]
+    pub run_mode: Option<FlinkRunMode>,
+    /// `-p`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u32>,
+    /// `jobmanager.memory.process.size` (`1024m`, `2g`). Also
+    /// `jobManagerMemory`.
+    #[serde(
+        default,
+        alias = "jobManagerMemory",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub job_manager_memory: Option<String>,
+    /// `taskmanager.memory.process.size`. Also `taskManagerMemory`.
+    #[serde(
+        default,
+        alias = "taskManagerMemory",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub task_manager_memory: Option<String>,
+    /// `taskmanager.numberOfTaskSlots`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
+    /// `yarn.application.name` / `pipeline.name` (default `<dag>.<task>`).
+    /// Also `appName`.
+    #[serde(default, alias = "appName", skip_serializing_if = "Option::is_none")]
+    pub app_name: Option<String>,
+    /// The YARN queue (`yarn.application.queue`), not the runner queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// A savepoint to start from (`-s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savepoint: Option<String>,
+    /// Start although the savepoint has state no operator takes (`-n`).
+    /// Also `allowNonRestoredState`.
+    #[serde(
+        default,
+        alias = "allowNonRestoredState",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub allow_non_restored_state: bool,
+    /// `-Dkey=value`, one each.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub conf: BTreeMap<String, ScalarText>,
+    /// Arguments after the job, one argument each. Also `appArgs`.
+    #[serde(default, alias = "appArgs", skip_serializing_if = "Vec::is_empty")]
+    pub app_args: Vec<String>,
 }
 
 /// A NOOP task takes no content.
@@ -203,6 +419,13 @@ pub enum TaskContent {
     Sql(SqlContent),
     /// HTTP.
     Http(HttpContent),
+    /// SPARK: an application or `sql`.
+    Spark(SparkContent),
+    /// SQL with `engine: spark`: `sql` through `spark-sql`, with the Spark
+    /// settings a SPARK task takes.
+    SparkSql(SparkContent),
+    /// FLINK.
+    Flink(FlinkContent),
     /// NOOP.
     Noop(NoopContent),
 }
@@ -225,7 +448,11 @@ impl TaskContent {
                 Some((python.script.as_str(), Mode::Script(ScriptLang::Python)))
             }
             TaskContent::Sql(sql) => Some((sql.sql.as_str(), Mode::Sql(SqlDialect::Postgres))),
-            TaskContent::Http(_) | TaskContent::Noop(_) => None,
+            TaskContent::Spark(spark) | TaskContent::SparkSql(spark) => spark
+                .sql
+                .as_deref()
+                .map(|sql| (sql, Mode::Sql(SqlDialect::Spark))),
+            TaskContent::Http(_) | TaskContent::Flink(_) | TaskContent::Noop(_) => None,
         }
     }
 
@@ -237,8 +464,29 @@ impl TaskContent {
         let parsed = match task_type {
             TaskType::Shell => TaskContent::Shell(read(content)?),
             TaskType::Python => TaskContent::Python(read(content)?),
-            TaskType::Sql => TaskContent::Sql(read(content)?),
+            TaskType::Sql => match content.get(SQL_ENGINE) {
+                None => TaskContent::Sql(read(content)?),
+                Some(Value::String(engine)) if engine == SPARK_ENGINE => {
+                    let mut spark = content.clone();
+                    if let Value::Object(fields) = &mut spark {
+                        fields.remove(SQL_ENGINE);
+                        if fields.contains_key("datasource") {
+                            return Err(ContentError(
+                                "a SQL task with engine: spark runs through spark-sql and takes no 'datasource'".to_owned(),
+                            ));
+                        }
+                    }
+                    TaskContent::SparkSql(read(&spark)?)
+                }
+                Some(other) => {
+                    return Err(ContentError(format!(
+                        "'{SQL_ENGINE}': {other} is not an engine: leave it out to run on the datasource, or write \"{SPARK_ENGINE}\" to run through spark-sql"
+                    )));
+                }
+            },
             TaskType::Http => TaskContent::Http(read(content)?),
+            TaskType::Spark => TaskContent::Spark(read(content)?),
+            TaskType::Flink => TaskContent::Flink(read(content)?),
             TaskType::Noop => TaskContent::Noop(read(content)?),
         };
         parsed.check()?;
@@ -250,8 +498,10 @@ impl TaskContent {
         match self {
             TaskContent::Shell(_) => TaskType::Shell,
             TaskContent::Python(_) => TaskType::Python,
-            TaskContent::Sql(_) => TaskType::Sql,
+            TaskContent::Sql(_) | TaskContent::SparkSql(_) => TaskType::Sql,
             TaskContent::Http(_) => TaskType::Http,
+            TaskContent::Spark(_) => TaskType::Spark,
+            TaskContent::Flink(_) => TaskType::Flink,
             TaskContent::Noop(_) => TaskType::Noop,
         }
     }
@@ -263,6 +513,14 @@ impl TaskContent {
             TaskContent::Python(c) => serde_json::to_value(c),
             TaskContent::Sql(c) => serde_json::to_value(c),
             TaskContent::Http(c) => serde_json::to_value(c),
+            TaskContent::Spark(c) => serde_json::to_value(c),
+            TaskContent::SparkSql(c) => serde_json::to_value(c).map(|mut value| {
+                if let Value::Object(fields) = &mut value {
+                    fields.insert(SQL_ENGINE.to_owned(), SPARK_ENGINE.into());
+                }
+                value
+            }),
+            TaskContent::Flink(c) => serde_json::to_value(c),
             TaskContent::Noop(c) => serde_json::to_value(c),
         };
         value.unwrap_or_else(|_| Value::Object(serde_json::Map::new()))
@@ -300,7 +558,116 @@ impl TaskContent {
                     _ => Ok(()),
                 }
             }
+            TaskContent::Spark(c) => c.check(false),
+            TaskContent::SparkSql(c) => c.check(true),
+            TaskContent::Flink(c) => c.check(),
             _ => Ok(()),
+        }
+    }
+}
+
+/// The SQL content key that chooses where the statements run.
+const SQL_ENGINE: &str = "engine";
+/// The [`SQL_ENGINE`] that runs them through `spark-sql`.
+const SPARK_ENGINE: &str = "spark";
+
+/// Whether `size` reads as a JVM memory size (`512m`, `2g`, `1024`).
+fn is_memory_size(size: &str) -> bool {
+    let digits = size.trim_end_matches(|c: char| "kKmMgGtT".contains(c));
+    size.len() - digits.len() <= 1
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Problems every `conf` map shares: a key must be a property name.
+fn conf_problem(conf: &BTreeMap<String, ScalarText>) -> Option<String> {
+    conf.keys()
+        .find(|key| key.is_empty() || key.contains(['=', ' ']))
+        .map(|key| format!("'conf': '{key}' is not a property name (no spaces or '=')"))
+}
+
+impl SparkContent {
+    /// Exactly one of `jar`, `py_file`, `sql` (only `sql` for the SQL
+    /// type), and sizes that read as sizes.
+    fn check(&self, sql_type: bool) -> Result<(), ContentError> {
+        let problem = |text: String| Err(ContentError(text));
+        let given = [
+            self.jar.is_some(),
+            self.py_file.is_some(),
+            self.sql.is_some(),
+        ]
+        .into_iter()
+        .filter(|given| *given)
+        .count();
+        if sql_type {
+            if self.sql.is_none() {
+                return problem("a SQL task needs 'sql'".to_owned());
+            }
+            if self.jar.is_some() || self.py_file.is_some() || self.main_class.is_some() {
+                return problem(
+                    "a SQL task with engine: spark runs 'sql'; 'jar', 'py_file' and 'main_class' belong to a SPARK task".to_owned(),
+                );
+            }
+        } else if given != 1 {
+            return problem(
+                "a SPARK task needs exactly one of 'jar', 'py_file' or 'sql'".to_owned(),
+            );
+        }
+        if self.main_class.is_some() && self.jar.is_none() {
+            return problem("'main_class' goes with 'jar'".to_owned());
+        }
+        if self.sql.is_some() && self.deploy_mode == Some(SparkDeployMode::Cluster) {
+            return problem(
+                "spark-sql cannot run in cluster deploy mode: leave 'deploy_mode' out or write client".to_owned(),
+            );
+        }
+        for (key, size) in [
+            ("driver_memory", &self.driver_memory),
+            ("executor_memory", &self.executor_memory),
+        ] {
+            if let Some(size) = size
+                && !is_memory_size(size)
+            {
+                return problem(format!(
+                    "'{key}': '{size}' is not a memory size (write 512m, 2g)"
+                ));
+            }
+        }
+        match conf_problem(&self.conf) {
+            Some(conf) => problem(conf),
+            None => Ok(()),
+        }
+    }
+}
+
+impl FlinkContent {
+    /// Exactly one of `jar`, `py_file`, and sizes that read as sizes.
+    fn check(&self) -> Result<(), ContentError> {
+        let problem = |text: String| Err(ContentError(text));
+        if self.jar.is_some() == self.py_file.is_some() {
+            return problem("a FLINK task needs exactly one of 'jar' or 'py_file'".to_owned());
+        }
+        if self.main_class.is_some() && self.jar.is_none() {
+            return problem("'main_class' goes with 'jar'".to_owned());
+        }
+        if self.allow_non_restored_state && self.savepoint.is_none() {
+            return problem("'allow_non_restored_state' goes with 'savepoint'".to_owned());
+        }
+        for (key, size) in [
+            ("job_manager_memory", &self.job_manager_memory),
+            ("task_manager_memory", &self.task_manager_memory),
+        ] {
+            if let Some(size) = size
+                && !is_memory_size(size)
+            {
+                return problem(format!(
+                    "'{key}': '{size}' is not a memory size (write 1024m, 2g)"
+                ));
+            }
+        }
+        match conf_problem(&self.conf) {
+            Some(conf) => problem(conf),
+            None => Ok(()),
         }
     }
 }
@@ -408,8 +775,38 @@ mod tests {
 
     #[test]
     fn types_read_in_any_case() {
+        assert_eq!(TaskType::parse("Flink"), Some(TaskType::Flink));
         assert_eq!(TaskType::parse("shell"), Some(TaskType::Shell));
         assert_eq!(TaskType::parse("Http"), Some(TaskType::Http));
-        assert_eq!(TaskType::parse("SPARK"), None);
+        assert_eq!(TaskType::parse("spark"), Some(TaskType::Spark));
+        assert_eq!(TaskType::parse("HIVE"), None);
+    }
+
+    #[test]
+    fn a_sql_task_on_spark_keeps_its_engine_through_storage() {
+        let written = json!({ "sql": "select 1", "engine": "spark", "queue": "root.etl" });
+        let content = TaskContent::parse(TaskType::Sql, &written).unwrap();
+        let TaskContent::SparkSql(spark) = &content else {
+            panic!("{content:?}");
+        };
+        assert_eq!(spark.queue.as_deref(), Some("root.etl"));
+        assert_eq!(content.task_type(), TaskType::Sql);
+        assert_eq!(content.to_json(), written);
+        assert_eq!(
+            TaskContent::parse(TaskType::Sql, &content.to_json()),
+            Ok(content)
+        );
+        let plain = TaskContent::parse(TaskType::Sql, &json!({ "sql": "x", "datasource": "dw" }));
+        assert!(matches!(plain, Ok(TaskContent::Sql(_))), "{plain:?}");
+    }
+
+    #[test]
+    fn memory_sizes() {
+        for size in ["512m", "2g", "2G", "1024", "64k"] {
+            assert!(is_memory_size(size), "{size}");
+        }
+        for size in ["", "m", "2gb", "-1g", "1.5g", "lots"] {
+            assert!(!is_memory_size(size), "{size}");
+        }
     }
 }

@@ -401,7 +401,7 @@ pub struct TaskFile {
     /// Free text.
     #[serde(default)]
     pub description: String,
-    /// `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+    /// `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
     #[serde(rename = "type", default = "default_task_type")]
     pub task_type: String,
     /// Shell command line(s) (SHELL).
@@ -475,8 +475,11 @@ impl TaskFile {
                 Some("a SHELL task needs 'command' or 'script'")
             }
             TaskType::Python if self.script.is_none() => Some("a PYTHON task needs 'script'"),
-            TaskType::Sql if self.sql.is_none() || self.datasource.is_none() => {
-                Some("a SQL task needs 'sql' and 'datasource'")
+            TaskType::Sql
+                if self.sql.is_none()
+                    || (self.datasource.is_none() && !self.content.contains_key("engine")) =>
+            {
+                Some("a SQL task needs 'sql' and 'datasource' (or 'content.engine: spark')")
             }
             TaskType::Http if !self.content.contains_key("url") => {
                 Some("an HTTP task needs 'content.url'")

@@ -101,7 +101,7 @@ pub struct RunnerArgs {
         value_name = "NAMES"
     )]
     pub task_env: Vec<String>,
-    /// Run SHELL and PYTHON tasks as this user (the runner must be root, or
+    /// Run process tasks (SHELL, PYTHON, SPARK, FLINK) as this user (the runner must be root, or
     /// hold CAP_SETUID/CAP_SETGID). Recommended when the runner runs as root:
     /// a task running as root can read the runner's memory and files.
     #[arg(long, env = "DATAJUMP_TASK_USER", value_name = "USER")]

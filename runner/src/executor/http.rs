@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use datajump_shared::content::{HeaderText, HttpContent};
+use datajump_shared::content::{HttpContent, ScalarText};
 use datajump_shared::params::secret_names;
 use datajump_shared::secrets::{SecretError, is_credential_header};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -113,7 +113,7 @@ async fn read_secrets(
 ) -> Result<BTreeMap<String, String>, ExecOutcome> {
     let mut names = BTreeSet::new();
     for value in content.headers.values() {
-        if let HeaderText::Text(value) = value {
+        if let ScalarText::Text(value) = value {
             names.extend(secret_names(value).map_err(|e| ExecOutcome::Invalid(e.to_string()))?);
         }
     }
@@ -160,14 +160,14 @@ impl Request {
             let header = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("invalid header name '{name}'"))?;
             let (value, names_secret) = match value {
-                HeaderText::Text(v) => (
+                ScalarText::Text(v) => (
                     ctx.params
                         .substitute_header(v, secrets)
                         .map_err(|e| e.to_string())?,
                     secret_names(v).is_ok_and(|names| !names.is_empty()),
                 ),
-                HeaderText::Number(n) => (n.to_string(), false),
-                HeaderText::Bool(b) => (b.to_string(), false),
+                ScalarText::Number(n) => (n.to_string(), false),
+                ScalarText::Bool(b) => (b.to_string(), false),
             };
             let mut value = HeaderValue::from_str(&value)
                 .map_err(|_| format!("header '{name}' has a value that is not valid in HTTP"))?;

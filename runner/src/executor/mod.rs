@@ -13,6 +13,7 @@ mod process;
 mod python;
 mod shell;
 mod sql;
+mod submit;
 pub mod task_process;
 
 use std::collections::BTreeMap;
@@ -109,6 +110,10 @@ pub async fn execute(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
         TaskContent::Python(content) => python::run(content, ctx, log).await,
         TaskContent::Sql(content) => sql::run(content, ctx, log).await,
         TaskContent::Http(content) => http::run(content, ctx, log).await,
+        TaskContent::Spark(content) | TaskContent::SparkSql(content) => {
+            submit::run_spark(content, ctx, log).await
+        }
+        TaskContent::Flink(content) => submit::run_flink(content, ctx, log).await,
         TaskContent::Noop(_) => ExecOutcome::Success,
     }
 }

@@ -1,5 +1,6 @@
-//! Running a script file with an interpreter, the way every process-based
-//! executor does: its own process group (so a timeout or kill takes
+//! Running a program, the way every process-based executor does (a script
+//! file with its interpreter, or an argument list such as `spark-submit`'s):
+//! its own process group (so a timeout or kill takes
 //! background children too), stdout and stderr through one pipe so their
 //! order is kept, and nothing left behind if the runner dies.
 //!
@@ -19,7 +20,8 @@
 //! a third of all CPU in a 3,000-task SHELL bench, growing with the
 //! process's memory. Without one it uses `posix_spawn`, which shares them.
 
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use nix::sys::signal::{Signal, killpg};
@@ -36,11 +38,25 @@ fn failed(message: String) -> ExecOutcome {
     }
 }
 
-/// The guard between the runner and the script: `$0` is the interpreter,
-/// `$1` the script. On SIGTERM (the runner died) it removes the script
-/// file, which the runner can no longer remove, and kills its process
-/// group.
-const GUARD: &str = r#"trap 'rm -f -- "$1"; kill -KILL 0' TERM; "$0" "$1" & wait $!; exit $?"#;
+/// The guard between the runner and the program: `$0` is a file of ours
+/// to remove (or empty), `$@` the program and its arguments. On SIGTERM
+/// (the runner died) it removes the file, which the runner can no longer
+/// remove, and kills its process group.
+const GUARD: &str =
+    r#"trap '[ -z "$0" ] || rm -f -- "$0"; kill -KILL 0' TERM; "$@" & wait $!; exit $?"#;
+
+/// What [`run`] starts.
+pub struct Program<'a> {
+    /// The executable: a path, or a name looked up on the task's `PATH`.
+    pub executable: &'a Path,
+    /// Its arguments, one each: no shell splits or expands them.
+    pub args: &'a [OsString],
+    /// A temporary file of ours the program reads (a script): handed to
+    /// the task user, and removed by the guard if the runner dies.
+    pub owned_file: Option<&'a Path>,
+    /// Variables set over the attempt's environment.
+    pub env: &'a [(&'a str, &'a str)],
+}
 
 /// Writes `body` to a temporary file with `suffix`; it is removed on drop.
 pub fn script_file(body: &str, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {
@@ -58,12 +74,57 @@ pub fn script_file(body: &str, suffix: &str) -> std::io::Result<tempfile::NamedT
 }
 
 /// Runs `interpreter script` until it exits, times out or is cancelled.
-pub async fn run(
+pub async fn run_script(
     interpreter: &Path,
     script: &Path,
-    extra_env: &[(&str, &str)],
+    env: &[(&str, &str)],
     ctx: &ExecContext,
     log: &LogSink,
+) -> ExecOutcome {
+    let args = [script.as_os_str().to_owned()];
+    let program = Program {
+        executable: interpreter,
+        args: &args,
+        owned_file: Some(script),
+        env,
+    };
+    run(program, ctx, log, &mut |_| {}).await
+}
+
+/// The first file named one of `names` in the directories of `path` (a
+/// `PATH` value), every directory searched for the first name before any
+/// is searched for the next.
+pub fn on_path(path: &OsStr, names: &[&str]) -> Option<PathBuf> {
+    names.iter().find_map(|name| {
+        std::env::split_paths(path)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// The value of `name` in a task process's environment: the attempt's own
+/// variables over what it inherits from the runner.
+pub fn task_var(ctx: &ExecContext, name: &str) -> Option<OsString> {
+    ctx.env.get(name).map(OsString::from).or_else(|| {
+        ctx.process
+            .inherited()
+            .find(|(inherited, _)| *inherited == name)
+            .map(|(_, value)| value.clone())
+    })
+}
+
+/// The `PATH` a task process gets.
+pub fn task_path(ctx: &ExecContext) -> OsString {
+    task_var(ctx, "PATH").unwrap_or_default()
+}
+
+/// Runs `program` until it exits, times out or is cancelled, handing each
+/// output line to `watch` as well as to the log.
+pub async fn run(
+    program: Program<'_>,
+    ctx: &ExecContext,
+    log: &LogSink,
+    watch: &mut (dyn FnMut(&str) + Send),
 ) -> ExecOutcome {
     let (reader, writer) = match std::io::pipe() {
         Ok(pair) => pair,
@@ -74,8 +135,9 @@ pub async fn run(
         Err(e) => return failed(format!("cannot create a pipe: {e}")),
     };
     if let Some(user) = ctx.process.user()
+        && let Some(file) = program.owned_file
         && let Err(e) = nix::unistd::chown(
-            script,
+            file,
             Some(nix::unistd::Uid::from_raw(user.uid())),
             Some(nix::unistd::Gid::from_raw(user.gid())),
         )
@@ -86,12 +148,13 @@ pub async fn run(
     command
         .args(ctx.process.setpriv_args())
         .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
-        .arg(interpreter)
-        .arg(script)
+        .arg(program.owned_file.unwrap_or(Path::new("")))
+        .arg(program.executable)
+        .args(program.args)
         .env_clear()
         .envs(ctx.process.inherited())
         .envs(&ctx.env)
-        .envs(extra_env.iter().copied())
+        .envs(program.env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(stderr))
@@ -102,7 +165,7 @@ pub async fn run(
         Err(e) => {
             return failed(format!(
                 "cannot start {} (through setpriv and sh): {e}",
-                interpreter.display()
+                program.executable.display()
             ));
         }
     };
@@ -141,7 +204,10 @@ pub async fn run(
     let outcome = loop {
         tokio::select! {
             line = lines.next_line(), if output_open => match line {
-                Ok(Some(line)) => log.line(&line),
+                Ok(Some(line)) => {
+                    watch(&line);
+                    log.line(&line);
+                }
                 Ok(None) | Err(_) => output_open = false,
             },
             exit = child.wait(), if status.is_none() => {
@@ -183,6 +249,7 @@ pub async fn run(
     while let Ok(Ok(Some(line))) =
         tokio::time::timeout(std::time::Duration::from_millis(200), lines.next_line()).await
     {
+        watch(&line);
         log.line(&line);
     }
     outcome

@@ -12,11 +12,7 @@ use super::{ExecContext, ExecOutcome, LogSink, process};
 /// `PATH` value): every directory is searched for `python3` before any is
 /// searched for `python`, so a `python` that is Python 2 is only a fallback.
 fn interpreter(path: &OsStr) -> Option<PathBuf> {
-    ["python3", "python"].into_iter().find_map(|name| {
-        std::env::split_paths(path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| candidate.is_file())
-    })
+    process::on_path(path, &["python3", "python"])
 }
 
 /// Runs the script with the first of `python3`, `python` on PATH.
@@ -25,13 +21,7 @@ pub(super) async fn run(content: &PythonContent, ctx: &ExecContext, log: &LogSin
         Ok(body) => body,
         Err(e) => return ExecOutcome::Invalid(e.to_string()),
     };
-    let path = ctx
-        .process
-        .inherited()
-        .find(|(name, _)| *name == "PATH")
-        .map(|(_, value)| value.clone())
-        .unwrap_or_default();
-    let Some(python) = interpreter(&path) else {
+    let Some(python) = interpreter(&process::task_path(ctx)) else {
         return ExecOutcome::Invalid(
             "neither python3 nor python is on this runner's PATH".to_owned(),
         );
@@ -48,7 +38,7 @@ pub(super) async fn run(content: &PythonContent, ctx: &ExecContext, log: &LogSin
         ("PYTHONUNBUFFERED", "1"),
         ("PYTHONUTF8", "1"),
     ];
-    process::run(&python, script.path(), &utf8, ctx, log).await
+    process::run_script(&python, script.path(), &utf8, ctx, log).await
 }
 
 #[cfg(test)]

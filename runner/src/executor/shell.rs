@@ -20,5 +20,5 @@ pub(super) async fn run(content: &ShellContent, ctx: &ExecContext, log: &LogSink
             return ExecOutcome::Invalid(format!("cannot write the script file: {e}"));
         }
     };
-    process::run(Path::new("bash"), script.path(), &[], ctx, log).await
+    process::run_script(Path::new("bash"), script.path(), &[], ctx, log).await
 }

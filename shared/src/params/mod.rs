@@ -72,6 +72,10 @@ pub enum SqlDialect {
     MySql,
     /// SQLite: `'O''Brien'`, `"my""table"`.
     Sqlite,
+    /// Spark SQL (`spark-sql`): `'O\'Brien'`, `` `my``table` ``. Spark
+    /// reads `\` as an escape and `''` as two adjacent literals, so a
+    /// quote is escaped with a backslash.
+    Spark,
 }
 
 /// The language of a script whose text is substituted.
@@ -633,15 +637,19 @@ fn python_literal(value: &str) -> String {
     serde_json::Value::String(value.to_owned()).to_string()
 }
 
-/// `value` as a quoted SQL string literal. Every dialect doubles `'`; MySQL
-/// also doubles `\`, which it reads as an escape character in literals.
+/// `value` as a quoted SQL string literal. Every dialect but Spark doubles
+/// `'`; MySQL and Spark also double `\`, which they read as an escape
+/// character in literals, and Spark escapes `'` with it.
 fn sql_literal(dialect: SqlDialect, value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('\'');
     for c in value.chars() {
         match c {
+            '\'' if dialect == SqlDialect::Spark => out.push_str("\\'"),
             '\'' => out.push_str("''"),
-            '\\' if dialect == SqlDialect::MySql => out.push_str("\\\\"),
+            '\\' if matches!(dialect, SqlDialect::MySql | SqlDialect::Spark) => {
+                out.push_str("\\\\")
+            }
             _ => out.push(c),
         }
     }
@@ -650,11 +658,11 @@ fn sql_literal(dialect: SqlDialect, value: &str) -> String {
 }
 
 /// `value` as a quoted SQL identifier: `"…"` with `"` doubled, or for MySQL
-/// `` `…` `` with `` ` `` doubled.
+/// and Spark `` `…` `` with `` ` `` doubled.
 fn sql_ident(dialect: SqlDialect, value: &str) -> String {
     let quote = match dialect {
         SqlDialect::Postgres | SqlDialect::Sqlite => '"',
-        SqlDialect::MySql => '`',
+        SqlDialect::MySql | SqlDialect::Spark => '`',
     };
     let mut out = String::with_capacity(value.len() + 2);
     out.push(quote);
@@ -981,6 +989,10 @@ mod tests {
         assert_eq!(
             sql(SqlDialect::MySql, "${path:literal}").unwrap(),
             r"'C:\\tmp\\it''s'"
+        );
+        assert_eq!(
+            sql(SqlDialect::Spark, "${path:literal}").unwrap(),
+            r"'C:\\tmp\\it\'s'"
         );
         assert_eq!(
             sql(SqlDialect::MySql, "${bizdate:literal}").unwrap(),

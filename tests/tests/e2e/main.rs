@@ -39,6 +39,7 @@ mod alerts;
 mod api;
 mod api_more;
 mod big_reads;
+mod bigdata;
 mod browser;
 mod catalog;
 mod cli;

@@ -3274,7 +3274,7 @@ export interface components {
                  */
                 timeout?: number | string;
                 /**
-                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
                  * @default SHELL
                  */
                 type?: string;
@@ -3603,7 +3603,7 @@ export interface components {
                  */
                 timeout?: number | string;
                 /**
-                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
                  * @default SHELL
                  */
                 type?: string;
@@ -3946,7 +3946,7 @@ export interface components {
                  */
                 timeout: number | string;
                 /**
-                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
                  * @default SHELL
                  */
                 type: string;
@@ -5452,7 +5452,7 @@ export interface components {
              */
             timeout?: number | string;
             /**
-             * @description `SHELL`, `PYTHON`, `SQL`, `HTTP` (any case).
+             * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
              * @default SHELL
              */
             type?: string;

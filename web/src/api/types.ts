@@ -17,7 +17,7 @@ export type RunStatus = Schemas['RunStatus'];
 
 export type Role = Schemas['Role'];
 
-export type TaskType = 'SHELL' | 'PYTHON' | 'SQL' | 'HTTP' | 'NOOP';
+export type TaskType = 'SHELL' | 'PYTHON' | 'SQL' | 'HTTP' | 'SPARK' | 'FLINK' | 'NOOP';
 
 /** Every error answer. */
 export type ErrorBody = Schemas['ErrorBody'];

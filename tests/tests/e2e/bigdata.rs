@@ -1,0 +1,189 @@
+//! SPARK and FLINK tasks run for real by `datajump runner` processes, one
+//! per engine on a queue of its own, as an operator would set them up: a
+//! PySpark job and a `spark-sql` statement in `local[1]` mode from PyPI's
+//! `pyspark`, and a PyFlink job on a local mini-cluster (`flink run -t
+//! local`) from PyPI's `apache-flink`. `scripts/setup-services.sh` installs
+//! both into `target/venv-spark` and `target/venv-flink` when asked
+//! (`DATAJUMP_NEED_BIGDATA=1`, which `scripts/test.sh` sets). They need
+//! Java: where it is absent they are skipped, and the skip is printed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use datajump_shared::RunStatus;
+
+use crate::harness::process::{start_resolver, start_runner};
+use crate::harness::{Backend, TestEnv};
+
+/// A JVM starting Spark or Flink on a shared 2-core machine takes tens of
+/// seconds.
+const TIMEOUT: Duration = Duration::from_secs(240);
+
+fn java_present() -> bool {
+    Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+/// The virtualenv `scripts/setup-services.sh` installs `engine` into, and
+/// the engine's home in it (the installed Python package's folder).
+fn installed(venv: &str, package: &str) -> (PathBuf, PathBuf) {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target")
+        .join(venv);
+    let home = std::fs::read_dir(venv.join("lib"))
+        .ok()
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|python| python.path().join("site-packages").join(package))
+        .find(|home| home.join("bin").is_dir())
+        .unwrap_or_else(|| {
+            panic!(
+                "{package} is not installed in {}: run `DATAJUMP_NEED_BIGDATA=1 bash scripts/setup-services.sh` (scripts/test.sh does)",
+                venv.display()
+            )
+        });
+    (venv.join("bin"), home)
+}
+
+/// `bin` first on this process's `PATH`.
+fn path_with(bin: &Path) -> String {
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spark_and_flink_tasks_run_real_jobs() {
+    if !java_present() {
+        eprintln!("SKIPPED: no java on PATH; the SPARK and FLINK tasks need a JVM");
+        return;
+    }
+    let (spark_bin, spark_home) = installed("venv-spark", "pyspark");
+    let (flink_bin, flink_home) = installed("venv-flink", "pyflink");
+    let env = TestEnv::new(Backend::Postgres).await;
+    let spark_job = env.path("count.py");
+    std::fs::write(
+        &spark_job,
+        "import sys\nfrom pyspark.sql import SparkSession\nspark = SparkSession.builder.getOrCreate()\nprint('rows:', spark.range(5).count(), 'day:', sys.argv[1])\nspark.stop()\n",
+    )
+    .expect("write the Spark job");
+    let flink_job = env.path("table.py");
+    std::fs::write(
+        &flink_job,
+        "from pyflink.table import EnvironmentSettings, TableEnvironment\nt_env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())\ntable = t_env.from_elements([(1, 'a'), (2, 'b'), (3, 'c')], ['id', 'name'])\nwith table.execute().collect() as rows:\n    print('flink rows:', len(list(rows)))\n",
+    )
+    .expect("write the Flink job");
+
+    let _resolver = start_resolver(&env, "resolver").await;
+    let spark_path = path_with(&spark_bin);
+    let spark_home = spark_home.display().to_string();
+    let _spark_runner = start_runner(
+        &env,
+        "runner-spark",
+        2,
+        &[
+            ("DATAJUMP_RUNNER_QUEUES", "spark"),
+            ("DATAJUMP_TASK_ENV", "SPARK_HOME"),
+            ("SPARK_HOME", &spark_home),
+            ("PATH", &spark_path),
+        ],
+    )
+    .await;
+    let flink_path = path_with(&flink_bin);
+    let flink_home = flink_home.display().to_string();
+    let _flink_runner = start_runner(
+        &env,
+        "runner-flink",
+        1,
+        &[
+            ("DATAJUMP_RUNNER_QUEUES", "flink"),
+            ("DATAJUMP_TASK_ENV", "FLINK_HOME"),
+            ("FLINK_HOME", &flink_home),
+            ("PATH", &flink_path),
+        ],
+    )
+    .await;
+
+    env.apply(&format!(
+        r#"
+name: engines
+tasks:
+  - name: count
+    type: SPARK
+    queue: spark
+    retry: {{ max: 0 }}
+    content:
+      py_file: {spark_job}
+      master: "local[1]"
+      conf: {{ spark.ui.enabled: false }}
+      app_args: ["${{bizdate}}"]
+  - name: report
+    type: SQL
+    queue: spark
+    retry: {{ max: 0 }}
+    sql: "SELECT 1 + 1 AS two, ${{bizdate:literal}} AS day"
+    content:
+      engine: spark
+      master: "local[1]"
+      # spark-sql's Derby metastore and warehouse go in the test's folder,
+      # not the runner's working directory.
+      conf:
+        spark.ui.enabled: false
+        spark.driver.extraJavaOptions: "-Dderby.system.home={scratch}"
+        spark.sql.warehouse.dir: "{scratch}/warehouse"
+    depends_on: [count]
+  - name: stream
+    type: FLINK
+    queue: flink
+    retry: {{ max: 0 }}
+    content: {{ py_file: {flink_job}, run_mode: local, parallelism: 1 }}
+"#,
+        spark_job = spark_job.display(),
+        flink_job = flink_job.display(),
+        scratch = env.path("spark").display(),
+    ))
+    .await;
+    let key = env.trigger("engines").await;
+    let run = env.wait_run(&key, TIMEOUT).await;
+    let executions = env.executions_by_name(run.id).await;
+    let log = |task: &str| {
+        executions[task]
+            .last()
+            .and_then(|execution| execution.log_tail.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        run.status,
+        RunStatus::Success,
+        "count:\n{}\nreport:\n{}\nstream:\n{}",
+        log("count"),
+        log("report"),
+        log("stream")
+    );
+    let day = run.biz_date.to_string();
+    let count = log("count");
+    assert!(
+        count.contains(&format!("rows: 5 day: {day}")),
+        "the PySpark job's output, with the business date as its argument:\n{count}"
+    );
+    assert!(
+        count.contains("[datajump] command: ") && count.contains("--master local[1]"),
+        "the log shows the command line:\n{count}"
+    );
+    let report = log("report");
+    assert!(
+        report.contains(&format!("2\t{day}")),
+        "spark-sql printed the row:\n{report}"
+    );
+    let stream = log("stream");
+    assert!(
+        stream.contains("flink rows: 3"),
+        "the PyFlink job's output:\n{stream}"
+    );
+}
