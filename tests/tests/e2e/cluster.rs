@@ -223,6 +223,59 @@ async fn a_run_survives_the_loss_of_the_work_stream_leader() {
     assert_cluster_run_done(&env, &key, &side, 40, &mut roles).await;
 }
 
+/// `kill -9` of the node leading the most streams and consumers while a
+/// 40-task DAG runs and a cron fires every second, under two tickers and
+/// two resolvers: the run ends SUCCESS with each task once, and the cron's
+/// runs are one per second, none missed while leaders moved and none
+/// doubled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_and_a_cron_survive_the_loss_of_the_busiest_node() {
+    let mut env = TestEnv::on_cluster(Backend::Postgres).await;
+    let (side, mut roles, key) = start_on_cluster(&env, 8).await;
+    let every_second = "name: heartbeat\nschedules:\n  - cron: \"* * * * * ?\"\ntasks:\n  - { name: tick, command: \"true\" }\n";
+    env.apply(every_second).await;
+    let dag_id = env.dag_id("heartbeat").await;
+    wait_file_lines(&side, 10, TWO_MINUTES).await;
+    let busiest = env
+        .cluster()
+        .busiest_node()
+        .expect("a node leading streams");
+    let node = env.cluster().node(&busiest);
+    eprintln!("killing {busiest}, the node leading the most streams and consumers");
+    env.cluster().kill9(node);
+
+    let run = env.wait_run(&key, TWO_MINUTES).await;
+    assert_eq!(
+        run.status,
+        RunStatus::Success,
+        "{}",
+        env.describe_run(&run).await
+    );
+    env.cluster().restart(node);
+    // Let the cron go on with every node back, then stop it and let the
+    // last fires arrive.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    env.apply("name: heartbeat\ntasks:\n  - { name: tick, command: \"true\" }\n")
+        .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mut times: Vec<i64> = env
+        .runs_of(dag_id)
+        .await
+        .iter()
+        .map(|run| run.logical_time.timestamp())
+        .collect();
+    times.sort_unstable();
+    assert!(times.len() >= 10, "fires: {times:?}");
+    for pair in times.windows(2) {
+        assert_eq!(
+            pair[1] - pair[0],
+            1,
+            "one run per second, none missed or doubled, across the node's loss: {times:?}"
+        );
+    }
+    assert_cluster_run_done(&env, &key, &side, 40, &mut roles).await;
+}
+
 /// Every node restarted in turn while a run goes on, each waited for until
 /// the cluster is healthy before the next goes down (the rule for a
 /// rolling upgrade): the run ends SUCCESS with each task once.

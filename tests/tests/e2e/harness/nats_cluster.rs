@@ -185,6 +185,37 @@ impl NatsCluster {
             })
     }
 
+    /// The node leading the most streams and consumers (ties go to the
+    /// first), as a running node's `/jsz` reports them: the one whose loss
+    /// moves the most leaders at once.
+    pub fn busiest_node(&self) -> Option<String> {
+        let jsz = self
+            .nodes
+            .iter()
+            .filter(|n| n.child.is_some())
+            .find_map(|node| get(node.monitor, "/jsz?streams=true&consumers=true"))?;
+        let mut leads: std::collections::BTreeMap<String, usize> =
+            std::collections::BTreeMap::new();
+        for stream in jsz["account_details"]
+            .as_array()?
+            .iter()
+            .flat_map(|account| account["stream_detail"].as_array().into_iter().flatten())
+        {
+            let consumers = stream["consumer_detail"].as_array().into_iter().flatten();
+            for leader in std::iter::once(stream)
+                .chain(consumers)
+                .filter_map(|detail| detail["cluster"]["leader"].as_str())
+            {
+                *leads.entry(leader.to_owned()).or_default() += 1;
+            }
+        }
+        let most = leads.values().copied().max()?;
+        leads
+            .into_iter()
+            .find(|(_, count)| *count == most)
+            .map(|(node, _)| node)
+    }
+
     /// The end of every node's log, for a failing assertion.
     pub fn logs_tail(&self) -> String {
         (0..self.nodes.len())
