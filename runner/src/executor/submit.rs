@@ -537,7 +537,12 @@ async fn stop(
         "[datajump] stopping the job on its cluster: {}",
         shown(&tool, &args)
     ));
-    let run = Command::new(&tool)
+    // As the task user, with the task's environment: the same credentials
+    // that submitted the job stop it.
+    let run = Command::new(ctx.process.setpriv())
+        .args(ctx.process.setpriv_args())
+        .arg("--")
+        .arg(&tool)
         .args(&args)
         .env_clear()
         .envs(ctx.process.inherited())

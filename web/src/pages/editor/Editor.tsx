@@ -52,6 +52,8 @@ const TYPE_COLOR: Record<string, string> = {
   PYTHON: '#2563eb',
   SQL: '#7c3aed',
   HTTP: '#0f766e',
+  SPARK: '#c2410c',
+  FLINK: '#be185d',
 };
 
 const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>) {

@@ -165,6 +165,20 @@ export function TaskPanel({
             run every statement in one transaction
           </label>
         )}
+        {(type === 'SPARK' || type === 'FLINK') && (
+          <JsonField
+            key={type}
+            label={type === 'SPARK' ? 'Content (JSON): jar, py_file or sql, and Spark settings' : 'Content (JSON): jar or py_file, and Flink settings'}
+            value={task.content}
+            rows={8}
+            onChange={(v) => set({ content: (v ?? {}) as TaskDef['content'] })}
+            placeholder={
+              type === 'SPARK'
+                ? '{ "py_file": "/jobs/orders.py", "master": "yarn", "deploy_mode": "cluster", "app_args": ["${bizdate}"] }'
+                : '{ "jar": "/jobs/stream.jar", "run_mode": "yarn-application", "parallelism": 4 }'
+            }
+          />
+        )}
         {type === 'HTTP' && (
           <>
             <div className="form-row">

@@ -19,7 +19,7 @@ import {
   type DagSettings,
   type EditorNode,
 } from './canvasModel';
-import type { DagDetail } from '../../api/types';
+import type { DagDetail, TaskDef } from '../../api/types';
 
 const node = (id: string, name: string, x = 0): EditorNode => ({
   id,
@@ -61,6 +61,25 @@ describe('the canvas model', () => {
     expect(http.content).toEqual({ url: '', method: 'GET' });
     expect(http.script).toBeUndefined();
     expect(newTask('x', 'SQL')).toEqual({ name: 'x', type: 'SQL', sql: '' });
+    const spark = changeType({ name: 'r', type: 'SQL', sql: 'select 1', datasource: 'dw' }, 'SPARK');
+    expect(spark).toEqual({ name: 'r', type: 'SPARK', content: { sql: 'select 1' } });
+    expect(changeType(py, 'FLINK').content).toEqual({ py_file: '' });
+  });
+
+  it('flags a SPARK or FLINK task that submits nothing', () => {
+    const node = (task: TaskDef) => ({ id: task.name, task, position: { x: 0, y: 0 } });
+    const problems = localProblems(
+      [
+        node({ name: 'empty', type: 'SPARK', content: { py_file: ' ', master: 'yarn' } }),
+        node({ name: 'jar', type: 'FLINK', content: { jar: 'stream.jar' } }),
+        node({ name: 'nothing', type: 'FLINK' }),
+      ],
+      [],
+    );
+    expect(problems.map((p) => p.message)).toEqual([
+      "task 'empty': jar, py_file or sql is empty",
+      "task 'nothing': jar or py_file is empty",
+    ]);
   });
 
   it('drops listing-only fields', () => {

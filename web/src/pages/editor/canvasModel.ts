@@ -5,7 +5,7 @@
 import { ApiError, errorMessage } from '../../api/client';
 import type { CanvasSave, CanvasTask, DagDefinitionBody, DagDetail, DependencyDef, TaskDef } from '../../api/types';
 
-export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP'] as const;
+export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP', 'SPARK', 'FLINK'] as const;
 export type EditorTaskType = (typeof TASK_TYPES)[number];
 
 export interface EditorNode {
@@ -76,6 +76,9 @@ export function changeType(task: TaskDef, type: EditorTaskType): TaskDef {
     if (task.datasource) next.datasource = task.datasource;
   }
   if (type === 'HTTP') next.content = { url: /^https?:\/\//.test(text.trim()) ? text.trim() : '', method: 'GET' };
+  // SQL text becomes Spark SQL; otherwise a Python file to fill in.
+  if (type === 'SPARK') next.content = text.trim() && typeOf(task) === 'SQL' ? { sql: text } : { py_file: '' };
+  if (type === 'FLINK') next.content = { py_file: '' };
   return next;
 }
 
@@ -123,6 +126,18 @@ export function findCycle(edges: EditorEdge[]): string[] | null {
   return null;
 }
 
+/**
+ * What a SPARK or FLINK task submits (its `jar`, `py_file` or, for SPARK,
+ * `sql`), '' when none is filled in; null for other types.
+ */
+export function submittedApplication(task: TaskDef): string | null {
+  const type = typeOf(task);
+  if (type !== 'SPARK' && type !== 'FLINK') return null;
+  const content = task.content ?? {};
+  const keys = type === 'SPARK' ? ['jar', 'py_file', 'sql'] : ['jar', 'py_file'];
+  return keys.map((k) => String(content[k] ?? '').trim()).find(Boolean) ?? '';
+}
+
 /** What can be told before asking the API: names, main text, cycles. */
 export function localProblems(nodes: EditorNode[], edges: EditorEdge[]): Problem[] {
   const out: Problem[] = [];
@@ -138,6 +153,11 @@ export function localProblems(nodes: EditorNode[], edges: EditorEdge[]): Problem
     }
     if (typeOf(n.task) === 'HTTP' && !String((n.task.content ?? {}).url ?? '').trim()) {
       out.push({ message: `task '${name || '?'}': url is empty`, nodeIds: [n.id], local: true });
+    }
+    const application = submittedApplication(n.task);
+    if (application !== null && !application) {
+      const what = typeOf(n.task) === 'SPARK' ? 'jar, py_file or sql' : 'jar or py_file';
+      out.push({ message: `task '${name || '?'}': ${what} is empty`, nodeIds: [n.id], local: true });
     }
   }
   for (const [name, ids] of byName) {
