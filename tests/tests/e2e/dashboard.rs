@@ -22,7 +22,7 @@ use datajump_shared::RunStatus;
 use datajump_shared::subjects::Stream;
 use serde_json::Value;
 
-use crate::harness::process::{Process, start_runner};
+use crate::harness::process::{Process, start_resolver_with, start_runner, start_ticker_with};
 use crate::harness::{Backend, TestEnv, dj, free_port};
 
 /// The dashboard as shipped.
@@ -295,24 +295,10 @@ tasks:
         &[],
     );
     api.wait_log("API listening", Duration::from_secs(60)).await;
-    let mut ticker = Process::start(
-        &env,
-        "ticker",
-        &["ticker", "--metrics-addr", &ticker_at],
-        &[],
-    );
-    ticker
-        .wait_log("schedules loaded", Duration::from_secs(60))
-        .await;
-    let mut resolver = Process::start(
-        &env,
-        "resolver",
-        &["resolver", "--metrics-addr", &resolver_at],
-        &[],
-    );
-    resolver
-        .wait_log("resolver started", Duration::from_secs(60))
-        .await;
+    let mut ticker =
+        start_ticker_with(&env, "ticker", &[("DATAJUMP_METRICS_ADDR", &ticker_at)]).await;
+    let mut resolver =
+        start_resolver_with(&env, "resolver", &[("DATAJUMP_METRICS_ADDR", &resolver_at)]).await;
     let _runner = start_runner(
         &env,
         "runner-1",

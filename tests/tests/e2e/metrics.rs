@@ -20,7 +20,9 @@ use datajump_shared::RunStatus;
 use datajump_shared::subjects::Priority;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::process::{Process, start_runner, wait_file_lines};
+use crate::harness::process::{
+    start_resolver_with, start_runner, start_ticker_with, wait_file_lines,
+};
 use crate::harness::{TestEnv, dj, free_port, shell_path};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -573,24 +575,10 @@ tasks:
     .await;
     let address = || format!("127.0.0.1:{}", free_port());
     let (ticker_at, resolver_at, runner_at) = (address(), address(), address());
-    let mut ticker = Process::start(
-        &env,
-        "ticker",
-        &["ticker", "--metrics-addr", &ticker_at],
-        &[],
-    );
-    ticker
-        .wait_log("schedules loaded", Duration::from_secs(60))
-        .await;
-    let mut resolver = Process::start(
-        &env,
-        "resolver",
-        &["resolver", "--metrics-addr", &resolver_at],
-        &[],
-    );
-    resolver
-        .wait_log("resolver started", Duration::from_secs(60))
-        .await;
+    let mut ticker =
+        start_ticker_with(&env, "ticker", &[("DATAJUMP_METRICS_ADDR", &ticker_at)]).await;
+    let mut resolver =
+        start_resolver_with(&env, "resolver", &[("DATAJUMP_METRICS_ADDR", &resolver_at)]).await;
     let mut runner =
         start_runner(&env, "runner", 1, &[("DATAJUMP_METRICS_ADDR", &runner_at)]).await;
 

@@ -200,7 +200,12 @@ pub async fn run_cli(
 
 /// Starts a resolver process and waits until it consumes.
 pub async fn start_resolver(env: &TestEnv, name: &str) -> Process {
-    let mut resolver = Process::start(env, name, &["resolver", "--concurrency", "8"], &[]);
+    start_resolver_with(env, name, &[]).await
+}
+
+/// [`start_resolver`] with `extra_env` (such as `DATAJUMP_METRICS_ADDR`).
+pub async fn start_resolver_with(env: &TestEnv, name: &str, extra_env: &[(&str, &str)]) -> Process {
+    let mut resolver = Process::start(env, name, &["resolver", "--concurrency", "8"], extra_env);
     resolver
         .wait_log("resolver started", Duration::from_secs(60))
         .await;
@@ -209,7 +214,12 @@ pub async fn start_resolver(env: &TestEnv, name: &str) -> Process {
 
 /// Starts a ticker process and waits until it has loaded the schedules.
 pub async fn start_ticker(env: &TestEnv, name: &str) -> Process {
-    let mut ticker = Process::start(env, name, &["ticker", "--retention-days", "0"], &[]);
+    start_ticker_with(env, name, &[]).await
+}
+
+/// [`start_ticker`] with `extra_env` (such as `DATAJUMP_METRICS_ADDR`).
+pub async fn start_ticker_with(env: &TestEnv, name: &str, extra_env: &[(&str, &str)]) -> Process {
+    let mut ticker = Process::start(env, name, &["ticker", "--retention-days", "0"], extra_env);
     ticker
         .wait_log("schedules loaded", Duration::from_secs(60))
         .await;
