@@ -12,7 +12,7 @@
 //! processes instead, and [`pg_cluster`] gives a test a PostgreSQL server of
 //! its own to crash and restart.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -84,12 +84,21 @@ pub fn dj() -> Namespace {
     Namespace::default()
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago.
+/// A TCP port on 127.0.0.1 that was free a moment ago and that this test
+/// process has not handed out before: the kernel may offer a just-closed
+/// port again, and two roles told the same metrics address fail to start.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free TCP port on 127.0.0.1")
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("no free TCP port on 127.0.0.1");
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
 }
 
 /// A private `nats-server` with JetStream, killed on drop.
