@@ -574,6 +574,12 @@ pub fn schedule_file(row: &schedule::Model) -> Value {
     match (row.kind, &row.cron_expr, &row.event_name) {
         (ScheduleKind::Event, _, Some(event)) => out.insert("event".into(), json!(event)),
         (ScheduleKind::After, _, _) => out.insert("after".into(), json!(row.after_dag)),
+        (ScheduleKind::Data, _, _) => {
+            if let Some(on_update) = row.on_update.filter(|u| !u.is_ignore()) {
+                out.insert("on_update".into(), json!(on_update));
+            }
+            out.insert("on".into(), json!(row.data_condition))
+        }
         (_, cron, _) => out.insert("cron".into(), json!(cron)),
     };
     out.insert("timezone".into(), json!(row.timezone));
@@ -650,6 +656,9 @@ pub fn task_file(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
         })
         .collect();
     out.insert("depends_on".into(), Value::Array(depends_on));
+    if let Some(datasets) = &row.datasets {
+        out.insert("outputs".into(), datasets.clone());
+    }
     Value::Object(out)
 }
 

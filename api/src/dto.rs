@@ -548,6 +548,13 @@ pub struct ScheduleDto {
     /// The DAG whose successful runs fire it (AFTER schedules).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// The datasets whose events fire it (DATA schedules): a dataset name,
+    /// `{ "all": [...] }` or `{ "any": [...] }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<datajump_shared::datasets::Condition>,
+    /// What a restated partition does (DATA schedules): `ignore` or `rerun`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_update: Option<datajump_shared::datasets::OnUpdate>,
     /// False when paused.
     pub enabled: bool,
     /// The next fire (RFC 3339 in the schedule's zone), when enabled.

@@ -250,6 +250,9 @@ enum Command {
     /// Publish external events that start the DAGs bound to them.
     #[command(subcommand)]
     Events(commands::events::EventsCommand),
+    /// Datasets: what tasks write, what starts data-scheduled DAGs, their events.
+    #[command(subcommand)]
+    Dataset(commands::dataset::DatasetCommand),
     /// Start a MANUAL run of a DAG.
     Trigger(commands::trigger::TriggerArgs),
     /// List a DAG's runs with their task states, newest first, a page at a time.
@@ -350,7 +353,7 @@ fn settings_of(command: &str) -> &'static [Setting] {
         "topology" => &[Nats],
         "logs" => &[Api, Nats],
         "cron" => &[TimeZone],
-        // dag, schedule, events, trigger, runs, run, kill, backfill, rerun,
+        // dag, schedule, events, dataset, trigger, runs, run, kill, backfill, rerun,
         // task, audit: the API's clients.
         _ => &[Api],
     }
@@ -483,6 +486,7 @@ pub async fn main() -> ExitCode {
         Command::Dag(command) => commands::dag::run(&cli.global, command).await,
         Command::Schedule(command) => commands::schedule::run(&cli.global, command).await,
         Command::Events(command) => commands::events::run(&cli.global, command).await,
+        Command::Dataset(command) => commands::dataset::run(&cli.global, command).await,
         Command::Trigger(args) => commands::trigger::run(&cli.global, args).await,
         Command::Runs(args) => commands::runs::run(&cli.global, args).await,
         Command::Run(command) => commands::runs::run_command(&cli.global, command).await,

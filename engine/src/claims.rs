@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use datajump_shared::datasets::{EventSource, Written};
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::{TaskInstanceId, TaskStatus};
 use datajump_store::db::{WriteTxn, begin_write, per_row};
@@ -14,6 +15,7 @@ use sea_orm::{
     EntityTrait, QueryFilter,
 };
 
+use crate::datasets::{Announcement, record_written};
 use crate::effects::Effects;
 use crate::propagation::propagate_all;
 use crate::queue::requeue_abandoned;
@@ -234,6 +236,9 @@ pub struct End {
     /// What the attempt declared (`datajump_shared::outputs`), as an
     /// object of strings; `None` when it declared nothing.
     pub outputs: Option<serde_json::Value>,
+    /// The datasets its task writes, partitions substituted: recorded as
+    /// dataset events if the attempt ends the instance SUCCESS.
+    pub written: Vec<Written>,
 }
 
 /// What recording one attempt's end did to its instance.
@@ -279,12 +284,40 @@ pub async fn record(
         .filter(|row| row.status.is_terminal())
         .map(|row| row.id)
         .collect();
-    propagate_all(&txn, finished, Utc::now(), &mut effects).await?;
+    let now = Utc::now();
+    let announcements = announcements_of(&ended, ends);
+    record_written(&txn, announcements, now, &mut effects).await?;
+    propagate_all(&txn, finished, now, &mut effects).await?;
     effects
         .queued
         .extend(ended.values().filter_map(|ended| ended.requeued.clone()));
     txn.commit().await?;
     Ok((Recorded { claimed, ended }, effects))
+}
+
+/// The dataset events of the ends that finished their instances SUCCESS,
+/// with the attempt's declared outputs as their metadata.
+fn announcements_of(ended: &HashMap<TaskInstanceId, Ended>, ends: &[&End]) -> Vec<Announcement> {
+    ends.iter()
+        .filter(|end| !end.written.is_empty())
+        .filter_map(|end| {
+            let row = ended.get(&end.task_instance_id)?.finished.as_ref()?;
+            (row.status == TaskStatus::Success).then_some((end, row))
+        })
+        .flat_map(|(end, row)| {
+            let project_id = row.spec["project_id"]
+                .as_i64()
+                .unwrap_or(datajump_shared::dag_file::DEFAULT_PROJECT);
+            end.written.iter().map(move |written| Announcement {
+                project_id,
+                written: written.clone(),
+                source: EventSource::Task,
+                dag_run_id: Some(row.dag_run_id),
+                task_instance_id: Some(row.id),
+                metadata: end.outputs.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Claims the instances and inserts an execution row for each one won, all

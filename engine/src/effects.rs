@@ -12,7 +12,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use datajump_nats::{Bus, NatsError};
-use datajump_shared::entities::task_instance;
+use datajump_shared::datasets::DatasetEventMsg;
+use datajump_shared::entities::{dataset_event, task_instance};
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, VERSION, WorkMsg};
 use datajump_shared::subjects::{self, Priority, Stream};
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus, metrics};
@@ -54,6 +55,8 @@ pub struct Effects {
     /// Runs of other DAGs that runs this commit finished SUCCESS start
     /// (their `after:` schedules): fires for a resolver.
     pub(crate) fires: Vec<FireMsg>,
+    /// Dataset events recorded: announced on `dj.dataset.<name>`.
+    pub(crate) dataset_events: Vec<dataset_event::Model>,
 }
 
 /// Messages published at once after a commit.
@@ -73,6 +76,11 @@ impl Effects {
     /// Runs the commit finished, with their final status.
     pub fn finished_runs(&self) -> &[(i64, RunStatus)] {
         &self.finished_runs
+    }
+
+    /// Fires the commit owes: runs of other DAGs it starts.
+    pub fn fires(&self) -> &[FireMsg] {
+        &self.fires
     }
 
     /// Waiting runs the commit started in the slots it freed.
@@ -120,6 +128,7 @@ impl Effects {
         self.kill_notices.extend(other.kill_notices);
         self.killed_attempts += other.killed_attempts;
         self.fires.extend(other.fires);
+        self.dataset_events.extend(other.dataset_events);
     }
 
     /// Publishes everything: kill notices, completions and work all at once,
@@ -151,13 +160,15 @@ impl Effects {
                 + self.completions.len()
                 + self.queued.len()
                 + self.republished.len()
-                + self.fires.len(),
+                + self.fires.len()
+                + self.dataset_events.len(),
         );
         outgoing.extend(self.kill_notices.iter().copied().map(Outgoing::Kill));
         outgoing.extend(self.completions.iter().map(Outgoing::Completion));
         outgoing.extend(self.queued.iter().map(Outgoing::Work));
         outgoing.extend(self.republished.iter().map(Outgoing::Republish));
         outgoing.extend(self.fires.iter().map(Outgoing::Fire));
+        outgoing.extend(self.dataset_events.iter().map(Outgoing::Dataset));
         let first_failure = std::sync::Mutex::new(None);
         futures::stream::iter(outgoing)
             .for_each_concurrent(PUBLISH_IN_FLIGHT, |message| {
@@ -185,6 +196,7 @@ enum Outgoing<'a> {
     Work(&'a task_instance::Model),
     Republish(&'a task_instance::Model),
     Fire(&'a FireMsg),
+    Dataset(&'a dataset_event::Model),
 }
 
 impl Outgoing<'_> {
@@ -212,7 +224,23 @@ impl Outgoing<'_> {
             Outgoing::Fire(fire) => {
                 let published = bus.publish_fire(fire).await.map(drop);
                 if published.is_ok() {
-                    info!(dag_id = fire.dag_id, dedup_key = %fire.dedup_key, biz_date = %fire.biz_date, "dependency trigger fired");
+                    info!(dag_id = fire.dag_id, dedup_key = %fire.dedup_key, biz_date = %fire.biz_date, trigger = %fire.trigger_type, "trigger fired");
+                }
+                published
+            }
+            Outgoing::Dataset(event) => {
+                let message = DatasetEventMsg::from(event);
+                let published = bus
+                    .publish(
+                        Stream::Dataset,
+                        bus.names().dataset(&event.dataset),
+                        &bus.installation().dataset_msg_id(event.id),
+                        message.encode(),
+                    )
+                    .await
+                    .map(drop);
+                if published.is_ok() {
+                    info!(dataset = %event.dataset, partition = event.partition.as_deref().unwrap_or(""), dag_run_id = event.dag_run_id, task_instance_id = event.task_instance_id, "dataset written");
                 }
                 published
             }

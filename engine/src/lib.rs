@@ -19,12 +19,14 @@
 //! - the ticker: [`retry_due`], [`queued_due`], [`wait_timed_out`] and
 //!   [`run_timed_out`] from its deadline scan;
 //! - the API: the operator actions [`kill_instance`], [`kill_run`],
-//!   [`reset`] and [`mark`].
+//!   [`reset`] and [`mark`], and [`announce`] for datasets written
+//!   elsewhere.
 //!
 //! docs/ARCHITECTURE.md describes the state machine, propagation and the
 //! crash cases these functions are built for.
 
 mod claims;
+mod datasets;
 mod effects;
 mod operator;
 mod propagation;
@@ -38,6 +40,7 @@ mod triggers;
 mod waits;
 
 pub use claims::{AttemptEnd, Claim, End, Ended, Recorded, record};
+pub use datasets::{Announcement, announce};
 pub use effects::Effects;
 pub use operator::{
     OperatorError, ResetScope, kill_instance, kill_run, mark, reset, run_timed_out,
@@ -46,5 +49,5 @@ pub use propagation::{Completion, CompletionCheck, propagate, propagate_completi
 pub use queue::{REPUBLISH_AFTER, queued_due, retry_due};
 pub use redelivery::{MAX_RUNNER_LOST, RUNNER_LOST, owed_by_finished, take_over};
 pub use runs::{FireOutcome, create_runs};
-pub use triggers::owed_dependency_fires;
+pub use triggers::owed_trigger_fires;
 pub use waits::wait_timed_out;

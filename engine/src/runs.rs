@@ -36,7 +36,7 @@ fn skip_reason(
 ) -> Option<&'static str> {
     if !matches!(
         fire.trigger_type,
-        TriggerType::Schedule | TriggerType::Event | TriggerType::Dependency
+        TriggerType::Schedule | TriggerType::Event | TriggerType::Dependency | TriggerType::Dataset
     ) {
         return None;
     }

@@ -89,13 +89,14 @@ pub(crate) async fn owed_fires<C: ConnectionTrait>(
         .collect())
 }
 
-/// Fires owed by runs that ended SUCCESS between `since` and `before` and
-/// whose downstream runs do not exist: lost between a commit and its
-/// publish, or ended by an operator's mark. The window should lie inside
-/// the fire stream's duplicate window, so a fire sent before is dropped
-/// again by its id rather than acted on twice (it would create nothing
-/// either way: its run key is taken).
-pub async fn owed_dependency_fires(
+/// Fires decided between `since` and `before` whose runs do not exist:
+/// those of runs that ended SUCCESS (`after:` schedules) and of data
+/// schedules met ([`crate::datasets`]), lost between a commit and its
+/// publish, or owed by a run an operator's mark ended. The window should
+/// lie inside the fire stream's duplicate window, so a fire sent before is
+/// dropped again by its id rather than acted on twice (it would create
+/// nothing either way: its run key is taken).
+pub async fn owed_trigger_fires(
     db: &DatabaseConnection,
     since: DateTime<Utc>,
     before: DateTime<Utc>,
@@ -118,7 +119,8 @@ pub async fn owed_dependency_fires(
         .filter(dag_run::Column::DagId.in_subquery(upstream_dags))
         .all(db)
         .await?;
-    let fires = owed_fires(db, &finished).await?;
+    let mut fires = owed_fires(db, &finished).await?;
+    fires.extend(crate::datasets::owed_data_fires(db, since, before).await?);
     let mut missing = Vec::with_capacity(fires.len());
     for chunk in fires.chunks(IN_LIST_MAX) {
         let existing: std::collections::HashSet<String> = dag_run::Entity::find()

@@ -24,6 +24,7 @@ mod m20261202_000014_timeouts;
 mod m20261202_000015_after_schedule;
 mod m20261202_000016_task_outputs;
 mod m20261202_000017_run_finished_index;
+mod m20261203_000018_datasets;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -48,6 +49,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000015_after_schedule::Migration),
             Box::new(m20261202_000016_task_outputs::Migration),
             Box::new(m20261202_000017_run_finished_index::Migration),
+            Box::new(m20261203_000018_datasets::Migration),
         ]
     }
 }

@@ -462,20 +462,22 @@ pub fn stream_configs(names: &Namespace, replicas: usize) -> Vec<stream::Config>
             replicas,
         )
     };
+    let kept = |stream| stream::Config {
+        name: names.stream(stream),
+        subjects: vec![names.stream_subjects(stream)],
+        retention: RetentionPolicy::Limits,
+        storage: StorageType::File,
+        max_age: EVENT_MAX_AGE,
+        duplicate_window: DUPLICATE_WINDOW,
+        num_replicas: replicas,
+        ..Default::default()
+    };
     vec![
         queue(Stream::Fire),
-        stream::Config {
-            name: names.stream(Stream::Event),
-            subjects: vec![names.stream_subjects(Stream::Event)],
-            retention: RetentionPolicy::Limits,
-            storage: StorageType::File,
-            max_age: EVENT_MAX_AGE,
-            duplicate_window: DUPLICATE_WINDOW,
-            num_replicas: replicas,
-            ..Default::default()
-        },
+        kept(Stream::Event),
         queue(Stream::Work),
         queue(Stream::Done),
+        kept(Stream::Dataset),
     ]
 }
 

@@ -31,6 +31,7 @@ use datajump_engine::AttemptEnd;
 use datajump_nats::{Bus, NatsError, pull_consumer};
 use datajump_shared::TaskStatus;
 use datajump_shared::content::TaskContent;
+use datajump_shared::datasets;
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
 use datajump_shared::metrics::{self, RetryCause};
@@ -741,15 +742,25 @@ async fn run_claimed(
             "cannot read the outputs of the tasks before it: {e}"
         )),
     };
+    // The partitions it writes are substituted before it runs: a template
+    // that cannot be fails the attempt, as any other text would.
+    let content = content.and_then(|(content, upstream)| {
+        let params = param_context(work, &upstream, config.default_timezone);
+        let written =
+            datasets::written(&task.outputs, &params).map_err(|e| format!("outputs: {e}"))?;
+        Ok((content, upstream, params, written))
+    });
     let output_file = OutputFile::for_execution(exec_row.id);
+    let mut written = Vec::new();
     let outcome = match content {
         Err(why) => ExecOutcome::Invalid(why),
-        Ok((content, upstream)) => {
+        Ok((content, upstream, params, datasets)) => {
+            written = datasets;
             let mut env = environment(work, row, &upstream);
             env.insert(outputs::FILE_ENV.to_owned(), output_file.path_text());
             let ctx = ExecContext {
                 content,
-                params: param_context(work, &upstream, config.default_timezone),
+                params,
                 env,
                 process: config.task_process.clone(),
                 network: config.network.clone(),
@@ -816,6 +827,7 @@ async fn run_claimed(
         log_path,
         outputs: (!finished_log.outputs.is_empty())
             .then(|| datajump_shared::plan::params_to_json(&finished_log.outputs)),
+        written,
     };
     // Until it is committed, the attempt's result exists only in this
     // process: a failed commit (database down or restarting) is retried, with

@@ -136,6 +136,9 @@ pub enum ScheduleKind {
     /// A successful run of another DAG (a dependency trigger).
     #[sea_orm(string_value = "AFTER")]
     After,
+    /// Datasets written (a data schedule).
+    #[sea_orm(string_value = "DATA")]
+    Data,
 }
 
 impl ScheduleKind {
@@ -145,6 +148,7 @@ impl ScheduleKind {
             ScheduleKind::Cron => "CRON",
             ScheduleKind::Event => "EVENT",
             ScheduleKind::After => "AFTER",
+            ScheduleKind::Data => "DATA",
         }
     }
 }
@@ -210,7 +214,7 @@ pub struct DagFile {
     pub tasks: Vec<TaskFile>,
 }
 
-/// A schedule as written: `cron:`, `event:` or `after:`.
+/// A schedule as written: `cron:`, `event:`, `after:` or `on:`.
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFile {
@@ -227,6 +231,14 @@ pub struct ScheduleFile {
     /// date (a dependency trigger).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// Datasets whose events start a run: a name, `{ all: [...] }` or
+    /// `{ any: [...] }` (a data schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<crate::datasets::Condition>,
+    /// What a second event for a partition that already started a run
+    /// does (data schedules): `ignore` (default) or `rerun`.
+    #[serde(default, skip_serializing_if = "crate::datasets::OnUpdate::is_ignore")]
+    pub on_update: crate::datasets::OnUpdate,
     /// IANA zone; default `DATAJUMP_TIMEZONE` or Asia/Shanghai.
     #[serde(default)]
     pub timezone: Option<String>,
@@ -457,6 +469,10 @@ pub struct TaskFile {
     /// Parents.
     #[serde(default)]
     pub depends_on: Vec<DependencyFile>,
+    /// Datasets it writes, announced when it succeeds: `dw.orders`, or
+    /// `dw.orders/${bizdate}` for one partition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
 }
 
 impl TaskFile {
@@ -937,7 +953,19 @@ impl DagFile {
             if !seen.insert(name.clone()) {
                 problems.push(format!("{at}: duplicate schedule name"));
             }
+            if schedule.on.is_none() && !schedule.on_update.is_ignore() {
+                problems.push(format!("{at}: on_update is for data schedules (with 'on')"));
+            }
             match (&schedule.cron, &schedule.event, &schedule.after) {
+                (None, None, None) if schedule.on.is_some() => {
+                    let condition = schedule.on.as_ref().map(|on| on.problems());
+                    for e in condition.into_iter().flatten() {
+                        problems.push(format!("{at}: on: {e}"));
+                    }
+                }
+                _ if schedule.on.is_some() => problems.push(format!(
+                    "{at}: give exactly one of 'cron', 'event', 'after' or 'on'"
+                )),
                 (None, None, Some(upstream)) => {
                     if !is_name(upstream) {
                         problems.push(format!(
@@ -967,7 +995,7 @@ impl DagFile {
                     }
                 }
                 _ => problems.push(format!(
-                    "{at}: give exactly one of 'cron', 'event' or 'after'"
+                    "{at}: give exactly one of 'cron', 'event', 'after' or 'on'"
                 )),
             }
             if let Some(zone) = &schedule.timezone
@@ -1059,6 +1087,17 @@ impl DagFile {
             }
             if let Err(e) = validate_queue(&task.queue) {
                 problems.push(format!("{at}: {e}"));
+            }
+            let mut written = BTreeSet::new();
+            for output in &task.outputs {
+                match crate::datasets::OutputDecl::parse(output) {
+                    Err(e) => problems.push(format!("{at}: outputs: {e}")),
+                    Ok(decl) if !written.insert(decl.dataset) => problems.push(format!(
+                        "{at}: outputs: '{}' is listed more than once; a task writes one partition of a dataset per run",
+                        decl.dataset
+                    )),
+                    Ok(_) => {}
+                }
             }
             let mut awaited = BTreeSet::new();
             for dep in &task.depends_on {

@@ -21,6 +21,7 @@ pub mod alerts;
 pub mod biz_date;
 pub mod content;
 pub mod dag_file;
+pub mod datasets;
 pub mod datasources;
 pub mod duration;
 pub mod entities;
@@ -60,6 +61,8 @@ display_as_stored_name!(
     dag_file::Catchup,
     dag_file::OverlapPolicy,
     dag_file::ScheduleKind,
+    datasets::EventSource,
+    datasets::OnUpdate,
     datasources::DatasourceKind,
     plan::DepType,
     plan::RetryStrategy,

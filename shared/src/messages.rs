@@ -209,6 +209,38 @@ impl FireMsg {
     }
 }
 
+impl FireMsg {
+    /// The fire of a data schedule whose condition `trigger` recorded as
+    /// met: dated as the trigger says, logically timed when it was met, and
+    /// given the partition as `${dataset_partition}` (an event's partition
+    /// comes from whoever announced it: untrusted, like any fire's params).
+    pub fn data(
+        schedule: &schedule::Model,
+        trigger: &crate::entities::dataset_trigger::Model,
+    ) -> FireMsg {
+        FireMsg {
+            v: VERSION,
+            dag_id: schedule.dag_id,
+            schedule_id: Some(schedule.id),
+            trigger_type: TriggerType::Dataset,
+            logical_time: trigger.created_at,
+            biz_date: trigger.biz_date,
+            time_zone: schedule.timezone.clone(),
+            dedup_key: trigger.dedup_key.clone(),
+            params: trigger
+                .partition
+                .iter()
+                .map(|partition| (DATASET_PARTITION_PARAM.to_owned(), partition.clone()))
+                .collect(),
+            max_active_runs: None,
+        }
+    }
+}
+
+/// The parameter a run started by a partitioned dataset reads its
+/// partition from.
+pub const DATASET_PARTITION_PARAM: &str = "dataset_partition";
+
 impl Message for FireMsg {
     fn version(&self) -> u32 {
         self.v

@@ -247,9 +247,9 @@ struct Metrics {
     /// Runs finished, by final status.
     runs_finished: LabeledCounters<RunStatus, 4>,
     /// Messages terminated as undecodable or naming impossible ids, by stream.
-    poison_messages: LabeledCounters<Stream, 4>,
+    poison_messages: LabeledCounters<Stream, 5>,
     /// Publishes dropped as duplicates, by stream.
-    duplicate_publishes: LabeledCounters<Stream, 4>,
+    duplicate_publishes: LabeledCounters<Stream, 5>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);

@@ -233,6 +233,10 @@ pub struct TaskSpec {
     pub strategy: Strategy,
     /// Disabled tasks end SKIPPED.
     pub enabled: bool,
+    /// Datasets it writes, as declared (`dw.orders/${bizdate}`): announced
+    /// when an attempt succeeds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
 }
 
 fn default_wait_timeout() -> i32 {
@@ -409,6 +413,11 @@ impl TaskSpec {
             queue: row.queue.clone(),
             strategy: row.strategy,
             enabled: row.enabled,
+            outputs: row
+                .datasets
+                .as_ref()
+                .and_then(|declared| serde_json::from_value(declared.clone()).ok())
+                .unwrap_or_default(),
         }
     }
 }

@@ -195,6 +195,9 @@ pub enum TriggerType {
     /// A successful run of another DAG (an `after:` schedule).
     #[sea_orm(string_value = "DEPENDENCY")]
     Dependency,
+    /// Datasets written (a data schedule's `on:`).
+    #[sea_orm(string_value = "DATASET")]
+    Dataset,
     /// An attempt started by a rerun of a finished run (executions only).
     #[sea_orm(string_value = "RERUN")]
     Rerun,
@@ -209,6 +212,7 @@ impl TriggerType {
             TriggerType::Backfill => "BACKFILL",
             TriggerType::Event => "EVENT",
             TriggerType::Dependency => "DEPENDENCY",
+            TriggerType::Dataset => "DATASET",
             TriggerType::Rerun => "RERUN",
         }
     }

@@ -70,11 +70,19 @@ pub enum Stream {
     Work,
     /// Task completions.
     Done,
+    /// Datasets written (kept, like events, for whoever listens).
+    Dataset,
 }
 
 impl Stream {
     /// Every stream.
-    pub const ALL: [Stream; 4] = [Stream::Fire, Stream::Event, Stream::Work, Stream::Done];
+    pub const ALL: [Stream; 5] = [
+        Stream::Fire,
+        Stream::Event,
+        Stream::Work,
+        Stream::Done,
+        Stream::Dataset,
+    ];
 
     /// Its metrics label, the same whatever the prefix, so dashboards
     /// need not know it.
@@ -84,6 +92,7 @@ impl Stream {
             Stream::Event => "event",
             Stream::Work => "work",
             Stream::Done => "done",
+            Stream::Dataset => "dataset",
         }
     }
 }
@@ -184,6 +193,7 @@ impl Namespace {
             Stream::Event => "EVENT",
             Stream::Work => "WORK",
             Stream::Done => "DONE",
+            Stream::Dataset => "DATASET",
         };
         format!("{}_{suffix}", self.upper)
     }
@@ -212,6 +222,7 @@ impl Namespace {
             Stream::Event => format!("{p}.event.>"),
             Stream::Work => format!("{p}.work.*.*"),
             Stream::Done => format!("{p}.done.*"),
+            Stream::Dataset => format!("{p}.dataset.>"),
         }
     }
 
@@ -230,6 +241,12 @@ impl Namespace {
         subject
             .strip_prefix(self.prefix.as_str())?
             .strip_prefix(".event.")
+    }
+
+    /// `dj.dataset.<name>`; the name must have passed
+    /// [`crate::datasets::validate_name`].
+    pub fn dataset(&self, name: &str) -> String {
+        format!("{}.dataset.{name}", self.prefix)
     }
 
     /// `dj.work.<queue>.p<priority>`; the queue must have passed [`crate::naming::validate_queue`].
@@ -335,6 +352,11 @@ impl Installation {
     /// `Nats-Msg-Id` of a work message.
     pub fn work_msg_id(&self, task_instance_id: TaskInstanceId, attempt: i32) -> String {
         format!("{}:work:{task_instance_id}:{attempt}", self.0)
+    }
+
+    /// `Nats-Msg-Id` of a dataset event.
+    pub fn dataset_msg_id(&self, event_id: i64) -> String {
+        format!("{}:dataset:{event_id}", self.0)
     }
 
     /// `Nats-Msg-Id` of a completion.

@@ -17,6 +17,7 @@ use thiserror::Error;
 
 use datajump_shared::content::TaskType;
 use datajump_shared::dag_file::{Catchup, DagFile, ScheduleKind};
+use datajump_shared::datasets::OnUpdate;
 use datajump_shared::entities::{dag, project, schedule, task, task_dependency};
 use datajump_shared::plan::{Plan, RetryStrategy, Strategy, params_to_json};
 
@@ -185,6 +186,7 @@ struct TaskDefinition {
     strategy: Strategy,
     enabled: bool,
     dependencies: Vec<(Option<String>, String, &'static str, i32, bool)>,
+    datasets: Option<serde_json::Value>,
 }
 
 /// The comparable definition of a schedule row.
@@ -194,6 +196,8 @@ struct ScheduleDefinition {
     cron_expr: Option<String>,
     event_name: Option<String>,
     after_dag: Option<String>,
+    data_condition: Option<serde_json::Value>,
+    on_update: Option<OnUpdate>,
     timezone: String,
     start_date: Option<chrono::NaiveDate>,
     end_date: Option<chrono::NaiveDate>,
@@ -241,6 +245,7 @@ fn task_definition_of_file(file: &datajump_shared::dag_file::TaskFile) -> TaskDe
         strategy: file.strategy,
         enabled: file.enabled,
         dependencies,
+        datasets: (!file.outputs.is_empty()).then(|| serde_json::json!(file.outputs)),
     }
 }
 
@@ -279,6 +284,7 @@ fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) ->
         strategy: row.strategy,
         enabled: row.enabled,
         dependencies,
+        datasets: row.datasets.clone(),
     }
 }
 
@@ -287,14 +293,17 @@ fn schedule_definition_of_file(
     default_timezone: &str,
 ) -> ScheduleDefinition {
     ScheduleDefinition {
-        kind: match (&file.event, &file.after) {
-            (Some(_), _) => ScheduleKind::Event,
-            (None, Some(_)) => ScheduleKind::After,
-            (None, None) => ScheduleKind::Cron,
+        kind: match (&file.event, &file.after, &file.on) {
+            (Some(_), _, _) => ScheduleKind::Event,
+            (None, Some(_), _) => ScheduleKind::After,
+            (None, None, Some(_)) => ScheduleKind::Data,
+            (None, None, None) => ScheduleKind::Cron,
         },
         cron_expr: file.cron.as_ref().map(|c| c.trim().to_owned()),
         event_name: file.event.clone(),
         after_dag: file.after.clone(),
+        data_condition: file.on.as_ref().map(|on| serde_json::json!(on)),
+        on_update: file.on.as_ref().map(|_| file.on_update),
         timezone: file
             .timezone
             .clone()
@@ -316,6 +325,8 @@ fn schedule_definition_of_row(row: &schedule::Model) -> ScheduleDefinition {
         cron_expr: row.cron_expr.clone(),
         event_name: row.event_name.clone(),
         after_dag: row.after_dag.clone(),
+        data_condition: row.data_condition.clone(),
+        on_update: row.on_update,
         timezone: row.timezone.clone(),
         start_date: row.start_date,
         end_date: row.end_date,
@@ -544,6 +555,7 @@ async fn apply_tasks(
             queue: Set(wanted.queue.clone()),
             strategy: Set(wanted.strategy),
             enabled: Set(wanted.enabled),
+            datasets: Set(wanted.datasets.clone()),
             updated_at: Set(now),
             ..Default::default()
         };
@@ -646,6 +658,8 @@ async fn apply_schedules(
             cron_expr: Set(wanted.cron_expr.clone()),
             event_name: Set(wanted.event_name.clone()),
             after_dag: Set(wanted.after_dag.clone()),
+            data_condition: Set(wanted.data_condition.clone()),
+            on_update: Set(wanted.on_update),
             timezone: Set(wanted.timezone.clone()),
             start_date: Set(wanted.start_date),
             end_date: Set(wanted.end_date),

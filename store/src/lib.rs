@@ -1,6 +1,7 @@
 //! DataJump's database, outside the state machine: connecting to it
 //! ([`db`]), the installation's identity ([`installation`]), the catalog a
-//! DAG file is applied to ([`catalog`]), projects ([`projects`]), the datasources and secrets tasks
+//! DAG file is applied to ([`catalog`]), what it says about datasets
+//! ([`datasets`]), projects ([`projects`]), the datasources and secrets tasks
 //! use (sealed at rest, [`sealing`]), API tokens ([`tokens`]), browser
 //! sessions ([`sessions`]) and the audit log ([`audit`]), alert delivery's
 //! outbox rows ([`alerts`]) and backfill plans ([`backfill`]).
@@ -17,6 +18,7 @@ pub mod alerts;
 pub mod audit;
 pub mod backfill;
 pub mod catalog;
+pub mod datasets;
 pub mod datasources;
 pub mod db;
 pub mod installation;

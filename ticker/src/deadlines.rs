@@ -49,8 +49,8 @@ pub(crate) async fn run(
         };
         if Instant::now() >= next_queue_check {
             next_queue_check = Instant::now() + QUEUE_CHECK_EVERY;
-            if let Err(e) = send_owed_dependency_fires(config, bus).await {
-                warn!(error = %e, "cannot look for owed dependency triggers; retrying");
+            if let Err(e) = send_owed_trigger_fires(config, bus).await {
+                warn!(error = %e, "cannot look for owed triggers; retrying");
             }
             match unserved_queues(config, bus).await {
                 Ok(seen) => {
@@ -87,12 +87,12 @@ const OWED_FIRES_AFTER: chrono::Duration = chrono::Duration::seconds(20);
 /// its id.
 const OWED_FIRES_WITHIN: chrono::Duration = chrono::Duration::minutes(9);
 
-/// Sends the dependency-trigger fires that runs ended SUCCESS owe and that
-/// made no run: lost between a commit and its publish, or owed by a run a
-/// mark made SUCCESS.
-async fn send_owed_dependency_fires(config: &Config, bus: &Bus) -> Result<(), QueueCheckError> {
+/// Sends the fires that runs ended SUCCESS and data schedules met owe and
+/// that made no run: lost between a commit and its publish, or owed by a
+/// run a mark made SUCCESS.
+async fn send_owed_trigger_fires(config: &Config, bus: &Bus) -> Result<(), QueueCheckError> {
     let now = Utc::now();
-    let owed = datajump_engine::owed_dependency_fires(
+    let owed = datajump_engine::owed_trigger_fires(
         &config.db,
         now - OWED_FIRES_WITHIN,
         now - OWED_FIRES_AFTER,
@@ -100,7 +100,7 @@ async fn send_owed_dependency_fires(config: &Config, bus: &Bus) -> Result<(), Qu
     .await?;
     for fire in owed {
         if !bus.publish_fire(&fire).await? {
-            info!(dag_id = fire.dag_id, dedup_key = %fire.dedup_key, "dependency trigger sent: its upstream run ended SUCCESS and no run of it exists");
+            info!(dag_id = fire.dag_id, dedup_key = %fire.dedup_key, "trigger sent: its upstream run ended SUCCESS or its datasets were written, and no run of it exists");
         }
     }
     Ok(())

@@ -7,6 +7,7 @@
 //! | [`schedules`] | `/api/v1/dags/{dagId}/schedule…`, `/api/v1/dags/{dagId}/schedules…`, `/api/v1/dags/schedule/validate-cron` |
 //! | [`canvas`] | `/api/v1/dags/{dagId}/canvas` |
 //! | [`events`] | `/api/v1/events/{name}` |
+//! | [`datasets`] | `/api/v1/datasets`, `/api/v1/datasets/{name}` and its `events` |
 //! | [`runners`] | `/api/v1/runners` |
 //! | [`projects`] | `/api/v1/projects` |
 //! | [`tokens`] | `/api/v1/tokens`, `/api/v1/tokens/{name}` |
@@ -43,6 +44,7 @@ pub mod alerts;
 pub mod audit;
 pub mod canvas;
 pub mod dags;
+pub mod datasets;
 pub mod events;
 pub mod health;
 pub mod openapi;

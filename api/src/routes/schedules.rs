@@ -93,6 +93,11 @@ pub(crate) fn dto(row: &schedule::Model) -> ScheduleDto {
         cron_description: cron.as_ref().map(CronExpr::describe),
         event_name: row.event_name.clone(),
         after: row.after_dag.clone(),
+        on: row
+            .data_condition
+            .as_ref()
+            .and_then(|value| serde_json::from_value(value.clone()).ok()),
+        on_update: row.on_update,
         enabled: row.active,
         next_fire_time: cron
             .as_ref()

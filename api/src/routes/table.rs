@@ -10,8 +10,8 @@ use datajump_shared::access::Role;
 use serde_json::{Map, Value};
 
 use super::{
-    alerts, audit, canvas, dags, events, health, openapi, projects, runners, runs, schedules,
-    session, stream, tokens, views,
+    alerts, audit, canvas, dags, datasets, events, health, openapi, projects, runners, runs,
+    schedules, session, stream, tokens, views,
 };
 use crate::AppState;
 use crate::definition::{DefinitionBody, DefinitionChanges, TaskItem};
@@ -723,6 +723,47 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::new(
             Get,
             VIEWER,
+            "/api/v1/datasets",
+            "A project's datasets: the tasks that write each, the data schedules that wait for it, its latest event",
+            datasets::list,
+        )
+        .query::<datasets::DatasetQuery>()
+        .scope(Handler)
+        .answers::<Page<datasets::DatasetDto>>(),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/datasets/{name}",
+            "One dataset and its lineage",
+            datasets::show,
+        )
+        .query::<datasets::DatasetQuery>()
+        .scope(Handler)
+        .answers::<datasets::DatasetDto>(),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/datasets/{name}/events",
+            "A dataset's events, newest first",
+            datasets::events,
+        )
+        .query::<datasets::DatasetEventQuery>()
+        .scope(Handler)
+        .answers::<Page<datasets::DatasetEventDto>>(),
+        Endpoint::new(
+            Post,
+            OPERATOR,
+            "/api/v1/datasets/{name}/events",
+            "Announce a dataset (or a partition) written outside DataJump; starts the data schedules it completes",
+            datasets::announce,
+        )
+        .takes::<datasets::Announce>(Optional)
+        .status(201)
+        .scope(Handler)
+        .answers::<datasets::AnnouncedDto>(),
+        Endpoint::new(
+            Get,
+            VIEWER,
             "/api/v1/dags/{dagId}/alerts",
             "A DAG's alerts and their delivery, newest first",
             alerts::list,
@@ -871,8 +912,12 @@ mod tests {
     /// limited tokens until it is listed here.
     #[test]
     fn every_route_keeps_limited_tokens_to_their_project() {
-        const HANDLER: [&str; 7] = [
+        const HANDLER: [&str; 11] = [
             "Get /api/v1/dags",
+            "Get /api/v1/datasets",
+            "Get /api/v1/datasets/{name}",
+            "Get /api/v1/datasets/{name}/events",
+            "Post /api/v1/datasets/{name}/events",
             "Get /api/v1/stream",
             "Post /api/v1/dags",
             "Get /api/v1/projects",

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod backfill;
 pub mod cron;
 pub mod dag;
+pub mod dataset;
 pub mod datasource;
 pub mod events;
 pub mod kill;

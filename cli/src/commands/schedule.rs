@@ -234,6 +234,9 @@ fn row(s: &ScheduleDto) -> Vec<String> {
     let trigger = match (&s.cron_expression, &s.event_name, &s.after) {
         (_, Some(event), _) if s.kind == ScheduleKind::Event => format!("event {event}"),
         (_, _, Some(upstream)) if s.kind == ScheduleKind::After => format!("after {upstream}"),
+        _ if s.kind == ScheduleKind::Data => s.on.as_ref().map_or_else(String::new, |on| {
+            format!("on {}", serde_json::to_string(on).unwrap_or_default())
+        }),
         (Some(cron), _, _) => cron.clone(),
         _ => String::new(),
     };

@@ -10,6 +10,8 @@ pub mod audit_log;
 pub mod dag;
 pub mod dag_run;
 pub mod dag_run_plan;
+pub mod dataset_event;
+pub mod dataset_trigger;
 pub mod datasource;
 pub mod dependency_wait;
 pub mod execution;

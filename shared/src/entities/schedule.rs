@@ -48,6 +48,10 @@ pub struct Model {
     /// What the DAG's file last said about `active` (as
     /// `dag.file_online`); `None` unless the DAG is file-managed.
     pub file_active: Option<bool>,
+    /// What it waits for (for `DATA`): a [`crate::datasets::Condition`].
+    pub data_condition: Option<Json>,
+    /// What a restated partition does (for `DATA`).
+    pub on_update: Option<crate::datasets::OnUpdate>,
 }
 
 /// No declared relations.

@@ -60,6 +60,9 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Last change.
     pub updated_at: DateTimeUtc,
+    /// The datasets it writes, as declared (`dw.orders/${bizdate}`): a
+    /// JSON list of strings; `None` when it declares none.
+    pub datasets: Option<Json>,
 }
 
 /// No declared relations.

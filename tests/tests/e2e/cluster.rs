@@ -21,10 +21,10 @@ use crate::harness::process::{
 };
 use crate::harness::{Backend, TestEnv, dj};
 
-/// Every stream behind an installation's topology: its four streams, its
+/// Every stream behind an installation's topology: its own streams, its
 /// two buckets' and its log store's.
 fn streams_of(names: &Namespace) -> Vec<String> {
-    let mut streams: Vec<String> = [Stream::Fire, Stream::Event, Stream::Work, Stream::Done]
+    let mut streams: Vec<String> = Stream::ALL
         .into_iter()
         .map(|stream| names.stream(stream))
         .collect();

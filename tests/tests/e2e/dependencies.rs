@@ -7,21 +7,9 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use datajump_shared::{RunStatus, TaskStatus};
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, date};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn date(text: &str) -> NaiveDate {
-    text.parse().expect("date")
-}
-
-/// Triggers DAG `name` for business date `biz_date`; returns the run key.
-async fn trigger_for(env: &TestEnv, name: &str, biz_date: &str) -> String {
-    let mut fire = env.manual_fire(name).await;
-    fire.biz_date = date(biz_date);
-    env.bus.publish_fire(&fire).await.expect("publish fire");
-    fire.dedup_key
-}
 
 /// Waits until the run exists and its instance `task` has `status`.
 async fn wait_task(env: &TestEnv, key: &str, task: &str, status: TaskStatus) {
@@ -61,14 +49,14 @@ tasks:
     let _runner = env.spawn_runner("r1", &["default"], 4).await;
 
     // The first run: the day before it can never run, so it counts as done.
-    let first = trigger_for(&env, "daily", "2024-01-01").await;
+    let first = env.trigger_for("daily", "2024-01-01").await;
     assert_eq!(
         env.wait_run(&first, TIMEOUT).await.status,
         RunStatus::Success
     );
 
     // 01-03 before 01-02: it waits, and 01-02's completion releases it.
-    let third = trigger_for(&env, "daily", "2024-01-03").await;
+    let third = env.trigger_for("daily", "2024-01-03").await;
     wait_task(&env, &third, "report", TaskStatus::Pending).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let waiting = env.run_by_key(&third).await.expect("run");
@@ -78,7 +66,7 @@ tasks:
         "still waiting for 01-02"
     );
 
-    let second = trigger_for(&env, "daily", "2024-01-02").await;
+    let second = env.trigger_for("daily", "2024-01-02").await;
     let second_run = env.wait_run(&second, TIMEOUT).await;
     let third_run = env.wait_run(&third, TIMEOUT).await;
     assert_eq!(second_run.status, RunStatus::Success);
@@ -119,9 +107,9 @@ tasks:
         .await;
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 4).await;
-        let down = trigger_for(&env, "downstream", "2024-02-01").await;
+        let down = env.trigger_for("downstream", "2024-02-01").await;
         wait_task(&env, &down, "report", TaskStatus::Pending).await;
-        let up = trigger_for(&env, "upstream", "2024-02-01").await;
+        let up = env.trigger_for("upstream", "2024-02-01").await;
         let up_run = env.wait_run(&up, TIMEOUT).await;
         let down_run = env.wait_run(&down, TIMEOUT).await;
         assert_eq!(
@@ -185,7 +173,7 @@ tasks:
         let _ticker = env.spawn_ticker().await;
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 4).await;
-        let key = trigger_for(&env, "impatient", "2024-03-01").await;
+        let key = env.trigger_for("impatient", "2024-03-01").await;
         let run = env.wait_run(&key, TIMEOUT).await;
         assert_eq!(run.status, RunStatus::Failed);
         let instances = env.instances_by_name(run.id).await;
@@ -225,13 +213,13 @@ tasks:
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 4).await;
 
-        let thursday = trigger_for(&env, "weekday", "2024-01-11").await;
+        let thursday = env.trigger_for("weekday", "2024-01-11").await;
         assert_eq!(
             env.wait_run(&thursday, TIMEOUT).await.status,
             RunStatus::Success
         );
         // Monday's run does not wait for a Saturday that never comes.
-        let monday = trigger_for(&env, "weekday", "2024-01-14").await;
+        let monday = env.trigger_for("weekday", "2024-01-14").await;
         let monday_run = env.wait_run(&monday, TIMEOUT).await;
         assert_eq!(
             monday_run.status,
@@ -242,7 +230,7 @@ tasks:
 
         // The next Monday's run comes before that week's Thursday: it waits
         // for Thursday's batch and says why that one.
-        let next_monday = trigger_for(&env, "weekday", "2024-01-21").await;
+        let next_monday = env.trigger_for("weekday", "2024-01-21").await;
         wait_task(&env, &next_monday, "report", TaskStatus::Pending).await;
         let waits = dependency_wait::Entity::find()
             .all(&env.db)
@@ -261,7 +249,7 @@ tasks:
         // only slot (max_active_runs 1), so they queue...
         let mut week = Vec::new();
         for day in ["2024-01-15", "2024-01-16", "2024-01-17"] {
-            let key = trigger_for(&env, "weekday", day).await;
+            let key = env.trigger_for("weekday", day).await;
             let run = env.wait_run_created(&key, TIMEOUT).await;
             assert_eq!(run.status, RunStatus::Queued, "{day} waits for the slot");
             week.push(key);
@@ -269,7 +257,7 @@ tasks:
         // ...until Thursday's, which the waiting run awaits: it starts past
         // the limit, and so does each queued batch it awaits in turn, so
         // no run waits on the slot of a run waiting for it.
-        week.push(trigger_for(&env, "weekday", "2024-01-18").await);
+        week.push(env.trigger_for("weekday", "2024-01-18").await);
         week.push(next_monday);
         for key in &week {
             let run = env.wait_run(key, TIMEOUT).await;
@@ -322,20 +310,20 @@ tasks:
 
         // The first run has no previous run; the next, days later, waits for
         // it whatever the gap (offset_day: -1 would wait for 01-04).
-        let first = trigger_for(&env, "ordered", "2024-01-01").await;
+        let first = env.trigger_for("ordered", "2024-01-01").await;
         assert_eq!(
             env.wait_run(&first, TIMEOUT).await.status,
             RunStatus::Success
         );
-        let later = trigger_for(&env, "ordered", "2024-01-05").await;
+        let later = env.trigger_for("ordered", "2024-01-05").await;
         assert_eq!(
             env.wait_run(&later, TIMEOUT).await.status,
             RunStatus::Success
         );
 
-        let slow = trigger_for(&env, "ordered", "2024-01-10").await;
+        let slow = env.trigger_for("ordered", "2024-01-10").await;
         wait_task(&env, &slow, "step", TaskStatus::Running).await;
-        let next = trigger_for(&env, "ordered", "2024-01-12").await;
+        let next = env.trigger_for("ordered", "2024-01-12").await;
         wait_task(&env, &next, "step", TaskStatus::Pending).await;
         let waits = dependency_wait::Entity::find()
             .all(&env.db)
@@ -441,7 +429,7 @@ tasks:
         let _resolver = env.spawn_resolver().await;
         let _runner = env.spawn_runner("r1", &["default"], 4).await;
 
-        let upstream_key = trigger_for(&env, "extract", "2024-03-01").await;
+        let upstream_key = env.trigger_for("extract", "2024-03-01").await;
         let upstream = env.wait_run(&upstream_key, TIMEOUT).await;
         assert_eq!(upstream.status, RunStatus::Success);
         let runs = wait_triggered(&env, "report", 1, TIMEOUT).await;
@@ -468,7 +456,7 @@ tasks:
 
         // A failed upstream run starts nothing; made SUCCESS by a mark, it
         // owes its dependants a run, which the ticker sends.
-        let flaky_key = trigger_for(&env, "flaky", "2024-03-02").await;
+        let flaky_key = env.trigger_for("flaky", "2024-03-02").await;
         let flaky = env.wait_run(&flaky_key, TIMEOUT).await;
         assert_eq!(flaky.status, RunStatus::Failed);
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -535,7 +523,7 @@ both_dbs!(
         assert_eq!(schedule["kind"], "AFTER", "{schedule}");
         assert_eq!(schedule["after"], "extract", "{schedule}");
 
-        let upstream = trigger_for(&env, "extract", "2024-05-01").await;
+        let upstream = env.trigger_for("extract", "2024-05-01").await;
         assert_eq!(
             env.wait_run(&upstream, TIMEOUT).await.status,
             RunStatus::Success

@@ -84,6 +84,11 @@ pub fn dj() -> Namespace {
     Namespace::default()
 }
 
+/// A date written `YYYY-MM-DD`.
+pub fn date(text: &str) -> chrono::NaiveDate {
+    text.parse().expect("a date written YYYY-MM-DD")
+}
+
 /// A TCP port on 127.0.0.1 that was free a moment ago and that this test
 /// process has not handed out before: the kernel may offer a just-closed
 /// port again, and two roles told the same metrics address fail to start.
@@ -605,6 +610,15 @@ impl TestEnv {
     /// Triggers DAG `name` manually; returns the run's dedup key.
     pub async fn trigger(&self, name: &str) -> String {
         let fire = self.manual_fire(name).await;
+        self.bus.publish_fire(&fire).await.expect("publish fire");
+        fire.dedup_key
+    }
+
+    /// Triggers DAG `name` manually for business date `biz_date`
+    /// (`YYYY-MM-DD`); returns the run's dedup key.
+    pub async fn trigger_for(&self, name: &str, biz_date: &str) -> String {
+        let mut fire = self.manual_fire(name).await;
+        fire.biz_date = date(biz_date);
         self.bus.publish_fire(&fire).await.expect("publish fire");
         fire.dedup_key
     }

@@ -46,6 +46,7 @@ mod cli;
 mod cluster;
 mod control;
 mod dashboard;
+mod datasets;
 mod dependencies;
 mod deploy_names;
 mod engine;

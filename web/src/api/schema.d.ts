@@ -1893,6 +1893,203 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's datasets: the tasks that write each, the data schedules that wait for it, its latest event */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
+                    /** @description The project (default: the caller's token's, or the default one). */
+                    project?: number | null;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A project's datasets: the tasks that write each, the data schedules that wait for it, its latest event */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PageOfDatasetDto"];
+                    };
+                };
+                /** @description An error */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/datasets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One dataset and its lineage */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
+                    /** @description The project (default: the caller's token's, or the default one). */
+                    project?: number | null;
+                };
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One dataset and its lineage */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DatasetDto"];
+                    };
+                };
+                /** @description An error */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/datasets/{name}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A dataset's events, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description 1-based page (default 1). */
+                    page?: number | null;
+                    /** @description Items per page (default 20, at most 500). */
+                    pageSize?: number | null;
+                    /** @description Only events of this partition. */
+                    partition?: string | null;
+                    /** @description The project (default: the caller's token's, or the default one). */
+                    project?: number | null;
+                };
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A dataset's events, newest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PageOfDatasetEventDto"];
+                    };
+                };
+                /** @description An error */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Announce a dataset (or a partition) written outside DataJump; starts the data schedules it completes */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["Announce"];
+                };
+            };
+            responses: {
+                /** @description Announce a dataset (or a partition) written outside DataJump; starts the data schedules it completes */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnnouncedDto"];
+                    };
+                };
+                /** @description An error */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events/{name}": {
         parameters: {
             query?: never;
@@ -2716,6 +2913,25 @@ export interface components {
         AlertKind: "run_failed" | "task_failed" | "timeout" | "sla_miss" | "test";
         /** @description Where an alert row is in its delivery. */
         AlertState: "PENDING" | "SENDING" | "SENT" | "FAILED";
+        /** @description `POST /api/v1/datasets/{name}/events` body. */
+        Announce: {
+            /** @description Small facts about what was written: a JSON object of at most 4 KiB. */
+            metadata?: unknown;
+            /** @description The partition written (`2024-01-15`), for a partitioned dataset. */
+            partition?: string | null;
+            /**
+             * Format: int64
+             * @description The project (default: the caller's token's, or the default one).
+             */
+            project?: number | null;
+        };
+        /** @description What an announcement did. */
+        AnnouncedDto: {
+            /** @description The event recorded. */
+            event: components["schemas"]["DatasetEventDto"];
+            /** @description The DAGs it started a run of (their data schedules are met), by name. */
+            starts: string[];
+        };
         /**
          * @description What `apply` changed; the API answers it as `changes` (camelCase), and
          *     the CLI prints it with this type's `Display`.
@@ -2931,6 +3147,26 @@ export interface components {
              */
             downstream?: boolean;
         };
+        /**
+         * @description What a data schedule waits for: a dataset, or all or any of several
+         *     conditions. Written `dw.orders`, `{ all: [a, b] }`, `{ any: [a, b] }`.
+         */
+        Condition: string | {
+            /** @description The conditions. */
+            all: components["schemas"]["Condition"][];
+        } | {
+            /** @description The conditions. */
+            any: components["schemas"]["Condition"][];
+        };
+        /** @description A data schedule that waits for a dataset. */
+        ConsumerDto: {
+            /** @description Whether it fires: the schedule is active and its DAG online. */
+            active: boolean;
+            /** @description Its DAG's name. */
+            dag: string;
+            /** @description The schedule. */
+            schedule: string;
+        };
         /** @description A token just created. */
         CreatedToken: {
             /**
@@ -3104,6 +3340,22 @@ export interface components {
                  */
                 name?: string | null;
                 /**
+                 * @description Datasets whose events start a run: a name, `{ all: [...] }` or
+                 *     `{ any: [...] }` (a data schedule).
+                 */
+                on?: (string | {
+                    /** @description The conditions. */
+                    all: components["schemas"]["Condition"][];
+                } | {
+                    /** @description The conditions. */
+                    any: components["schemas"]["Condition"][];
+                }) | (null);
+                /**
+                 * @description What a second event for a partition that already started a run
+                 *     does (data schedules): `ignore` (default) or `rerun`.
+                 */
+                onUpdate?: "ignore" | "rerun";
+                /**
                  * Format: date
                  * @description First day it may fire.
                  * @default null
@@ -3177,6 +3429,11 @@ export interface components {
                 enabled?: boolean;
                 /** @description Unique within the DAG. */
                 name: string;
+                /**
+                 * @description Datasets it writes, announced when it succeeds: `dw.orders`, or
+                 *     `dw.orders/${bizdate}` for one partition.
+                 */
+                outputs?: string[];
                 /**
                  * @description Task-level parameters.
                  * @default {}
@@ -3433,6 +3690,22 @@ export interface components {
                  */
                 name?: string | null;
                 /**
+                 * @description Datasets whose events start a run: a name, `{ all: [...] }` or
+                 *     `{ any: [...] }` (a data schedule).
+                 */
+                on?: (string | {
+                    /** @description The conditions. */
+                    all: components["schemas"]["Condition"][];
+                } | {
+                    /** @description The conditions. */
+                    any: components["schemas"]["Condition"][];
+                }) | (null);
+                /**
+                 * @description What a second event for a partition that already started a run
+                 *     does (data schedules): `ignore` (default) or `rerun`.
+                 */
+                onUpdate?: "ignore" | "rerun";
+                /**
                  * Format: date
                  * @description First day it may fire.
                  * @default null
@@ -3506,6 +3779,11 @@ export interface components {
                 enabled?: boolean;
                 /** @description Unique within the DAG. */
                 name: string;
+                /**
+                 * @description Datasets it writes, announced when it succeeds: `dw.orders`, or
+                 *     `dw.orders/${bizdate}` for one partition.
+                 */
+                outputs?: string[];
                 /**
                  * @description Task-level parameters.
                  * @default {}
@@ -3773,6 +4051,22 @@ export interface components {
                  */
                 name: string | null;
                 /**
+                 * @description Datasets whose events start a run: a name, `{ all: [...] }` or
+                 *     `{ any: [...] }` (a data schedule).
+                 */
+                on?: (string | {
+                    /** @description The conditions. */
+                    all: components["schemas"]["Condition"][];
+                } | {
+                    /** @description The conditions. */
+                    any: components["schemas"]["Condition"][];
+                }) | (null);
+                /**
+                 * @description What a second event for a partition that already started a run
+                 *     does (data schedules): `ignore` (default) or `rerun`.
+                 */
+                onUpdate?: "ignore" | "rerun";
+                /**
                  * Format: date
                  * @description First day it may fire.
                  * @default null
@@ -3849,6 +4143,11 @@ export interface components {
                 enabled: boolean;
                 /** @description Unique within the DAG. */
                 name: string;
+                /**
+                 * @description Datasets it writes, announced when it succeeds: `dw.orders`, or
+                 *     `dw.orders/${bizdate}` for one partition.
+                 */
+                outputs?: string[];
                 /**
                  * @description Task-level parameters.
                  * @default {}
@@ -4071,6 +4370,58 @@ export interface components {
              */
             version: number;
         };
+        /** @description A dataset and its lineage. */
+        DatasetDto: {
+            /** @description The data schedules that wait for it. */
+            consumers: components["schemas"]["ConsumerDto"][];
+            /**
+             * Format: uint64
+             * @description Events recorded for it.
+             */
+            events: number;
+            /** @description Its newest event. */
+            lastEvent: components["schemas"]["DatasetEventDto"] | (null);
+            /** @description Its name. */
+            name: string;
+            /** @description The tasks that write it. */
+            producers: components["schemas"]["ProducerDto"][];
+            /**
+             * Format: int64
+             * @description Its project.
+             */
+            projectId: number;
+        };
+        /** @description A dataset event. */
+        DatasetEventDto: {
+            /**
+             * Format: date-time
+             * @description When it was recorded.
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description The run whose task wrote it.
+             */
+            dagRunId: number | null;
+            /** @description The dataset. */
+            dataset: string;
+            /**
+             * Format: int64
+             * @description Its id; later events have larger ones.
+             */
+            id: number;
+            /** @description What the writer said about it (a task's declared outputs). */
+            metadata: unknown;
+            /** @description The partition written, if the dataset is partitioned. */
+            partition: string | null;
+            /** @description `TASK` or `API`. */
+            source: components["schemas"]["EventSource"];
+            /**
+             * Format: int64
+             * @description The task instance that wrote it.
+             */
+            taskInstanceId: number | null;
+        };
         /** @description The answer to a `?dryRun=true` create or update (200): nothing stored. */
         DryRunResponse: {
             /** @description What an apply would change (its `version` is the one it would get). */
@@ -4127,6 +4478,8 @@ export interface components {
             /** @description The subject it was published to. */
             subject: string;
         };
+        /** @description Who announced a dataset event. */
+        EventSource: "TASK" | "API";
         /** @description One attempt of a task instance. */
         ExecutionDto: {
             /**
@@ -4339,6 +4692,8 @@ export interface components {
             /** @description `viewer`, `operator` or `admin`, at most the creator's. */
             role: components["schemas"]["Role"];
         };
+        /** @description What a second event for a partition that already started a run does. */
+        OnUpdate: "ignore" | "rerun";
         /** @description What a fire does when the DAG already has `max_active_runs` runs. */
         OverlapPolicy: "skip" | "wait" | "parallel";
         /** @description One page of a list. */
@@ -4385,6 +4740,46 @@ export interface components {
         PageOfDagListItem: {
             /** @description The items of this page. */
             items: components["schemas"]["DagListItem"][];
+            /**
+             * Format: uint64
+             * @description 1-based page number.
+             */
+            page: number;
+            /**
+             * Format: uint64
+             * @description Items per page.
+             */
+            pageSize: number;
+            /**
+             * Format: uint64
+             * @description Items in the whole list.
+             */
+            total: number;
+        };
+        /** @description One page of a list. */
+        PageOfDatasetDto: {
+            /** @description The items of this page. */
+            items: components["schemas"]["DatasetDto"][];
+            /**
+             * Format: uint64
+             * @description 1-based page number.
+             */
+            page: number;
+            /**
+             * Format: uint64
+             * @description Items per page.
+             */
+            pageSize: number;
+            /**
+             * Format: uint64
+             * @description Items in the whole list.
+             */
+            total: number;
+        };
+        /** @description One page of a list. */
+        PageOfDatasetEventDto: {
+            /** @description The items of this page. */
+            items: components["schemas"]["DatasetEventDto"][];
             /**
              * Format: uint64
              * @description 1-based page number.
@@ -4560,6 +4955,15 @@ export interface components {
              * @description Items in the whole list.
              */
             total: number;
+        };
+        /** @description A task that writes a dataset. */
+        ProducerDto: {
+            /** @description Its DAG's name. */
+            dag: string;
+            /** @description The partition it writes, as declared (`${bizdate}`). */
+            partition: string | null;
+            /** @description The task. */
+            task: string;
         };
         /** @description A project. */
         ProjectDto: {
@@ -4993,6 +5397,13 @@ export interface components {
             /** @description The next fire (RFC 3339 in the schedule's zone), when enabled. */
             nextFireTime: string | null;
             /**
+             * @description The datasets whose events fire it (DATA schedules): a dataset name,
+             *     `{ "all": [...] }` or `{ "any": [...] }`.
+             */
+            on?: components["schemas"]["Condition"] | (null);
+            /** @description What a restated partition does (DATA schedules): `ignore` or `rerun`. */
+            onUpdate?: components["schemas"]["OnUpdate"] | (null);
+            /**
              * Format: int64
              * @description The schedule.
              */
@@ -5021,7 +5432,7 @@ export interface components {
             cronExpression?: string | null;
         };
         /** @description What starts a schedule's runs. */
-        ScheduleKind: "CRON" | "EVENT" | "AFTER";
+        ScheduleKind: "CRON" | "EVENT" | "AFTER" | "DATA";
         /** @description `PUT /api/v1/dags/{dagId}/schedule` body. */
         ScheduleUpdate: {
             /** @description Cron expression. */
@@ -5345,6 +5756,11 @@ export interface components {
             id?: number;
             /** @description Unique within the DAG. */
             name: string;
+            /**
+             * @description Datasets it writes, announced when it succeeds: `dw.orders`, or
+             *     `dw.orders/${bizdate}` for one partition.
+             */
+            outputs?: string[];
             /**
              * @description Task-level parameters.
              * @default {}

@@ -1,0 +1,336 @@
+//! Datasets: `GET /api/v1/datasets` (each with the DAGs that write it and
+//! the data schedules that wait for it, the lineage), `GET
+//! /api/v1/datasets/{name}`, its events at `GET …/{name}/events`, and `POST
+//! …/{name}/events` to announce a dataset written outside DataJump, which
+//! starts every data schedule it completes.
+
+use axum::Json as AxumJson;
+use axum::body::Bytes;
+use axum::extract::{Extension, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use datajump_engine::Announcement;
+use datajump_shared::datasets::{self, EventSource, Written};
+use datajump_shared::entities::{dag, dataset_event};
+use datajump_store::datasets::{Consumer, Dataset, Producer};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use serde::{Deserialize, Serialize};
+use tracing::info;
+
+use super::paging;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::dto::Page;
+use crate::error::{Error, Result};
+use crate::extract::{Path, Query, parse_json};
+use crate::routes::session::CallerOf;
+
+/// `?project=&page=&pageSize=` of the dataset lists.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DatasetQuery {
+    /// The project (default: the caller's token's, or the default one).
+    pub project: Option<i64>,
+    /// 1-based page (default 1).
+    pub page: Option<u64>,
+    /// Items per page (default 20, at most 500).
+    pub page_size: Option<u64>,
+}
+
+/// `?project=&partition=&page=&pageSize=` of a dataset's events.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DatasetEventQuery {
+    /// The project (default: the caller's token's, or the default one).
+    pub project: Option<i64>,
+    /// Only events of this partition.
+    pub partition: Option<String>,
+    /// 1-based page (default 1).
+    pub page: Option<u64>,
+    /// Items per page (default 20, at most 500).
+    pub page_size: Option<u64>,
+}
+
+/// A task that writes a dataset.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerDto {
+    /// Its DAG's name.
+    pub dag: String,
+    /// The task.
+    pub task: String,
+    /// The partition it writes, as declared (`${bizdate}`).
+    pub partition: Option<String>,
+}
+
+/// A data schedule that waits for a dataset.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerDto {
+    /// Its DAG's name.
+    pub dag: String,
+    /// The schedule.
+    pub schedule: String,
+    /// Whether it fires: the schedule is active and its DAG online.
+    pub active: bool,
+}
+
+/// A dataset event.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetEventDto {
+    /// Its id; later events have larger ones.
+    pub id: i64,
+    /// The dataset.
+    pub dataset: String,
+    /// The partition written, if the dataset is partitioned.
+    pub partition: Option<String>,
+    /// `TASK` or `API`.
+    pub source: EventSource,
+    /// The run whose task wrote it.
+    pub dag_run_id: Option<i64>,
+    /// The task instance that wrote it.
+    pub task_instance_id: Option<i64>,
+    /// What the writer said about it (a task's declared outputs).
+    pub metadata: Option<serde_json::Value>,
+    /// When it was recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<dataset_event::Model> for DatasetEventDto {
+    fn from(row: dataset_event::Model) -> DatasetEventDto {
+        DatasetEventDto {
+            id: row.id,
+            dataset: row.dataset,
+            partition: row.partition,
+            source: row.source,
+            dag_run_id: row.dag_run_id,
+            task_instance_id: row.task_instance_id,
+            metadata: row.metadata,
+            created_at: row.created_at,
+        }
+    }
+}
+
+/// A dataset and its lineage.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetDto {
+    /// Its name.
+    pub name: String,
+    /// Its project.
+    pub project_id: i64,
+    /// The tasks that write it.
+    pub producers: Vec<ProducerDto>,
+    /// The data schedules that wait for it.
+    pub consumers: Vec<ConsumerDto>,
+    /// Its newest event.
+    pub last_event: Option<DatasetEventDto>,
+    /// Events recorded for it.
+    pub events: u64,
+}
+
+impl DatasetDto {
+    fn of(project_id: i64, dataset: Dataset) -> DatasetDto {
+        DatasetDto {
+            name: dataset.name,
+            project_id,
+            producers: dataset
+                .producers
+                .into_iter()
+                .map(
+                    |Producer {
+                         dag,
+                         task,
+                         partition,
+                     }| ProducerDto {
+                        dag,
+                        task,
+                        partition,
+                    },
+                )
+                .collect(),
+            consumers: dataset
+                .consumers
+                .into_iter()
+                .map(
+                    |Consumer {
+                         dag,
+                         schedule,
+                         active,
+                     }| ConsumerDto {
+                        dag,
+                        schedule,
+                        active,
+                    },
+                )
+                .collect(),
+            last_event: dataset.last_event.map(DatasetEventDto::from),
+            events: dataset.events,
+        }
+    }
+}
+
+/// `POST /api/v1/datasets/{name}/events` body.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Announce {
+    /// The project (default: the caller's token's, or the default one).
+    pub project: Option<i64>,
+    /// The partition written (`2024-01-15`), for a partitioned dataset.
+    pub partition: Option<String>,
+    /// Small facts about what was written: a JSON object of at most 4 KiB.
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// What an announcement did.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnnouncedDto {
+    /// The event recorded.
+    pub event: DatasetEventDto,
+    /// The DAGs it started a run of (their data schedules are met), by name.
+    pub starts: Vec<String>,
+}
+
+/// The project a request means, refused (403) beyond the caller's reach.
+fn project_of(caller: &Caller, asked: Option<i64>) -> Result<i64> {
+    let project = asked
+        .or(caller.reach.project_id())
+        .unwrap_or(datajump_store::projects::DEFAULT_PROJECT);
+    caller.may_use_project(project)?;
+    Ok(project)
+}
+
+fn checked_name(name: &str) -> Result<()> {
+    datasets::validate_name(name).map_err(|e| Error::bad_request(e.to_string()))
+}
+
+/// `GET /api/v1/datasets`: a project's datasets by name, with the tasks
+/// that write each and the data schedules that wait for it.
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(CallerOf(caller)): Extension<CallerOf>,
+    Query(query): Query<DatasetQuery>,
+) -> Result<AxumJson<Page<DatasetDto>>> {
+    let caller = crate::reach::caller(caller)?;
+    let project = project_of(&caller, query.project)?;
+    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    let all: Vec<DatasetDto> = datajump_store::datasets::list(&state.db, project)
+        .await?
+        .into_iter()
+        .map(|dataset| DatasetDto::of(project, dataset))
+        .collect();
+    Ok(AxumJson(Page::of_all(all, page, page_size)))
+}
+
+/// `GET /api/v1/datasets/{name}`: one dataset; 404 when nothing writes
+/// it, waits for it or announced it.
+pub async fn show(
+    State(state): State<AppState>,
+    Extension(CallerOf(caller)): Extension<CallerOf>,
+    Path(name): Path<String>,
+    Query(query): Query<DatasetQuery>,
+) -> Result<AxumJson<DatasetDto>> {
+    let caller = crate::reach::caller(caller)?;
+    checked_name(&name)?;
+    let project = project_of(&caller, query.project)?;
+    datajump_store::datasets::show(&state.db, project, &name)
+        .await?
+        .map(|dataset| AxumJson(DatasetDto::of(project, dataset)))
+        .ok_or_else(|| {
+            Error::not_found(format!(
+                "no dataset '{name}' in project {project}: no task writes it, no schedule waits for it and no event names it"
+            ))
+        })
+}
+
+/// `GET /api/v1/datasets/{name}/events`: its events, newest first.
+pub async fn events(
+    State(state): State<AppState>,
+    Extension(CallerOf(caller)): Extension<CallerOf>,
+    Path(name): Path<String>,
+    Query(query): Query<DatasetEventQuery>,
+) -> Result<AxumJson<Page<DatasetEventDto>>> {
+    let caller = crate::reach::caller(caller)?;
+    checked_name(&name)?;
+    let project = project_of(&caller, query.project)?;
+    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    let (items, total) = datajump_store::datasets::events(
+        &state.db,
+        project,
+        &name,
+        query.partition.as_deref(),
+        page,
+        page_size,
+    )
+    .await?;
+    Ok(AxumJson(Page {
+        items: items.into_iter().map(DatasetEventDto::from).collect(),
+        total,
+        page,
+        page_size,
+    }))
+}
+
+/// `POST /api/v1/datasets/{name}/events`: records that the dataset (or one
+/// partition) was written and starts the runs of every data schedule this
+/// completes (201). The body is optional: `{ "partition": "2024-01-15",
+/// "metadata": { … } }`.
+pub async fn announce(
+    State(state): State<AppState>,
+    Extension(CallerOf(caller)): Extension<CallerOf>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<(StatusCode, AxumJson<AnnouncedDto>)> {
+    let caller = crate::reach::caller(caller)?;
+    checked_name(&name)?;
+    let body: Announce = if body.iter().all(u8::is_ascii_whitespace) {
+        Announce::default()
+    } else {
+        parse_json(&body)?
+    };
+    let project = project_of(&caller, body.project)?;
+    if let Some(partition) = &body.partition {
+        datasets::validate_partition(partition).map_err(|e| Error::bad_request(e.to_string()))?;
+    }
+    datasets::validate_metadata(body.metadata.as_ref())
+        .map_err(|e| Error::bad_request(e.to_string()))?;
+    let (mut recorded, effects) = datajump_engine::announce(
+        &state.db,
+        vec![Announcement {
+            project_id: project,
+            written: Written {
+                dataset: name.clone(),
+                partition: body.partition,
+            },
+            source: EventSource::Api,
+            dag_run_id: None,
+            task_instance_id: None,
+            metadata: body.metadata,
+        }],
+    )
+    .await?;
+    let dag_ids: Vec<i64> = effects.fires().iter().map(|fire| fire.dag_id).collect();
+    let starts = dag::Entity::find()
+        .filter(dag::Column::Id.is_in(dag_ids))
+        .order_by_asc(dag::Column::Name)
+        .all(&state.db)
+        .await?
+        .into_iter()
+        .map(|dag| dag.name)
+        .collect();
+    // Recorded and fired: a lost publish is sent again by the ticker.
+    let _ = effects.publish(&state.bus).await;
+    let event = recorded
+        .pop()
+        .ok_or_else(|| Error::Internal("the event was not recorded".to_owned()))?;
+    info!(dataset = %name, partition = event.partition.as_deref().unwrap_or(""), by = %caller.name, "dataset announced through the API");
+    Ok((
+        StatusCode::CREATED,
+        AxumJson(AnnouncedDto {
+            event: event.into(),
+            starts,
+        }),
+    ))
+}
