@@ -315,6 +315,7 @@ fn announcements_of(ended: &HashMap<TaskInstanceId, Ended>, ends: &[&End]) -> Ve
                 dag_run_id: Some(row.dag_run_id),
                 task_instance_id: Some(row.id),
                 metadata: end.outputs.clone(),
+                origin: None,
             })
         })
         .collect()

@@ -57,10 +57,14 @@ pub struct Announcement {
     pub task_instance_id: Option<i64>,
     /// Small facts about what was written.
     pub metadata: Option<serde_json::Value>,
+    /// Where it came from, when a redelivery could bring it again
+    /// (`nats:<stream sequence>`): an origin already recorded is skipped.
+    pub origin: Option<String>,
 }
 
-/// Records announcements from outside a task (the API) and starts what
-/// they complete, in one transaction; returns the events recorded.
+/// Records announcements from outside a task (the API, a producer on
+/// NATS) and starts what they complete, in one transaction; returns the
+/// events recorded (none for an origin recorded before).
 pub async fn announce(
     db: &DatabaseConnection,
     announcements: Vec<Announcement>,
@@ -81,6 +85,29 @@ pub(crate) async fn record_written(
     now: DateTime<Utc>,
     effects: &mut Effects,
 ) -> Result<Vec<dataset_event::Model>, DbErr> {
+    let origins: Vec<String> = announcements
+        .iter()
+        .filter_map(|a| a.origin.clone())
+        .collect();
+    let announcements: Vec<Announcement> = if origins.is_empty() {
+        announcements
+    } else {
+        let seen: BTreeSet<String> = dataset_event::Entity::find()
+            .filter(dataset_event::Column::Origin.is_in(origins))
+            .all(&**txn)
+            .await?
+            .into_iter()
+            .filter_map(|event| event.origin)
+            .collect();
+        announcements
+            .into_iter()
+            .filter(|a| {
+                a.origin
+                    .as_ref()
+                    .is_none_or(|origin| !seen.contains(origin))
+            })
+            .collect()
+    };
     if announcements.is_empty() {
         return Ok(Vec::new());
     }
@@ -93,6 +120,7 @@ pub(crate) async fn record_written(
             dag_run_id: Set(a.dag_run_id),
             task_instance_id: Set(a.task_instance_id),
             metadata: Set(a.metadata),
+            origin: Set(a.origin),
             created_at: Set(now),
             ..Default::default()
         }

@@ -20,6 +20,7 @@ enum DatasetEvent {
     DagRunId,
     TaskInstanceId,
     Metadata,
+    Origin,
     CreatedAt,
 }
 
@@ -64,6 +65,7 @@ impl MigrationTrait for Migration {
                     .col(big_integer_null(DatasetEvent::DagRunId))
                     .col(big_integer_null(DatasetEvent::TaskInstanceId))
                     .col(json_null(DatasetEvent::Metadata))
+                    .col(string_len_null(DatasetEvent::Origin, 128).unique_key())
                     .col(timestamp_with_time_zone(DatasetEvent::CreatedAt))
                     .to_owned(),
             )

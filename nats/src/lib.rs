@@ -904,6 +904,7 @@ async fn topology(
     for (stream, consumer, deliver_new) in [
         (Stream::Fire, subjects::RESOLVER_FIRE_CONSUMER, false),
         (Stream::Event, subjects::RESOLVER_EVENT_CONSUMER, true),
+        (Stream::Dataset, subjects::RESOLVER_DATASET_CONSUMER, true),
         (Stream::Done, subjects::RESOLVER_DONE_CONSUMER, false),
     ] {
         let config = consumer_config(consumer, &names.stream_subjects(stream), deliver_new);

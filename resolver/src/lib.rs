@@ -1,8 +1,10 @@
 //! The resolver: consumer plumbing that turns fires into runs ([`fires`]),
-//! completions into releases ([`dones`]) and events into fires ([`events`]).
+//! completions into releases ([`dones`]), events into fires ([`events`])
+//! and producers' dataset announcements into dataset events ([`datasets`]).
 //!
 //! Stateless; any number of replicas share the durable consumers
-//! `resolver-fire`, `resolver-done` and `resolver-event`. The work is the
+//! `resolver-fire`, `resolver-done`, `resolver-event` and
+//! `resolver-dataset`. The work is the
 //! engine's (`datajump-engine`): each batch is one engine call, whose
 //! effects are published after its commit, and every handler is safe to run
 //! twice: a repeated fire hits the run's unique `dedup_key`, a repeated
@@ -25,6 +27,7 @@
 //! transaction runs: the database, not the broker's round trips, sets the
 //! pace.
 
+mod datasets;
 mod dones;
 mod events;
 mod fires;
@@ -135,8 +138,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
         &shutdown,
         Kind::Event,
     );
-    let (a, b, c) = tokio::join!(fires, dones, events);
-    a.and(b).and(c)?;
+    let datasets = consume(
+        &config,
+        &bus,
+        Stream::Dataset,
+        subjects::RESOLVER_DATASET_CONSUMER,
+        &shutdown,
+        Kind::Dataset,
+    );
+    let (a, b, c, d) = tokio::join!(fires, dones, events, datasets);
+    a.and(b).and(c).and(d)?;
     info!("resolver stopped");
     Ok(())
 }
@@ -146,6 +157,7 @@ enum Kind {
     Fire,
     Done,
     Event,
+    Dataset,
 }
 
 /// Most completions settled in one transaction.
@@ -204,6 +216,14 @@ async fn consume(
                 messages
                     .for_each_concurrent(config.concurrency, |message| async move {
                         let verdict = events::handle_event(config, bus, &message).await;
+                        settle_message(&message, stream, verdict).await;
+                    })
+                    .await;
+            }
+            Kind::Dataset => {
+                messages
+                    .for_each_concurrent(config.concurrency, |message| async move {
+                        let verdict = datasets::handle_dataset(config, bus, &message).await;
                         settle_message(&message, stream, verdict).await;
                     })
                     .await;

@@ -88,6 +88,49 @@ pub fn validate_metadata(metadata: Option<&serde_json::Value>) -> Result<(), Dat
     }
 }
 
+/// What an announcement says, from the API's body or a producer's message
+/// on `dj.dataset.<name>`: untrusted input, checked whole by
+/// [`Announced::parse`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Announced {
+    /// The project (default: the caller's token's, or the default one).
+    pub project: Option<i64>,
+    /// The partition written (`2024-01-15`), for a partitioned dataset.
+    pub partition: Option<String>,
+    /// Small facts about what was written: a JSON object of at most 4 KiB.
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// Why an announcement is refused.
+#[derive(Debug, Error)]
+pub enum AnnouncedError {
+    /// Not the JSON object it should be.
+    #[error(
+        "an announcement is a JSON object such as {{\"partition\": \"2024-01-15\", \"metadata\": {{\"rows\": 1200}}}}: {0}"
+    )]
+    Malformed(#[from] serde_json::Error),
+    /// A field's value is refused.
+    #[error(transparent)]
+    Invalid(#[from] DatasetError),
+}
+
+impl Announced {
+    /// Reads and checks an announcement; an empty body announces the
+    /// dataset without a partition.
+    pub fn parse(body: &[u8]) -> Result<Announced, AnnouncedError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Announced::default());
+        }
+        let announced: Announced = serde_json::from_slice(body)?;
+        if let Some(partition) = &announced.partition {
+            validate_partition(partition)?;
+        }
+        validate_metadata(announced.metadata.as_ref())?;
+        Ok(announced)
+    }
+}
+
 /// What a task declares it writes: `dw.orders` or `dw.orders/${bizdate}`,
 /// whose partition is a template substituted like the task's text when an
 /// attempt succeeds.
@@ -293,6 +336,9 @@ pub enum EventSource {
     /// Someone announced it through the API.
     #[sea_orm(string_value = "API")]
     Api,
+    /// A producer published it on `dj.dataset.<name>`.
+    #[sea_orm(string_value = "NATS")]
+    Nats,
 }
 
 impl EventSource {
@@ -301,6 +347,7 @@ impl EventSource {
         match self {
             EventSource::Task => "TASK",
             EventSource::Api => "API",
+            EventSource::Nats => "NATS",
         }
     }
 }
@@ -348,6 +395,15 @@ pub struct DatasetEventMsg {
     pub metadata: Option<serde_json::Value>,
     /// When it was recorded.
     pub created_at: DateTime<Utc>,
+}
+
+impl DatasetEventMsg {
+    /// Reads a message on `dj.dataset.<name>` that announces a recorded
+    /// event (one DataJump published), `None` for anything else (a
+    /// producer's announcement).
+    pub fn recorded(payload: &[u8]) -> Option<DatasetEventMsg> {
+        <DatasetEventMsg as crate::messages::Message>::decode(payload).ok()
+    }
 }
 
 impl crate::messages::Message for DatasetEventMsg {

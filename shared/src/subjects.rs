@@ -101,6 +101,9 @@ impl Stream {
 pub const RESOLVER_FIRE_CONSUMER: &str = "resolver-fire";
 /// Durable consumer of the event stream, shared by every resolver.
 pub const RESOLVER_EVENT_CONSUMER: &str = "resolver-event";
+/// Durable consumer of the dataset stream, shared by every resolver: it
+/// records what producers announce there.
+pub const RESOLVER_DATASET_CONSUMER: &str = "resolver-dataset";
 /// Durable consumer of the completion stream, shared by every resolver.
 pub const RESOLVER_DONE_CONSUMER: &str = "resolver-done";
 
@@ -247,6 +250,13 @@ impl Namespace {
     /// [`crate::datasets::validate_name`].
     pub fn dataset(&self, name: &str) -> String {
         format!("{}.dataset.{name}", self.prefix)
+    }
+
+    /// The dataset name of a dataset subject, `None` for any other subject.
+    pub fn parse_dataset<'s>(&self, subject: &'s str) -> Option<&'s str> {
+        subject
+            .strip_prefix(self.prefix.as_str())?
+            .strip_prefix(".dataset.")
     }
 
     /// `dj.work.<queue>.p<priority>`; the queue must have passed [`crate::naming::validate_queue`].

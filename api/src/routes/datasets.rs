@@ -10,7 +10,7 @@ use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use datajump_engine::Announcement;
-use datajump_shared::datasets::{self, EventSource, Written};
+use datajump_shared::datasets::{self, Announced, EventSource, Written};
 use datajump_shared::entities::{dag, dataset_event};
 use datajump_store::datasets::{Consumer, Dataset, Producer};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
@@ -22,7 +22,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::dto::Page;
 use crate::error::{Error, Result};
-use crate::extract::{Path, Query, parse_json};
+use crate::extract::{Path, Query};
 use crate::routes::session::CallerOf;
 
 /// `?project=&page=&pageSize=` of the dataset lists.
@@ -171,18 +171,6 @@ impl DatasetDto {
     }
 }
 
-/// `POST /api/v1/datasets/{name}/events` body.
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Announce {
-    /// The project (default: the caller's token's, or the default one).
-    pub project: Option<i64>,
-    /// The partition written (`2024-01-15`), for a partitioned dataset.
-    pub partition: Option<String>,
-    /// Small facts about what was written: a JSON object of at most 4 KiB.
-    pub metadata: Option<serde_json::Value>,
-}
-
 /// What an announcement did.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -285,17 +273,8 @@ pub async fn announce(
 ) -> Result<(StatusCode, AxumJson<AnnouncedDto>)> {
     let caller = crate::reach::caller(caller)?;
     checked_name(&name)?;
-    let body: Announce = if body.iter().all(u8::is_ascii_whitespace) {
-        Announce::default()
-    } else {
-        parse_json(&body)?
-    };
+    let body = Announced::parse(&body).map_err(|e| Error::bad_request(e.to_string()))?;
     let project = project_of(&caller, body.project)?;
-    if let Some(partition) = &body.partition {
-        datasets::validate_partition(partition).map_err(|e| Error::bad_request(e.to_string()))?;
-    }
-    datasets::validate_metadata(body.metadata.as_ref())
-        .map_err(|e| Error::bad_request(e.to_string()))?;
     let (mut recorded, effects) = datajump_engine::announce(
         &state.db,
         vec![Announcement {
@@ -308,6 +287,7 @@ pub async fn announce(
             dag_run_id: None,
             task_instance_id: None,
             metadata: body.metadata,
+            origin: None,
         }],
     )
     .await?;

@@ -757,7 +757,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Announce a dataset (or a partition) written outside DataJump; starts the data schedules it completes",
             datasets::announce,
         )
-        .takes::<datasets::Announce>(Optional)
+        .takes::<datajump_shared::datasets::Announced>(Optional)
         .status(201)
         .scope(Handler)
         .answers::<datasets::AnnouncedDto>(),

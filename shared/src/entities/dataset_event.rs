@@ -27,6 +27,11 @@ pub struct Model {
     /// Small facts about what was written: a task's declared outputs, or
     /// what an announcement gave.
     pub metadata: Option<Json>,
+    /// Where an announcement came from, unique: `nats:<stream sequence>`
+    /// for one published on `dj.dataset.<name>`, so a redelivery records
+    /// nothing new.
+    #[sea_orm(unique)]
+    pub origin: Option<String>,
     /// When it was recorded.
     pub created_at: DateTimeUtc,
 }

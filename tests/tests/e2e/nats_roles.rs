@@ -169,6 +169,14 @@ async fn every_role_runs_as_its_own_nats_user_without_a_violation() {
             "name: on_orders\nschedules: [{ event: orders.ready }]\ntasks:\n  - { name: load, command: 'echo \"loading $DJ_PARAM_TABLE\"' }\n".to_owned(),
         ),
         (
+            "writes_orders.yaml",
+            "name: writes_orders\ntasks:\n  - { name: load, command: 'true', outputs: ['ods.orders/${bizdate}'] }\n".to_owned(),
+        ),
+        (
+            "on_data.yaml",
+            "name: on_data\nschedules: [{ on: { all: [ods.orders, ref.rates] } }]\ntasks:\n  - { name: build, command: 'echo \"building $DJ_BIZ_DATE\"' }\n".to_owned(),
+        ),
+        (
             "broken.yaml",
             format!("name: broken\nalerts:\n  webhooks: [{{ url: 'http://127.0.0.1:{hook_port}/hook' }}]\n  on: [run_failed]\ntasks:\n  - {{ name: fails, command: 'exit 3', retry: {{ max: 0 }} }}\n"),
         ),
@@ -246,6 +254,32 @@ async fn every_role_runs_as_its_own_nats_user_without_a_violation() {
         system.runs("on_orders")[0]["status"] == "SUCCESS"
     })
     .await;
+
+    // A dataset a task wrote (the runner records and publishes it), and
+    // one the producer announces: together they start the DAG on both.
+    let (ok, out) = system.run("dj-operator", &["trigger", "writes_orders", "--wait"]);
+    assert!(ok, "{out}\n{}", system.logs());
+    js.publish("dj.dataset.ref.rates", r#"{"metadata":{"rows":3}}"#.into())
+        .await
+        .expect("publish the dataset")
+        .await
+        .expect("JetStream stored the dataset");
+    eventually("the data-scheduled DAG did not run", || async {
+        system.runs("on_data")[0]["status"] == "SUCCESS"
+    })
+    .await;
+    let (ok, out) = system.run("dj-operator", &["dataset", "list"]);
+    assert!(
+        ok && out.contains("ods.orders")
+            && out.contains("writes_orders/load")
+            && out.contains("on_data"),
+        "{out}"
+    );
+    let (ok, out) = system.run("dj-operator", &["dataset", "events", "ref.rates"]);
+    assert!(
+        ok && out.contains("NATS") && out.contains(r#"{"rows":3}"#),
+        "{out}"
+    );
 
     // An alert, delivered by the ticker.
     let (ok, out) = system.run("dj-operator", &["trigger", "broken", "--wait"]);

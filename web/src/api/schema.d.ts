@@ -2060,7 +2060,7 @@ export interface paths {
             };
             requestBody?: {
                 content: {
-                    "application/json": components["schemas"]["Announce"];
+                    "application/json": components["schemas"]["Announced"];
                 };
             };
             responses: {
@@ -2913,8 +2913,12 @@ export interface components {
         AlertKind: "run_failed" | "task_failed" | "timeout" | "sla_miss" | "test";
         /** @description Where an alert row is in its delivery. */
         AlertState: "PENDING" | "SENDING" | "SENT" | "FAILED";
-        /** @description `POST /api/v1/datasets/{name}/events` body. */
-        Announce: {
+        /**
+         * @description What an announcement says, from the API's body or a producer's message
+         *     on `dj.dataset.<name>`: untrusted input, checked whole by
+         *     [`Announced::parse`].
+         */
+        Announced: {
             /** @description Small facts about what was written: a JSON object of at most 4 KiB. */
             metadata?: unknown;
             /** @description The partition written (`2024-01-15`), for a partitioned dataset. */
@@ -4479,7 +4483,7 @@ export interface components {
             subject: string;
         };
         /** @description Who announced a dataset event. */
-        EventSource: "TASK" | "API";
+        EventSource: "TASK" | "API" | "NATS";
         /** @description One attempt of a task instance. */
         ExecutionDto: {
             /**

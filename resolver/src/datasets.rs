@@ -1,0 +1,79 @@
+//! `dj.dataset.>`: a producer's announcement that a dataset was written
+//! becomes a recorded dataset event, which starts the data schedules it
+//! completes (`datajump_engine::announce`).
+//!
+//! The stream also carries the events DataJump recorded itself (published
+//! after their commits); those are read, found recorded, and acknowledged.
+//! An announcement is recorded under its stream sequence, so a redelivery
+//! after a crash records nothing twice.
+
+use async_nats::jetstream;
+use datajump_engine::Announcement;
+use datajump_nats::Bus;
+use datajump_shared::datasets::{self, Announced, DatasetEventMsg, EventSource, Written};
+use datajump_shared::entities::dataset_event;
+use sea_orm::EntityTrait;
+use tracing::info;
+
+use crate::{Config, Verdict};
+
+/// Records a producer's announcement, or acknowledges a recorded event's
+/// notice.
+pub(crate) async fn handle_dataset(
+    config: &Config,
+    bus: &Bus,
+    message: &jetstream::Message,
+) -> Verdict {
+    let Some(name) = bus.names().parse_dataset(message.subject.as_str()) else {
+        return Verdict::Poison("not a dataset subject".to_owned());
+    };
+    if let Err(e) = datasets::validate_name(name) {
+        return Verdict::Poison(e.to_string());
+    }
+    if let Some(recorded) = DatasetEventMsg::recorded(&message.payload) {
+        return match dataset_event::Entity::find_by_id(recorded.id)
+            .one(&config.db)
+            .await
+        {
+            Ok(Some(_)) => Verdict::Ack,
+            Ok(None) => Verdict::Poison(format!(
+                "names dataset event {} that was never recorded; announce a dataset with {{\"partition\": …}}",
+                recorded.id
+            )),
+            Err(e) => e.into(),
+        };
+    }
+    let announced = match Announced::parse(&message.payload) {
+        Ok(announced) => announced,
+        Err(e) => return Verdict::Poison(e.to_string()),
+    };
+    let sequence = message
+        .info()
+        .map(|i| i.stream_sequence)
+        .unwrap_or_default();
+    let announcement = Announcement {
+        project_id: announced
+            .project
+            .unwrap_or(datajump_shared::dag_file::DEFAULT_PROJECT),
+        written: Written {
+            dataset: name.to_owned(),
+            partition: announced.partition,
+        },
+        source: EventSource::Nats,
+        dag_run_id: None,
+        task_instance_id: None,
+        metadata: announced.metadata,
+        origin: Some(format!("nats:{sequence}")),
+    };
+    match datajump_engine::announce(&config.db, vec![announcement]).await {
+        Ok((recorded, effects)) => {
+            for event in &recorded {
+                info!(dataset = %event.dataset, partition = event.partition.as_deref().unwrap_or(""), sequence, "dataset announced on NATS recorded");
+            }
+            // A fire lost here is sent again by the ticker.
+            let _ = effects.publish(bus).await;
+            Verdict::Ack
+        }
+        Err(e) => e.into(),
+    }
+}
