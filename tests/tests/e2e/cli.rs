@@ -1008,6 +1008,9 @@ async fn the_example_dags_run_as_their_comments_say() {
         "example_cross_dag",
         "example_event",
         "example_http",
+        "example_ods",
+        "example_dwd",
+        "example_dws",
     ] {
         assert!(
             log.contains(&format!("dag '{name}'")),
@@ -1081,5 +1084,38 @@ async fn the_example_dags_run_as_their_comments_say() {
         assert!(Instant::now() < deadline, "the event's run: {runs}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // The warehouse: one ODS run starts DWD on its orders, and DWS once
+    // both the clean orders and the users are in, all for its date.
+    let ods = run_at(
+        &api_url,
+        None,
+        &["trigger", "example_ods", "--wait", "--timeout", "60"],
+    )
+    .await;
+    assert!(ods.success, "{}\n{}", ods.stdout, ods.stderr);
+    let biz_date = run_at(&api_url, None, &["runs", "example_ods", "--json"])
+        .await
+        .json()[0]["bizDate"]
+        .clone();
+    loop {
+        let runs = run_at(&api_url, None, &["runs", "example_dws", "--json"])
+            .await
+            .json();
+        if runs[0]["status"] == "SUCCESS" {
+            assert_eq!(runs[0]["bizDate"], biz_date, "{runs}");
+            assert_eq!(runs[0]["triggerType"], "DATASET", "{runs}");
+            break;
+        }
+        assert!(Instant::now() < deadline + TIMEOUT, "the DWS run: {runs}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let lineage = run_at(&api_url, None, &["dataset", "show", "dwd.orders"])
+        .await
+        .ok();
+    assert!(
+        lineage.contains("example_dwd/clean_orders") && lineage.contains("example_dws"),
+        "{lineage}"
+    );
     up.kill9();
 }
