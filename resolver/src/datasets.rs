@@ -47,14 +47,20 @@ pub(crate) async fn handle_dataset(
         Ok(announced) => announced,
         Err(e) => return Verdict::Poison(e.to_string()),
     };
+    let project_id = announced
+        .project
+        .unwrap_or(datajump_shared::dag_file::DEFAULT_PROJECT);
+    match datajump_store::projects::find(&config.db, project_id).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return Verdict::Poison(format!("no project with id {project_id}")),
+        Err(e) => return e.into(),
+    }
     let sequence = message
         .info()
         .map(|i| i.stream_sequence)
         .unwrap_or_default();
     let announcement = Announcement {
-        project_id: announced
-            .project
-            .unwrap_or(datajump_shared::dag_file::DEFAULT_PROJECT),
+        project_id,
         written: Written {
             dataset: name.to_owned(),
             partition: announced.partition,

@@ -275,6 +275,14 @@ pub async fn announce(
     checked_name(&name)?;
     let body = Announced::parse(&body).map_err(|e| Error::bad_request(e.to_string()))?;
     let project = project_of(&caller, body.project)?;
+    if datajump_store::projects::find(&state.db, project)
+        .await?
+        .is_none()
+    {
+        return Err(Error::not_found(format!(
+            "no project with id {project} (`datajump project list`)"
+        )));
+    }
     let (mut recorded, effects) = datajump_engine::announce(
         &state.db,
         vec![Announcement {

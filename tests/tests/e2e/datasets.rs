@@ -171,6 +171,18 @@ tasks:
         )
         .await
         .expect_error(400, "BAD_REQUEST", "metadata must be a JSON object");
+        api.post(
+            "/api/v1/datasets/ods.orders/events",
+            json!({ "project": 99 }),
+        )
+        .await
+        .expect_error(404, "NOT_FOUND", "no project with id 99");
+        api.post(
+            "/api/v1/datasets/ods.orders/events",
+            json!({ "partitions": ["2024-03-02"] }),
+        )
+        .await
+        .expect_error(400, "BAD_REQUEST", "unknown field `partitions`");
         assert_eq!(events_of(&env, "ods.orders").await.len(), 3);
 
         // Lineage and history, as `datajump dataset` shows them.

@@ -352,6 +352,56 @@ both_dbs!(a_project_token_stays_in_its_project, |env| async move {
         assert_eq!(status, 403, "{method} {path}: {body}");
     }
 
+    // Datasets are a project's own: the lead announces and lists in
+    // project 2, cannot announce or look into project 1, and a DAG of
+    // project 1 waiting for the same name is not started by project 2's
+    // event.
+    env.apply("name: platform_on_data\nschedules: [{ on: shared.orders }]\ntasks:\n  - { name: t, command: 'true' }\n")
+        .await;
+    let (status, announced) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        "/api/v1/datasets/shared.orders/events",
+        Some(json!({ "partition": "2024-02-01" })),
+    )
+    .await;
+    assert_eq!(status, 201, "{announced}");
+    assert_eq!(announced["starts"], json!([]), "{announced}");
+    let (status, body) = call(
+        &api,
+        Some(&lead),
+        Method::POST,
+        "/api/v1/datasets/shared.orders/events",
+        Some(json!({ "project": 1 })),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = call(
+        &api,
+        Some(&lead),
+        Method::GET,
+        "/api/v1/datasets?project=1",
+        None,
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    let (_, listed) = call(&api, Some(&lead), Method::GET, "/api/v1/datasets", None).await;
+    assert_eq!(listed["items"][0]["projectId"], 2, "{listed}");
+    assert_eq!(listed["items"][0]["consumers"], json!([]), "{listed}");
+    let (_, platform) = call(
+        &api,
+        Some(&root),
+        Method::GET,
+        "/api/v1/datasets/shared.orders",
+        None,
+    )
+    .await;
+    assert_eq!(
+        platform["events"], 0,
+        "project 1 saw project 2's event: {platform}"
+    );
+
     // A task of the project may not use another project's secret or
     // datasource, even by name.
     let (status, sneaky) = call(
