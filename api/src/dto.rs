@@ -412,6 +412,12 @@ pub struct TaskInstanceDto {
     pub priority: i32,
     /// Retry time while UP_FOR_RETRY.
     pub retry_at: Option<DateTime<Utc>>,
+    /// A sensor's checks so far in its attempt (0 for other tasks).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub checks: i32,
+    /// A sensor's next check while UP_FOR_RESCHEDULE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_check_at: Option<DateTime<Utc>>,
     /// Why it failed or was skipped.
     pub error_message: Option<String>,
     /// When it was queued last.
@@ -443,6 +449,10 @@ impl From<&task_instance::Model> for TaskInstanceDto {
             queue: row.queue.clone(),
             priority: row.priority,
             retry_at: (row.status == TaskStatus::UpForRetry)
+                .then_some(row.deadline_at)
+                .flatten(),
+            checks: row.pokes,
+            next_check_at: (row.status == TaskStatus::UpForReschedule)
                 .then_some(row.deadline_at)
                 .flatten(),
             error_message: row.reason.clone(),
@@ -1141,4 +1151,8 @@ pub struct RecentRun {
     pub status: RunStatus,
     /// Its business date.
     pub biz_date: NaiveDate,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }

@@ -35,9 +35,16 @@ async fn start_many<C: ConnectionTrait>(
     if claims.is_empty() {
         return Ok(Vec::new());
     }
+    // A sensor between checks (it has checks) continues its attempt: one
+    // attempt however many checks it makes.
     let won = Ti::update_many()
         .col_expr(TiCol::Status, Expr::value(TaskStatus::Running.as_str()))
-        .col_expr(TiCol::Attempt, Expr::col(TiCol::Attempt).add(1))
+        .col_expr(
+            TiCol::Attempt,
+            Expr::case(TiCol::Pokes.gt(0), Expr::col(TiCol::Attempt))
+                .finally(Expr::col(TiCol::Attempt).add(1))
+                .into(),
+        )
         .col_expr(TiCol::Owner, Expr::value(owner))
         .col_expr(TiCol::StartedAt, Expr::value(now))
         .col_expr(
@@ -86,6 +93,12 @@ pub enum AttemptEnd {
         /// When the ticker requeues it.
         retry_at: DateTime<Utc>,
     },
+    /// A sensor's condition did not hold yet: UP_FOR_RESCHEDULE until
+    /// `check_at`, the same attempt.
+    Reschedule {
+        /// When the ticker requeues it for its next check.
+        check_at: DateTime<Utc>,
+    },
 }
 
 /// The end of one attempt, as [`finish_many`] records it.
@@ -120,6 +133,7 @@ async fn finish_many<C: ConnectionTrait>(
     let mut status = Vec::with_capacity(finishes.len());
     let mut finished_at = Vec::new();
     let mut retry_at = Vec::new();
+    let mut check_at = Vec::new();
     for finish in finishes {
         match finish.end {
             AttemptEnd::Terminal(end) => {
@@ -129,6 +143,10 @@ async fn finish_many<C: ConnectionTrait>(
             AttemptEnd::Retry { retry_at: at } => {
                 status.push((finish.id, TaskStatus::UpForRetry.as_str()));
                 retry_at.push((finish.id, *at));
+            }
+            AttemptEnd::Reschedule { check_at: at } => {
+                status.push((finish.id, TaskStatus::UpForReschedule.as_str()));
+                check_at.push((finish.id, *at));
             }
         }
     }
@@ -145,22 +163,38 @@ async fn finish_many<C: ConnectionTrait>(
             per_row(TiCol::Id, finished_at, Some(Expr::col(TiCol::FinishedAt))),
         );
     }
+    // Checks count up while a sensor waits, and start again from zero
+    // with any other end (the next attempt is a new one).
+    let checked: Vec<i64> = check_at.iter().map(|(id, _)| *id).collect();
+    update = update.col_expr(
+        TiCol::Pokes,
+        if checked.is_empty() {
+            Expr::value(0)
+        } else {
+            Expr::case(TiCol::Id.is_in(checked), Expr::col(TiCol::Pokes).add(1))
+                .finally(Expr::value(0))
+                .into()
+        },
+    );
+    let mut deadlines = retry_at.clone();
+    deadlines.extend(check_at);
+    if !deadlines.is_empty() {
+        update = update.col_expr(
+            TiCol::DeadlineAt,
+            per_row(TiCol::Id, deadlines, Some(Expr::col(TiCol::DeadlineAt))),
+        );
+    }
     if !retry_at.is_empty() {
         let retried: Vec<i64> = retry_at.iter().map(|(id, _)| *id).collect();
-        update = update
-            .col_expr(
-                TiCol::DeadlineAt,
-                per_row(TiCol::Id, retry_at, Some(Expr::col(TiCol::DeadlineAt))),
+        update = update.col_expr(
+            TiCol::RetriesUsed,
+            Expr::case(
+                TiCol::Id.is_in(retried),
+                Expr::col(TiCol::RetriesUsed).add(1),
             )
-            .col_expr(
-                TiCol::RetriesUsed,
-                Expr::case(
-                    TiCol::Id.is_in(retried),
-                    Expr::col(TiCol::RetriesUsed).add(1),
-                )
-                .finally(Expr::col(TiCol::RetriesUsed))
-                .into(),
-            );
+            .finally(Expr::col(TiCol::RetriesUsed))
+            .into(),
+        );
     }
     // End and EndForRetry leave the same status, RUNNING.
     let mut ended = update
@@ -187,10 +221,10 @@ async fn finish_many<C: ConnectionTrait>(
         }
     }
     for row in &ended {
-        let transition = if row.status == TaskStatus::UpForRetry {
-            TaskTransition::EndForRetry
-        } else {
-            TaskTransition::End
+        let transition = match row.status {
+            TaskStatus::UpForRetry => TaskTransition::EndForRetry,
+            TaskStatus::UpForReschedule => TaskTransition::EndForReschedule,
+            _ => TaskTransition::End,
         };
         transition.applied(TaskStatus::Running, row.status);
     }
@@ -337,34 +371,83 @@ async fn apply_claims(
     if won.is_empty() {
         return Ok(HashMap::new());
     }
-    let executions = execution::Entity::insert_many(won.iter().map(|row| execution::ActiveModel {
-        task_instance_id: Set(row.id),
-        dag_run_id: Set(row.dag_run_id),
-        task_id: Set(row.task_id),
-        // From the spec the run was created with (the fire's schedule).
-        schedule_id: Set(row.spec["schedule_id"].as_i64()),
-        biz_date: Set(row.biz_date),
-        status: Set(TaskStatus::Running),
-        attempt: Set(row.last_attempt()),
-        trigger_type: Set(row.trigger_type),
-        worker: Set(owner.to_owned()),
-        start_time: Set(now),
-        created_at: Set(now),
-        ..Default::default()
-    }))
-    .exec_with_returning(&**txn)
-    .await?;
-    let mut executions: HashMap<i64, execution::Model> = executions
-        .into_iter()
-        .map(|execution| (execution.task_instance_id, execution))
-        .collect();
-    Ok(won
-        .into_iter()
+    let (continued, started): (Vec<_>, Vec<_>) = won.into_iter().partition(|row| row.pokes > 0);
+    let mut executions = continue_checks(txn, &continued, owner).await?;
+    if started.is_empty() {
+        return Ok(pair_with_executions(continued, executions));
+    }
+    let inserted =
+        execution::Entity::insert_many(started.iter().map(|row| execution::ActiveModel {
+            task_instance_id: Set(row.id),
+            dag_run_id: Set(row.dag_run_id),
+            task_id: Set(row.task_id),
+            // From the spec the run was created with (the fire's schedule).
+            schedule_id: Set(row.spec["schedule_id"].as_i64()),
+            biz_date: Set(row.biz_date),
+            status: Set(TaskStatus::Running),
+            attempt: Set(row.last_attempt()),
+            trigger_type: Set(row.trigger_type),
+            worker: Set(owner.to_owned()),
+            start_time: Set(now),
+            created_at: Set(now),
+            ..Default::default()
+        }))
+        .exec_with_returning(&**txn)
+        .await?;
+    executions.extend(
+        inserted
+            .into_iter()
+            .map(|execution| (execution.task_instance_id, execution)),
+    );
+    let mut rows = continued;
+    rows.extend(started);
+    Ok(pair_with_executions(rows, executions))
+}
+
+/// Each claimed instance with its execution row, by instance.
+fn pair_with_executions(
+    rows: Vec<task_instance::Model>,
+    mut executions: HashMap<i64, execution::Model>,
+) -> HashMap<TaskInstanceId, (task_instance::Model, execution::Model)> {
+    rows.into_iter()
         .filter_map(|row| {
             let execution = executions.remove(&row.id)?;
             Some((row.instance_id(), (row, execution)))
         })
-        .collect())
+        .collect()
+}
+
+/// Reopens the execution rows of sensors claimed for their next check:
+/// their attempt goes on, under the runner that took it now. Returns them
+/// by instance.
+async fn continue_checks(
+    txn: &WriteTxn,
+    rows: &[task_instance::Model],
+    owner: &str,
+) -> Result<HashMap<i64, execution::Model>, DbErr> {
+    let mut reopened = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let execution = execution::Entity::update_many()
+            .col_expr(
+                execution::Column::Status,
+                Expr::value(TaskStatus::Running.as_str()),
+            )
+            .col_expr(execution::Column::Worker, Expr::value(owner))
+            .col_expr(
+                execution::Column::EndTime,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(execution::Column::TaskInstanceId.eq(row.id))
+            .filter(execution::Column::Attempt.eq(row.last_attempt()))
+            .exec_with_returning(&**txn)
+            .await?
+            .into_iter()
+            .next();
+        if let Some(execution) = execution {
+            reopened.insert(row.id, execution);
+        }
+    }
+    Ok(reopened)
 }
 
 /// Records the ends: the instances' new states, then every execution row;

@@ -268,9 +268,14 @@ async fn publish_work(bus: &Bus, row: &task_instance::Model, again: bool) -> Res
         source: e.into(),
     })?;
     let subject = bus.names().work(&row.queue, Priority::of(row.priority));
-    let msg_id = bus
+    let mut msg_id = bus
         .installation()
         .work_msg_id(row.instance_id(), row.attempt);
+    // A sensor's next check continues its attempt: its own id, so the
+    // duplicate window does not hold it back.
+    if row.pokes > 0 {
+        msg_id.push_str(&format!(":check{}", row.pokes));
+    }
     if again {
         let fresh = subjects::fresh_msg_id(&msg_id);
         bus.publish(Stream::Work, subject, &fresh, work.encode())

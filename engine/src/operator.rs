@@ -439,6 +439,7 @@ async fn reset_in<C: ConnectionTrait>(
             .col_expr(TiCol::StrongFailed, Expr::value(failed))
             .col_expr(TiCol::Propagated, Expr::value(false))
             .col_expr(TiCol::RetriesUsed, Expr::value(0))
+            .col_expr(TiCol::Pokes, Expr::value(0))
             .col_expr(TiCol::Reason, Expr::value(Option::<String>::None))
             .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
             .col_expr(

@@ -511,6 +511,7 @@ mod tests {
             started_at: None,
             finished_at: None,
             outputs: None,
+            pokes: 0,
         }
     }
 

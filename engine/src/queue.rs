@@ -93,14 +93,35 @@ async fn shorten_to_queue_timeouts<C: ConnectionTrait>(
     Ok(())
 }
 
-/// UP_FOR_RETRY → QUEUED for an instance whose retry time has come (the
-/// ticker's deadline scan); `None` if it no longer waits for one.
+/// UP_FOR_RETRY or UP_FOR_RESCHEDULE (`from`) → QUEUED for an instance
+/// whose retry, or next sensor check, has come (the ticker's deadline
+/// scan); `None` if it no longer waits in `from`.
 pub async fn retry_due(
     db: &DatabaseConnection,
     id: TaskInstanceId,
+    from: TaskStatus,
     now: DateTime<Utc>,
 ) -> Result<Option<Effects>, DbErr> {
-    let queued = queue_many(db, &[id.0], TaskTransition::RetryDue, now).await?;
+    let transition = TaskTransition::RetryDue;
+    if !transition.from().contains(&from) {
+        return Ok(None);
+    }
+    let mut queued = update_instance(
+        db,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Queued.as_str()))
+            .col_expr(TiCol::QueuedAt, Expr::value(now))
+            .col_expr(TiCol::DeadlineAt, Expr::value(now + REPUBLISH_AFTER))
+            .filter(TiCol::Id.eq(id.0))
+            .filter(TiCol::Status.eq(from)),
+    )
+    .await?
+    .into_iter()
+    .collect::<Vec<_>>();
+    for _ in &queued {
+        transition.applied(from, TaskStatus::Queued);
+    }
+    shorten_to_queue_timeouts(db, &mut queued).await?;
     Ok((!queued.is_empty()).then(|| Effects {
         queued,
         ..Effects::default()
@@ -214,8 +235,8 @@ pub(crate) fn queue_new(
     ready && task.enabled
 }
 
-/// Moves many instances to QUEUED by `transition` (a release from PENDING,
-/// a retry come due from UP_FOR_RETRY), in one statement per
+/// Moves many instances to QUEUED by `transition` (a release from
+/// PENDING), in one statement per
 /// [`IN_LIST_MAX`](crate::sql::IN_LIST_MAX) ids.
 pub(crate) async fn queue_many<C: ConnectionTrait>(
     conn: &C,

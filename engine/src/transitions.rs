@@ -40,7 +40,11 @@ pub enum TaskTransition {
     End,
     /// Its attempt failed with retries left.
     EndForRetry,
-    /// Its retry time came (the ticker's deadline scan).
+    /// A sensor's check found its condition not met yet: it waits for the
+    /// next check without a slot.
+    EndForReschedule,
+    /// Its retry time, or a sensor's next check, came (the ticker's
+    /// deadline scan).
     RetryDue,
     /// Its runner gave it back at the drain timeout, without a verdict.
     RequeueOnDrain,
@@ -103,6 +107,7 @@ const MARKABLE: &[TaskStatus] = &[
     T::UpstreamFailed,
     T::Pending,
     T::UpForRetry,
+    T::UpForReschedule,
 ];
 
 impl TaskTransition {
@@ -115,9 +120,16 @@ impl TaskTransition {
             | Self::EndForRetry
             | Self::RequeueOnDrain
             | Self::TakeOver
+            | Self::EndForReschedule
             | Self::TakeOverLostTooOften => &[T::Running],
-            Self::RetryDue => &[T::UpForRetry],
-            Self::Kill => &[T::Pending, T::Queued, T::Running, T::UpForRetry],
+            Self::RetryDue => &[T::UpForRetry, T::UpForReschedule],
+            Self::Kill => &[
+                T::Pending,
+                T::Queued,
+                T::Running,
+                T::UpForRetry,
+                T::UpForReschedule,
+            ],
             Self::Reset => RESETTABLE,
             Self::Mark => MARKABLE,
         }
@@ -130,8 +142,10 @@ impl TaskTransition {
             Self::Skip => &[T::Skipped],
             Self::UpstreamFail => &[T::UpstreamFailed],
             Self::Claim => &[T::Running],
-            Self::End => &[T::Success, T::Failed, T::Timeout],
+            // SKIPPED: a sensor with `soft_fail` out of time.
+            Self::End => &[T::Success, T::Failed, T::Timeout, T::Skipped],
             Self::EndForRetry => &[T::UpForRetry],
+            Self::EndForReschedule => &[T::UpForReschedule],
             Self::TakeOverLostTooOften => &[T::Failed],
             Self::WaitTimeout | Self::QueueTimeout => &[T::Timeout],
             Self::Kill => &[T::Killed],

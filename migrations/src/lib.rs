@@ -25,6 +25,7 @@ mod m20261202_000015_after_schedule;
 mod m20261202_000016_task_outputs;
 mod m20261202_000017_run_finished_index;
 mod m20261203_000018_datasets;
+mod m20261204_000019_sensors;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -50,6 +51,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000016_task_outputs::Migration),
             Box::new(m20261202_000017_run_finished_index::Migration),
             Box::new(m20261203_000018_datasets::Migration),
+            Box::new(m20261204_000019_sensors::Migration),
         ]
     }
 }

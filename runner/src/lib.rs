@@ -30,7 +30,7 @@ use datajump_cron::parse_time_zone;
 use datajump_engine::AttemptEnd;
 use datajump_nats::{Bus, NatsError, pull_consumer};
 use datajump_shared::TaskStatus;
-use datajump_shared::content::TaskContent;
+use datajump_shared::content::{SensorContent, TaskContent};
 use datajump_shared::datasets;
 use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
@@ -658,7 +658,9 @@ async fn claim_and_run(
         metrics::poison_message(Stream::Work);
     }
     let work = &queued;
-    if let Some(queued) = row.queued_at {
+    // A sensor's later check continues an attempt started before it was
+    // queued: no dispatch to measure.
+    if let Some(queued) = row.queued_at.filter(|_| row.pokes == 0) {
         metrics::task_dispatched(queued, exec_row.start_time);
     }
     info!(runner = %config.id, "task started");
@@ -805,7 +807,22 @@ async fn run_claimed(
     let log_path = store_full_log(logs, exec_row.id, finished_log.full).await;
     let abandoned = outcome == ExecOutcome::Cancelled && drain.is_cancelled();
 
-    let verdict = judge(&outcome, &task.retry, row.retries_used, end);
+    let sensor_content = match TaskContent::parse(task.task_type, &task.content) {
+        Ok(TaskContent::Sensor(content)) => Some(content),
+        _ => None,
+    };
+    let sensor = sensor_content.as_ref().map(|content| SensorWait {
+        content,
+        first_check: exec_row.start_time,
+        check: row.pokes + 1,
+    });
+    let verdict = judge(
+        &outcome,
+        &task.retry,
+        row.retries_used,
+        end,
+        sensor.as_ref(),
+    );
     let (status, reason) = if abandoned {
         let why = "the runner shut down; the task went back to the queue";
         (TaskStatus::Failed, Some(why.to_owned()))
@@ -814,7 +831,9 @@ async fn run_claimed(
     };
     let ended = datajump_engine::End {
         task_instance_id: row.instance_id(),
-        attempt: work.attempt,
+        // The execution's: a sensor's later check continues the attempt its
+        // first check started.
+        attempt: exec_row.attempt,
         execution_id: exec_row.id,
         abandoned,
         instance_end: verdict.end,
@@ -1104,16 +1123,65 @@ struct Verdict {
     reason: Option<String>,
 }
 
+/// A sensor's attempt so far: what the runner needs to decide what a check
+/// that found nothing means.
+struct SensorWait<'a> {
+    content: &'a SensorContent,
+    /// When its attempt's first check started.
+    first_check: DateTime<Utc>,
+    /// The number of the check that just ended (1 for the first).
+    check: i32,
+}
+
+/// What a sensor's check that found nothing means: another check later,
+/// without a slot, or, once its `sensor_timeout` has passed, TIMEOUT
+/// (SKIPPED with `soft_fail`).
+fn judge_not_ready(missing: &str, sensor: &SensorWait<'_>, now: DateTime<Utc>) -> Verdict {
+    let waited = (now - sensor.first_check).num_seconds();
+    let limit = sensor.content.sensor_timeout_secs();
+    if waited >= limit {
+        let status = if sensor.content.soft_fail {
+            TaskStatus::Skipped
+        } else {
+            TaskStatus::Timeout
+        };
+        return Verdict {
+            end: AttemptEnd::Terminal(status),
+            attempt_status: status,
+            reason: Some(format!(
+                "waited {}s, past its sensor_timeout of {limit}s, over {} checks: {missing}",
+                waited, sensor.check
+            )),
+        };
+    }
+    let check_at = now + chrono::Duration::seconds(sensor.content.wait_after_secs(sensor.check));
+    Verdict {
+        end: AttemptEnd::Reschedule { check_at },
+        attempt_status: TaskStatus::UpForReschedule,
+        reason: Some(format!(
+            "check {}: {missing}; next check at {}",
+            sensor.check,
+            check_at.format("%H:%M:%S UTC")
+        )),
+    }
+}
+
 /// Decides how an attempt ends: terminal, or a retry when the policy allows.
 /// A failure retries if its exit code is listed (or none are); a timeout
-/// only when the policy says `on_timeout`; both draw on the same budget.
+/// only when the policy says `on_timeout`; both draw on the same budget. A
+/// sensor's check that found nothing is [`judge_not_ready`]'s.
 fn judge(
     outcome: &ExecOutcome,
     retry: &RetryPolicy,
     retries_used: i32,
     now: DateTime<Utc>,
+    sensor: Option<&SensorWait<'_>>,
 ) -> Verdict {
     let (attempt_status, reason, retryable) = match outcome {
+        ExecOutcome::NotReady(missing) => match sensor {
+            Some(sensor) => return judge_not_ready(missing, sensor, now),
+            None => (TaskStatus::Failed, Some(missing.clone()), false),
+        },
         ExecOutcome::Success => (TaskStatus::Success, None, false),
         ExecOutcome::TimedOut => (
             TaskStatus::Timeout,
@@ -1245,7 +1313,7 @@ mod tests {
             exit_code: Some(code),
             message: String::new(),
         };
-        let verdict = judge(&fail(75), &retry, 0, now);
+        let verdict = judge(&fail(75), &retry, 0, now, None);
         assert!(retries(&verdict));
         assert_eq!(verdict.attempt_status, TaskStatus::Failed);
         assert_eq!(
@@ -1255,11 +1323,11 @@ mod tests {
             }
         );
         assert_eq!(
-            judge(&fail(1), &retry, 0, now).end,
+            judge(&fail(1), &retry, 0, now, None).end,
             AttemptEnd::Terminal(TaskStatus::Failed)
         );
         assert_eq!(
-            judge(&fail(75), &retry, 3, now).end,
+            judge(&fail(75), &retry, 3, now, None).end,
             AttemptEnd::Terminal(TaskStatus::Failed)
         );
     }
@@ -1270,17 +1338,60 @@ mod tests {
         let mut retry = policy();
         // The exit-code filter is about failures, not timeouts.
         retry.on_exit_codes = vec![75];
-        let verdict = judge(&ExecOutcome::TimedOut, &retry, 0, now);
+        let verdict = judge(&ExecOutcome::TimedOut, &retry, 0, now, None);
         assert_eq!(verdict.end, AttemptEnd::Terminal(TaskStatus::Timeout));
         retry.on_timeout = true;
-        let verdict = judge(&ExecOutcome::TimedOut, &retry, 0, now);
+        let verdict = judge(&ExecOutcome::TimedOut, &retry, 0, now, None);
         assert!(retries(&verdict), "{verdict:?}");
         assert_eq!(verdict.attempt_status, TaskStatus::Timeout);
         assert_eq!(
-            judge(&ExecOutcome::TimedOut, &retry, 3, now).end,
+            judge(&ExecOutcome::TimedOut, &retry, 3, now, None).end,
             AttemptEnd::Terminal(TaskStatus::Timeout),
             "the same budget as failures"
         );
-        assert!(!retries(&judge(&ExecOutcome::Cancelled, &retry, 0, now)));
+        assert!(!retries(&judge(
+            &ExecOutcome::Cancelled,
+            &retry,
+            0,
+            now,
+            None
+        )));
+    }
+
+    #[test]
+    fn a_sensor_waits_without_a_slot_then_times_out_or_is_skipped() {
+        let now = Utc::now();
+        let mut content: SensorContent = serde_json::from_value(serde_json::json!({
+            "dataset": "ods.orders", "poke_interval": 10, "sensor_timeout": 60,
+            "exponential_backoff": true,
+        }))
+        .expect("content");
+        let not_ready = ExecOutcome::NotReady("ods.orders has not been written".into());
+        let waiting = |first: i64, check: i32, content: &SensorContent| {
+            let sensor = SensorWait {
+                content,
+                first_check: now - chrono::Duration::seconds(first),
+                check,
+            };
+            judge(&not_ready, &policy(), 0, now, Some(&sensor))
+        };
+        let third = waiting(30, 3, &content);
+        assert_eq!(
+            third.end,
+            AttemptEnd::Reschedule {
+                check_at: now + chrono::Duration::seconds(40)
+            },
+            "10 s doubled twice"
+        );
+        assert_eq!(third.attempt_status, TaskStatus::UpForReschedule);
+        assert_eq!(
+            waiting(60, 5, &content).end,
+            AttemptEnd::Terminal(TaskStatus::Timeout)
+        );
+        content.soft_fail = true;
+        assert_eq!(
+            waiting(61, 5, &content).end,
+            AttemptEnd::Terminal(TaskStatus::Skipped)
+        );
     }
 }

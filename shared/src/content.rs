@@ -58,17 +58,23 @@ pub enum TaskType {
     /// Nothing: succeeds at once (for benchmarks and placeholders).
     #[sea_orm(string_value = "NOOP")]
     Noop,
+    /// Waits for a condition outside the run (a dataset partition, a row,
+    /// a file, an HTTP answer, another DAG's task), holding no runner slot
+    /// between checks.
+    #[sea_orm(string_value = "SENSOR")]
+    Sensor,
 }
 
 impl TaskType {
     /// Every type, in the order help texts list them.
-    pub const ALL: [TaskType; 7] = [
+    pub const ALL: [TaskType; 8] = [
         TaskType::Shell,
         TaskType::Python,
         TaskType::Sql,
         TaskType::Http,
         TaskType::Spark,
         TaskType::Flink,
+        TaskType::Sensor,
         TaskType::Noop,
     ];
 
@@ -82,6 +88,7 @@ impl TaskType {
             TaskType::Spark => "SPARK",
             TaskType::Flink => "FLINK",
             TaskType::Noop => "NOOP",
+            TaskType::Sensor => "SENSOR",
         }
     }
 
@@ -403,6 +410,213 @@ pub struct FlinkContent {
     pub app_args: Vec<String>,
 }
 
+/// A SENSOR task (docs/DAG_FORMAT.md "Sensors"): exactly one check, and
+/// how often and how long to check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SensorContent {
+    /// Ready when the dataset has an event, of this partition if one is
+    /// given: `ods.orders/${bizdate}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    /// Ready when this query returns a row (with `datasource`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql: Option<String>,
+    /// The datasource `sql` runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datasource: Option<String>,
+    /// Ready when this request is answered with a success status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpContent>,
+    /// Ready when a file matches this path or glob (`/data/${bizdate}/*.csv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// With `task`: ready when that DAG's task succeeded for the business
+    /// date (DolphinScheduler's dependent node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dag: Option<String>,
+    /// The task of `dag`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// Days added to the run's business date for `dag`/`task` (-1: the
+    /// day before).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset_day: i32,
+    /// For `dag`/`task`: this many days up to that date must all have
+    /// succeeded (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<u32>,
+    /// Seconds between checks (default 60).
+    #[serde(
+        default,
+        deserialize_with = "crate::duration::optional_seconds",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub poke_interval: Option<i32>,
+    /// Seconds the sensor waits in all before it ends TIMEOUT (default one
+    /// day); a task's `timeout` bounds one check.
+    #[serde(
+        default,
+        deserialize_with = "crate::duration::optional_seconds",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sensor_timeout: Option<i32>,
+    /// Between checks: `reschedule` (default) holds no runner slot; `poke`
+    /// keeps the slot and checks in the same attempt.
+    #[serde(default, skip_serializing_if = "SensorMode::is_reschedule")]
+    pub mode: SensorMode,
+    /// At the sensor timeout end SKIPPED, not TIMEOUT: the tasks after it
+    /// run as after a success.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub soft_fail: bool,
+    /// Double the wait after each check that finds nothing, up to an hour.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exponential_backoff: bool,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+/// What a sensor does between checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SensorMode {
+    /// Gives the slot back: the instance waits UP_FOR_RESCHEDULE.
+    #[default]
+    Reschedule,
+    /// Keeps the slot and sleeps in the attempt (for checks seconds apart).
+    Poke,
+}
+
+impl SensorMode {
+    fn is_reschedule(&self) -> bool {
+        *self == SensorMode::Reschedule
+    }
+}
+
+/// A sensor's check, read from its content.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SensorCheck<'a> {
+    /// A dataset, and a partition template.
+    Dataset(&'a str),
+    /// A query on a datasource.
+    Sql {
+        /// The query.
+        sql: &'a str,
+        /// The datasource.
+        datasource: &'a str,
+    },
+    /// A request.
+    Http(&'a HttpContent),
+    /// A path or glob.
+    File(&'a str),
+    /// Another DAG's task.
+    DagTask {
+        /// The DAG.
+        dag: &'a str,
+        /// Its task.
+        task: &'a str,
+        /// Days added to the business date.
+        offset_day: i32,
+        /// Days up to it that must all have succeeded.
+        days: u32,
+    },
+}
+
+/// The default wait between a sensor's checks.
+pub const DEFAULT_POKE_INTERVAL_SECS: i32 = 60;
+/// The default total wait of a sensor.
+pub const DEFAULT_SENSOR_TIMEOUT_SECS: i32 = 24 * 3600;
+/// The longest wait exponential backoff grows to.
+pub const MAX_POKE_INTERVAL_SECS: i64 = 3600;
+/// The most days a dependent check looks back.
+const MAX_DAYS: u32 = 366;
+
+impl SensorContent {
+    /// The check it makes.
+    pub fn check(&self) -> Option<SensorCheck<'_>> {
+        match (
+            &self.dataset,
+            (&self.sql, &self.datasource),
+            &self.http,
+            &self.file,
+            (&self.dag, &self.task),
+        ) {
+            (Some(dataset), (None, None), None, None, (None, None)) => {
+                Some(SensorCheck::Dataset(dataset))
+            }
+            (None, (Some(sql), Some(datasource)), None, None, (None, None)) => {
+                Some(SensorCheck::Sql { sql, datasource })
+            }
+            (None, (None, None), Some(http), None, (None, None)) => Some(SensorCheck::Http(http)),
+            (None, (None, None), None, Some(file), (None, None)) => Some(SensorCheck::File(file)),
+            (None, (None, None), None, None, (Some(dag), Some(task))) => {
+                Some(SensorCheck::DagTask {
+                    dag,
+                    task,
+                    offset_day: self.offset_day,
+                    days: self.days.unwrap_or(1),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Seconds between checks.
+    pub fn poke_interval_secs(&self) -> i64 {
+        i64::from(
+            self.poke_interval
+                .unwrap_or(DEFAULT_POKE_INTERVAL_SECS)
+                .max(1),
+        )
+    }
+
+    /// Seconds it waits in all.
+    pub fn sensor_timeout_secs(&self) -> i64 {
+        i64::from(self.sensor_timeout.unwrap_or(DEFAULT_SENSOR_TIMEOUT_SECS))
+    }
+
+    /// The wait after the check numbered `pokes` (1 for the first) found
+    /// nothing.
+    pub fn wait_after_secs(&self, pokes: i32) -> i64 {
+        let interval = self.poke_interval_secs();
+        if !self.exponential_backoff {
+            return interval;
+        }
+        let doublings = u32::try_from(pokes.saturating_sub(1).clamp(0, 20)).unwrap_or(0);
+        interval
+            .saturating_mul(1_i64 << doublings)
+            .min(MAX_POKE_INTERVAL_SECS.max(interval))
+    }
+
+    fn problems(&self) -> Result<(), ContentError> {
+        let problem = |text: &str| Err(ContentError(text.to_owned()));
+        let Some(check) = self.check() else {
+            return problem(
+                "a SENSOR checks exactly one of: 'dataset', 'sql' with 'datasource', 'http', 'file', or 'dag' with 'task'",
+            );
+        };
+        if self.poke_interval.is_some_and(|secs| secs < 1) {
+            return problem("'poke_interval' must be at least 1 second");
+        }
+        if self.sensor_timeout.is_some_and(|secs| secs < 1) {
+            return problem("'sensor_timeout' must be at least 1 second");
+        }
+        match check {
+            SensorCheck::Dataset(text) => crate::datasets::OutputDecl::parse(text)
+                .map(drop)
+                .map_err(|e| ContentError(format!("'dataset': {e}"))),
+            SensorCheck::DagTask { days, .. } if !(1..=MAX_DAYS).contains(&days) => {
+                problem("'days' must be 1-366")
+            }
+            SensorCheck::Http(http) => TaskContent::Http(http.clone()).check(),
+            SensorCheck::File(path) if path.trim().is_empty() => problem("'file' is empty"),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// A NOOP task takes no content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -428,6 +642,8 @@ pub enum TaskContent {
     Flink(FlinkContent),
     /// NOOP.
     Noop(NoopContent),
+    /// SENSOR.
+    Sensor(SensorContent),
 }
 
 /// Why a task's content does not read.
@@ -452,6 +668,10 @@ impl TaskContent {
                 .sql
                 .as_deref()
                 .map(|sql| (sql, Mode::Sql(SqlDialect::Spark))),
+            TaskContent::Sensor(sensor) => sensor
+                .sql
+                .as_deref()
+                .map(|sql| (sql, Mode::Sql(SqlDialect::Postgres))),
             TaskContent::Http(_) | TaskContent::Flink(_) | TaskContent::Noop(_) => None,
         }
     }
@@ -488,6 +708,7 @@ impl TaskContent {
             TaskType::Spark => TaskContent::Spark(read(content)?),
             TaskType::Flink => TaskContent::Flink(read(content)?),
             TaskType::Noop => TaskContent::Noop(read(content)?),
+            TaskType::Sensor => TaskContent::Sensor(read(content)?),
         };
         parsed.check()?;
         Ok(parsed)
@@ -503,6 +724,7 @@ impl TaskContent {
             TaskContent::Spark(_) => TaskType::Spark,
             TaskContent::Flink(_) => TaskType::Flink,
             TaskContent::Noop(_) => TaskType::Noop,
+            TaskContent::Sensor(_) => TaskType::Sensor,
         }
     }
 
@@ -522,6 +744,7 @@ impl TaskContent {
             }),
             TaskContent::Flink(c) => serde_json::to_value(c),
             TaskContent::Noop(c) => serde_json::to_value(c),
+            TaskContent::Sensor(c) => serde_json::to_value(c),
         };
         value.unwrap_or_else(|_| Value::Object(serde_json::Map::new()))
     }
@@ -561,6 +784,7 @@ impl TaskContent {
             TaskContent::Spark(c) => c.check(false),
             TaskContent::SparkSql(c) => c.check(true),
             TaskContent::Flink(c) => c.check(),
+            TaskContent::Sensor(c) => c.problems(),
             _ => Ok(()),
         }
     }

@@ -241,7 +241,7 @@ impl RetryCause {
 struct Metrics {
     registry: Registry,
     /// Attempt ends the runner records, by the instance's state after them.
-    task_attempts: LabeledCounters<TaskStatus, 5>,
+    task_attempts: LabeledCounters<TaskStatus, 7>,
     /// Retries started, by cause.
     task_retries: LabeledCounters<RetryCause, 2>,
     /// Runs finished, by final status.
@@ -267,7 +267,7 @@ impl Metrics {
         let task_attempts = LabeledCounters::register(
             &mut registry,
             "datajump_task_attempts",
-            "Task attempts whose end a runner recorded, by the state it left the task in (UP_FOR_RETRY: failed, retry scheduled).",
+            "Task attempts whose end a runner recorded, by the state it left the task in (UP_FOR_RETRY: failed, retry scheduled; UP_FOR_RESCHEDULE: a sensor's check found nothing yet; SKIPPED: a soft-failing sensor out of time).",
             "status",
             [
                 TaskStatus::Success,
@@ -275,6 +275,8 @@ impl Metrics {
                 TaskStatus::Timeout,
                 TaskStatus::Killed,
                 TaskStatus::UpForRetry,
+                TaskStatus::UpForReschedule,
+                TaskStatus::Skipped,
             ],
             TaskStatus::as_str,
         );

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
     Deserialize,
     schemars::JsonSchema,
 )]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(32))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TaskStatus {
     /// The row exists; nothing decided yet.
@@ -38,6 +38,10 @@ pub enum TaskStatus {
     /// A failed attempt with retries left; `deadline_at` holds the retry time.
     #[sea_orm(string_value = "UP_FOR_RETRY")]
     UpForRetry,
+    /// A sensor whose condition did not hold yet, waiting for its next
+    /// check without a runner slot; `deadline_at` holds the time of it.
+    #[sea_orm(string_value = "UP_FOR_RESCHEDULE")]
+    UpForReschedule,
     /// Finished well.
     #[sea_orm(string_value = "SUCCESS")]
     Success,
@@ -87,6 +91,7 @@ impl TaskStatus {
             TaskStatus::Queued => "QUEUED",
             TaskStatus::Running => "RUNNING",
             TaskStatus::UpForRetry => "UP_FOR_RETRY",
+            TaskStatus::UpForReschedule => "UP_FOR_RESCHEDULE",
             TaskStatus::Success => "SUCCESS",
             TaskStatus::Failed => "FAILED",
             TaskStatus::Timeout => "TIMEOUT",

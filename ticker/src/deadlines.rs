@@ -13,7 +13,7 @@ use datajump_shared::{RunId, RunStatus, TaskStatus};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::{Config, TickerError};
 
@@ -173,9 +173,10 @@ fn report_unserved(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) 
 /// publish failed, its row changed meanwhile): it is left to the next
 /// regular scan rather than retried in a tight loop.
 async fn scan(config: &Config, bus: &Bus) -> Result<Option<chrono::DateTime<Utc>>, DbErr> {
-    const WITH_DEADLINES: [TaskStatus; 3] = [
+    const WITH_DEADLINES: [TaskStatus; 4] = [
         TaskStatus::Queued,
         TaskStatus::UpForRetry,
+        TaskStatus::UpForReschedule,
         TaskStatus::Pending,
     ];
     let now = Utc::now();
@@ -190,10 +191,21 @@ async fn scan(config: &Config, bus: &Bus) -> Result<Option<chrono::DateTime<Utc>
     for row in due {
         let owed = match row.status {
             TaskStatus::UpForRetry => {
-                let queued = datajump_engine::retry_due(&config.db, row.instance_id(), now).await?;
+                let queued =
+                    datajump_engine::retry_due(&config.db, row.instance_id(), row.status, now)
+                        .await?;
                 if queued.is_some() {
                     metrics::task_retried(RetryCause::Failure);
                     info!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, "retry due: task queued");
+                }
+                queued
+            }
+            TaskStatus::UpForReschedule => {
+                let queued =
+                    datajump_engine::retry_due(&config.db, row.instance_id(), row.status, now)
+                        .await?;
+                if queued.is_some() {
+                    debug!(dag_run_id = row.dag_run_id, task_instance_id = row.id, task = %row.task_name, pokes = row.pokes, "sensor check due: task queued");
                 }
                 queued
             }

@@ -174,6 +174,8 @@ struct Progress {
     /// Instances whose first retry showed their log: later retries do not
     /// repeat it.
     retry_log_shown: std::collections::HashSet<i64>,
+    /// Sensors already said to be waiting: their later checks are quiet.
+    waiting_shown: std::collections::HashSet<i64>,
 }
 
 impl Progress {
@@ -191,6 +193,19 @@ impl Progress {
             }
             let name = printable(&task.task_name);
             let line = match task.status {
+                // A sensor's later checks: it was said to be waiting.
+                TaskStatus::Running if task.checks > 0 => continue,
+                TaskStatus::UpForReschedule if !self.waiting_shown.insert(task.id) => continue,
+                TaskStatus::UpForReschedule => format!(
+                    "{name}: waiting for its condition{}; checks again at {}",
+                    task.error_message
+                        .as_deref()
+                        .map_or_else(String::new, |why| format!(" ({})", printable(why))),
+                    task.next_check_at.map_or_else(
+                        || "its next poke".to_owned(),
+                        |at| at.format("%H:%M:%S").to_string()
+                    )
+                ),
                 TaskStatus::Running => format!("{name}: RUNNING (attempt {})", task.attempts),
                 TaskStatus::UpForRetry => {
                     if self.retry_log_shown.insert(task.id) {

@@ -11,6 +11,7 @@ mod http;
 pub mod network;
 mod process;
 mod python;
+mod sensor;
 mod shell;
 mod sql;
 mod submit;
@@ -88,6 +89,8 @@ pub enum ExecOutcome {
     TimedOut,
     /// Stopped because its cancel token fired.
     Cancelled,
+    /// A sensor's condition does not hold yet: what is missing.
+    NotReady(String),
 }
 
 impl ExecOutcome {
@@ -96,7 +99,10 @@ impl ExecOutcome {
         match self {
             ExecOutcome::Success => Some(0),
             ExecOutcome::Failed { exit_code, .. } => *exit_code,
-            ExecOutcome::Invalid(_) | ExecOutcome::TimedOut | ExecOutcome::Cancelled => None,
+            ExecOutcome::Invalid(_)
+            | ExecOutcome::TimedOut
+            | ExecOutcome::Cancelled
+            | ExecOutcome::NotReady(_) => None,
         }
     }
 }
@@ -114,6 +120,7 @@ pub async fn execute(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
             submit::run_spark(content, ctx, log).await
         }
         TaskContent::Flink(content) => submit::run_flink(content, ctx, log).await,
+        TaskContent::Sensor(content) => sensor::run(content, ctx, log).await,
         TaskContent::Noop(_) => ExecOutcome::Success,
     }
 }

@@ -59,6 +59,50 @@ fn failed(message: String) -> ExecOutcome {
     }
 }
 
+/// Whether `sql` returns a row on the datasource `name` of the task's
+/// project (a sensor's check): parameters substituted in the datasource's
+/// dialect, one connection, closed after. An error is the outcome to end
+/// the attempt with.
+pub(super) async fn returns_a_row(
+    name: &str,
+    sql: &str,
+    ctx: &ExecContext,
+    log: &LogSink,
+) -> Result<bool, ExecOutcome> {
+    let project = ctx.project_id;
+    let source = match datajump_store::datasources::for_connection(&ctx.db, project, name).await {
+        Ok(Some(source)) => source,
+        Ok(None) => {
+            return Err(ExecOutcome::Invalid(format!(
+                "unknown datasource '{name}' in project {project}, the task's project"
+            )));
+        }
+        Err(e) => return Err(failed(format!("cannot read datasource '{name}': {e}"))),
+    };
+    let url = datasources::connection_url(&source)
+        .map_err(|e| ExecOutcome::Invalid(format!("datasource '{name}': {e}")))?;
+    let sql = ctx
+        .params
+        .substitute(sql, Mode::Sql(source.kind.dialect()))
+        .map_err(|e| ExecOutcome::Invalid(e.to_string()))?;
+    log.line(&format!(
+        "[datajump] datasource '{name}' ({}): {url}",
+        source.kind
+    ));
+    let db = connect(&url)
+        .await
+        .map_err(|e| failed(format!("cannot connect to '{name}': {e}")))?;
+    let found = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            sql.clone(),
+        ))
+        .await
+        .map_err(|e| failed(database_message(&e, &sql)));
+    let _ = db.close().await;
+    Ok(found?.is_some())
+}
+
 /// Runs the statements against the datasource.
 pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
     let (sql, name) = (content.sql.as_str(), content.datasource.as_str());

@@ -75,6 +75,11 @@ pub struct Model {
     /// What its last attempt declared (`crate::outputs`): an object of
     /// strings; `None` until an attempt that declared some ends.
     pub outputs: Option<Json>,
+    /// Checks the current attempt of a sensor has made; 0 for any other
+    /// task, and for a sensor before its first check ends not ready. A
+    /// claim of an instance with checks continues its attempt rather
+    /// than starting another.
+    pub pokes: i32,
 }
 
 /// No declared relations.

@@ -73,6 +73,7 @@ mod rerun;
 mod retention;
 mod schedule;
 mod secrets;
+mod sensors;
 mod task_environment;
 mod timeouts;
 mod tokens;

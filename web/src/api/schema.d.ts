@@ -5534,6 +5534,11 @@ export interface components {
              */
             bizDate: string;
             /**
+             * Format: int32
+             * @description A sensor's checks so far in its attempt (0 for other tasks).
+             */
+            checks?: number;
+            /**
              * Format: int64
              * @description The DAG.
              */
@@ -5557,6 +5562,11 @@ export interface components {
              * @description Task instance id.
              */
             id: number;
+            /**
+             * Format: date-time
+             * @description A sensor's next check while UP_FOR_RESCHEDULE.
+             */
+            nextCheckAt?: string | null;
             /**
              * @description What its last attempt declared (`##dj-output name=value`): the
              *     values tasks after it read as `${task.output.name}`.
@@ -5618,6 +5628,11 @@ export interface components {
              */
             bizDate: string;
             /**
+             * Format: int32
+             * @description A sensor's checks so far in its attempt (0 for other tasks).
+             */
+            checks?: number;
+            /**
              * Format: int64
              * @description The DAG.
              */
@@ -5639,6 +5654,11 @@ export interface components {
              * @description Task instance id.
              */
             id: number;
+            /**
+             * Format: date-time
+             * @description A sensor's next check while UP_FOR_RESCHEDULE.
+             */
+            nextCheckAt?: string | null;
             /**
              * @description What its last attempt declared (`##dj-output name=value`): the
              *     values tasks after it read as `${task.output.name}`.
@@ -5906,7 +5926,7 @@ export interface components {
             status: components["schemas"]["TaskStatus"];
         };
         /** @description Where a task instance is in its life (docs/ARCHITECTURE.md, "State machine"). */
-        TaskStatus: "CREATED" | "PENDING" | "QUEUED" | "RUNNING" | "UP_FOR_RETRY" | "SUCCESS" | "FAILED" | "TIMEOUT" | "KILLED" | "SKIPPED" | "UPSTREAM_FAILED";
+        TaskStatus: "CREATED" | "PENDING" | "QUEUED" | "RUNNING" | "UP_FOR_RETRY" | "UP_FOR_RESCHEDULE" | "SUCCESS" | "FAILED" | "TIMEOUT" | "KILLED" | "SKIPPED" | "UPSTREAM_FAILED";
         /** @description A token as it may be shown: everything but the token. */
         TokenDto: {
             /**

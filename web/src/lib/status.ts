@@ -42,6 +42,7 @@ export const STATUS_STYLES: Record<AnyStatus, StatusStyle> = {
   QUEUED: solid('#8a9bb8', 'queued'),
   WAITING: solid('#e0a526', 'waiting', '#3b2a00'),
   UP_FOR_RETRY: solid('#f0b429', 'up for retry', '#3b2a00'),
+  UP_FOR_RESCHEDULE: outline('#e6f4f1', '#2a9d8f', 'waiting to check'),
   KILLED: solid('#7a2048', 'killed'),
   TIMEOUT: solid('#f07a10', 'timeout'),
   SKIPPED: solid('#c9ced6', 'skipped', '#374151'),

@@ -331,7 +331,7 @@ function RunPanel({ run, model, onClose }: { run: GridRun | null; model: GridMod
       <aside className="side-panel">
         <h3>Legend</h3>
         <ul className="legend">
-          {(['SUCCESS', 'FAILED', 'RUNNING', 'QUEUED', 'UP_FOR_RETRY', 'TIMEOUT', 'KILLED', 'UPSTREAM_FAILED', 'SKIPPED', 'PENDING', 'NONE'] as const).map((st) => (
+          {(['SUCCESS', 'FAILED', 'RUNNING', 'QUEUED', 'UP_FOR_RETRY', 'UP_FOR_RESCHEDULE', 'TIMEOUT', 'KILLED', 'UPSTREAM_FAILED', 'SKIPPED', 'PENDING', 'NONE'] as const).map((st) => (
             <li key={st}>
               <span className={`sq ${statusClass(st)}`} style={{ background: STATUS_STYLES[st].fill, borderColor: STATUS_STYLES[st].border }} />
               {STATUS_STYLES[st].label}
