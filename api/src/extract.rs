@@ -226,6 +226,11 @@ where
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        if parts.uri.query().is_some_and(|query| query.contains("%00")) {
+            return Err(Error::bad_request(
+                "a query parameter holds a NUL character (%00): DataJump stores no text with one",
+            ));
+        }
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Query(value)| Query(value))

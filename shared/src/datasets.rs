@@ -46,7 +46,9 @@ pub enum DatasetError {
     #[error("a condition nests 'all' and 'any' more than {MAX_CONDITION_DEPTH} deep")]
     TooDeep,
     /// Metadata that is not a small JSON object.
-    #[error("metadata must be a JSON object of at most {MAX_METADATA} bytes")]
+    #[error(
+        "metadata must be a JSON object of at most {MAX_METADATA} bytes, without NUL characters"
+    )]
     Metadata,
     /// A partition template that cannot be substituted.
     #[error("'{dataset}': {source}")]
@@ -81,8 +83,14 @@ pub fn validate_partition(partition: &str) -> Result<(), DatasetError> {
 pub fn validate_metadata(metadata: Option<&serde_json::Value>) -> Result<(), DatasetError> {
     match metadata {
         None => Ok(()),
-        Some(value @ serde_json::Value::Object(_)) if value.to_string().len() <= MAX_METADATA => {
-            Ok(())
+        Some(value @ serde_json::Value::Object(_)) => {
+            let text = value.to_string();
+            // JSON text writes a NUL as `\u0000`, which no database stores.
+            if text.len() <= MAX_METADATA && !text.contains("\\u0000") {
+                Ok(())
+            } else {
+                Err(DatasetError::Metadata)
+            }
         }
         Some(_) => Err(DatasetError::Metadata),
     }
@@ -123,11 +131,16 @@ impl Announced {
             return Ok(Announced::default());
         }
         let announced: Announced = serde_json::from_slice(body)?;
-        if let Some(partition) = &announced.partition {
+        announced.check()?;
+        Ok(announced)
+    }
+
+    /// Checks what serde cannot: the partition and the metadata.
+    pub fn check(&self) -> Result<(), DatasetError> {
+        if let Some(partition) = &self.partition {
             validate_partition(partition)?;
         }
-        validate_metadata(announced.metadata.as_ref())?;
-        Ok(announced)
+        validate_metadata(self.metadata.as_ref())
     }
 }
 
@@ -465,6 +478,23 @@ mod tests {
         let empty: Condition = serde_json::from_str(r#"{"any": []}"#).unwrap();
         assert_eq!(empty.problems(), vec![DatasetError::EmptyGroup]);
         assert!(serde_json::from_str::<Condition>(r#"{"some": ["a"]}"#).is_err());
+    }
+
+    #[test]
+    fn metadata_is_a_small_object_without_nul() {
+        assert!(validate_metadata(Some(&serde_json::json!({ "rows": 3 }))).is_ok());
+        for bad in [
+            serde_json::json!([1]),
+            serde_json::json!({ "a\u{0}": 1 }),
+            serde_json::json!({ "a": ["x\u{0}"] }),
+            serde_json::json!({ "a": "x".repeat(MAX_METADATA) }),
+        ] {
+            assert_eq!(
+                validate_metadata(Some(&bad)),
+                Err(DatasetError::Metadata),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::dto::Page;
 use crate::error::{Error, Result};
-use crate::extract::{Path, Query};
+use crate::extract::{Path, Query, parse_json};
 use crate::routes::session::CallerOf;
 
 /// `?project=&page=&pageSize=` of the dataset lists.
@@ -273,7 +273,13 @@ pub async fn announce(
 ) -> Result<(StatusCode, AxumJson<AnnouncedDto>)> {
     let caller = crate::reach::caller(caller)?;
     checked_name(&name)?;
-    let body = Announced::parse(&body).map_err(|e| Error::bad_request(e.to_string()))?;
+    let body: Announced = if body.iter().all(u8::is_ascii_whitespace) {
+        Announced::default()
+    } else {
+        parse_json(&body)?
+    };
+    body.check()
+        .map_err(|e| Error::bad_request(e.to_string()))?;
     let project = project_of(&caller, body.project)?;
     if datajump_store::projects::find(&state.db, project)
         .await?

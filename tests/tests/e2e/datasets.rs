@@ -183,6 +183,15 @@ tasks:
         )
         .await
         .expect_error(400, "BAD_REQUEST", "unknown field `partitions`");
+        api.post(
+            "/api/v1/datasets/ods.orders/events",
+            json!({ "metadata": { "path": "a\u{0}b" } }),
+        )
+        .await
+        .expect_error(400, "BAD_REQUEST", "NUL character");
+        api.get("/api/v1/datasets/ods.orders/events?partition=a%00b")
+            .await
+            .expect_error(400, "BAD_REQUEST", "NUL character");
         assert_eq!(events_of(&env, "ods.orders").await.len(), 3);
 
         // Lineage and history, as `datajump dataset` shows them.
