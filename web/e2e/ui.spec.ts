@@ -244,6 +244,7 @@ test('every page draws for an admin', async ({ page }) => {
     ['/runners', '15-runners'],
     ['/alerts', '16-alerts'],
     ['/audit', '17-audit'],
+    ['/datasets', '18-datasets'],
   ];
   for (const [path, name] of pages) {
     await page.goto(`${base()}${path}`);
@@ -256,4 +257,55 @@ test('every page draws for an admin', async ({ page }) => {
     }
     await shot(page, name);
   }
+});
+
+test('the warehouse example shows its lineage, and an operator announces a partition', async ({ page }) => {
+  const client = await api();
+  const ods = await (await client.get('/api/v1/dags/by-name/example_ods')).json();
+  const started = await client.post(`/api/v1/dags/${ods.id}/trigger`, { data: {} });
+  expect(started.status(), await started.text()).toBe(202);
+  const { runKey } = await started.json();
+  // Its users wait for the CRM's export: announce it for the run's date.
+  const deadline = Date.now() + 60_000;
+  let bizDate = '';
+  for (;;) {
+    const answer = await client.get(`/api/v1/dags/instances/by-key/${encodeURIComponent(runKey)}`);
+    if (answer.ok()) {
+      const run = await answer.json();
+      const sensor = run.taskInstances.find((t: { taskName: string }) => t.taskName === 'wait_for_crm_export');
+      if (sensor?.status === 'UP_FOR_RESCHEDULE') {
+        bizDate = run.bizDate;
+        break;
+      }
+    }
+    if (Date.now() > deadline) throw new Error('the sensor never waited');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const announced = await client.post('/api/v1/datasets/ext.crm_users/events', { data: { partition: bizDate } });
+  expect(announced.status(), await announced.text()).toBe(201);
+  for (;;) {
+    const dws = await (await client.get('/api/v1/datasets/dws.daily_sales')).json();
+    if (dws.events > 0) break;
+    if (Date.now() > deadline + 60_000) throw new Error('the warehouse never reached DWS');
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  await client.dispose();
+
+  await signIn(page, 'OPERATOR', '/datasets');
+  for (const name of ['ods.orders', 'ods.users', 'dwd.orders', 'dws.daily_sales', 'ext.crm_users']) {
+    await expect(page.getByTestId(`dataset-${name}`)).toBeVisible();
+  }
+  await expect(page.getByTestId('dataset-dwd.orders')).toContainText('example_dwd');
+  await expect(page.getByTestId('dataset-dwd.orders')).toContainText('example_dws');
+  await shot(page, '19-datasets');
+  await page.getByRole('link', { name: 'dwd.orders' }).click();
+  await expect(page.getByTestId('lineage-producer')).toContainText('example_dwd / clean_orders');
+  await expect(page.getByTestId('lineage-consumer')).toContainText('example_dws');
+  await expect(page.getByTestId('dataset-events')).toContainText(bizDate);
+  await page.getByTestId('announce-partition').fill('2026-01-01');
+  await page.getByTestId('announce-metadata').fill('{"rows": 1200}');
+  await page.getByRole('button', { name: 'Announce' }).click();
+  await expect(page.getByTestId('announce-result')).toContainText('2026-01-01');
+  await expect(page.getByTestId('dataset-events')).toContainText('{"rows":1200}');
+  await shot(page, '20-dataset-lineage');
 });

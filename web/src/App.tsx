@@ -16,6 +16,8 @@ const lazyPage = <K extends string>(load: () => Promise<Record<K, ComponentType>
   lazy(() => load().then((m) => ({ default: m[name] })));
 
 const AlertsPage = lazyPage(() => import('./pages/alerts/AlertsPage'), 'AlertsPage');
+const DatasetsPage = lazyPage(() => import('./pages/datasets/DatasetsPage'), 'DatasetsPage');
+const DatasetPage = lazyPage(() => import('./pages/datasets/DatasetPage'), 'DatasetPage');
 const AuditPage = lazyPage(() => import('./pages/audit/AuditPage'), 'AuditPage');
 const BackfillPage = lazyPage(() => import('./pages/backfill/BackfillPage'), 'BackfillPage');
 const DagPage = lazyPage(() => import('./pages/dag/DagPage'), 'DagPage');
@@ -134,6 +136,8 @@ export function App() {
               <Route path="/task-instances/:id" element={<TaskInstancePage />} />
               <Route path="/runners" element={<RunnersPage />} />
               <Route path="/alerts" element={<AlertsPage />} />
+              <Route path="/datasets" element={<DatasetsPage />} />
+              <Route path="/datasets/:name" element={<DatasetPage />} />
               <Route path="/audit" element={<AuditPage />} />
               <Route path="*" element={<NotFoundPage />} />
             </Route>

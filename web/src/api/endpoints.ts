@@ -3,6 +3,7 @@
 import { ApiError, apiUrl, request, requestText } from './client';
 import type {
   AlertDto,
+  AnnouncedDto,
   AuditDto,
   BackfillRequest,
   BackfillResponse,
@@ -14,6 +15,8 @@ import type {
   DagDetail,
   DagListItem,
   DagSummary,
+  DatasetDto,
+  DatasetEventDto,
   DryRunResponse,
   GanttDto,
   GridDto,
@@ -173,6 +176,20 @@ export const listAlerts = (dagId: number, page: number, pageSize: number, o: Sig
   request<Page<AlertDto>>(`/dags/${dagId}/alerts`, { ...o, query: { page, pageSize } });
 export const listAudit = (page: number, pageSize: number, o: Signal = {}) =>
   request<Page<AuditDto>>('/audit', { ...o, query: { page, pageSize } });
+
+// ---- Datasets ----
+
+export const listDatasets = (o: Signal = {}) =>
+  request<Page<DatasetDto>>('/datasets', { ...o, query: { pageSize: 500 } });
+export const getDataset = (name: string, o: Signal = {}) =>
+  request<DatasetDto>(`/datasets/${encodeURIComponent(name)}`, o);
+export const listDatasetEvents = (
+  name: string,
+  q: { page: number; pageSize: number; partition?: string },
+  o: Signal = {},
+) => request<Page<DatasetEventDto>>(`/datasets/${encodeURIComponent(name)}/events`, { ...o, query: { ...q } });
+export const announceDataset = (name: string, body: { partition?: string; metadata?: unknown }) =>
+  request<AnnouncedDto>(`/datasets/${encodeURIComponent(name)}/events`, { method: 'POST', body });
 
 // ---- The live stream ----
 

@@ -17,7 +17,7 @@ export type RunStatus = Schemas['RunStatus'];
 
 export type Role = Schemas['Role'];
 
-export type TaskType = 'SHELL' | 'PYTHON' | 'SQL' | 'HTTP' | 'SPARK' | 'FLINK' | 'NOOP';
+export type TaskType = 'SHELL' | 'PYTHON' | 'SQL' | 'HTTP' | 'SPARK' | 'FLINK' | 'SENSOR' | 'NOOP';
 
 /** Every error answer. */
 export type ErrorBody = Schemas['ErrorBody'];
@@ -175,3 +175,15 @@ export type RunEvent = Schemas['RunChange'];
 
 /** `event: end` of a log stream. */
 export type LogEndEvent = Schemas['LogEnd'];
+
+/** What a data schedule waits for: a dataset, or all or any of conditions. */
+export type Condition = Schemas['Condition'];
+
+/** A dataset, with the tasks that write it and the schedules that wait for it. */
+export type DatasetDto = Schemas['DatasetDto'];
+
+/** A dataset (or partition) written. */
+export type DatasetEventDto = Schemas['DatasetEventDto'];
+
+/** What an announcement recorded and started. */
+export type AnnouncedDto = Schemas['AnnouncedDto'];

@@ -29,7 +29,9 @@ export type Action =
   /** Create a DAG. */
   | 'createDag'
   /** Read the audit log. */
-  | 'viewAudit';
+  | 'viewAudit'
+  /** Announce a dataset written outside DataJump. */
+  | 'announceDataset';
 
 const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 
@@ -47,6 +49,7 @@ export const NEEDS: Record<Action, Role> = {
   editDag: 'admin',
   createDag: 'admin',
   viewAudit: 'admin',
+  announceDataset: 'operator',
 };
 
 /** Whether a caller of `role` may take `action` (no role: nothing). */

@@ -38,6 +38,9 @@ export function Layout() {
           <NavLink to="/dags" className={link}>
             DAGs
           </NavLink>
+          <NavLink to="/datasets" className={link}>
+            Datasets
+          </NavLink>
           <NavLink to="/runners" className={link}>
             Runners
           </NavLink>

@@ -1,4 +1,5 @@
 import type { ScheduleDto } from '../api/types';
+import { describeCondition } from '../lib/datasets';
 import { formatZoned, relativeTime } from '../lib/format';
 
 /** One schedule in a line: what fires it, and when next. */
@@ -10,6 +11,8 @@ export function ScheduleLine({ schedule, now }: { schedule: ScheduleDto; now: nu
     what = `event ${schedule.eventName ?? '?'}`;
   } else if (schedule.kind === 'AFTER') {
     what = `after ${schedule.after ?? '?'}`;
+  } else if (schedule.kind === 'DATA') {
+    what = schedule.on ? `on ${describeCondition(schedule.on)}` : 'on datasets';
   } else {
     what = schedule.cronDescription ?? schedule.cronExpression ?? 'cron';
     title = `${schedule.cronExpression ?? ''} (${schedule.timezone})`;

@@ -1,10 +1,12 @@
 import { useState } from 'react';
+import { Link } from 'react-router';
 import { errorMessage } from '../../api/client';
 import { deleteSchedule, listSchedules, setScheduleEnabled } from '../../api/endpoints';
 import type { DagDetail, ScheduleDto } from '../../api/types';
 import { useCan } from '../../auth/session';
 import { ConfirmDialog } from '../../components/Modal';
 import { Empty, ErrorBox, InlineError, Loading } from '../../components/States';
+import { conditionDatasets, describeCondition } from '../../lib/datasets';
 import { formatZoned, relativeTime } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { ScheduleForm } from './ScheduleForm';
@@ -12,6 +14,19 @@ import { ScheduleForm } from './ScheduleForm';
 function trigger(s: ScheduleDto) {
   if (s.kind === 'EVENT') return <span>event <code>{s.eventName}</code></span>;
   if (s.kind === 'AFTER') return <span>after DAG <code>{s.after}</code></span>;
+  if (s.kind === 'DATA' && s.on) {
+    return (
+      <span>
+        when written: <code>{describeCondition(s.on)}</code>
+        {s.onUpdate === 'rerun' && <span className="muted"> (reruns on restatement)</span>}{' '}
+        {conditionDatasets(s.on).map((name) => (
+          <Link key={name} to={`/datasets/${encodeURIComponent(name)}`} className="small">
+            {name}{' '}
+          </Link>
+        ))}
+      </span>
+    );
+  }
   return <code>{s.cronExpression}</code>;
 }
 
@@ -124,9 +139,15 @@ export function SchedulesTab({ dag }: { dag: DagDetail }) {
                 <td className="col-actions">
                   {canEdit && (
                     <>
-                      <button type="button" className="btn btn-sm" onClick={() => setEditing(s)}>
-                        Edit
-                      </button>
+                      {s.kind === 'DATA' ? (
+                        <span className="muted small" title="A data schedule's condition is changed in the DAG's definition">
+                          edit in the definition
+                        </span>
+                      ) : (
+                        <button type="button" className="btn btn-sm" onClick={() => setEditing(s)}>
+                          Edit
+                        </button>
+                      )}
                       <button type="button" className="btn btn-sm btn-ghost-danger" onClick={() => setRemoving(s)}>
                         Remove
                       </button>

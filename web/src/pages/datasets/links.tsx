@@ -1,0 +1,7 @@
+import { Link } from 'react-router';
+
+/** A DAG's name, linked to its page when it is known. */
+export function DagLink({ name, ids }: { name: string; ids: Map<string, number> }) {
+  const id = ids.get(name);
+  return id === undefined ? <span>{name}</span> : <Link to={`/dags/${id}`}>{name}</Link>;
+}
