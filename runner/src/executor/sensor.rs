@@ -171,11 +171,16 @@ async fn once(
                 .unwrap_or(last);
             let Some(awaited) = dag::Entity::find()
                 .filter(dag::Column::Name.eq(dag_name))
+                // Another project's DAGs are not the sensor's to look at.
+                .filter(dag::Column::ProjectId.eq(ctx.project_id))
                 .one(&ctx.db)
                 .await
                 .map_err(db_failed)?
             else {
-                return Ok(Found::Missing(format!("there is no DAG '{dag_name}'")));
+                return Ok(Found::Missing(format!(
+                    "there is no DAG '{dag_name}' in project {}",
+                    ctx.project_id
+                )));
             };
             let succeeded = task_instance::Entity::find()
                 .filter(task_instance::Column::DagId.eq(awaited.id))
