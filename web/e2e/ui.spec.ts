@@ -268,6 +268,7 @@ test('the warehouse example shows its lineage, and an operator announces a parti
   // Its users wait for the CRM's export: announce it for the run's date.
   const deadline = Date.now() + 60_000;
   let bizDate = '';
+  let sensorId = 0;
   for (;;) {
     const answer = await client.get(`/api/v1/dags/instances/by-key/${encodeURIComponent(runKey)}`);
     if (answer.ok()) {
@@ -275,12 +276,19 @@ test('the warehouse example shows its lineage, and an operator announces a parti
       const sensor = run.taskInstances.find((t: { taskName: string }) => t.taskName === 'wait_for_crm_export');
       if (sensor?.status === 'UP_FOR_RESCHEDULE') {
         bizDate = run.bizDate;
+        sensorId = sensor.id;
         break;
       }
     }
     if (Date.now() > deadline) throw new Error('the sensor never waited');
     await new Promise((r) => setTimeout(r, 200));
   }
+  // Waiting, the sensor says how often it has looked and when it looks again.
+  await signIn(page, 'OPERATOR', `/task-instances/${sensorId}`);
+  await expect(page.getByTestId('ti-status')).toHaveAttribute('data-status', 'UP_FOR_RESCHEDULE');
+  await expect(page.getByTestId('ti-checks')).toHaveText(/^[1-9]\d*$/);
+  await expect(page.getByTestId('ti-next-check')).toContainText(/\d\d:\d\d:\d\d/);
+  await shot(page, '21-sensor-waiting');
   const announced = await client.post('/api/v1/datasets/ext.crm_users/events', { data: { partition: bizDate } });
   expect(announced.status(), await announced.text()).toBe(201);
   for (;;) {
@@ -291,7 +299,7 @@ test('the warehouse example shows its lineage, and an operator announces a parti
   }
   await client.dispose();
 
-  await signIn(page, 'OPERATOR', '/datasets');
+  await page.goto(`${base()}/datasets`);
   for (const name of ['ods.orders', 'ods.users', 'dwd.orders', 'dws.daily_sales', 'ext.crm_users']) {
     await expect(page.getByTestId(`dataset-${name}`)).toBeVisible();
   }
@@ -308,4 +316,41 @@ test('the warehouse example shows its lineage, and an operator announces a parti
   await expect(page.getByTestId('announce-result')).toContainText('2026-01-01');
   await expect(page.getByTestId('dataset-events')).toContainText('{"rows":1200}');
   await shot(page, '20-dataset-lineage');
+});
+
+test('a sensor and the dataset it waits for are drawn on the canvas and saved as a definition', async ({ page }) => {
+  await signIn(page, 'ADMIN', '/dags/new');
+  await page.getByTestId('dag-name-input').fill('ui_sensor');
+  await page.getByTestId('canvas-add-task').click();
+  await page.getByTestId('task-name').fill('wait_for_landing');
+  await page.getByTestId('task-type').selectOption('SENSOR');
+  await page.getByTestId('sensor-check').selectOption('file');
+  await page.getByTestId('task-command').fill('/landing/${bizdate}/*.csv');
+  await page.getByLabel('Check every (s)').fill('30');
+  await page.getByLabel('end SKIPPED, not TIMEOUT, when it gives up').check();
+  await page.getByTestId('canvas-add-task').click();
+  await page.getByTestId('task-name').fill('load');
+  await page.getByTestId('task-command').fill('echo loading');
+  await page.getByTestId('task-outputs').fill('ods.landing/${bizdate}');
+  // A sensor with nothing to check is caught before saving.
+  await page.getByTestId('canvas-add-task').click();
+  await page.getByTestId('task-name').fill('unfinished');
+  await page.getByTestId('task-type').selectOption('SENSOR');
+  await page.getByTestId('sensor-check').selectOption('dag');
+  await page.getByTestId('canvas-save').click();
+  await expect(page.getByTestId('task-problems')).toContainText('the sensor needs a dag and a task');
+  await shot(page, '22-canvas-sensor');
+  await page.getByTestId('task-delete').click();
+  await page.getByTestId('canvas-save').click();
+  await expect(page).toHaveURL(/\/dags\/\d+\?tab=graph/);
+  const dagId = Number(new URL(page.url()).pathname.split('/')[2]);
+
+  const client = await api();
+  const canvas = await (await client.get(`/api/v1/dags/${dagId}/canvas`)).json();
+  await client.dispose();
+  const byName = Object.fromEntries(canvas.tasks.map((t: { name: string }) => [t.name, t]));
+  expect(Object.keys(byName).sort()).toEqual(['load', 'wait_for_landing']);
+  expect(byName.wait_for_landing.type).toBe('SENSOR');
+  expect(byName.wait_for_landing.content).toMatchObject({ file: '/landing/${bizdate}/*.csv', poke_interval: 30, soft_fail: true });
+  expect(byName.load.outputs).toEqual(['ods.landing/${bizdate}']);
 });

@@ -47,7 +47,7 @@ export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runSta
                   className={`gantt-bar ${statusClass(bar.status)}`}
                   style={{ left: pct(bar.start), width: `${width}%`, background: s.fill, borderColor: s.border }}
                   title={[
-                    `${bar.taskName} · attempt ${bar.attempt} · ${s.label}`,
+                    `${bar.taskName} · attempt ${bar.attempt + 1} · ${s.label}`,
                     `start ${formatTime(bar.startTime)}`,
                     `end   ${bar.open ? 'running' : formatTime(bar.endTime)}`,
                     `took  ${formatDuration(bar.end - bar.start)}`,

@@ -54,6 +54,7 @@ const TYPE_COLOR: Record<string, string> = {
   HTTP: '#0f766e',
   SPARK: '#c2410c',
   FLINK: '#be185d',
+  SENSOR: '#a16207',
 };
 
 const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>) {

@@ -2,9 +2,28 @@
 
 import { useState } from 'react';
 import type { TaskDef } from '../../api/types';
-import { changeType, mainField, TASK_TYPES, typeOf, type EditorTaskType, type Problem } from './canvasModel';
+import {
+  changeSensorCheck,
+  changeType,
+  mainField,
+  SENSOR_CHECKS,
+  sensorCheck,
+  TASK_TYPES,
+  typeOf,
+  type EditorTaskType,
+  type Problem,
+  type SensorCheck,
+} from './canvasModel';
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'];
+
+const SENSOR_CHECK_LABELS: Record<SensorCheck, string> = {
+  dataset: 'a dataset partition has an event',
+  sql: 'a SQL query returns a row',
+  http: 'a URL answers with success',
+  file: 'a file or glob exists',
+  dag: "another DAG's task succeeded",
+};
 
 /** A text field holding JSON, committed when it parses. */
 function JsonField({
@@ -179,6 +198,7 @@ export function TaskPanel({
             }
           />
         )}
+        {type === 'SENSOR' && <SensorFields content={content} replace={(c) => set({ content: c as TaskDef['content'] })} />}
         {type === 'HTTP' && (
           <>
             <div className="form-row">
@@ -241,6 +261,23 @@ export function TaskPanel({
               <span className="hint">Their values must come from a secret: ${'{'}secret:NAME{'}'}.</span>
             </label>
           </>
+        )}
+
+        {type !== 'SENSOR' && (
+          <label className="field">
+            <span>Writes datasets</span>
+            <input
+              className="input mono"
+              placeholder="dw.orders/${bizdate}, dw.users"
+              defaultValue={(task.outputs ?? []).join(', ')}
+              onChange={(e) => {
+                const names = list(e.target.value);
+                set({ outputs: names.length ? names : undefined });
+              }}
+              data-testid="task-outputs"
+            />
+            <span className="hint">Recorded as dataset events when it succeeds; data schedules start on them.</span>
+          </label>
         )}
 
         <details className="more" open={false}>
@@ -326,5 +363,110 @@ export function TaskPanel({
         )}
       </fieldset>
     </div>
+  );
+}
+
+/** A SENSOR's check (one of five kinds) and how it waits between checks. */
+function SensorFields({ content, replace }: { content: Record<string, unknown>; replace: (content: Record<string, unknown>) => void }) {
+  const check = sensorCheck(content);
+  // Unlike other types' content, an emptied check stays (as '') so the
+  // chosen kind of check does not change under the user.
+  const setContent = (patch: Record<string, unknown>) => {
+    const next = { ...content, ...patch };
+    for (const [k, v] of Object.entries(next)) if (v === undefined) delete next[k];
+    replace(next);
+  };
+  const http = (content.http ?? {}) as Record<string, unknown>;
+  const number = (key: string) => (content[key] === undefined ? '' : String(content[key]));
+  const setNumber = (key: string, text: string) => setContent({ [key]: text ? Number(text) : undefined });
+  return (
+    <>
+      <label className="field">
+        <span>Wait until</span>
+        <select className="input" value={check} onChange={(e) => replace(changeSensorCheck(content, e.target.value as SensorCheck))} data-testid="sensor-check">
+          {SENSOR_CHECKS.map((c) => (
+            <option key={c} value={c}>
+              {SENSOR_CHECK_LABELS[c]}
+            </option>
+          ))}
+        </select>
+      </label>
+      {check === 'dataset' && (
+        <label className="field">
+          <span>Dataset (and partition)</span>
+          <input className="input mono" value={String(content.dataset ?? '')} placeholder="ods.orders/${bizdate}" onChange={(e) => setContent({ dataset: e.target.value })} data-testid="task-command" />
+        </label>
+      )}
+      {check === 'file' && (
+        <label className="field">
+          <span>File path or glob</span>
+          <input className="input mono" value={String(content.file ?? '')} placeholder="/landing/${bizdate}/*.csv" onChange={(e) => setContent({ file: e.target.value })} data-testid="task-command" />
+        </label>
+      )}
+      {check === 'http' && (
+        <label className="field">
+          <span>URL (GET, any 2xx)</span>
+          <input className="input mono" value={String(http.url ?? '')} placeholder="https://api.example.com/ready?date=${bizdate}" onChange={(e) => setContent({ http: { ...http, url: e.target.value } })} data-testid="task-command" />
+        </label>
+      )}
+      {check === 'sql' && (
+        <>
+          <label className="field">
+            <span>Datasource</span>
+            <input className="input mono" value={String(content.datasource ?? '')} placeholder="dw" onChange={(e) => setContent({ datasource: e.target.value })} />
+          </label>
+          <label className="field">
+            <span>SQL (ready when it returns a row)</span>
+            <textarea className="input mono code-input" rows={4} spellCheck={false} value={String(content.sql ?? '')} placeholder="SELECT 1 FROM loads WHERE dt = '${bizdate}'" onChange={(e) => setContent({ sql: e.target.value })} data-testid="task-command" />
+          </label>
+        </>
+      )}
+      {check === 'dag' && (
+        <>
+          <div className="form-row">
+            <label className="field">
+              <span>DAG</span>
+              <input className="input mono" value={String(content.dag ?? '')} onChange={(e) => setContent({ dag: e.target.value })} data-testid="task-command" />
+            </label>
+            <label className="field">
+              <span>Task</span>
+              <input className="input mono" value={String(content.task ?? '')} onChange={(e) => setContent({ task: e.target.value })} />
+            </label>
+          </div>
+          <div className="form-row">
+            <label className="field">
+              <span>Day offset</span>
+              <input className="input" type="number" value={number('offset_day')} placeholder="0" onChange={(e) => setNumber('offset_day', e.target.value)} />
+            </label>
+            <label className="field">
+              <span>Days that must succeed</span>
+              <input className="input" type="number" min={1} value={number('days')} placeholder="1" onChange={(e) => setNumber('days', e.target.value)} />
+            </label>
+          </div>
+        </>
+      )}
+      <div className="form-row">
+        <label className="field">
+          <span>Check every (s)</span>
+          <input className="input" type="number" min={1} value={number('poke_interval')} placeholder="60" onChange={(e) => setNumber('poke_interval', e.target.value)} />
+        </label>
+        <label className="field">
+          <span>Give up after (s)</span>
+          <input className="input" type="number" min={1} value={number('sensor_timeout')} placeholder="86400" onChange={(e) => setNumber('sensor_timeout', e.target.value)} />
+        </label>
+      </div>
+      <label className="check">
+        <input type="checkbox" checked={content.mode === 'poke'} onChange={(e) => setContent({ mode: e.target.checked ? 'poke' : undefined })} />
+        keep the runner slot between checks (poke mode)
+      </label>
+      <label className="check">
+        <input type="checkbox" checked={content.soft_fail === true} onChange={(e) => setContent({ soft_fail: e.target.checked || undefined })} />
+        end SKIPPED, not TIMEOUT, when it gives up
+      </label>
+      <label className="check">
+        <input type="checkbox" checked={content.exponential_backoff === true} onChange={(e) => setContent({ exponential_backoff: e.target.checked || undefined })} />
+        double the wait after each check that finds nothing
+      </label>
+    </>
   );
 }

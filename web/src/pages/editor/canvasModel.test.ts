@@ -3,6 +3,7 @@ import { ApiError } from '../../api/client';
 import {
   apiProblems,
   canvasBody,
+  changeSensorCheck,
   changeType,
   definitionBody,
   findCycle,
@@ -11,6 +12,7 @@ import {
   paramErrors,
   paramRows,
   paramsOf,
+  sensorCheck,
   settingsBody,
   settingsOf,
   settingsProblems,
@@ -79,6 +81,33 @@ describe('the canvas model', () => {
     expect(problems.map((p) => p.message)).toEqual([
       "task 'empty': jar, py_file or sql is empty",
       "task 'nothing': jar or py_file is empty",
+    ]);
+  });
+
+  it('keeps one kind of check in a SENSOR and flags one left empty', () => {
+    const sensor = changeType({ name: 's', type: 'SHELL', command: 'true' }, 'SENSOR');
+    expect(sensor).toEqual({ name: 's', type: 'SENSOR', content: { dataset: '' } });
+    const waiting = { ...sensor.content, poke_interval: 30, mode: 'poke' } as Record<string, unknown>;
+    const sql = changeSensorCheck({ ...waiting, dataset: 'ods.orders' }, 'sql');
+    expect(sql).toEqual({ sql: '', poke_interval: 30, mode: 'poke' });
+    expect(sensorCheck(sql)).toBe('sql');
+    expect(sensorCheck(changeSensorCheck(sql, 'http'))).toBe('http');
+    const node = (task: TaskDef) => ({ id: task.name, task, position: { x: 0, y: 0 } });
+    const problems = localProblems(
+      [
+        node(sensor),
+        node({ name: 'q', type: 'SENSOR', content: { sql: 'select 1' } }),
+        node({ name: 'd', type: 'SENSOR', content: { dag: 'ods', task: ' ' } }),
+        node({ name: 'u', type: 'SENSOR', content: { http: { url: '' } } }),
+        node({ name: 'ok', type: 'SENSOR', content: { file: '/in/${bizdate}/*.csv' } }),
+      ],
+      [],
+    );
+    expect(problems.map((p) => p.message)).toEqual([
+      "task 's': the sensor has no dataset",
+      "task 'q': the sensor sql has no datasource",
+      "task 'd': the sensor needs a dag and a task",
+      "task 'u': the sensor has no url",
     ]);
   });
 

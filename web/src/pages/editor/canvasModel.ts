@@ -5,7 +5,7 @@
 import { ApiError, errorMessage } from '../../api/client';
 import type { CanvasSave, CanvasTask, DagDefinitionBody, DagDetail, DependencyDef, TaskDef } from '../../api/types';
 
-export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP', 'SPARK', 'FLINK'] as const;
+export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP', 'SPARK', 'FLINK', 'SENSOR'] as const;
 export type EditorTaskType = (typeof TASK_TYPES)[number];
 
 export interface EditorNode {
@@ -79,7 +79,42 @@ export function changeType(task: TaskDef, type: EditorTaskType): TaskDef {
   // SQL text becomes Spark SQL; otherwise a Python file to fill in.
   if (type === 'SPARK') next.content = text.trim() && typeOf(task) === 'SQL' ? { sql: text } : { py_file: '' };
   if (type === 'FLINK') next.content = { py_file: '' };
+  if (type === 'SENSOR') next.content = { dataset: '' };
   return next;
+}
+
+/** What a SENSOR waits for: one of these keys of its content. */
+export const SENSOR_CHECKS = ['dataset', 'sql', 'http', 'file', 'dag'] as const;
+export type SensorCheck = (typeof SENSOR_CHECKS)[number];
+
+/** The check a sensor's content holds (the first present), `dataset` when none. */
+export function sensorCheck(content: Record<string, unknown>): SensorCheck {
+  return SENSOR_CHECKS.find((k) => content[k] !== undefined) ?? 'dataset';
+}
+
+/** `content` checking `check` instead: the other checks' fields dropped, the waiting options kept. */
+export function changeSensorCheck(content: Record<string, unknown>, check: SensorCheck): Record<string, unknown> {
+  const next = { ...content };
+  for (const k of [...SENSOR_CHECKS, 'datasource', 'task', 'offset_day', 'days']) delete next[k];
+  next[check] = check === 'http' ? { url: '', method: 'GET' } : '';
+  return next;
+}
+
+/** Why a sensor's check is not filled in, or null. */
+export function sensorCheckProblem(content: Record<string, unknown>): string | null {
+  const check = sensorCheck(content);
+  const text = (v: unknown) => String(v ?? '').trim();
+  switch (check) {
+    case 'http':
+      return text((content.http as Record<string, unknown> | undefined)?.url) ? null : 'the sensor has no url';
+    case 'sql':
+      if (!text(content.sql)) return 'the sensor has no sql';
+      return text(content.datasource) ? null : 'the sensor sql has no datasource';
+    case 'dag':
+      return text(content.dag) && text(content.task) ? null : 'the sensor needs a dag and a task';
+    default:
+      return text(content[check]) ? null : `the sensor has no ${check}`;
+  }
 }
 
 /** A fresh task of `type` named `name`. */
@@ -153,6 +188,10 @@ export function localProblems(nodes: EditorNode[], edges: EditorEdge[]): Problem
     }
     if (typeOf(n.task) === 'HTTP' && !String((n.task.content ?? {}).url ?? '').trim()) {
       out.push({ message: `task '${name || '?'}': url is empty`, nodeIds: [n.id], local: true });
+    }
+    if (typeOf(n.task) === 'SENSOR') {
+      const problem = sensorCheckProblem((n.task.content ?? {}) as Record<string, unknown>);
+      if (problem) out.push({ message: `task '${name || '?'}': ${problem}`, nodeIds: [n.id], local: true });
     }
     const application = submittedApplication(n.task);
     if (application !== null && !application) {

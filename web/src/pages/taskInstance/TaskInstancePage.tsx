@@ -114,6 +114,22 @@ export function TaskInstancePage() {
           <dt>Duration</dt>
           <dd className="mono small">{formatDuration(durationMs(t.startTime, t.endTime, now))}</dd>
         </div>
+        {(t.checks ?? 0) > 0 && (
+          <div>
+            <dt>Sensor checks</dt>
+            <dd className="mono small" data-testid="ti-checks">
+              {t.checks}
+            </dd>
+          </div>
+        )}
+        {t.nextCheckAt && (
+          <div>
+            <dt>Next check</dt>
+            <dd className="mono small" data-testid="ti-next-check">
+              {formatTime(t.nextCheckAt)}
+            </dd>
+          </div>
+        )}
         {t.retryAt && (
           <div>
             <dt>Next retry</dt>
@@ -122,7 +138,8 @@ export function TaskInstancePage() {
         )}
       </dl>
       {t.errorMessage && (
-        <div className="banner banner-error" data-testid="ti-error">
+        // A waiting sensor's message says what its last check found: news, not an error.
+        <div className={`banner ${t.status === 'UP_FOR_RESCHEDULE' ? 'banner-info' : 'banner-error'}`} data-testid="ti-error">
           {t.errorMessage}
         </div>
       )}
@@ -156,7 +173,7 @@ export function TaskInstancePage() {
                     data-testid="attempt-row"
                     data-attempt={e.attempt}
                   >
-                    <td className="num mono">{e.attempt}</td>
+                    <td className="num mono">{e.attempt + 1}</td>
                     <td>
                       <StatusBadge status={e.status} />
                     </td>
@@ -210,7 +227,7 @@ export function TaskInstancePage() {
                   className={e.attempt === chosen?.attempt ? 'active' : ''}
                   onClick={() => chooseAttempt(e.attempt)}
                 >
-                  attempt {e.attempt}
+                  attempt {e.attempt + 1}
                 </button>
               ))}
             </div>
