@@ -643,8 +643,8 @@ async fn ensure_stream(
     let existing = match js.get_stream(&name).await {
         Ok(stream) => Some(stream),
         Err(_) if mode == Mode::Check => return Ok(vec![missing(&name)]),
-        Err(_) => match js.create_stream(want.clone()).await {
-            Ok(_) => None,
+        Err(_) => match create_stream_once_placed(js, &want).await {
+            Ok(()) => None,
             // Another process created it between our lookup and our create.
             Err(create) => Some(
                 js.get_stream(&name)
@@ -656,6 +656,37 @@ async fn ensure_stream(
     Ok(existing
         .map(|stream| stream_drift(&want, &stream.cached_info().config))
         .unwrap_or_default())
+}
+
+/// Creates the stream, asking again while the cluster has no peers to place
+/// its copies on, up to [`PLACEMENT_WAIT`]: a cluster that has just started
+/// (or lost a node) elects its meta leader before every peer is known to be
+/// current, and until then refuses replicated streams with "no suitable
+/// peers for placement, peer offline". Any other refusal is returned at
+/// once.
+async fn create_stream_once_placed(
+    js: &Context,
+    want: &stream::Config,
+) -> Result<(), jetstream::context::CreateStreamError> {
+    let started = tokio::time::Instant::now();
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let refused = match js.create_stream(want.clone()).await {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let unplaced = matches!(
+            refused.kind(),
+            jetstream::context::CreateStreamErrorKind::JetStream(ref e)
+                if e.error_code() == jetstream::ErrorCode::CLUSTER_NO_PEERS
+        );
+        if !unplaced || started.elapsed() + pause > PLACEMENT_WAIT {
+            return Err(refused);
+        }
+        warn!(stream = %want.name, error = %refused, "no peers to place the stream on yet; asking again");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
 }
 
 async fn ensure_consumer(
@@ -837,8 +868,9 @@ pub async fn scale_topology(
     Ok(scaled)
 }
 
-/// How long [`scale_topology`] waits for a scaled stream's copies to be
-/// placed before it scales the stream's consumers anyway.
+/// How long a stream waits for its copies to be placed: a new stream for
+/// peers to place them on, a scaled one before [`scale_topology`] scales
+/// its consumers anyway.
 const PLACEMENT_WAIT: Duration = Duration::from_secs(30);
 
 /// Waits until a scaled stream has `count` copies placed (its leader and

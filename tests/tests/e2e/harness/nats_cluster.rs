@@ -33,8 +33,8 @@ pub struct NatsCluster {
 }
 
 impl NatsCluster {
-    /// Starts three nodes and waits until each is healthy: the cluster has
-    /// a JetStream meta leader and every node answers `/healthz`.
+    /// Starts three nodes and waits until each is healthy: every node
+    /// answers `/healthz` and the JetStream meta leader has every peer current.
     pub fn start() -> NatsCluster {
         let dir = tempfile::tempdir().expect("temporary directory");
         let routes: Vec<u16> = (0..3).map(|_| free_port()).collect();
@@ -143,8 +143,8 @@ impl NatsCluster {
         kill(Pid::from_raw(pid), signal).expect("signal the node");
     }
 
-    /// Waits until every running node answers `/healthz` with ok and one of
-    /// them names a JetStream meta leader.
+    /// Waits until every running node answers `/healthz` with ok and the
+    /// JetStream meta leader counts every other node current.
     pub fn wait_healthy(&self) {
         let deadline = Instant::now() + HEALTHY_WITHIN;
         loop {
@@ -152,9 +152,18 @@ impl NatsCluster {
             let healthy = running
                 .iter()
                 .all(|node| get(node.monitor, "/healthz").is_some_and(|h| h["status"] == "ok"));
+            // Until the meta leader has heard from every peer it refuses to
+            // place replicated streams ("no suitable peers for placement,
+            // peer offline"), so a leader alone is not ready.
+            let others = self.nodes.len() - 1;
             let leader = running.iter().any(|node| {
-                get(node.monitor, "/jsz")
-                    .is_some_and(|jsz| jsz["meta_cluster"]["leader"].is_string())
+                get(node.monitor, "/jsz").is_some_and(|jsz| {
+                    let meta = &jsz["meta_cluster"];
+                    meta["leader"] == node.name.as_str()
+                        && meta["replicas"].as_array().is_some_and(|peers| {
+                            peers.len() == others && peers.iter().all(|p| p["current"] == true)
+                        })
+                })
             });
             if healthy && leader {
                 return;
