@@ -30,7 +30,7 @@ use tracing::warn;
 const MAX_BATCH: usize = 128;
 
 /// The instance and its new execution row, if this runner won the claim.
-pub(crate) type Claimed = Option<(task_instance::Model, execution::Model)>;
+pub(crate) type ClaimOutcome = Option<(task_instance::Model, execution::Model)>;
 
 enum Write {
     Claim(Claim),
@@ -38,7 +38,7 @@ enum Write {
 }
 
 enum Written {
-    Claim(Claimed),
+    Claim(ClaimOutcome),
     End(Ended),
 }
 
@@ -67,7 +67,7 @@ impl Committer {
 
     /// Claims an attempt and inserts its execution row, in the same
     /// transaction: a claimed attempt always has its row.
-    pub async fn claim(&self, claim: Claim) -> Result<Claimed, DbErr> {
+    pub async fn claim(&self, claim: Claim) -> Result<ClaimOutcome, DbErr> {
         match self.send(Write::Claim(claim)).await? {
             Written::Claim(claimed) => Ok(claimed),
             Written::End(_) => Err(mismatch()),

@@ -22,7 +22,8 @@ use tokio::sync::mpsc;
 
 use datajump_shared::logs::{SEQ_HEADER, TAIL_BYTES, cut_note};
 use datajump_shared::outputs::{self, Outputs};
-use datajump_shared::subjects::Namespace;
+use datajump_shared::subjects::{self, Namespace};
+use tracing::warn;
 
 /// The most bytes of a log kept in its full copy unless the runner says
 /// otherwise (`--max-log-bytes`).
@@ -387,6 +388,26 @@ async fn serve_live(
                 let tail = LogSink(sink).tail();
                 let _ = client.publish(reply, tail.into()).await;
             }
+        }
+    }
+}
+
+/// Uploads a full log the tail could not hold to the `dj_logs` object
+/// store; returns its name there, or `None` when there is none or it could
+/// not be stored (the database keeps the tail either way).
+pub(crate) async fn store_full_log(
+    store: &async_nats::jetstream::object_store::ObjectStore,
+    execution_id: i64,
+    file: Option<tempfile::NamedTempFile>,
+) -> Option<String> {
+    let file = file?;
+    let name = subjects::log_object(execution_id);
+    let mut reader = tokio::fs::File::open(file.path()).await.ok()?;
+    match store.put(name.as_str(), &mut reader).await {
+        Ok(_) => Some(name),
+        Err(e) => {
+            warn!(error = %e, "cannot store the full log; the database keeps its tail");
+            None
         }
     }
 }

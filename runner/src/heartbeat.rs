@@ -1,0 +1,71 @@
+//! The heartbeat a runner keeps in `dj_runners`: how other runners tell a
+//! lost owner from a live one, and what `datajump runners` shows.
+
+use std::sync::Arc;
+
+use async_nats::jetstream::Context;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use crate::{Config, PROGRESS_EVERY};
+
+/// The heartbeat a runner keeps in `dj_runners`.
+#[derive(Debug, Serialize)]
+struct Heartbeat<'a> {
+    id: &'a str,
+    queues: &'a [String],
+    slots: usize,
+    running: usize,
+    at: DateTime<Utc>,
+}
+
+/// What the heartbeat counts a runner's running tasks from.
+pub(crate) struct Occupancy {
+    /// The task slots.
+    pub(crate) slots: Arc<Semaphore>,
+    /// Slots the fetch loop holds while waiting for work.
+    pub(crate) fetching: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Occupancy {
+    /// Tasks running now: slots taken, less those held for fetching.
+    fn running(&self, slots: usize) -> usize {
+        slots
+            .saturating_sub(self.slots.available_permits())
+            .saturating_sub(self.fetching.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// Writes this runner's heartbeat every [`PROGRESS_EVERY`] until `shutdown`.
+pub(crate) async fn heartbeat_loop(
+    config: Config,
+    js: Context,
+    occupancy: Occupancy,
+    shutdown: CancellationToken,
+) {
+    let Ok(kv) = datajump_nats::key_value(&js, &config.names.runners_bucket()).await else {
+        warn!("no dj_runners bucket: this runner is invisible to others");
+        return;
+    };
+    while !shutdown.is_cancelled() {
+        let beat = Heartbeat {
+            id: &config.id,
+            queues: &config.queues,
+            slots: config.slots,
+            running: occupancy.running(config.slots),
+            at: Utc::now(),
+        };
+        if let Ok(body) = serde_json::to_vec(&beat)
+            && let Err(e) = kv.put(&config.id, body.into()).await
+        {
+            warn!(error = %e, "heartbeat failed");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(PROGRESS_EVERY) => {},
+            () = shutdown.cancelled() => {},
+        }
+    }
+}
