@@ -22,7 +22,7 @@ pub use connection::{NatsAuth, connect, connect_with};
 pub use consume::{pull_consumer, settle};
 pub use drift::Drift;
 pub use error::NatsError;
-pub use queues::{Backlog, served_queues, work_backlog};
+pub use queues::{QueueBacklog, served_queues, work_backlog};
 pub use replicas::{MAX_REPLICAS, Replicas, ReplicasError};
 pub use topology::{
     ACK_WAIT, DUPLICATE_WINDOW, EVENT_MAX_AGE, MAX_ACK_PENDING, RUNNER_TTL, Scaled, check_queue,

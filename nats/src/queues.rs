@@ -46,7 +46,7 @@ pub async fn served_queues(js: &Context, names: &Namespace) -> Result<BTreeSet<S
 
 /// What one work consumer (`runner-<queue>-p<priority>`) holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Backlog {
+pub struct QueueBacklog {
     /// The queue.
     pub queue: String,
     /// The priority level.
@@ -61,7 +61,7 @@ pub struct Backlog {
 /// JetStream API request per 256 consumers, whatever the number of messages.
 /// Consumers are recognised by their filter subject `dj.work.<queue>.p<priority>`
 /// rather than their name, because queue names may contain `-`.
-pub async fn work_backlog(js: &Context, names: &Namespace) -> Result<Vec<Backlog>, NatsError> {
+pub async fn work_backlog(js: &Context, names: &Namespace) -> Result<Vec<QueueBacklog>, NatsError> {
     let stream = names.stream(Stream::Work);
     let mut consumers = js
         .get_stream(&stream)
@@ -72,7 +72,7 @@ pub async fn work_backlog(js: &Context, names: &Namespace) -> Result<Vec<Backlog
     while let Some(info) = consumers.next().await {
         let info = info.map_err(|e| js_err(format!("list consumers of {stream}"))(e.into()))?;
         if let Some((queue, priority)) = names.parse_work(&info.config.filter_subject) {
-            backlog.push(Backlog {
+            backlog.push(QueueBacklog {
                 queue: queue.to_owned(),
                 priority,
                 pending: info.num_pending,
