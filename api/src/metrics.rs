@@ -27,7 +27,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use datajump_nats::Backlog;
+use datajump_nats::QueueBacklog;
 use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::metrics::{self, encode_gauges};
 use datajump_shared::{RunStatus, TaskStatus};
@@ -190,7 +190,7 @@ struct SystemGauges {
 /// What a scrape read from JetStream.
 #[derive(Debug)]
 struct JetStreamFigures {
-    backlog: Vec<Backlog>,
+    backlog: Vec<QueueBacklog>,
     runners: Vec<crate::dto::RunnerDto>,
 }
 
@@ -256,9 +256,9 @@ fn encode_state_counts(
 
 fn encode_backlog(
     encoder: &mut DescriptorEncoder,
-    backlog: &[Backlog],
+    backlog: &[QueueBacklog],
 ) -> Result<(), std::fmt::Error> {
-    let labels = |consumer: &Backlog| {
+    let labels = |consumer: &QueueBacklog| {
         [
             ("queue", consumer.queue.clone()),
             ("priority", consumer.priority.level().to_string()),
