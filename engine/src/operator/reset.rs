@@ -1,7 +1,7 @@
 //! Rerun and clear: instances of an ended run back to PENDING in place,
 //! their parent counters and the run's recomputed, the run reopened.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag_run, task_instance};
@@ -10,7 +10,7 @@ use datajump_shared::{RunId, RunStatus, TaskStatus, TriggerType};
 use datajump_store::db::begin_write;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
 };
 
@@ -66,13 +66,31 @@ pub async fn reset(
     .await
 }
 
+/// The reset in the caller's transaction: a mark of a finished instance
+/// resets its downstream with it.
 pub(super) async fn reset_in<C: ConnectionTrait>(
     conn: &C,
     run_id: i64,
     scope: ResetScope,
     now: DateTime<Utc>,
 ) -> Result<Effects, OperatorError> {
-    use std::collections::HashSet;
+    let (instances, run) = lock_instances_and_run(conn, run_id).await?;
+    let by_task: ByTask<'_> = instances.iter().map(|i| (i.task_id, i)).collect();
+    let selected = select_tasks(&instances, &by_task, scope);
+    refuse_live(&selected, &by_task, &run)?;
+    reset_instances(conn, &instances, &by_task, &selected).await?;
+    let status = recount_run(conn, &run, &instances, &selected, now).await?;
+    Ok(release_reopened_roots(conn, run_id, status, now).await?)
+}
+
+/// A run's instances by task id.
+type ByTask<'a> = HashMap<i64, &'a task_instance::Model>;
+
+/// Locks the run's instances, then the run.
+async fn lock_instances_and_run<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+) -> Result<(Vec<task_instance::Model>, dag_run::Model), OperatorError> {
     // Instances before their run, in id order: the order propagation
     // locks them in (instances, then the run it counts them off).
     let instances = Ti::find()
@@ -86,23 +104,19 @@ pub(super) async fn reset_in<C: ConnectionTrait>(
         .one(conn)
         .await?
         .ok_or(OperatorError::UnknownRun(RunId(run_id)))?;
-    let by_task: HashMap<i64, &task_instance::Model> =
-        instances.iter().map(|i| (i.task_id, i)).collect();
-    let downstream = |seeds: Vec<i64>| {
-        let mut set: HashSet<i64> = HashSet::new();
-        let mut stack = seeds;
-        while let Some(task) = stack.pop() {
-            if set.insert(task)
-                && let Some(row) = by_task.get(&task)
-            {
-                stack.extend(children(row).into_iter().map(|(child, _)| child));
-            }
-        }
-        set
-    };
-    let selected: HashSet<i64> = match scope {
+    Ok((instances, run))
+}
+
+/// The tasks `scope` selects for the reset.
+fn select_tasks(
+    instances: &[task_instance::Model],
+    by_task: &ByTask<'_>,
+    scope: ResetScope,
+) -> HashSet<i64> {
+    match scope {
         ResetScope::All => by_task.keys().copied().collect(),
         ResetScope::FailedOnly => downstream(
+            by_task,
             instances
                 .iter()
                 .filter(|i| {
@@ -121,13 +135,35 @@ pub(super) async fn reset_in<C: ConnectionTrait>(
             task_id,
             downstream: false,
         } => HashSet::from([task_id]),
-        ResetScope::Task { task_id, .. } => downstream(vec![task_id]),
+        ResetScope::Task { task_id, .. } => downstream(by_task, vec![task_id]),
         ResetScope::Below { task_id } => {
-            let mut below = downstream(vec![task_id]);
+            let mut below = downstream(by_task, vec![task_id]);
             below.remove(&task_id);
             below
         }
-    };
+    }
+}
+
+/// The tasks `seeds` and every task below them.
+fn downstream(by_task: &ByTask<'_>, seeds: Vec<i64>) -> HashSet<i64> {
+    let mut set: HashSet<i64> = HashSet::new();
+    let mut stack = seeds;
+    while let Some(task) = stack.pop() {
+        if set.insert(task)
+            && let Some(row) = by_task.get(&task)
+        {
+            stack.extend(children(row).into_iter().map(|(child, _)| child));
+        }
+    }
+    set
+}
+
+/// Refuses the reset while a selected instance or the run is still live.
+fn refuse_live(
+    selected: &HashSet<i64>,
+    by_task: &ByTask<'_>,
+    run: &dag_run::Model,
+) -> Result<(), OperatorError> {
     if let Some(live) = selected
         .iter()
         .filter_map(|t| by_task.get(t))
@@ -138,11 +174,21 @@ pub(super) async fn reset_in<C: ConnectionTrait>(
     // A live run's counters count its live instances; a reset recounts
     // them from scratch, so it waits for the run to end.
     if !RunTransition::Reopen.from().contains(&run.status) {
-        return Err(OperatorError::RunLive(RunId(run_id), run.status));
+        return Err(OperatorError::RunLive(RunId(run.id), run.status));
     }
+    Ok(())
+}
+
+/// Puts each selected instance back to PENDING, its parent counters recounted.
+async fn reset_instances<C: ConnectionTrait>(
+    conn: &C,
+    instances: &[task_instance::Model],
+    by_task: &ByTask<'_>,
+    selected: &HashSet<i64>,
+) -> Result<(), DbErr> {
     // Same-run parents of each selected instance, from the children lists.
     let mut parents: HashMap<i64, Vec<(i64, DepType)>> = HashMap::new();
-    for row in &instances {
+    for row in instances {
         for (child, dep_type) in children(row) {
             parents
                 .entry(child)
@@ -150,7 +196,7 @@ pub(super) async fn reset_in<C: ConnectionTrait>(
                 .push((row.task_id, dep_type));
         }
     }
-    for task_id in &selected {
+    for task_id in selected {
         let Some(row) = by_task.get(task_id) else {
             continue;
         };
@@ -198,6 +244,17 @@ pub(super) async fn reset_in<C: ConnectionTrait>(
             .await?;
         TaskTransition::Reset.applied(row.status, TaskStatus::Pending);
     }
+    Ok(())
+}
+
+/// Recounts the run, reopened (RUNNING or QUEUED) or ended again; returns its status.
+async fn recount_run<C: ConnectionTrait>(
+    conn: &C,
+    run: &dag_run::Model,
+    instances: &[task_instance::Model],
+    selected: &HashSet<i64>,
+    now: DateTime<Utc>,
+) -> Result<RunStatus, DbErr> {
     let failed_kept = instances
         .iter()
         .filter(|i| !selected.contains(&i.task_id) && !i.status.counts_as_success())
@@ -231,13 +288,23 @@ pub(super) async fn reset_in<C: ConnectionTrait>(
             dag_run::Column::TimeoutAt,
             Expr::value(run_timeout_at(status, run.timeout_secs, now)),
         )
-        .filter(dag_run::Column::Id.eq(run_id))
+        .filter(dag_run::Column::Id.eq(run.id))
         .filter(transition.applies())
         .exec(conn)
         .await?;
     if updated.rows_affected == 1 {
         transition.applied(run.status, status);
     }
+    Ok(status)
+}
+
+/// Releases the roots of a run reopened RUNNING.
+async fn release_reopened_roots<C: ConnectionTrait>(
+    conn: &C,
+    run_id: i64,
+    status: RunStatus,
+    now: DateTime<Utc>,
+) -> Result<Effects, DbErr> {
     let mut out = Effects::default();
     if status == RunStatus::Running {
         release_roots(conn, &[run_id], now, &mut out).await?;
