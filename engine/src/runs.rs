@@ -6,7 +6,7 @@
 //! creates nothing. A new run snapshots the DAG's plan, gets one instance
 //! per task with its parent counters, and its ready roots start QUEUED.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::Utc;
 use datajump_shared::dag_file::OverlapPolicy;
@@ -17,14 +17,14 @@ use datajump_shared::{RunStatus, TaskStatus, TriggerType};
 use datajump_store::catalog;
 use datajump_store::db::begin_write;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
-    QuerySelect, sea_query::OnConflict,
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
+    QueryFilter, QuerySelect, sea_query::OnConflict,
 };
 use tracing::{debug, info};
 
 use crate::effects::Effects;
 use crate::queue::queue_new;
-use crate::slots::{free_run_slots, release_roots, run_timeout_at, run_timeout_secs};
+use crate::slots::{RunSlots, free_run_slots, release_roots, run_timeout_at, run_timeout_secs};
 use crate::waits::{awaited_by_running_run, link_external_parents, start_awaited_runs};
 
 /// Why a scheduled fire must not start a run now, if it must not, given
@@ -90,17 +90,65 @@ pub async fn create_runs(
         return Ok((outcomes, released));
     }
     let indexed: Vec<(usize, &FireMsg)> = fires.iter().copied().enumerate().collect();
-    let fires = indexed.as_slice();
     let txn = begin_write(db).await?;
+    let (dags, schedules) = read_dags_and_schedules(&txn, &indexed).await?;
+    let mut runnable = drop_inactive_fires(&indexed, &dags, &schedules, &mut outcomes);
+    // Fires are taken in DAG order, so a batch's runs (and the external
+    // parents they lock) come in the same order in every resolver.
+    runnable.sort_by_key(|(_, fire, _)| fire.dag_id);
+    let plans = catalog::current_plans(&txn, runnable.iter().map(|(_, _, dag)| *dag)).await?;
+    // Slots are counted (and the DAG rows locked) before looking for
+    // existing runs, so a concurrent resolver's run of the same fire is
+    // committed and seen by then.
+    let free_slots = lock_run_slots(&txn, &runnable).await?;
+    let existing = existing_dedup_keys(&txn, runnable.iter().map(|(_, fire, _)| *fire)).await?;
+    let now = Utc::now();
+    let new_runs = admit_fires(
+        &txn,
+        runnable,
+        &plans,
+        &schedules,
+        free_slots,
+        &existing,
+        &mut outcomes,
+    )
+    .await?;
+    let run_ids = insert_runs(&txn, &new_runs, now).await?;
+    let NewInstances {
+        created,
+        running,
+        queued,
+        pending,
+    } = build_instances(&new_runs, &run_ids, now, &mut outcomes);
+    insert_plan_snapshots(&txn, &created).await?;
+    insert_task_instances(&txn, queued, pending, &mut released).await?;
+    link_cross_run_parents(&txn, &created, now).await?;
+    start_awaited_and_release_roots(&txn, running, now, &mut released).await?;
+    txn.commit().await?;
+    report_created(created, &mut outcomes);
+    Ok((outcomes, released))
+}
+
+/// A fire that may start a run: its index in the batch, and its DAG.
+type Runnable<'a> = (usize, &'a FireMsg, &'a dag::Model);
+
+/// Each schedule of a batch, by id: whether it is active, and its timeout.
+type Schedules = HashMap<i64, (bool, Option<i32>)>;
+
+/// Reads the DAGs and the schedules of a batch of fires, keyed by id.
+async fn read_dags_and_schedules(
+    txn: &DatabaseTransaction,
+    fires: &[(usize, &FireMsg)],
+) -> Result<(HashMap<i64, dag::Model>, Schedules), DbErr> {
     let dags: HashMap<i64, dag::Model> = dag::Entity::find()
         .filter(dag::Column::Id.is_in(fires.iter().map(|(_, f)| f.dag_id)))
-        .all(&txn)
+        .all(txn)
         .await?
         .into_iter()
         .map(|d| (d.id, d))
         .collect();
     let schedule_ids: Vec<i64> = fires.iter().filter_map(|(_, f)| f.schedule_id).collect();
-    let schedules: HashMap<i64, (bool, Option<i32>)> = if schedule_ids.is_empty() {
+    let schedules: Schedules = if schedule_ids.is_empty() {
         HashMap::new()
     } else {
         schedule::Entity::find()
@@ -112,12 +160,22 @@ pub async fn create_runs(
             ])
             .filter(schedule::Column::Id.is_in(schedule_ids))
             .into_tuple::<(i64, bool, Option<i32>)>()
-            .all(&txn)
+            .all(txn)
             .await?
             .into_iter()
             .map(|(id, active, timeout)| (id, (active, timeout)))
             .collect()
     };
+    Ok((dags, schedules))
+}
+
+/// Keeps the fires that may start a run, marking the others' outcomes.
+fn drop_inactive_fires<'a>(
+    fires: &[(usize, &'a FireMsg)],
+    dags: &'a HashMap<i64, dag::Model>,
+    schedules: &Schedules,
+    outcomes: &mut [FireOutcome],
+) -> Vec<Runnable<'a>> {
     let schedules_active: HashMap<i64, bool> = schedules
         .iter()
         .map(|(id, (active, _))| (*id, *active))
@@ -137,23 +195,67 @@ pub async fn create_runs(
             },
         }
     }
-    // Fires are taken in DAG order, so a batch's runs (and the external
-    // parents they lock) come in the same order in every resolver.
-    runnable.sort_by_key(|(_, fire, _)| fire.dag_id);
-    let plans = catalog::current_plans(&txn, runnable.iter().map(|(_, _, dag)| *dag)).await?;
+    runnable
+}
+
+/// Locks the rows of the DAGs that limit runs and counts their free slots.
+async fn lock_run_slots(
+    txn: &DatabaseTransaction,
+    runnable: &[Runnable<'_>],
+) -> Result<HashMap<i64, RunSlots>, DbErr> {
     let limited: Vec<&dag::Model> = runnable
         .iter()
         .map(|(_, _, dag)| *dag)
         .filter(|dag| dag.overlap_policy != OverlapPolicy::Parallel)
         .collect();
-    // Slots are counted (and the DAG rows locked) before looking for
-    // existing runs, so a concurrent resolver's run of the same fire is
-    // committed and seen by then.
-    let mut free_slots = free_run_slots(&txn, &limited).await?;
-    let existing = existing_dedup_keys(&txn, runnable.iter().map(|(_, fire, _)| *fire)).await?;
-    let now = Utc::now();
+    free_run_slots(txn, &limited).await
+}
+
+/// Which of the fires' `dedup_key`s already have a run.
+async fn existing_dedup_keys<'a>(
+    txn: &DatabaseTransaction,
+    fires: impl Iterator<Item = &'a FireMsg>,
+) -> Result<HashSet<String>, DbErr> {
+    let keys: Vec<&str> = fires.map(|fire| fire.dedup_key.as_str()).collect();
+    let mut existing = HashSet::new();
+    for chunk in keys.chunks(INSERT_CHUNK) {
+        existing.extend(
+            dag_run::Entity::find()
+                .select_only()
+                .column(dag_run::Column::DedupKey)
+                .filter(dag_run::Column::DedupKey.is_in(chunk.iter().copied()))
+                .into_tuple::<String>()
+                .all(txn)
+                .await?,
+        );
+    }
+    Ok(existing)
+}
+
+/// A run a fire is about to create.
+struct NewRun<'a> {
+    /// The fire's index in the batch.
+    index: usize,
+    fire: &'a FireMsg,
+    dag: &'a dag::Model,
+    plan: &'a Plan,
+    status: RunStatus,
+    /// Its run timeout.
+    timeout_secs: Option<i32>,
+}
+
+/// Decides each runnable fire: its run exists, it is skipped, or a new run.
+async fn admit_fires<'a>(
+    txn: &DatabaseTransaction,
+    runnable: Vec<Runnable<'a>>,
+    plans: &'a BTreeMap<i64, Plan>,
+    schedules: &Schedules,
+    mut free_slots: HashMap<i64, RunSlots>,
+    existing: &HashSet<String>,
+    outcomes: &mut [FireOutcome],
+) -> Result<Vec<NewRun<'a>>, DbErr> {
     let mut new_runs = Vec::with_capacity(runnable.len());
-    let mut keys = std::collections::HashSet::new();
+    let mut keys = HashSet::new();
     for (index, fire, dag) in runnable {
         let Some(plan) = plans.get(&dag.id) else {
             continue;
@@ -171,7 +273,7 @@ pub async fn create_runs(
             // past the limit: queued, it would wait on its own waiter.
             || (dag.overlap_policy == OverlapPolicy::Wait
                 && awaited_by_running_run(
-                    &txn,
+                    txn,
                     dag.id,
                     &plan.tasks.iter().map(|t| t.task_id).collect::<Vec<_>>(),
                     fire.biz_date,
@@ -200,104 +302,7 @@ pub async fn create_runs(
             timeout_secs: run_timeout_secs(dag, schedule_timeout),
         });
     }
-    let run_ids = insert_runs(&txn, &new_runs, now).await?;
-    let mut running = Vec::new();
-    let (mut queued, mut pending) = (Vec::new(), Vec::new());
-    let mut created = Vec::with_capacity(new_runs.len());
-    for run in &new_runs {
-        let Some(&run_id) = run_ids.get(run.fire.dedup_key.as_str()) else {
-            // Another resolver created it after our look for existing runs.
-            outcomes[run.index] = FireOutcome::Exists;
-            continue;
-        };
-        let rows = instance_rows(run.plan, run.fire, run_id, now);
-        if run.status == RunStatus::Running {
-            running.push(run_id);
-            for (mut row, task) in rows.into_iter().zip(&run.plan.tasks) {
-                if queue_new(&mut row, task, now) {
-                    queued.push(row);
-                } else {
-                    pending.push(row);
-                }
-            }
-        } else {
-            pending.extend(rows);
-        }
-        created.push((run, run_id));
-    }
-    for chunk in created.chunks(INSERT_CHUNK) {
-        dag_run_plan::Entity::insert_many(chunk.iter().map(|(run, run_id)| {
-            dag_run_plan::ActiveModel {
-                dag_run_id: Set(*run_id),
-                plan: Set(serde_json::to_value(run.plan).unwrap_or_default()),
-            }
-        }))
-        .exec_without_returning(&txn)
-        .await?;
-    }
-    // Moved into the statements chunk by chunk, not cloned: an instance row
-    // carries its spec.
-    let mut queued = queued.into_iter();
-    while queued.len() > 0 {
-        released.queued.extend(
-            task_instance::Entity::insert_many(queued.by_ref().take(INSERT_CHUNK))
-                .exec_with_returning(&txn)
-                .await?,
-        );
-    }
-    let mut pending = pending.into_iter();
-    while pending.len() > 0 {
-        task_instance::Entity::insert_many(pending.by_ref().take(INSERT_CHUNK))
-            .exec_without_returning(&txn)
-            .await?;
-    }
-    for (run, run_id) in &created {
-        link_external_parents(&txn, run.plan, run.dag, *run_id, run.fire.biz_date, now).await?;
-    }
-    let awaited = start_awaited_runs(&txn, &running, now).await?;
-    running.extend(awaited);
-    // What did not start QUEUED but may run now: disabled roots (settled
-    // SKIPPED) and instances whose parents in other runs had already ended.
-    release_roots(&txn, &running, now, &mut released).await?;
-    txn.commit().await?;
-    for (run, run_id) in created {
-        info!(dag = %run.dag.name, dag_run_id = run_id, status = %run.status, trigger = run.fire.trigger_type.as_str(), biz_date = %run.fire.biz_date, "run created");
-        outcomes[run.index] = FireOutcome::Created;
-    }
-    Ok((outcomes, released))
-}
-
-/// A run a fire is about to create.
-struct NewRun<'a> {
-    /// The fire's index in the batch.
-    index: usize,
-    fire: &'a FireMsg,
-    dag: &'a dag::Model,
-    plan: &'a Plan,
-    status: RunStatus,
-    /// Its run timeout.
-    timeout_secs: Option<i32>,
-}
-
-/// Which of the fires' `dedup_key`s already have a run.
-async fn existing_dedup_keys<'a>(
-    txn: &sea_orm::DatabaseTransaction,
-    fires: impl Iterator<Item = &'a FireMsg>,
-) -> Result<std::collections::HashSet<String>, DbErr> {
-    let keys: Vec<&str> = fires.map(|fire| fire.dedup_key.as_str()).collect();
-    let mut existing = std::collections::HashSet::new();
-    for chunk in keys.chunks(INSERT_CHUNK) {
-        existing.extend(
-            dag_run::Entity::find()
-                .select_only()
-                .column(dag_run::Column::DedupKey)
-                .filter(dag_run::Column::DedupKey.is_in(chunk.iter().copied()))
-                .into_tuple::<String>()
-                .all(txn)
-                .await?,
-        );
-    }
-    Ok(existing)
+    Ok(new_runs)
 }
 
 /// Inserts the `dag_run` rows of `runs`, a multi-row statement per
@@ -305,7 +310,7 @@ async fn existing_dedup_keys<'a>(
 /// key another resolver inserted meanwhile is left out (`ON CONFLICT DO
 /// NOTHING`), not an error.
 async fn insert_runs(
-    txn: &sea_orm::DatabaseTransaction,
+    txn: &DatabaseTransaction,
     runs: &[NewRun<'_>],
     now: chrono::DateTime<Utc>,
 ) -> Result<HashMap<String, i64>, DbErr> {
@@ -344,6 +349,57 @@ async fn insert_runs(
         ids.extend(inserted.into_iter().map(|run| (run.dedup_key, run.id)));
     }
     Ok(ids)
+}
+
+/// The runs [`insert_runs`] inserted and the instance rows they get.
+struct NewInstances<'r, 'a> {
+    /// Each inserted run, with its id.
+    created: Vec<(&'r NewRun<'a>, i64)>,
+    /// The ids of those that start RUNNING.
+    running: Vec<i64>,
+    /// The ready roots of the RUNNING runs, to insert QUEUED.
+    queued: Vec<task_instance::ActiveModel>,
+    /// Every other instance, to insert PENDING.
+    pending: Vec<task_instance::ActiveModel>,
+}
+
+/// Builds each inserted run's instance rows, a RUNNING run's ready roots QUEUED.
+fn build_instances<'r, 'a>(
+    new_runs: &'r [NewRun<'a>],
+    run_ids: &HashMap<String, i64>,
+    now: chrono::DateTime<Utc>,
+    outcomes: &mut [FireOutcome],
+) -> NewInstances<'r, 'a> {
+    let mut running = Vec::new();
+    let (mut queued, mut pending) = (Vec::new(), Vec::new());
+    let mut created = Vec::with_capacity(new_runs.len());
+    for run in new_runs {
+        let Some(&run_id) = run_ids.get(run.fire.dedup_key.as_str()) else {
+            // Another resolver created it after our look for existing runs.
+            outcomes[run.index] = FireOutcome::Exists;
+            continue;
+        };
+        let rows = instance_rows(run.plan, run.fire, run_id, now);
+        if run.status == RunStatus::Running {
+            running.push(run_id);
+            for (mut row, task) in rows.into_iter().zip(&run.plan.tasks) {
+                if queue_new(&mut row, task, now) {
+                    queued.push(row);
+                } else {
+                    pending.push(row);
+                }
+            }
+        } else {
+            pending.extend(rows);
+        }
+        created.push((run, run_id));
+    }
+    NewInstances {
+        created,
+        running,
+        queued,
+        pending,
+    }
 }
 
 /// The new instances of a run: one per task of `plan`, in the plan's order,
@@ -434,4 +490,82 @@ fn instance_rows(
             }
         })
         .collect()
+}
+
+/// Inserts each created run's `dag_run_plan` snapshot.
+async fn insert_plan_snapshots(
+    txn: &DatabaseTransaction,
+    created: &[(&NewRun<'_>, i64)],
+) -> Result<(), DbErr> {
+    for chunk in created.chunks(INSERT_CHUNK) {
+        dag_run_plan::Entity::insert_many(chunk.iter().map(|(run, run_id)| {
+            dag_run_plan::ActiveModel {
+                dag_run_id: Set(*run_id),
+                plan: Set(serde_json::to_value(run.plan).unwrap_or_default()),
+            }
+        }))
+        .exec_without_returning(txn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Inserts the created runs' instances, the QUEUED ones into `released`.
+async fn insert_task_instances(
+    txn: &DatabaseTransaction,
+    queued: Vec<task_instance::ActiveModel>,
+    pending: Vec<task_instance::ActiveModel>,
+    released: &mut Effects,
+) -> Result<(), DbErr> {
+    // Moved into the statements chunk by chunk, not cloned: an instance row
+    // carries its spec.
+    let mut queued = queued.into_iter();
+    while queued.len() > 0 {
+        released.queued.extend(
+            task_instance::Entity::insert_many(queued.by_ref().take(INSERT_CHUNK))
+                .exec_with_returning(txn)
+                .await?,
+        );
+    }
+    let mut pending = pending.into_iter();
+    while pending.len() > 0 {
+        task_instance::Entity::insert_many(pending.by_ref().take(INSERT_CHUNK))
+            .exec_without_returning(txn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Links each created run's instances to their parents in other runs.
+async fn link_cross_run_parents(
+    txn: &DatabaseTransaction,
+    created: &[(&NewRun<'_>, i64)],
+    now: chrono::DateTime<Utc>,
+) -> Result<(), DbErr> {
+    for (run, run_id) in created {
+        link_external_parents(txn, run.plan, run.dag, *run_id, run.fire.biz_date, now).await?;
+    }
+    Ok(())
+}
+
+/// Starts the QUEUED runs the new ones wait on; releases what may run now.
+async fn start_awaited_and_release_roots(
+    txn: &DatabaseTransaction,
+    mut running: Vec<i64>,
+    now: chrono::DateTime<Utc>,
+    released: &mut Effects,
+) -> Result<(), DbErr> {
+    let awaited = start_awaited_runs(txn, &running, now).await?;
+    running.extend(awaited);
+    // What did not start QUEUED but may run now: disabled roots (settled
+    // SKIPPED) and instances whose parents in other runs had already ended.
+    release_roots(txn, &running, now, released).await
+}
+
+/// Logs each committed run and marks its fire created.
+fn report_created(created: Vec<(&NewRun<'_>, i64)>, outcomes: &mut [FireOutcome]) {
+    for (run, run_id) in created {
+        info!(dag = %run.dag.name, dag_run_id = run_id, status = %run.status, trigger = run.fire.trigger_type.as_str(), biz_date = %run.fire.biz_date, "run created");
+        outcomes[run.index] = FireOutcome::Created;
+    }
 }

@@ -15,7 +15,7 @@ use datajump_shared::entities::dataset_event;
 use sea_orm::EntityTrait;
 use tracing::info;
 
-use crate::{Config, Verdict};
+use crate::{Config, Settlement};
 
 /// Records a producer's announcement, or acknowledges a recorded event's
 /// notice.
@@ -23,20 +23,20 @@ pub(crate) async fn handle_dataset(
     config: &Config,
     bus: &Bus,
     message: &jetstream::Message,
-) -> Verdict {
+) -> Settlement {
     let Some(name) = bus.names().parse_dataset(message.subject.as_str()) else {
-        return Verdict::Poison("not a dataset subject".to_owned());
+        return Settlement::Poison("not a dataset subject".to_owned());
     };
     if let Err(e) = datasets::validate_name(name) {
-        return Verdict::Poison(e.to_string());
+        return Settlement::Poison(e.to_string());
     }
     if let Some(recorded) = DatasetEventMsg::recorded(&message.payload) {
         return match dataset_event::Entity::find_by_id(recorded.id)
             .one(&config.db)
             .await
         {
-            Ok(Some(_)) => Verdict::Ack,
-            Ok(None) => Verdict::Poison(format!(
+            Ok(Some(_)) => Settlement::Ack,
+            Ok(None) => Settlement::Poison(format!(
                 "names dataset event {} that was never recorded; announce a dataset with {{\"partition\": …}}",
                 recorded.id
             )),
@@ -45,14 +45,14 @@ pub(crate) async fn handle_dataset(
     }
     let announced = match Announced::parse(&message.payload) {
         Ok(announced) => announced,
-        Err(e) => return Verdict::Poison(e.to_string()),
+        Err(e) => return Settlement::Poison(e.to_string()),
     };
     let project_id = announced
         .project
         .unwrap_or(datajump_shared::dag_file::DEFAULT_PROJECT);
     match datajump_store::projects::find(&config.db, project_id).await {
         Ok(Some(_)) => {}
-        Ok(None) => return Verdict::Poison(format!("no project with id {project_id}")),
+        Ok(None) => return Settlement::Poison(format!("no project with id {project_id}")),
         Err(e) => return e.into(),
     }
     let sequence = message
@@ -78,7 +78,7 @@ pub(crate) async fn handle_dataset(
             }
             // A fire lost here is sent again by the ticker.
             let _ = effects.publish(bus).await;
-            Verdict::Ack
+            Settlement::Ack
         }
         Err(e) => e.into(),
     }

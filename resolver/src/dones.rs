@@ -6,13 +6,13 @@ use async_nats::jetstream;
 use datajump_engine::{Completion, CompletionCheck, Effects};
 use datajump_shared::messages::DoneMsg;
 
-use crate::{Committed, Config, Verdict, decode_batch};
+use crate::{Committed, Config, Settlement, decode_batch};
 
 /// Settles a batch of completions: one transaction propagates every
 /// decodable one (a completion naming an instance that does not exist, or
 /// not in its run, is poison). A database error retries the batch.
 pub(crate) async fn commit_dones(config: &Config, messages: &[jetstream::Message]) -> Committed {
-    let (mut verdicts, dones) = decode_batch::<DoneMsg>(messages);
+    let (mut settlements, dones) = decode_batch::<DoneMsg>(messages);
     let completions: Vec<Completion> = dones
         .iter()
         .map(|(_, done)| Completion {
@@ -23,13 +23,13 @@ pub(crate) async fn commit_dones(config: &Config, messages: &[jetstream::Message
     let effects = match datajump_engine::propagate_completions(&config.db, &completions).await {
         Ok((checks, effects)) => {
             for ((index, done), check) in dones.iter().zip(checks) {
-                verdicts[*index] = Some(match check {
-                    CompletionCheck::Known => Verdict::Ack,
-                    CompletionCheck::UnknownInstance => Verdict::Poison(format!(
+                settlements[*index] = Some(match check {
+                    CompletionCheck::Known => Settlement::Ack,
+                    CompletionCheck::UnknownInstance => Settlement::Poison(format!(
                         "task instance {} does not exist",
                         done.task_instance_id
                     )),
-                    CompletionCheck::WrongRun => Verdict::Poison(format!(
+                    CompletionCheck::WrongRun => Settlement::Poison(format!(
                         "task instance {} is not in run {}",
                         done.task_instance_id, done.dag_run_id
                     )),
@@ -40,10 +40,13 @@ pub(crate) async fn commit_dones(config: &Config, messages: &[jetstream::Message
         Err(e) => {
             let why = format!("database: {e}");
             for (index, _) in &dones {
-                verdicts[*index] = Some(Verdict::Retry(why.clone()));
+                settlements[*index] = Some(Settlement::Retry(why.clone()));
             }
             Effects::default()
         }
     };
-    Committed { verdicts, effects }
+    Committed {
+        settlements,
+        effects,
+    }
 }

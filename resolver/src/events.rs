@@ -8,7 +8,7 @@ use datajump_shared::TriggerType;
 use datajump_shared::messages::{EventPayload, FireMsg, VERSION};
 use tracing::info;
 
-use crate::{Config, Verdict};
+use crate::{Config, Settlement};
 
 /// Publishes a fire per active event schedule bound to the event's name,
 /// with the event's JSON object as run parameters and its `biz_date`, if it
@@ -17,9 +17,9 @@ pub(crate) async fn handle_event(
     config: &Config,
     bus: &Bus,
     message: &jetstream::Message,
-) -> Verdict {
+) -> Settlement {
     let Some(name) = bus.names().parse_event(message.subject.as_str()) else {
-        return Verdict::Poison("not an event subject".to_owned());
+        return Settlement::Poison("not an event subject".to_owned());
     };
     let sequence = message
         .info()
@@ -27,7 +27,7 @@ pub(crate) async fn handle_event(
         .unwrap_or_default();
     let event = match EventPayload::parse(&message.payload) {
         Ok(event) => event,
-        Err(e) => return Verdict::Poison(e.to_string()),
+        Err(e) => return Settlement::Poison(e.to_string()),
     };
     let schedules = match datajump_store::catalog::event_schedules(&config.db, name).await {
         Ok(schedules) => schedules,
@@ -56,5 +56,5 @@ pub(crate) async fn handle_event(
         }
         info!(event = name, dag_id = schedule.dag_id, "event fired a DAG");
     }
-    Verdict::Ack
+    Settlement::Ack
 }

@@ -6,14 +6,14 @@ use datajump_engine::{Effects, FireOutcome};
 use datajump_shared::messages::FireMsg;
 use tracing::warn;
 
-use crate::{Committed, Config, Verdict, decode_batch};
+use crate::{Committed, Config, Settlement, decode_batch};
 
 /// Turns a batch of fires into runs in one transaction
 /// ([`datajump_engine::create_runs`]). If the batch fails, its fires are
 /// tried one at a time, so one fire the database keeps refusing holds back
 /// no other.
 pub(crate) async fn commit_fires(config: &Config, messages: &[jetstream::Message]) -> Committed {
-    let (mut verdicts, fires) = decode_batch::<FireMsg>(messages);
+    let (mut settlements, fires) = decode_batch::<FireMsg>(messages);
     let all: Vec<&FireMsg> = fires.iter().map(|(_, fire)| fire).collect();
     let mut effects = Effects::default();
     let outcomes: Vec<(usize, FireOutcome)> = match datajump_engine::create_runs(&config.db, &all)
@@ -28,7 +28,7 @@ pub(crate) async fn commit_fires(config: &Config, messages: &[jetstream::Message
                 .collect()
         }
         Err(e) if fires.len() == 1 => {
-            verdicts[fires[0].0] = Some(e.into());
+            settlements[fires[0].0] = Some(e.into());
             Vec::new()
         }
         Err(e) => {
@@ -40,22 +40,25 @@ pub(crate) async fn commit_fires(config: &Config, messages: &[jetstream::Message
                         outcomes.extend(one.into_iter().map(|outcome| (*index, outcome)));
                         effects.merge(created);
                     }
-                    Err(e) => verdicts[*index] = Some(e.into()),
+                    Err(e) => settlements[*index] = Some(e.into()),
                 }
             }
             outcomes
         }
     };
     for (index, outcome) in outcomes {
-        verdicts[index] = Some(match outcome {
+        settlements[index] = Some(match outcome {
             FireOutcome::UnknownDag(dag_id) => {
-                Verdict::Poison(format!("DAG {dag_id} does not exist"))
+                Settlement::Poison(format!("DAG {dag_id} does not exist"))
             }
             FireOutcome::Created
             | FireOutcome::Ignored
             | FireOutcome::Exists
-            | FireOutcome::Skipped => Verdict::Ack,
+            | FireOutcome::Skipped => Settlement::Ack,
         });
     }
-    Committed { verdicts, effects }
+    Committed {
+        settlements,
+        effects,
+    }
 }

@@ -78,7 +78,7 @@ pub enum ResolverError {
 
 /// What to do with a message after handling it.
 #[derive(Debug)]
-enum Verdict {
+enum Settlement {
     Ack,
     /// Transient failure: deliver again later.
     Retry(String),
@@ -86,21 +86,21 @@ enum Verdict {
     Poison(String),
 }
 
-impl From<DbErr> for Verdict {
+impl From<DbErr> for Settlement {
     fn from(e: DbErr) -> Self {
-        Verdict::Retry(format!("database: {e}"))
+        Settlement::Retry(format!("database: {e}"))
     }
 }
 
-impl From<NatsError> for Verdict {
+impl From<NatsError> for Settlement {
     fn from(e: NatsError) -> Self {
-        Verdict::Retry(e.to_string())
+        Settlement::Retry(e.to_string())
     }
 }
 
-impl From<MessageError> for Verdict {
+impl From<MessageError> for Settlement {
     fn from(e: MessageError) -> Self {
-        Verdict::Poison(e.to_string())
+        Settlement::Poison(e.to_string())
     }
 }
 
@@ -215,16 +215,16 @@ async fn consume(
             Kind::Event => {
                 messages
                     .for_each_concurrent(config.concurrency, |message| async move {
-                        let verdict = events::handle_event(config, bus, &message).await;
-                        settle_message(&message, stream, verdict).await;
+                        let settlement = events::handle_event(config, bus, &message).await;
+                        settle_message(&message, stream, settlement).await;
                     })
                     .await;
             }
             Kind::Dataset => {
                 messages
                     .for_each_concurrent(config.concurrency, |message| async move {
-                        let verdict = datasets::handle_dataset(config, bus, &message).await;
-                        settle_message(&message, stream, verdict).await;
+                        let settlement = datasets::handle_dataset(config, bus, &message).await;
+                        settle_message(&message, stream, settlement).await;
                     })
                     .await;
             }
@@ -233,10 +233,10 @@ async fn consume(
     Ok(())
 }
 
-/// What a batch's transaction decided: a verdict per message (`None`:
+/// What a batch's transaction decided: a settlement per message (`None`:
 /// handled, ack it) and what its commit owes.
 struct Committed {
-    verdicts: Vec<Option<Verdict>>,
+    settlements: Vec<Option<Settlement>>,
     effects: Effects,
 }
 
@@ -260,12 +260,12 @@ where
         .for_each_concurrent(BATCHES_SETTLING, |(messages, committed)| async move {
             // A failed publish is logged; the deadline scan republishes.
             let _ = committed.effects.publish(bus).await;
-            settle_batch(&messages, stream, committed.verdicts).await;
+            settle_batch(&messages, stream, committed.settlements).await;
         })
         .await;
 }
 
-async fn settle_message(message: &jetstream::Message, stream: Stream, verdict: Verdict) {
+async fn settle_message(message: &jetstream::Message, stream: Stream, settlement: Settlement) {
     let (sequence, subject) = (
         message
             .info()
@@ -273,13 +273,13 @@ async fn settle_message(message: &jetstream::Message, stream: Stream, verdict: V
             .unwrap_or_default(),
         message.subject.as_str(),
     );
-    let kind = match verdict {
-        Verdict::Ack => AckKind::Ack,
-        Verdict::Retry(why) => {
+    let kind = match settlement {
+        Settlement::Ack => AckKind::Ack,
+        Settlement::Retry(why) => {
             warn!(subject, sequence, why, "will retry message");
             AckKind::Nak(Some(Duration::from_secs(1)))
         }
-        Verdict::Poison(why) => {
+        Settlement::Poison(why) => {
             error!(subject, sequence, why, "poison message terminated");
             metrics::poison_message(stream);
             AckKind::Term
@@ -291,31 +291,36 @@ async fn settle_message(message: &jetstream::Message, stream: Stream, verdict: V
 }
 
 /// Decodes a batch of messages: each decodable one with its index, and a
-/// verdict slot per message, already Poison for those that do not decode.
+/// settlement slot per message, already Poison for those that do not decode.
 fn decode_batch<M: Message>(
     messages: &[jetstream::Message],
-) -> (Vec<Option<Verdict>>, Vec<(usize, M)>) {
-    let mut verdicts: Vec<Option<Verdict>> = messages.iter().map(|_| None).collect();
+) -> (Vec<Option<Settlement>>, Vec<(usize, M)>) {
+    let mut settlements: Vec<Option<Settlement>> = messages.iter().map(|_| None).collect();
     let mut decoded = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
         match M::decode(&message.payload) {
             Ok(body) => decoded.push((index, body)),
-            Err(e) => verdicts[index] = Some(e.into()),
+            Err(e) => settlements[index] = Some(e.into()),
         }
     }
-    (verdicts, decoded)
+    (settlements, decoded)
 }
 
-/// Settles each message of a batch by its verdict; one left without a
-/// verdict was handled and is acked.
+/// Settles each message of a batch by its settlement; one left without a
+/// settlement was handled and is acked.
 async fn settle_batch(
     messages: &[jetstream::Message],
     stream: Stream,
-    verdicts: Vec<Option<Verdict>>,
+    settlements: Vec<Option<Settlement>>,
 ) {
     // Concurrently: each confirmation is a round trip to the server.
-    futures::future::join_all(messages.iter().zip(verdicts).map(|(message, verdict)| {
-        settle_message(message, stream, verdict.unwrap_or(Verdict::Ack))
-    }))
+    futures::future::join_all(
+        messages
+            .iter()
+            .zip(settlements)
+            .map(|(message, settlement)| {
+                settle_message(message, stream, settlement.unwrap_or(Settlement::Ack))
+            }),
+    )
     .await;
 }
