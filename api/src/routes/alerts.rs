@@ -9,7 +9,7 @@ use datajump_shared::entities::alert;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde::Serialize;
 
-use super::{find_dag, paging};
+use super::shared::{find_dag, paging};
 use crate::AppState;
 use crate::dto::{Page, PageQuery};
 use crate::error::Result;

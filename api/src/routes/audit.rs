@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use datajump_shared::entities::audit_log;
 use serde::{Deserialize, Serialize};
 
-use super::paging;
+use super::shared::paging;
 use crate::AppState;
 use crate::dto::{Page, PageQuery};
 use crate::error::Result;

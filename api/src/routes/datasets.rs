@@ -17,13 +17,12 @@ use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use serde::{Deserialize, Serialize};
 use tracing::info;
 
-use super::paging;
+use super::shared::{CallerOf, paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::dto::Page;
 use crate::error::{Error, Result};
 use crate::extract::{Path, Query, parse_json};
-use crate::routes::session::CallerOf;
 
 /// `?project=&page=&pageSize=` of the dataset lists.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]

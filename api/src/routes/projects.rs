@@ -8,12 +8,11 @@ use chrono::{DateTime, Utc};
 use datajump_shared::entities::project;
 use serde::{Deserialize, Serialize};
 
-use super::paging;
+use super::shared::{CallerOf, paging};
 use crate::AppState;
 use crate::dto::{Page, PageQuery};
 use crate::error::Result;
 use crate::extract::Query;
-use crate::routes::session::CallerOf;
 
 /// A project.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]

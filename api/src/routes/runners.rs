@@ -20,7 +20,7 @@ use datajump_shared::entities::{dag, task};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
 
-use super::paging;
+use super::shared::paging;
 use crate::AppState;
 use crate::dto::{BandBacklog, Page, PageQuery, QueueDto, RunnerDto};
 use crate::error::{Error, Result};

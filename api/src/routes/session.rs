@@ -13,8 +13,9 @@ use datajump_shared::access::Role;
 use datajump_store::sessions;
 use serde::{Deserialize, Serialize};
 
+use super::shared::CallerOf;
 use crate::AppState;
-use crate::auth::{Caller, SESSION_COOKIE, caller_of_token, session_cookie, tokens_required};
+use crate::auth::{SESSION_COOKIE, caller_of_token, session_cookie, tokens_required};
 use crate::error::{Error, Result};
 use crate::extract::Json;
 
@@ -41,10 +42,6 @@ pub struct SessionDto {
     /// When the session cookie stops working, if signed in by one.
     pub expires_at: Option<DateTime<Utc>>,
 }
-
-/// The caller found by the guard, if any.
-#[derive(Debug, Clone)]
-pub struct CallerOf(pub Option<Caller>);
 
 fn cookie(value: &str, max_age: i64, secure: bool) -> Result<HeaderValue> {
     let secure = if secure { "; Secure" } else { "" };

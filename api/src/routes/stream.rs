@@ -20,8 +20,7 @@ use futures::{Stream, StreamExt};
 use tokio::sync::{broadcast, mpsc};
 use tracing::debug;
 
-use super::runs::{attempt_of, find_task_instance};
-use super::session::CallerOf;
+use super::shared::{CallerOf, attempt_of, find_task_instance};
 use crate::AppState;
 use crate::dto::{LogEnd, LogQuery};
 use crate::error::{Error, Result};

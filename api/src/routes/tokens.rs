@@ -16,13 +16,12 @@ use datajump_shared::entities::api_token;
 use datajump_store::tokens::{self, TokenError};
 use serde::{Deserialize, Serialize};
 
-use super::paging;
+use super::shared::{CallerOf, paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::dto::{Page, PageQuery};
 use crate::error::{Error, Result};
 use crate::extract::{Json, Path, Query};
-use crate::routes::session::CallerOf;
 
 /// A token as it may be shown: everything but the token.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]

@@ -16,8 +16,7 @@ use datajump_shared::TaskStatus;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
-use super::find_dag;
-use super::runs::find_run;
+use super::shared::{find_dag, find_run};
 use crate::AppState;
 use crate::definition;
 use crate::dto::{Gantt, GanttBar, Grid, GridCell, GridQuery, GridRun, GridTask};
