@@ -1,5 +1,6 @@
-//! The routes, one module per resource, and the router that serves them;
-//! the helpers they share are in [`shared`].
+//! The routes, one module per resource, and the router that serves them.
+//! Each resource's module keeps its request and response bodies in its
+//! `dto` submodule; the helpers several modules share are in [`shared`].
 //!
 //! | module | paths |
 //! | --- | --- |

@@ -21,12 +21,15 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Map, Value, json};
 
+use self::dto::{Canvas, CanvasSave};
 use super::shared::{find_cycle, find_dag, store};
 use crate::AppState;
 use crate::definition::{self, TaskItem};
-use crate::dto::{Canvas, CanvasSave, Edge};
+use crate::dto::Edge;
 use crate::error::{Error, Result};
 use crate::extract::{Json, Path};
+
+pub mod dto;
 
 /// Whether a stored dependency is drawn as an edge.
 fn is_edge(dep: &task_dependency::Model) -> bool {

@@ -30,19 +30,22 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder}
 use serde_json::{Map, Value, json};
 use tracing::{info, warn};
 
+use self::dto::{
+    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagDetail,
+    DagListItem, DagListQuery, DagSummary, DryRunResponse, RECENT_RUNS, RecentRun, Reprocess,
+    TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
+};
 use super::shared::{
     CallerOf, find_cycle, find_dag, paging, preview, schedule_dto, schedules_changed, store,
 };
 use crate::AppState;
 use crate::auth::Caller;
 use crate::definition::{self, DefinitionBody, DefinitionChanges, TaskItem};
-use crate::dto::{
-    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagDetail,
-    DagListItem, DagListQuery, DagSummary, DryRunResponse, Page, PageQuery, RECENT_RUNS, RecentRun,
-    Reprocess, ScheduleDto, TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
-};
+use crate::dto::{Page, PageQuery, ScheduleDto};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
+
+pub mod dto;
 
 /// A DAG's detail: its headline fields and its whole definition (tasks and
 /// schedules in the DAG file's shape, camelCase).

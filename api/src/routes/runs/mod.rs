@@ -19,15 +19,18 @@ use datajump_shared::{RunId, TaskInstanceId, TaskStatus};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use tracing::{debug, info};
 
+use self::dto::{
+    ClearRequest, ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, MarkRequest,
+    RerunRequest, RerunResponse, RunDetail, RunDto, RunStatusDto, TaskInstanceDetail,
+    TaskInstanceDto, TaskResetResponse,
+};
 use super::shared::{attempt_of, find_dag, find_run, find_task_instance, paging};
 use crate::AppState;
-use crate::dto::{
-    ClearRequest, ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, LogQuery,
-    MarkRequest, Page, RerunRequest, RerunResponse, RunDetail, RunDto, RunStatusDto,
-    TaskInstanceDetail, TaskInstanceDto, TaskResetResponse,
-};
+use crate::dto::{LogQuery, Page};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
+
+pub mod dto;
 
 async fn instances_of(state: &AppState, run_id: i64) -> Result<Vec<task_instance::Model>> {
     Ok(task_instance::Entity::find()

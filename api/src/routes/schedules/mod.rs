@@ -19,15 +19,18 @@ use datajump_store::catalog::Origin;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
 
+use self::dto::{
+    ScheduleBody, ScheduleDisable, ScheduleEnable, ScheduleUpdate, ValidateCronRequest,
+    ValidateCronResponse,
+};
 use super::shared::{find_dag, paging, schedule_dto, store};
 use crate::AppState;
 use crate::definition;
-use crate::dto::{
-    Page, PageQuery, ScheduleBody, ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate,
-    ValidateCronRequest, ValidateCronResponse,
-};
+use crate::dto::{Page, PageQuery, ScheduleDto};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
+
+pub mod dto;
 
 /// Most fire times `validate-cron` lists.
 pub const MAX_FIRE_TIMES: u32 = 100;
