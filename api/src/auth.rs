@@ -26,7 +26,7 @@ use tracing::warn;
 
 use crate::AppState;
 use crate::error::Error;
-use crate::routes::session::CallerOf;
+use crate::routes::shared::CallerOf;
 use crate::routes::table::{Access, Scope};
 
 /// Who is calling, once authenticated.

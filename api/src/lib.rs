@@ -9,7 +9,8 @@
 //! exactly like DAG files), runs are started by publishing a fire that a
 //! resolver takes, and kills go through the engine (`datajump_engine::kill_instance`).
 //!
-//! Modules: [`routes`] (one module per resource), [`dto`] (bodies),
+//! Modules: [`routes`] (one module per resource, each with its bodies in
+//! its `dto` submodule), [`dto`] (the bodies several routes share),
 //! [`definition`] (DAG definitions as JSON), [`error`] (the error shape),
 //! [`extract`] (extractors answering bad input with that shape), [`auth`]
 //! (who may reach a route), [`reach`] (tokens limited to a project),

@@ -26,7 +26,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use crate::dto::{RunChange, TaskChange};
+use crate::routes::stream::dto::{RunChange, TaskChange};
 
 /// How often the watcher reads the database while someone listens.
 const TICK: Duration = Duration::from_secs(1);

@@ -88,7 +88,7 @@ async fn role_readyz(
     State(probes): State<Arc<Probes>>,
 ) -> (
     axum::http::StatusCode,
-    axum::Json<crate::routes::health::Health>,
+    axum::Json<crate::routes::health::dto::Health>,
 ) {
     crate::routes::health::readiness(&probes.db, &probes.nats, probes.stopping.is_cancelled()).await
 }
@@ -191,7 +191,7 @@ struct SystemGauges {
 #[derive(Debug)]
 struct JetStreamFigures {
     backlog: Vec<QueueBacklog>,
-    runners: Vec<crate::dto::RunnerDto>,
+    runners: Vec<crate::routes::runners::dto::RunnerDto>,
 }
 
 impl Collector for SystemGauges {
@@ -289,7 +289,7 @@ fn encode_backlog(
 /// in both).
 fn encode_runners(
     encoder: &mut DescriptorEncoder,
-    runners: &[crate::dto::RunnerDto],
+    runners: &[crate::routes::runners::dto::RunnerDto],
 ) -> Result<(), std::fmt::Error> {
     let mut per_queue: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
     for runner in runners {

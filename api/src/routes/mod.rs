@@ -1,4 +1,6 @@
-//! The routes, one module per resource, and the helpers they share.
+//! The routes, one module per resource, and the router that serves them.
+//! Each resource's module keeps its request and response bodies in its
+//! `dto` submodule; the helpers several modules share are in [`shared`].
 //!
 //! | module | paths |
 //! | --- | --- |
@@ -26,19 +28,11 @@
 //! and says each route once instead of twice (a macro per handler beside
 //! the router).
 
-use std::time::Duration;
-
 use axum::Router;
 use axum::extract::State;
 use axum::middleware;
-use datajump_shared::dag_file::DagFile;
-use datajump_shared::entities::dag;
-use datajump_store::catalog::{self, ApplyReport, CatalogError, Origin};
-use sea_orm::EntityTrait;
-use tracing::warn;
 
 use crate::AppState;
-use crate::error::{Error, Result};
 
 pub mod alerts;
 pub mod audit;
@@ -53,18 +47,11 @@ pub mod runners;
 pub mod runs;
 pub mod schedules;
 pub mod session;
+pub mod shared;
 pub mod stream;
 pub mod table;
 pub mod tokens;
 pub mod views;
-
-/// Default items per page.
-pub const DEFAULT_PAGE_SIZE: u64 = 20;
-/// Most items per page.
-pub const MAX_PAGE_SIZE: u64 = 500;
-/// The highest page number: pages × size must stay a valid SQL offset
-/// (a signed 64-bit number), and no table of ours holds more rows.
-pub const MAX_PAGE: u64 = 1_000_000_000;
 
 /// Every route of the API, from the route table ([`table::endpoints`]).
 pub fn router(state: AppState) -> Router {
@@ -129,80 +116,4 @@ pub fn behind_rules(state: AppState, rule: crate::auth::Rule, router: Router) ->
             },
         ))
         .layer(middleware::from_fn_with_state(state, crate::auth::guard))
-}
-
-/// The DAG with this id, or 404.
-pub async fn find_dag(state: &AppState, dag_id: i64) -> Result<dag::Model> {
-    dag::Entity::find_by_id(dag_id)
-        .one(&state.db)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("no DAG with id {dag_id}")))
-}
-
-/// `(page, page_size)` checked: 1 ≤ page ≤ [`MAX_PAGE`], 1 ≤ page size ≤
-/// [`MAX_PAGE_SIZE`].
-pub fn paging(page: Option<u64>, page_size: Option<u64>, size_field: &str) -> Result<(u64, u64)> {
-    let page = page.unwrap_or(1);
-    if !(1..=MAX_PAGE).contains(&page) {
-        return Err(Error::bad_request(format!(
-            "invalid field `page`: pages are numbered 1-{MAX_PAGE}, got {page}"
-        )));
-    }
-    let size = page_size.unwrap_or(DEFAULT_PAGE_SIZE);
-    if !(1..=MAX_PAGE_SIZE).contains(&size) {
-        return Err(Error::bad_request(format!(
-            "invalid field `{size_field}`: must be 1-{MAX_PAGE_SIZE}, got {size}"
-        )));
-    }
-    Ok((page, size))
-}
-
-/// Stores a validated definition as `dag apply` does, then tells tickers
-/// to reload when schedules changed.
-pub async fn store(state: &AppState, file: &DagFile, origin: Origin<'_>) -> Result<ApplyReport> {
-    let report = catalog::apply(&state.db, file, &state.timezone, origin)
-        .await
-        .map_err(catalog_error)?;
-    if report.schedules_touched() {
-        schedules_changed(state).await;
-    }
-    Ok(report)
-}
-
-/// What [`store`] would change, storing nothing (`?dryRun=true`).
-pub async fn preview(state: &AppState, file: &DagFile, origin: Origin<'_>) -> Result<ApplyReport> {
-    catalog::preview(&state.db, file, &state.timezone, origin)
-        .await
-        .map_err(catalog_error)
-}
-
-/// The answer to a catalog error.
-fn catalog_error(e: CatalogError) -> Error {
-    match e {
-        CatalogError::Db(e) => Error::Db(e),
-        CatalogError::UnknownDag(name) => Error::not_found(format!("no DAG named '{name}'")),
-        e @ CatalogError::UnknownProject(_) => {
-            Error::bad_request(format!("invalid field `projectId`: {e}"))
-        }
-        e @ CatalogError::FileManaged { .. } => Error::conflict(e.to_string()),
-    }
-}
-
-/// Tells running tickers to reload schedules now. Best effort: they also
-/// reload on a timer, so a failure is logged, not returned.
-pub async fn schedules_changed(state: &AppState) {
-    if let Err(e) = state
-        .nats
-        .publish(state.bus.names().schedules_changed(), "".into())
-        .await
-    {
-        warn!(error = %e, "could not announce a schedule change; tickers reload on their timer");
-        return;
-    }
-    if tokio::time::timeout(Duration::from_secs(2), state.nats.flush())
-        .await
-        .map_or(true, |r| r.is_err())
-    {
-        warn!("could not flush a schedule change announcement");
-    }
 }

@@ -9,21 +9,31 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use datajump_shared::access::Role;
 use serde_json::{Map, Value};
 
+use super::canvas::dto::{Canvas, CanvasSave};
+use super::dags::dto::{
+    ApplyQuery, BackfillRequest, BackfillResponse, DagDetail, DagListItem, DagListQuery,
+    DagSummary, DryRunResponse, TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
+};
+use super::events::dto::EventResponse;
+use super::runners::dto::{QueueDto, RunnerDto};
+use super::runs::dto::{
+    ClearRequest, ExecutionsQuery, InstancesQuery, KillResponse, MarkRequest, RerunRequest,
+    RerunResponse, RunDetail, RunDto, RunStatusDto, TaskInstanceDetail, TaskInstanceDto,
+    TaskResetResponse,
+};
+use super::schedules::dto::{
+    ScheduleBody, ScheduleDisable, ScheduleEnable, ScheduleUpdate, ValidateCronRequest,
+    ValidateCronResponse,
+};
+use super::stream::dto::{LogEnd, RunChange, TaskChange};
+use super::views::dto::{Gantt, Grid, GridQuery};
 use super::{
     alerts, audit, canvas, dags, datasets, events, health, openapi, projects, runners, runs,
     schedules, session, stream, tokens, views,
 };
 use crate::AppState;
 use crate::definition::{DefinitionBody, DefinitionChanges, TaskItem};
-use crate::dto::{
-    ApplyQuery, BackfillRequest, BackfillResponse, Canvas, CanvasSave, ClearRequest, DagDetail,
-    DagListItem, DagListQuery, DagSummary, DryRunResponse, EventResponse, ExecutionsQuery, Gantt,
-    Grid, GridQuery, InstancesQuery, KillResponse, LogEnd, LogQuery, MarkRequest, Page, PageQuery,
-    QueueDto, RerunRequest, RerunResponse, RunChange, RunDetail, RunDto, RunStatusDto, RunnerDto,
-    ScheduleBody, ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate, TaskChange,
-    TaskInstanceDetail, TaskInstanceDto, TaskResetResponse, TriggerRequest, TriggerResponse,
-    ValidateCronRequest, ValidateCronResponse, ValidateRequest, ValidateResponse,
-};
+use crate::dto::{LogQuery, Page, PageQuery, ScheduleDto};
 
 /// An HTTP method the API uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,7 +325,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::new(Get, PUBLIC, "/healthz", "Liveness", health::healthz)
             .scope(Unscoped)
-            .answers::<health::Health>(),
+            .answers::<health::dto::Health>(),
         Endpoint::new(
             Get,
             PUBLIC,
@@ -324,7 +334,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             health::readyz,
         )
         .scope(Unscoped)
-        .answers::<health::Health>(),
+        .answers::<health::dto::Health>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -727,9 +737,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A project's datasets: the tasks that write each, the data schedules that wait for it, its latest event",
             datasets::list,
         )
-        .query::<datasets::DatasetQuery>()
+        .query::<datasets::dto::DatasetQuery>()
         .scope(Handler)
-        .answers::<Page<datasets::DatasetDto>>(),
+        .answers::<Page<datasets::dto::DatasetDto>>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -737,9 +747,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             "One dataset and its lineage",
             datasets::show,
         )
-        .query::<datasets::DatasetQuery>()
+        .query::<datasets::dto::DatasetQuery>()
         .scope(Handler)
-        .answers::<datasets::DatasetDto>(),
+        .answers::<datasets::dto::DatasetDto>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -747,9 +757,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A dataset's events, newest first",
             datasets::events,
         )
-        .query::<datasets::DatasetEventQuery>()
+        .query::<datasets::dto::DatasetEventQuery>()
         .scope(Handler)
-        .answers::<Page<datasets::DatasetEventDto>>(),
+        .answers::<Page<datasets::dto::DatasetEventDto>>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -760,7 +770,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         .takes::<datajump_shared::datasets::Announced>(Optional)
         .status(201)
         .scope(Handler)
-        .answers::<datasets::AnnouncedDto>(),
+        .answers::<datasets::dto::AnnouncedDto>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -769,7 +779,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             alerts::list,
         )
         .query::<PageQuery>()
-        .answers::<Page<alerts::AlertDto>>(),
+        .answers::<Page<alerts::dto::AlertDto>>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -797,10 +807,10 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Sign a browser in: exchange a token for an HttpOnly session cookie",
             session::create,
         )
-        .takes::<session::SignIn>(Required)
+        .takes::<session::dto::SignIn>(Required)
         .status(201)
         .scope(Unscoped)
-        .answers::<session::SessionDto>(),
+        .answers::<session::dto::SessionDto>(),
         Endpoint::new(
             Get,
             PUBLIC,
@@ -809,7 +819,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             session::show,
         )
         .scope(Unscoped)
-        .answers::<session::SessionDto>(),
+        .answers::<session::dto::SessionDto>(),
         Endpoint::new(
             Delete,
             PUBLIC,
@@ -828,7 +838,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             audit::list,
         )
         .query::<PageQuery>()
-        .answers::<Page<audit::AuditDto>>(),
+        .answers::<Page<audit::dto::AuditDto>>(),
         Endpoint::new(
             Get,
             VIEWER,
@@ -838,7 +848,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .query::<PageQuery>()
         .scope(Handler)
-        .answers::<Page<projects::ProjectDto>>(),
+        .answers::<Page<projects::dto::ProjectDto>>(),
         Endpoint::new(
             Get,
             ADMIN,
@@ -848,7 +858,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .query::<PageQuery>()
         .scope(Handler)
-        .answers::<Page<tokens::TokenDto>>(),
+        .answers::<Page<tokens::dto::TokenDto>>(),
         Endpoint::new(
             Post,
             ADMIN,
@@ -856,10 +866,10 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Create a token no wider than the caller's own; shown once",
             tokens::create,
         )
-        .takes::<tokens::NewToken>(Required)
+        .takes::<tokens::dto::NewToken>(Required)
         .status(201)
         .scope(Handler)
-        .answers::<tokens::CreatedToken>(),
+        .answers::<tokens::dto::CreatedToken>(),
         Endpoint::new(
             Delete,
             ADMIN,

@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use chrono::NaiveDate;
 use clap::Args;
-use datajump_api::dto::{BackfillResponse, BackfillRun, RunStatusDto};
+use datajump_api::routes::dags::dto::{BackfillResponse, BackfillRun};
+use datajump_api::routes::runs::dto::RunStatusDto;
 use serde_json::json;
 
 use crate::Global;

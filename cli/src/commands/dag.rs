@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use datajump_api::dto::DagSummary;
+use datajump_api::routes::dags::dto::DagSummary;
 use datajump_shared::dag_file::DagFile;
 use datajump_store::catalog::ApplyReport;
 use reqwest::Method;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use datajump_api::routes::datasets::{AnnouncedDto, DatasetDto, DatasetEventDto};
+use datajump_api::routes::datasets::dto::{AnnouncedDto, DatasetDto, DatasetEventDto};
 use serde_json::{Value, json};
 
 use crate::Global;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use datajump_api::dto::EventResponse;
+use datajump_api::routes::events::dto::EventResponse;
 use serde_json::Value;
 
 use crate::Global;

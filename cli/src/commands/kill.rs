@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use datajump_api::dto::KillResponse;
+use datajump_api::routes::runs::dto::KillResponse;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};

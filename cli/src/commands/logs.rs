@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use datajump_api::dto::{ExecutionDto, RunDetail, TaskInstanceDetail};
+use datajump_api::routes::runs::dto::{ExecutionDto, RunDetail, TaskInstanceDetail};
 use datajump_shared::logs::SEQ_HEADER;
 use futures::StreamExt;
 

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use datajump_api::dto::{RerunResponse, RunDetail, TaskInstanceDto, TaskResetResponse};
+use datajump_api::routes::runs::dto::{
+    RerunResponse, RunDetail, TaskInstanceDto, TaskResetResponse,
+};
 use serde_json::json;
 
 use crate::Global;

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use datajump_api::dto::{Page, RunDetail, RunDto};
+use datajump_api::dto::Page;
+use datajump_api::routes::runs::dto::{RunDetail, RunDto};
 use serde_json::Value;
 
 use crate::Global;

@@ -12,7 +12,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use chrono::{NaiveDate, Utc};
 use clap::Args;
-use datajump_api::dto::{RunDetail, TriggerResponse};
+use datajump_api::routes::dags::dto::TriggerResponse;
+use datajump_api::routes::runs::dto::RunDetail;
 use datajump_shared::TaskStatus;
 use serde_json::{Map, Value, json};
 

@@ -12,23 +12,25 @@ use axum::Json as AxumJson;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use datajump_cron::{CronExpr, parse_time_zone};
-use datajump_shared::dag_file::ScheduleKind;
 use datajump_shared::entities::{dag, schedule};
 use datajump_store::catalog::Origin;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
 
-use super::{find_dag, paging, store};
+use self::dto::{
+    ScheduleBody, ScheduleDisable, ScheduleEnable, ScheduleUpdate, ValidateCronRequest,
+    ValidateCronResponse,
+};
+use super::shared::{find_dag, paging, schedule_dto, store};
 use crate::AppState;
 use crate::definition;
-use crate::dto::{
-    Page, PageQuery, ScheduleBody, ScheduleDisable, ScheduleDto, ScheduleEnable, ScheduleUpdate,
-    ValidateCronRequest, ValidateCronResponse,
-};
+use crate::dto::{Page, PageQuery, ScheduleDto};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
+
+pub mod dto;
 
 /// Most fire times `validate-cron` lists.
 pub const MAX_FIRE_TIMES: u32 = 100;
@@ -50,70 +52,6 @@ async fn primary(state: &AppState, dag: &dag::Model) -> Result<Option<schedule::
         )));
     }
     Ok(schedules.pop())
-}
-
-/// The next fire of a cron schedule after now, within its start and end
-/// dates, as RFC 3339 in its zone.
-fn next_fire(row: &schedule::Model, cron: &CronExpr) -> Option<String> {
-    let zone = parse_time_zone(&row.timezone).ok()?;
-    let now = Utc::now().with_timezone(&zone);
-    let after = match row.start_date {
-        Some(start) => {
-            let start = zone
-                .from_local_datetime(&start.and_time(NaiveTime::MIN))
-                .earliest()?;
-            // One second earlier, so a fire at the very start counts.
-            let start = start - chrono::Duration::seconds(1);
-            if start > now { start } else { now }
-        }
-        None => now,
-    };
-    let next = cron.next_after(&after)?;
-    if let Some(end) = row.end_date
-        && next.date_naive() > end
-    {
-        return None;
-    }
-    Some(next.to_rfc3339())
-}
-
-/// A stored schedule as the API shows it.
-pub(crate) fn dto(row: &schedule::Model) -> ScheduleDto {
-    let cron = row
-        .cron_expr
-        .as_deref()
-        .filter(|_| row.kind != ScheduleKind::Event)
-        .and_then(|c| CronExpr::parse(c).ok());
-    ScheduleDto {
-        dag_id: row.dag_id,
-        schedule_id: row.id,
-        name: row.name.clone(),
-        kind: row.kind,
-        cron_expression: row.cron_expr.clone(),
-        cron_description: cron.as_ref().map(CronExpr::describe),
-        event_name: row.event_name.clone(),
-        after: row.after_dag.clone(),
-        on: row
-            .data_condition
-            .as_ref()
-            .and_then(|value| serde_json::from_value(value.clone()).ok()),
-        on_update: row.on_update,
-        enabled: row.active,
-        next_fire_time: cron
-            .as_ref()
-            .filter(|_| row.active)
-            .and_then(|c| next_fire(row, c)),
-        timezone: row.timezone.clone(),
-        start_date: row.start_date,
-        end_date: row.end_date,
-        catchup: row.catchup.as_str().to_owned(),
-        catchup_limit: row.catchup_limit,
-        misfire_grace: row.misfire_grace_secs,
-        biz_date_offset: row.biz_date_offset_days,
-        timeout: row
-            .timeout_secs
-            .map(|secs| crate::definition::seconds_to_minutes(&json!(secs))),
-    }
 }
 
 /// Checks a cron expression given in field `field`.
@@ -159,7 +97,7 @@ async fn change_schedule(
     })
     .await?;
     match primary(state, &dag).await? {
-        Some(row) => Ok(AxumJson(dto(&row))),
+        Some(row) => Ok(AxumJson(schedule_dto(&row))),
         None => Err(Error::Internal(format!(
             "the schedule of DAG {dag_id} vanished after it was stored"
         ))),
@@ -201,7 +139,7 @@ pub async fn get(
 ) -> Result<AxumJson<ScheduleDto>> {
     let dag = find_dag(&state, dag_id).await?;
     match primary(&state, &dag).await? {
-        Some(row) => Ok(AxumJson(dto(&row))),
+        Some(row) => Ok(AxumJson(schedule_dto(&row))),
         None => Err(Error::not_found(format!(
             "DAG '{}' has no schedule",
             dag.name
@@ -372,7 +310,7 @@ pub async fn list(
     let total = paginator.num_items().await?;
     let rows = paginator.fetch_page(page - 1).await?;
     Ok(AxumJson(Page {
-        items: rows.iter().map(dto).collect(),
+        items: rows.iter().map(schedule_dto).collect(),
         total,
         page,
         page_size,
@@ -415,7 +353,7 @@ pub async fn create(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        AxumJson(dto(&row)),
+        AxumJson(schedule_dto(&row)),
     )
         .into_response())
 }
@@ -426,7 +364,7 @@ pub async fn get_one(
     Path((dag_id, schedule_id)): Path<(i64, i64)>,
 ) -> Result<AxumJson<ScheduleDto>> {
     let (_, row) = find_schedule(&state, dag_id, schedule_id).await?;
-    Ok(AxumJson(dto(&row)))
+    Ok(AxumJson(schedule_dto(&row)))
 }
 
 /// Changes schedule `schedule_id` of DAG `dag_id` with `body` and answers
@@ -470,7 +408,7 @@ async fn change_one(
     Ok(AxumJson(
         schedule_named(state, dag_id, &row.name)
             .await
-            .map(|r| dto(&r))?,
+            .map(|r| schedule_dto(&r))?,
     ))
 }
 

@@ -1,18 +1,9 @@
-//! The audit log: every change made through the API or an operator
-//! command, newest first (`datajump_store::audit`; written by
-//! [`crate::auth`] after each change is answered).
+//! The request and response bodies of the audit log route ([`super`]); those
+//! several route modules share are in [`crate::dto`].
 
-use axum::Json as AxumJson;
-use axum::extract::State;
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::audit_log;
 use serde::{Deserialize, Serialize};
-
-use super::paging;
-use crate::AppState;
-use crate::dto::{Page, PageQuery};
-use crate::error::Result;
-use crate::extract::Query;
 
 /// One audited change.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -50,19 +41,4 @@ impl From<audit_log::Model> for AuditDto {
             origin: row.origin,
         }
     }
-}
-
-/// `GET /api/v1/audit`: the audit log, newest first.
-pub async fn list(
-    State(state): State<AppState>,
-    Query(query): Query<PageQuery>,
-) -> Result<AxumJson<Page<AuditDto>>> {
-    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
-    let (rows, total) = datajump_store::audit::list(&state.db, page, page_size).await?;
-    Ok(AxumJson(Page {
-        items: rows.into_iter().map(AuditDto::from).collect(),
-        total,
-        page,
-        page_size,
-    }))
 }

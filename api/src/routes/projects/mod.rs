@@ -4,41 +4,15 @@
 
 use axum::Json as AxumJson;
 use axum::extract::{Extension, State};
-use chrono::{DateTime, Utc};
-use datajump_shared::entities::project;
-use serde::{Deserialize, Serialize};
 
-use super::paging;
+use self::dto::ProjectDto;
+use super::shared::{CallerOf, paging};
 use crate::AppState;
 use crate::dto::{Page, PageQuery};
 use crate::error::Result;
 use crate::extract::Query;
-use crate::routes::session::CallerOf;
 
-/// A project.
-#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProjectDto {
-    /// Its id: a DAG's `projectId`.
-    pub id: i64,
-    /// Its unique name.
-    pub name: String,
-    /// What it is for.
-    pub description: String,
-    /// When it was created.
-    pub created_at: DateTime<Utc>,
-}
-
-impl From<project::Model> for ProjectDto {
-    fn from(row: project::Model) -> ProjectDto {
-        ProjectDto {
-            id: row.id,
-            name: row.name,
-            description: row.description,
-            created_at: row.created_at,
-        }
-    }
-}
+pub mod dto;
 
 /// `GET /api/v1/projects?page=&pageSize=`: the projects within reach, by id.
 pub async fn list(

@@ -20,13 +20,15 @@ use futures::{Stream, StreamExt};
 use tokio::sync::{broadcast, mpsc};
 use tracing::debug;
 
-use super::runs::{attempt_of, find_task_instance};
-use super::session::CallerOf;
+use self::dto::LogEnd;
+use super::shared::{CallerOf, attempt_of, find_task_instance};
 use crate::AppState;
-use crate::dto::{LogEnd, LogQuery};
+use crate::dto::LogQuery;
 use crate::error::{Error, Result};
 use crate::extract::{Path, Query};
 use crate::live::{Change, Subject};
+
+pub mod dto;
 
 /// How long the runner has to answer for its in-memory tail.
 const RUNNER_TAIL_WAIT: Duration = Duration::from_secs(2);
@@ -48,8 +50,8 @@ fn sse(state: &AppState, events: impl Stream<Item = Event> + Send + 'static) -> 
 }
 
 /// `GET /api/v1/stream`: every change to runs and task instances the
-/// caller may see, as `event: task` ([`crate::dto::TaskChange`]) and
-/// `event: run` ([`crate::dto::RunChange`]); first `event: ready`, and
+/// caller may see, as `event: task` ([`dto::TaskChange`]) and
+/// `event: run` ([`dto::RunChange`]); first `event: ready`, and
 /// `event: resync` when this stream fell behind and the page should reload
 /// what it shows.
 pub async fn changes(

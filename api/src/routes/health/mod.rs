@@ -9,21 +9,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use sea_orm::DatabaseConnection;
-use serde::Serialize;
 
+use self::dto::Health;
 use crate::AppState;
 
-/// The body of both probes.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Health {
-    /// `ok`, `unavailable`, or `draining` (a role stopping after SIGTERM:
-    /// it finishes what it holds and takes nothing new).
-    pub status: &'static str,
-    /// `ok`, `unreachable` or `unchecked`.
-    pub database: &'static str,
-    /// `ok`, `unreachable` or `unchecked`.
-    pub nats: &'static str,
-}
+pub mod dto;
 
 /// `GET /healthz`: the process is up (nothing else is checked).
 pub async fn healthz() -> Json<Health> {

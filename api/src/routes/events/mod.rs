@@ -13,10 +13,13 @@ use datajump_shared::naming::validate_event;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use tracing::info;
 
+use self::dto::EventResponse;
 use crate::AppState;
-use crate::dto::EventResponse;
+
 use crate::error::{Error, Result};
 use crate::extract::{Path, parse_json};
+
+pub mod dto;
 
 /// `POST /api/v1/events/{name}`: publishes the event (202). The name is
 /// dot-separated `[a-z0-9_-]{1,64}` tokens; the body is any JSON (an empty

@@ -20,12 +20,15 @@ use datajump_shared::entities::{dag, task};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
 
-use super::paging;
+use self::dto::{BandBacklog, QueueDto, RunnerDto};
+use super::shared::paging;
 use crate::AppState;
-use crate::dto::{BandBacklog, Page, PageQuery, QueueDto, RunnerDto};
+use crate::dto::{Page, PageQuery};
 use crate::error::{Error, Result};
 use crate::extract::Query as QueryParams;
 use crate::metrics::tasks_by_queue;
+
+pub mod dto;
 
 /// A heartbeat as the runner writes it.
 #[derive(Debug, Deserialize)]

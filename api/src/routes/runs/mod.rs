@@ -19,56 +19,18 @@ use datajump_shared::{RunId, TaskInstanceId, TaskStatus};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use tracing::{debug, info};
 
-use super::{find_dag, paging};
-use crate::AppState;
-use crate::dto::{
-    ClearRequest, ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, LogQuery,
-    MarkRequest, Page, RerunRequest, RerunResponse, RunDetail, RunDto, RunStatusDto,
-    TaskInstanceDetail, TaskInstanceDto, TaskResetResponse,
+use self::dto::{
+    ClearRequest, ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, MarkRequest,
+    RerunRequest, RerunResponse, RunDetail, RunDto, RunStatusDto, TaskInstanceDetail,
+    TaskInstanceDto, TaskResetResponse,
 };
+use super::shared::{attempt_of, find_dag, find_run, find_task_instance, paging};
+use crate::AppState;
+use crate::dto::{LogQuery, Page};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
 
-pub(crate) async fn find_run(state: &AppState, id: i64) -> Result<dag_run::Model> {
-    dag_run::Entity::find_by_id(id)
-        .one(&state.db)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("no DAG instance (run) with id {id}")))
-}
-
-pub(crate) async fn find_task_instance(state: &AppState, id: i64) -> Result<task_instance::Model> {
-    task_instance::Entity::find_by_id(id)
-        .one(&state.db)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("no task instance with id {id}")))
-}
-
-/// Attempt `attempt` of `instance` (its latest when `None`), or 404.
-pub(crate) async fn attempt_of(
-    state: &AppState,
-    instance: &task_instance::Model,
-    attempt: Option<i32>,
-) -> Result<execution::Model> {
-    let id = instance.id;
-    let mut select = execution::Entity::find().filter(execution::Column::TaskInstanceId.eq(id));
-    if let Some(attempt) = attempt {
-        select = select.filter(execution::Column::Attempt.eq(attempt));
-    }
-    select
-        .order_by_desc(execution::Column::Attempt)
-        .one(&state.db)
-        .await?
-        .ok_or_else(|| match attempt {
-            Some(n) => Error::not_found(format!(
-                "task instance {id} ({}) has no attempt {n}",
-                instance.task_name
-            )),
-            None => Error::not_found(format!(
-                "task instance {id} ({}) has not started yet (status {})",
-                instance.task_name, instance.status
-            )),
-        })
-}
+pub mod dto;
 
 async fn instances_of(state: &AppState, run_id: i64) -> Result<Vec<task_instance::Model>> {
     Ok(task_instance::Entity::find()

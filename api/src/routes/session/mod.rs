@@ -8,43 +8,17 @@ use axum::Json as AxumJson;
 use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
-use datajump_shared::access::Role;
+use chrono::Utc;
 use datajump_store::sessions;
-use serde::{Deserialize, Serialize};
 
+use self::dto::{SessionDto, SignIn};
+use super::shared::CallerOf;
 use crate::AppState;
-use crate::auth::{Caller, SESSION_COOKIE, caller_of_token, session_cookie, tokens_required};
+use crate::auth::{SESSION_COOKIE, caller_of_token, session_cookie, tokens_required};
 use crate::error::{Error, Result};
 use crate::extract::Json;
 
-/// `POST /api/v1/session` body.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SignIn {
-    /// An API token (`datajump token create`, or `DATAJUMP_API_TOKEN`).
-    pub token: String,
-}
-
-/// Who the caller is, for a page deciding which buttons to offer.
-#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionDto {
-    /// The token's name, or `anonymous` on an API without tokens.
-    pub name: String,
-    /// `viewer`, `operator` or `admin`.
-    pub role: Role,
-    /// The one project the token is limited to; `null`: every project.
-    pub project_id: Option<i64>,
-    /// Whether the API requires a token at all (false: the local trial).
-    pub tokens_required: bool,
-    /// When the session cookie stops working, if signed in by one.
-    pub expires_at: Option<DateTime<Utc>>,
-}
-
-/// The caller found by the guard, if any.
-#[derive(Debug, Clone)]
-pub struct CallerOf(pub Option<Caller>);
+pub mod dto;
 
 fn cookie(value: &str, max_age: i64, secure: bool) -> Result<HeaderValue> {
     let secure = if secure { "; Secure" } else { "" };

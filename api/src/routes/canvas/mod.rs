@@ -4,7 +4,7 @@
 //! An edge is a same-run STRONG dependency (`dependsOn: [source]` on its
 //! target); what an edge cannot say — another DAG's task, another day,
 //! WEAK — stays in the task's `dependsOn`. Saving replaces the DAG's tasks
-//! through [`super::store`] like `PUT /api/v1/dags/{dagId}`: validated as a
+//! through [`super::shared::store`] like `PUT /api/v1/dags/{dagId}`: validated as a
 //! DAG file, the version bumped when the definition changes, and runs in
 //! flight untouched, since each runs on the plan snapshot it was created
 //! with. Positions are layout, not definition: moving a node alone keeps
@@ -21,13 +21,15 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Map, Value, json};
 
-use super::dags::find_cycle;
-use super::{find_dag, store};
+use self::dto::{Canvas, CanvasSave};
+use super::shared::{find_cycle, find_dag, store};
 use crate::AppState;
 use crate::definition::{self, TaskItem};
-use crate::dto::{Canvas, CanvasSave, Edge};
+use crate::dto::Edge;
 use crate::error::{Error, Result};
 use crate::extract::{Json, Path};
+
+pub mod dto;
 
 /// Whether a stored dependency is drawn as an edge.
 fn is_edge(dep: &task_dependency::Model) -> bool {

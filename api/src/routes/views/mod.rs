@@ -16,13 +16,15 @@ use datajump_shared::TaskStatus;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
-use super::find_dag;
-use super::runs::find_run;
+use self::dto::{Gantt, GanttBar, Grid, GridCell, GridQuery, GridRun, GridTask};
+use super::shared::{find_dag, find_run};
 use crate::AppState;
 use crate::definition;
-use crate::dto::{Gantt, GanttBar, Grid, GridCell, GridQuery, GridRun, GridTask};
+
 use crate::error::{Error, Result};
 use crate::extract::{Path, Query};
+
+pub mod dto;
 
 /// Runs a grid shows when the page asks for no number.
 pub const DEFAULT_GRID_RUNS: u64 = 25;

@@ -1,19 +1,10 @@
-//! A DAG's alerts: what was noticed, where it went and how delivery went
-//! (`datajump_shared::alerts`; the ticker sends them).
+//! The request and response bodies of the alert route ([`super`]); those
+//! several route modules share are in [`crate::dto`].
 
-use axum::Json as AxumJson;
-use axum::extract::State;
 use chrono::{DateTime, Utc};
 use datajump_shared::alerts::{AlertKind, AlertState};
 use datajump_shared::entities::alert;
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde::Serialize;
-
-use super::{find_dag, paging};
-use crate::AppState;
-use crate::dto::{Page, PageQuery};
-use crate::error::Result;
-use crate::extract::{Path, Query};
 
 /// One alert.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -62,26 +53,4 @@ impl From<alert::Model> for AlertDto {
             sent_at: row.sent_at,
         }
     }
-}
-
-/// `GET /api/v1/dags/{dagId}/alerts`: the DAG's alerts, newest first.
-pub async fn list(
-    State(state): State<AppState>,
-    Path(dag_id): Path<i64>,
-    Query(query): Query<PageQuery>,
-) -> Result<AxumJson<Page<AlertDto>>> {
-    find_dag(&state, dag_id).await?;
-    let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
-    let paginator = alert::Entity::find()
-        .filter(alert::Column::DagId.eq(dag_id))
-        .order_by_desc(alert::Column::Id)
-        .paginate(&state.db, page_size);
-    let total = paginator.num_items().await?;
-    let rows = paginator.fetch_page(page - 1).await?;
-    Ok(AxumJson(Page {
-        items: rows.into_iter().map(AlertDto::from).collect(),
-        total,
-        page,
-        page_size,
-    }))
 }

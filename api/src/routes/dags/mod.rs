@@ -2,12 +2,12 @@
 //! delete, tasks, online/offline, edge validation and manual triggers.
 //!
 //! Creating and updating go through [`crate::definition`] and
-//! [`super::store`], so a DAG sent over HTTP is validated and stored exactly
+//! [`super::shared::store`], so a DAG sent over HTTP is validated and stored exactly
 //! like a DAG file: tasks and schedules keep their ids across updates, the
 //! version is bumped on each change, and tickers are told about schedule
 //! changes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use axum::Json as AxumJson;
 use axum::extract::{Extension, State};
@@ -30,19 +30,22 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder}
 use serde_json::{Map, Value, json};
 use tracing::{info, warn};
 
-use super::{find_dag, paging, preview, schedules_changed, store};
+use self::dto::{
+    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagDetail,
+    DagListItem, DagListQuery, DagSummary, DryRunResponse, RECENT_RUNS, RecentRun, Reprocess,
+    TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
+};
+use super::shared::{
+    CallerOf, find_cycle, find_dag, paging, preview, schedule_dto, schedules_changed, store,
+};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::definition::{self, DefinitionBody, DefinitionChanges, TaskItem};
-use crate::dto::{
-    ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagDetail,
-    DagListItem, DagListQuery, DagSummary, DryRunResponse, Edge, Page, PageQuery, RECENT_RUNS,
-    RecentRun, Reprocess, ScheduleDto, TriggerRequest, TriggerResponse, ValidateRequest,
-    ValidateResponse,
-};
+use crate::dto::{Page, PageQuery, ScheduleDto};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
-use crate::routes::session::CallerOf;
+
+pub mod dto;
 
 /// A DAG's detail: its headline fields and its whole definition (tasks and
 /// schedules in the DAG file's shape, camelCase).
@@ -114,7 +117,7 @@ pub async fn list(
         schedules
             .entry(row.dag_id)
             .or_default()
-            .push(super::schedules::dto(&row));
+            .push(schedule_dto(&row));
     }
     let items = dags
         .iter()
@@ -469,64 +472,6 @@ pub async fn offline(
     Path(dag_id): Path<i64>,
 ) -> Result<AxumJson<DagSummary>> {
     set_online(&state, dag_id, false).await
-}
-
-/// A cycle in the graph of `edges` (source → target), found by depth-first
-/// search: its nodes in order, the first repeated at the end.
-pub fn find_cycle(edges: &[Edge]) -> Option<Vec<String>> {
-    let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for edge in edges {
-        children
-            .entry(edge.source.as_str())
-            .or_default()
-            .push(edge.target.as_str());
-        children.entry(edge.target.as_str()).or_default();
-    }
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        New,
-        OnPath,
-        Done,
-    }
-    let mut marks: HashMap<&str, Mark> = children.keys().map(|&n| (n, Mark::New)).collect();
-    let nodes: Vec<&str> = children.keys().copied().collect();
-    for start in nodes {
-        if marks.get(start) != Some(&Mark::New) {
-            continue;
-        }
-        // Iterative DFS: the path and, per node on it, the next child to visit.
-        let mut path: Vec<(&str, usize)> = vec![(start, 0)];
-        marks.insert(start, Mark::OnPath);
-        while let Some((node, next)) = path.last().copied() {
-            let kids = children.get(node).map(Vec::as_slice).unwrap_or_default();
-            match kids.get(next) {
-                None => {
-                    marks.insert(node, Mark::Done);
-                    path.pop();
-                }
-                Some(&child) => {
-                    if let Some(top) = path.last_mut() {
-                        top.1 += 1;
-                    }
-                    match marks.get(child).copied().unwrap_or(Mark::New) {
-                        Mark::New => {
-                            marks.insert(child, Mark::OnPath);
-                            path.push((child, 0));
-                        }
-                        Mark::OnPath => {
-                            let from = path.iter().position(|(n, _)| *n == child).unwrap_or(0);
-                            let mut cycle: Vec<String> =
-                                path[from..].iter().map(|(n, _)| (*n).to_owned()).collect();
-                            cycle.push(child.to_owned());
-                            return Some(cycle);
-                        }
-                        Mark::Done => {}
-                    }
-                }
-            }
-        }
-    }
-    None
 }
 
 /// `POST /api/v1/dags/{dagId}/validate`: checks canvas edges for a cycle
@@ -888,33 +833,6 @@ pub async fn backfill(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn edges(pairs: &[(&str, &str)]) -> Vec<Edge> {
-        pairs
-            .iter()
-            .map(|(s, t)| Edge {
-                source: (*s).to_owned(),
-                target: (*t).to_owned(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn cycles_are_found_and_named() {
-        assert_eq!(
-            find_cycle(&edges(&[("a", "b"), ("b", "c"), ("a", "c")])),
-            None
-        );
-        assert_eq!(
-            find_cycle(&edges(&[("a", "b"), ("b", "c"), ("c", "b")])),
-            Some(vec!["b".to_owned(), "c".to_owned(), "b".to_owned()])
-        );
-        assert_eq!(
-            find_cycle(&edges(&[("x", "x")])),
-            Some(vec!["x".to_owned(), "x".to_owned()])
-        );
-        assert_eq!(find_cycle(&[]), None);
-    }
 
     #[test]
     fn params_are_scalars() {
