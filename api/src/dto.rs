@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use datajump_shared::dag_file::{OverlapPolicy, ScheduleKind};
 use datajump_shared::entities::{dag, dag_run, execution, task_instance};
+use datajump_shared::kinds::{OverlapPolicy, ScheduleKind};
 use datajump_shared::{RunStatus, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag_run, dependency_wait, task_instance};
-use datajump_shared::plan::DepType;
+use datajump_shared::kinds::DepType;
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus, TriggerType};
 use datajump_store::db::{begin_write, is_deadlock};
 use sea_orm::sea_query::Expr;

@@ -1243,7 +1243,7 @@ fn environment(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datajump_shared::plan::RetryStrategy;
+    use datajump_shared::kinds::RetryStrategy;
 
     fn policy() -> RetryPolicy {
         RetryPolicy {

@@ -9,14 +9,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::NaiveDate;
-use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::content::{TaskContent, TaskType};
 use crate::duration;
+use crate::kinds::{Catchup, DepType, OverlapPolicy, RetryStrategy, Strategy};
 use crate::naming::{validate_event, validate_queue};
-use crate::plan::{DEFAULT_RETRY_MAX_INTERVAL_SECS, DepType, Params, RetryStrategy, Strategy};
+use crate::plan::{DEFAULT_RETRY_MAX_INTERVAL_SECS, Params};
 use crate::subjects::DEFAULT_QUEUE;
 use datajump_cron::{CronExpr, parse_time_zone};
 
@@ -35,133 +35,6 @@ pub enum DagFileError {
         /// What is wrong, one line each.
         problems: Vec<String>,
     },
-}
-
-/// What a fire does when the DAG already has `max_active_runs` runs.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    EnumIter,
-    DeriveActiveEnum,
-    Deserialize,
-    Serialize,
-    Default,
-    schemars::JsonSchema,
-)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
-#[serde(rename_all = "lowercase")]
-pub enum OverlapPolicy {
-    /// Drop the fire.
-    #[sea_orm(string_value = "skip")]
-    Skip,
-    /// Keep the run waiting until a slot frees.
-    #[default]
-    #[sea_orm(string_value = "wait")]
-    Wait,
-    /// Run anyway.
-    #[sea_orm(string_value = "parallel")]
-    Parallel,
-}
-
-impl OverlapPolicy {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OverlapPolicy::Skip => "skip",
-            OverlapPolicy::Wait => "wait",
-            OverlapPolicy::Parallel => "parallel",
-        }
-    }
-}
-
-/// Which fires missed while no ticker ran are replayed.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    EnumIter,
-    DeriveActiveEnum,
-    Deserialize,
-    Serialize,
-    Default,
-    schemars::JsonSchema,
-)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
-#[serde(rename_all = "lowercase")]
-pub enum Catchup {
-    /// None of them.
-    #[sea_orm(string_value = "none")]
-    None,
-    /// Only the most recent one.
-    #[default]
-    #[sea_orm(string_value = "latest")]
-    Latest,
-    /// All of them, up to `catchup_limit`.
-    #[sea_orm(string_value = "all")]
-    All,
-}
-
-/// What starts a schedule's runs.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    EnumIter,
-    DeriveActiveEnum,
-    Deserialize,
-    Serialize,
-    Default,
-    schemars::JsonSchema,
-)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
-#[serde(rename_all = "UPPERCASE")]
-pub enum ScheduleKind {
-    /// A cron expression's fire times.
-    #[default]
-    #[sea_orm(string_value = "CRON")]
-    Cron,
-    /// An event on `dj.event.<name>`.
-    #[sea_orm(string_value = "EVENT")]
-    Event,
-    /// A successful run of another DAG (a dependency trigger).
-    #[sea_orm(string_value = "AFTER")]
-    After,
-    /// Datasets written (a data schedule).
-    #[sea_orm(string_value = "DATA")]
-    Data,
-}
-
-impl ScheduleKind {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScheduleKind::Cron => "CRON",
-            ScheduleKind::Event => "EVENT",
-            ScheduleKind::After => "AFTER",
-            ScheduleKind::Data => "DATA",
-        }
-    }
-}
-
-impl Catchup {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Catchup::None => "none",
-            Catchup::Latest => "latest",
-            Catchup::All => "all",
-        }
-    }
 }
 
 /// A DAG as written in a file. Serialized, it is the same file with every

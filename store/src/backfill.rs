@@ -117,7 +117,7 @@ impl DateRule {
     ) -> Result<DateRule, BackfillError> {
         let schedule = schedule::Entity::find()
             .filter(schedule::Column::DagId.eq(dag_id))
-            .filter(schedule::Column::Kind.eq(datajump_shared::dag_file::ScheduleKind::Cron))
+            .filter(schedule::Column::Kind.eq(datajump_shared::kinds::ScheduleKind::Cron))
             .filter(schedule::Column::Active.eq(true))
             .order_by_asc(schedule::Column::Id)
             .one(conn)

@@ -4,8 +4,8 @@
 use axum::Json as AxumJson;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use datajump_shared::alerts::{AlertKind, AlertState};
 use datajump_shared::entities::alert;
+use datajump_shared::kinds::{AlertKind, AlertState};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde::Serialize;
 
