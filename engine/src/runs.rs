@@ -13,7 +13,8 @@ use datajump_shared::entities::{dag, dag_run, dag_run_plan, schedule, task_insta
 use datajump_shared::kinds::DepType;
 use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
-use datajump_shared::plan::{InstanceSpec, Plan, params_to_json};
+use datajump_shared::params::params_to_json;
+use datajump_shared::plan::{InstanceSpec, Plan};
 use datajump_shared::{RunStatus, TaskStatus, TriggerType};
 use datajump_store::catalog;
 use datajump_store::db::begin_write;

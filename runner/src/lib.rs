@@ -36,8 +36,8 @@ use datajump_shared::entities::{execution, task_instance};
 use datajump_shared::messages::{Message, WorkMsg};
 use datajump_shared::metrics::{self, RetryCause};
 use datajump_shared::outputs;
-use datajump_shared::params::{ParamContext, env_name};
-use datajump_shared::plan::{Params, RetryPolicy, params_from_json};
+use datajump_shared::params::{ParamContext, Params, env_name, params_from_json};
+use datajump_shared::plan::RetryPolicy;
 use datajump_shared::subjects::{self, Namespace, Priority, Stream};
 use datajump_store::installation::{self, InstallationError};
 use futures::{FutureExt, StreamExt};
@@ -845,7 +845,7 @@ async fn run_claimed(
         log_tail: finished_log.tail,
         log_path,
         outputs: (!finished_log.outputs.is_empty())
-            .then(|| datajump_shared::plan::params_to_json(&finished_log.outputs)),
+            .then(|| datajump_shared::params::params_to_json(&finished_log.outputs)),
         written,
     };
     // Until it is committed, the attempt's result exists only in this

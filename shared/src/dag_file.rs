@@ -16,7 +16,8 @@ use crate::content::{TaskContent, TaskType};
 use crate::duration;
 use crate::kinds::{Catchup, DepType, OverlapPolicy, RetryStrategy, Strategy};
 use crate::naming::{validate_event, validate_queue};
-use crate::plan::{DEFAULT_RETRY_MAX_INTERVAL_SECS, Params};
+use crate::params::Params;
+use crate::plan::DEFAULT_RETRY_MAX_INTERVAL_SECS;
 use crate::subjects::DEFAULT_QUEUE;
 use datajump_cron::{CronExpr, parse_time_zone};
 

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use thiserror::Error;
 
 use crate::entities::{dag_run, schedule, task_instance};
-use crate::plan::{InstanceSpec, Params};
+use crate::params::Params;
+use crate::plan::InstanceSpec;
 use crate::{RunId, TaskInstanceId, TaskStatus, TriggerType};
 
 /// The message format version this build writes and reads.
@@ -116,7 +117,7 @@ impl EventPayload {
             Some(other) => return Err(EventPayloadError::BizDate(other.to_string())),
         };
         Ok(EventPayload {
-            params: crate::plan::params_from_json(&serde_json::Value::Object(fields)),
+            params: crate::params::params_from_json(&serde_json::Value::Object(fields)),
             biz_date,
         })
     }

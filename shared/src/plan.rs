@@ -13,9 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::content::TaskType;
 use crate::entities::{dag, task, task_dependency};
 use crate::kinds::{DepType, RetryStrategy, Strategy};
-
-/// Parameters: names to values.
-pub type Params = BTreeMap<String, String>;
+use crate::params::{Params, params_from_json};
 
 /// Default cap of an EXPONENTIAL retry's wait, in seconds: one hour.
 pub const DEFAULT_RETRY_MAX_INTERVAL_SECS: i32 = 3600;
@@ -243,32 +241,6 @@ pub struct InstanceSpec {
     pub untrusted_params: std::collections::BTreeSet<String>,
     /// The task.
     pub task: TaskSpec,
-}
-
-/// Reads a JSON object of strings; non-string values are rendered as JSON.
-pub fn params_from_json(value: &serde_json::Value) -> Params {
-    value
-        .as_object()
-        .map(|object| {
-            object
-                .iter()
-                .map(|(k, v)| {
-                    let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                    (k.clone(), text)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Writes parameters as a JSON object.
-pub fn params_to_json(params: &Params) -> serde_json::Value {
-    serde_json::Value::Object(
-        params
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect(),
-    )
 }
 
 impl TaskSpec {

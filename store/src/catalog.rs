@@ -20,7 +20,8 @@ use datajump_shared::dag_file::DagFile;
 use datajump_shared::datasets::OnUpdate;
 use datajump_shared::entities::{dag, project, schedule, task, task_dependency};
 use datajump_shared::kinds::{Catchup, RetryStrategy, ScheduleKind, Strategy};
-use datajump_shared::plan::{Plan, params_to_json};
+use datajump_shared::params::params_to_json;
+use datajump_shared::plan::Plan;
 
 /// Why a DAG could not be stored.
 #[derive(Debug, Error)]

@@ -31,7 +31,7 @@ use datajump_shared::biz_date::biz_date_for;
 use datajump_shared::entities::{dag, schedule};
 use datajump_shared::kinds::{Catchup, ScheduleKind};
 use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 use futures::StreamExt;
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, FromQueryResult, JoinType, QueryFilter, QuerySelect,

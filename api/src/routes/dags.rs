@@ -21,7 +21,7 @@ use datajump_shared::entities::{
 };
 use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 use datajump_shared::{RunId, RunStatus};
 use datajump_store::backfill::{self, BackfillError, DateRule, Planned};
 use datajump_store::catalog::{ApplyReport, Origin};
