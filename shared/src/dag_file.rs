@@ -17,7 +17,6 @@ use crate::duration;
 use crate::kinds::{Catchup, DepType, OverlapPolicy, RetryStrategy, Strategy};
 use crate::naming::{validate_event, validate_queue};
 use crate::params::Params;
-use crate::plan::DEFAULT_RETRY_MAX_INTERVAL_SECS;
 use crate::subjects::DEFAULT_QUEUE;
 use datajump_cron::{CronExpr, parse_time_zone};
 
@@ -646,6 +645,8 @@ fn default_retry_max() -> i32 {
 fn default_retry_interval() -> i32 {
     60
 }
+/// Default cap of an EXPONENTIAL retry's wait, in seconds: one hour.
+pub const DEFAULT_RETRY_MAX_INTERVAL_SECS: i32 = 3600;
 fn default_dep_type() -> DepType {
     DepType::Strong
 }

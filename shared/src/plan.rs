@@ -11,12 +11,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::content::TaskType;
+use crate::dag_file::DEFAULT_RETRY_MAX_INTERVAL_SECS;
 use crate::entities::{dag, task, task_dependency};
 use crate::kinds::{DepType, RetryStrategy, Strategy};
 use crate::params::{Params, params_from_json};
-
-/// Default cap of an EXPONENTIAL retry's wait, in seconds: one hour.
-pub const DEFAULT_RETRY_MAX_INTERVAL_SECS: i32 = 3600;
 
 /// Longest wait between retries whatever a policy says: one day.
 const RETRY_DELAY_CEILING_SECS: i64 = 24 * 3600;
