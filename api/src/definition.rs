@@ -15,8 +15,9 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use datajump_shared::dag_file::{DagFile, DagFileError, ScheduleKind, TaskFile};
+use datajump_shared::dag_file::{DagFile, DagFileError, TaskFile};
 use datajump_shared::entities::{dag, schedule, task, task_dependency};
+use datajump_shared::kinds::ScheduleKind;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 use serde::{Deserialize, Serialize};

@@ -10,7 +10,7 @@
 //! file's shape and go through [`crate::definition`].
 
 use chrono::NaiveDate;
-use datajump_shared::dag_file::ScheduleKind;
+use datajump_shared::kinds::ScheduleKind;
 use serde::{Deserialize, Serialize};
 
 /// One page of a list.

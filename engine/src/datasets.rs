@@ -26,9 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use datajump_cron::parse_time_zone;
 use datajump_shared::biz_date::biz_date_for;
-use datajump_shared::dag_file::ScheduleKind;
 use datajump_shared::datasets::{Condition, EventSource, OnUpdate, Written, partition_biz_date};
 use datajump_shared::entities::{dag, dataset_event, dataset_trigger, schedule};
+use datajump_shared::kinds::ScheduleKind;
 use datajump_shared::messages::FireMsg;
 use datajump_store::db::{WriteTxn, begin_write};
 use sea_orm::{

@@ -12,9 +12,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use datajump_nats::{Bus, NatsError};
-use datajump_shared::datasets::DatasetEventMsg;
 use datajump_shared::entities::{dataset_event, task_instance};
-use datajump_shared::messages::{DoneMsg, FireMsg, Message, VERSION, WorkMsg};
+use datajump_shared::messages::{DatasetEventMsg, DoneMsg, FireMsg, Message, VERSION, WorkMsg};
 use datajump_shared::subjects::{self, Priority, Stream};
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus, metrics};
 use futures::StreamExt;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag_run, task_instance};
-use datajump_shared::plan::{DepType, Strategy};
+use datajump_shared::kinds::{DepType, Strategy};
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use datajump_store::db::begin_write;
 use sea_orm::sea_query::{Expr, ExprTrait};

@@ -9,10 +9,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::Utc;
-use datajump_shared::dag_file::OverlapPolicy;
 use datajump_shared::entities::{dag, dag_run, dag_run_plan, schedule, task_instance};
+use datajump_shared::kinds::DepType;
+use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
-use datajump_shared::plan::{DepType, InstanceSpec, Plan, params_to_json};
+use datajump_shared::params::params_to_json;
+use datajump_shared::plan::{InstanceSpec, Plan};
 use datajump_shared::{RunStatus, TaskStatus, TriggerType};
 use datajump_store::catalog;
 use datajump_store::db::begin_write;

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use datajump_shared::dag_file::OverlapPolicy;
 use datajump_shared::entities::{dag, dag_run, task_instance};
+use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::{RunStatus, TaskStatus};
 use sea_orm::sea_query::Expr;
 use sea_orm::{

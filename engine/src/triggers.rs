@@ -10,8 +10,8 @@
 
 use chrono::{DateTime, Utc};
 use datajump_shared::RunStatus;
-use datajump_shared::dag_file::ScheduleKind;
 use datajump_shared::entities::{dag, dag_run, schedule};
+use datajump_shared::kinds::ScheduleKind;
 use datajump_shared::messages::FireMsg;
 use sea_orm::sea_query::Query;
 use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};

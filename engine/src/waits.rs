@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, Duration, Utc};
 use datajump_shared::biz_date::{BatchRule, latest_batch};
 use datajump_shared::entities::{dag, dag_run, dependency_wait, schedule, task, task_instance};
-use datajump_shared::plan::{DepType, Plan};
+use datajump_shared::kinds::DepType;
+use datajump_shared::plan::Plan;
 use datajump_shared::{RunStatus, TaskInstanceId, TaskStatus};
 use datajump_store::db::begin_write;
 use sea_orm::sea_query::Expr;
@@ -205,7 +206,7 @@ async fn awaited_batch<C: ConnectionTrait>(
     target_task: i64,
     date: chrono::NaiveDate,
 ) -> Result<(chrono::NaiveDate, bool), DbErr> {
-    use datajump_shared::dag_file::ScheduleKind;
+    use datajump_shared::kinds::ScheduleKind;
     let exists = Ti::find()
         .filter(TiCol::TaskId.eq(target_task))
         .filter(TiCol::BizDate.eq(date))

@@ -10,8 +10,9 @@
 use async_nats::jetstream;
 use datajump_engine::Announcement;
 use datajump_nats::Bus;
-use datajump_shared::datasets::{self, Announced, DatasetEventMsg, EventSource, Written};
+use datajump_shared::datasets::{self, Announced, EventSource, Written};
 use datajump_shared::entities::dataset_event;
+use datajump_shared::messages::DatasetEventMsg;
 use sea_orm::EntityTrait;
 use tracing::info;
 

@@ -111,7 +111,7 @@ pub(crate) fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datajump_shared::plan::RetryStrategy;
+    use datajump_shared::kinds::RetryStrategy;
 
     fn policy() -> RetryPolicy {
         RetryPolicy {

@@ -21,11 +21,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::Duration;
-use sea_orm::sea_query::StringLen;
-use sea_orm::{DeriveActiveEnum, EnumIter};
 use serde::{Deserialize, Serialize};
 
 use crate::entities::dag;
+use crate::kinds::AlertKind;
 
 /// How far back a scan looks for events it has not alerted yet.
 pub const LOOKBACK: Duration = Duration::hours(1);
@@ -33,62 +32,6 @@ pub const LOOKBACK: Duration = Duration::hours(1);
 pub const MAX_ATTEMPTS: i32 = 6;
 /// How long a sender may hold an alert before another may retry it.
 pub const LEASE: Duration = Duration::seconds(60);
-
-/// What can be alerted on.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    EnumIter,
-    DeriveActiveEnum,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(32))")]
-#[serde(rename_all = "snake_case")]
-pub enum AlertKind {
-    /// A run ended FAILED.
-    #[sea_orm(string_value = "run_failed")]
-    RunFailed,
-    /// A task instance ended FAILED with no retry left.
-    #[sea_orm(string_value = "task_failed")]
-    TaskFailed,
-    /// An attempt ran past its timeout.
-    #[sea_orm(string_value = "timeout")]
-    Timeout,
-    /// A run was still not finished `sla` seconds after its logical time.
-    #[sea_orm(string_value = "sla_miss")]
-    SlaMiss,
-    /// `datajump alerts test`.
-    #[sea_orm(string_value = "test")]
-    Test,
-}
-
-impl AlertKind {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AlertKind::RunFailed => "run_failed",
-            AlertKind::TaskFailed => "task_failed",
-            AlertKind::Timeout => "timeout",
-            AlertKind::SlaMiss => "sla_miss",
-            AlertKind::Test => "test",
-        }
-    }
-
-    /// The kinds a config may list in `on` (all but `test`).
-    pub const EVENTS: [AlertKind; 4] = [
-        AlertKind::RunFailed,
-        AlertKind::TaskFailed,
-        AlertKind::Timeout,
-        AlertKind::SlaMiss,
-    ];
-}
 
 /// One webhook target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -170,48 +113,6 @@ impl AlertConfig {
     /// The config stored in `dag.alert_config`, if it reads.
     pub fn from_row(row: &dag::Model) -> Option<AlertConfig> {
         serde_json::from_value(row.alert_config.clone()?).ok()
-    }
-}
-
-/// Where an alert row is in its delivery.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    EnumIter,
-    DeriveActiveEnum,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum AlertState {
-    /// Waiting for its next attempt.
-    #[sea_orm(string_value = "PENDING")]
-    Pending,
-    /// Held by a sender until its lease ends.
-    #[sea_orm(string_value = "SENDING")]
-    Sending,
-    /// Accepted by the target (2xx).
-    #[sea_orm(string_value = "SENT")]
-    Sent,
-    /// Given up after [`MAX_ATTEMPTS`].
-    #[sea_orm(string_value = "FAILED")]
-    Failed,
-}
-
-impl AlertState {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AlertState::Pending => "PENDING",
-            AlertState::Sending => "SENDING",
-            AlertState::Sent => "SENT",
-            AlertState::Failed => "FAILED",
-        }
     }
 }
 

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::NaiveDate;
 use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -377,68 +377,6 @@ pub fn partition_biz_date(partition: &str) -> Option<NaiveDate> {
             NaiveDate::parse_from_str(value, "%Y%m%d").ok()
         }
         _ => None,
-    }
-}
-
-/// A recorded dataset event, as published on `dj.dataset.<name>` once its
-/// transaction commits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DatasetEventMsg {
-    /// Format version.
-    pub v: u32,
-    /// The `dataset_event` row.
-    pub id: i64,
-    /// The project whose dataset it is.
-    pub project_id: i64,
-    /// The dataset.
-    pub dataset: String,
-    /// The partition, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition: Option<String>,
-    /// Who announced it.
-    pub source: EventSource,
-    /// The run whose task wrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dag_run_id: Option<i64>,
-    /// The task instance that wrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_instance_id: Option<i64>,
-    /// Small facts about what was written (row counts, paths).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<serde_json::Value>,
-    /// When it was recorded.
-    pub created_at: DateTime<Utc>,
-}
-
-impl DatasetEventMsg {
-    /// Reads a message on `dj.dataset.<name>` that announces a recorded
-    /// event (one DataJump published), `None` for anything else (a
-    /// producer's announcement).
-    pub fn recorded(payload: &[u8]) -> Option<DatasetEventMsg> {
-        <DatasetEventMsg as crate::messages::Message>::decode(payload).ok()
-    }
-}
-
-impl crate::messages::Message for DatasetEventMsg {
-    fn version(&self) -> u32 {
-        self.v
-    }
-}
-
-impl From<&crate::entities::dataset_event::Model> for DatasetEventMsg {
-    fn from(row: &crate::entities::dataset_event::Model) -> Self {
-        DatasetEventMsg {
-            v: crate::messages::VERSION,
-            id: row.id,
-            project_id: row.project_id,
-            dataset: row.dataset.clone(),
-            partition: row.partition.clone(),
-            source: row.source,
-            dag_run_id: row.dag_run_id,
-            task_instance_id: row.task_instance_id,
-            metadata: row.metadata.clone(),
-            created_at: row.created_at,
-        }
     }
 }
 

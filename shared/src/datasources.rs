@@ -14,11 +14,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
-use sea_orm::sea_query::StringLen;
-use sea_orm::{DbErr, DeriveActiveEnum, EnumIter};
+use sea_orm::DbErr;
 use thiserror::Error;
 
 use crate::entities::datasource::Model;
+use crate::kinds::DatasourceKind;
 use crate::params::SqlDialect;
 
 /// What a masked secret looks like wherever it would have been printed.
@@ -27,38 +27,9 @@ pub const MASK: &str = "***";
 /// The longest datasource name.
 pub const MAX_NAME_LEN: usize = 128;
 
-/// The database products a datasource can point at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, DeriveActiveEnum)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
-pub enum DatasourceKind {
-    /// PostgreSQL.
-    #[sea_orm(string_value = "POSTGRESQL")]
-    Postgresql,
-    /// MySQL or MariaDB.
-    #[sea_orm(string_value = "MYSQL")]
-    Mysql,
-    /// A SQLite file (its path is the datasource's `host`).
-    #[sea_orm(string_value = "SQLITE")]
-    Sqlite,
-}
-
+// How a kind connects and quotes is the catalog's; its stored names are
+// `crate::kinds`'s, which `entities` imports.
 impl DatasourceKind {
-    /// Every kind, in the order help texts list them.
-    pub const ALL: [DatasourceKind; 3] = [
-        DatasourceKind::Postgresql,
-        DatasourceKind::Mysql,
-        DatasourceKind::Sqlite,
-    ];
-
-    /// The name stored in `datasource.kind`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DatasourceKind::Postgresql => "POSTGRESQL",
-            DatasourceKind::Mysql => "MYSQL",
-            DatasourceKind::Sqlite => "SQLITE",
-        }
-    }
-
     /// The quoting rules of parameters substituted into this kind's SQL.
     pub fn dialect(self) -> SqlDialect {
         match self {
@@ -428,16 +399,6 @@ mod tests {
         assert_eq!(
             connection_url(&ro).unwrap().expose(),
             "sqlite:///data/x.db?mode=ro"
-        );
-    }
-
-    #[test]
-    fn unknown_stored_kind_is_an_error() {
-        use sea_orm::ActiveEnum as _;
-        assert!(DatasourceKind::try_from_value(&"ORACLE".to_owned()).is_err());
-        assert_eq!(
-            DatasourceKind::try_from_value(&"MYSQL".to_owned()).ok(),
-            Some(DatasourceKind::Mysql)
         );
     }
 

@@ -27,6 +27,7 @@ pub mod duration;
 pub mod entities;
 pub mod graph;
 pub mod ids;
+pub mod kinds;
 pub mod logs;
 pub mod messages;
 pub mod metrics;
@@ -55,18 +56,18 @@ macro_rules! display_as_stored_name {
 
 display_as_stored_name!(
     access::Role,
-    alerts::AlertKind,
-    alerts::AlertState,
     content::TaskType,
-    dag_file::Catchup,
-    dag_file::OverlapPolicy,
-    dag_file::ScheduleKind,
     datasets::EventSource,
     datasets::OnUpdate,
-    datasources::DatasourceKind,
-    plan::DepType,
-    plan::RetryStrategy,
-    plan::Strategy,
+    kinds::AlertKind,
+    kinds::AlertState,
+    kinds::Catchup,
+    kinds::DatasourceKind,
+    kinds::DepType,
+    kinds::OverlapPolicy,
+    kinds::RetryStrategy,
+    kinds::ScheduleKind,
+    kinds::Strategy,
     status::RunStatus,
     status::TaskStatus,
     status::TriggerType,

@@ -8,8 +8,10 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use thiserror::Error;
 
+use crate::datasets::EventSource;
 use crate::entities::{dag_run, schedule, task_instance};
-use crate::plan::{InstanceSpec, Params};
+use crate::params::Params;
+use crate::plan::InstanceSpec;
 use crate::{RunId, TaskInstanceId, TaskStatus, TriggerType};
 
 /// The message format version this build writes and reads.
@@ -116,7 +118,7 @@ impl EventPayload {
             Some(other) => return Err(EventPayloadError::BizDate(other.to_string())),
         };
         Ok(EventPayload {
-            params: crate::plan::params_from_json(&serde_json::Value::Object(fields)),
+            params: crate::params::params_from_json(&serde_json::Value::Object(fields)),
             biz_date,
         })
     }
@@ -321,6 +323,68 @@ pub struct DoneMsg {
 impl Message for DoneMsg {
     fn version(&self) -> u32 {
         self.v
+    }
+}
+
+/// A recorded dataset event, as published on `dj.dataset.<name>` once its
+/// transaction commits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetEventMsg {
+    /// Format version.
+    pub v: u32,
+    /// The `dataset_event` row.
+    pub id: i64,
+    /// The project whose dataset it is.
+    pub project_id: i64,
+    /// The dataset.
+    pub dataset: String,
+    /// The partition, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// Who announced it.
+    pub source: EventSource,
+    /// The run whose task wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dag_run_id: Option<i64>,
+    /// The task instance that wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_instance_id: Option<i64>,
+    /// Small facts about what was written (row counts, paths).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+    /// When it was recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+impl DatasetEventMsg {
+    /// Reads a message on `dj.dataset.<name>` that announces a recorded
+    /// event (one DataJump published), `None` for anything else (a
+    /// producer's announcement).
+    pub fn recorded(payload: &[u8]) -> Option<DatasetEventMsg> {
+        <DatasetEventMsg as Message>::decode(payload).ok()
+    }
+}
+
+impl Message for DatasetEventMsg {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
+impl From<&crate::entities::dataset_event::Model> for DatasetEventMsg {
+    fn from(row: &crate::entities::dataset_event::Model) -> Self {
+        DatasetEventMsg {
+            v: VERSION,
+            id: row.id,
+            project_id: row.project_id,
+            dataset: row.dataset.clone(),
+            partition: row.partition.clone(),
+            source: row.source,
+            dag_run_id: row.dag_run_id,
+            task_instance_id: row.task_instance_id,
+            metadata: row.metadata.clone(),
+            created_at: row.created_at,
+        }
     }
 }
 

@@ -8,130 +8,13 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::content::TaskType;
+use crate::dag_file::DEFAULT_RETRY_MAX_INTERVAL_SECS;
 use crate::entities::{dag, task, task_dependency};
-
-/// Parameters: names to values.
-pub type Params = BTreeMap<String, String>;
-
-/// How a child's start depends on a parent.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    EnumIter,
-    DeriveActiveEnum,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(8))")]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum DepType {
-    /// The parent's result matters.
-    #[sea_orm(string_value = "STRONG")]
-    Strong,
-    /// Only that the parent is terminal.
-    #[sea_orm(string_value = "WEAK")]
-    Weak,
-}
-
-impl DepType {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DepType::Strong => "STRONG",
-            DepType::Weak => "WEAK",
-        }
-    }
-}
-
-/// When a task with parents may start (the engine requirements' dependency strategies, set per task).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    EnumIter,
-    DeriveActiveEnum,
-    Serialize,
-    Deserialize,
-    Default,
-    schemars::JsonSchema,
-)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Strategy {
-    /// All parents terminal and every STRONG parent SUCCESS or SKIPPED.
-    #[default]
-    #[sea_orm(string_value = "ALL_SUCCESS")]
-    AllSuccess,
-    /// As soon as one STRONG parent succeeds.
-    #[sea_orm(string_value = "ONE_SUCCESS")]
-    OneSuccess,
-    /// All parents terminal, whatever their results.
-    #[sea_orm(string_value = "NONE")]
-    None,
-}
-
-impl Strategy {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Strategy::AllSuccess => "ALL_SUCCESS",
-            Strategy::OneSuccess => "ONE_SUCCESS",
-            Strategy::None => "NONE",
-        }
-    }
-}
-
-/// How the wait between retries grows.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    EnumIter,
-    DeriveActiveEnum,
-    Serialize,
-    Deserialize,
-    Default,
-    schemars::JsonSchema,
-)]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum RetryStrategy {
-    /// The same interval every time.
-    #[default]
-    #[sea_orm(string_value = "FIXED")]
-    Fixed,
-    /// interval × 2^(attempt−1).
-    #[sea_orm(string_value = "EXPONENTIAL")]
-    Exponential,
-}
-
-impl RetryStrategy {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RetryStrategy::Fixed => "FIXED",
-            RetryStrategy::Exponential => "EXPONENTIAL",
-        }
-    }
-}
-
-/// Default cap of an EXPONENTIAL retry's wait, in seconds: one hour.
-pub const DEFAULT_RETRY_MAX_INTERVAL_SECS: i32 = 3600;
+use crate::kinds::{DepType, RetryStrategy, Strategy};
+use crate::params::{Params, params_from_json};
 
 /// Longest wait between retries whatever a policy says: one day.
 const RETRY_DELAY_CEILING_SECS: i64 = 24 * 3600;
@@ -356,32 +239,6 @@ pub struct InstanceSpec {
     pub untrusted_params: std::collections::BTreeSet<String>,
     /// The task.
     pub task: TaskSpec,
-}
-
-/// Reads a JSON object of strings; non-string values are rendered as JSON.
-pub fn params_from_json(value: &serde_json::Value) -> Params {
-    value
-        .as_object()
-        .map(|object| {
-            object
-                .iter()
-                .map(|(k, v)| {
-                    let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                    (k.clone(), text)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Writes parameters as a JSON object.
-pub fn params_to_json(params: &Params) -> serde_json::Value {
-    serde_json::Value::Object(
-        params
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect(),
-    )
 }
 
 impl TaskSpec {

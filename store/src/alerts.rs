@@ -13,11 +13,10 @@ use sea_orm::{
 };
 use serde_json::json;
 
-use datajump_shared::alerts::{
-    AlertConfig, AlertKind, AlertState, LEASE, LOOKBACK, MAX_ATTEMPTS, Webhook,
-};
+use datajump_shared::alerts::{AlertConfig, LEASE, LOOKBACK, MAX_ATTEMPTS, Webhook};
 use datajump_shared::entities::{alert, dag, dag_run, execution, task_instance};
-use datajump_shared::plan::{RetryPolicy, RetryStrategy};
+use datajump_shared::kinds::{AlertKind, AlertState, RetryStrategy};
+use datajump_shared::plan::RetryPolicy;
 use datajump_shared::{RunStatus, TaskStatus};
 
 /// An event found by a scan, before it is multiplied by webhooks.

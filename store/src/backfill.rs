@@ -19,7 +19,7 @@ use datajump_shared::TriggerType;
 use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for, scheduled_fire_for, shift};
 use datajump_shared::entities::schedule;
 use datajump_shared::messages::{FireMsg, scheduled_run_key};
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 
 /// Why a backfill could not be planned.
 #[derive(Debug, Error)]
@@ -117,7 +117,7 @@ impl DateRule {
     ) -> Result<DateRule, BackfillError> {
         let schedule = schedule::Entity::find()
             .filter(schedule::Column::DagId.eq(dag_id))
-            .filter(schedule::Column::Kind.eq(datajump_shared::dag_file::ScheduleKind::Cron))
+            .filter(schedule::Column::Kind.eq(datajump_shared::kinds::ScheduleKind::Cron))
             .filter(schedule::Column::Active.eq(true))
             .order_by_asc(schedule::Column::Id)
             .one(conn)

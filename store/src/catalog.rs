@@ -16,10 +16,12 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use datajump_shared::content::TaskType;
-use datajump_shared::dag_file::{Catchup, DagFile, ScheduleKind};
+use datajump_shared::dag_file::DagFile;
 use datajump_shared::datasets::OnUpdate;
 use datajump_shared::entities::{dag, project, schedule, task, task_dependency};
-use datajump_shared::plan::{Plan, RetryStrategy, Strategy, params_to_json};
+use datajump_shared::kinds::{Catchup, RetryStrategy, ScheduleKind, Strategy};
+use datajump_shared::params::params_to_json;
+use datajump_shared::plan::Plan;
 
 /// Why a DAG could not be stored.
 #[derive(Debug, Error)]

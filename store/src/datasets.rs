@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use datajump_shared::dag_file::ScheduleKind;
 use datajump_shared::datasets::{Condition, OutputDecl};
 use datajump_shared::entities::{dag, dataset_event, schedule, task};
+use datajump_shared::kinds::ScheduleKind;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,

@@ -10,8 +10,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::Utc;
-use datajump_shared::alerts::{AlertState, Webhook};
+use datajump_shared::alerts::Webhook;
 use datajump_shared::entities::alert;
+use datajump_shared::kinds::AlertState;
 use datajump_shared::params::{secret_names, substitute_secrets};
 use datajump_store::alerts::{self, Delivery};
 use datajump_store::secrets;

@@ -28,10 +28,10 @@ use datajump_cron::{CronExpr, parse_time_zone};
 use datajump_nats::{Bus, NatsError};
 use datajump_shared::TriggerType;
 use datajump_shared::biz_date::biz_date_for;
-use datajump_shared::dag_file::{Catchup, ScheduleKind};
 use datajump_shared::entities::{dag, schedule};
+use datajump_shared::kinds::{Catchup, ScheduleKind};
 use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 use futures::StreamExt;
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, FromQueryResult, JoinType, QueryFilter, QuerySelect,

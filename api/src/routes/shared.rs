@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use chrono::{NaiveTime, TimeZone, Utc};
 use datajump_cron::{CronExpr, parse_time_zone};
-use datajump_shared::dag_file::{DagFile, ScheduleKind};
+use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag, dag_run, execution, schedule, task_instance};
+use datajump_shared::kinds::ScheduleKind;
 use datajump_store::catalog::{self, ApplyReport, CatalogError, Origin};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use serde_json::json;

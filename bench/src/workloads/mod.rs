@@ -33,7 +33,7 @@ use clap::ValueEnum;
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::messages::{FireMsg, Message};
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 use datajump_shared::{RunStatus, TaskStatus};
 use datajump_store::catalog;
 use futures::StreamExt;

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use chrono::Utc;
 use datajump_shared::entities::dag_run;
 use datajump_shared::messages::FireMsg;
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use tokio_util::sync::CancellationToken;
 

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
-use datajump_shared::alerts::AlertState;
 use datajump_shared::entities::alert;
+use datajump_shared::kinds::AlertState;
 
 use crate::Global;
 use crate::client::Client;

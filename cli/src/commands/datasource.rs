@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use datajump_shared::datasources::{self, DatasourceKind, MASK, NewDatasource};
+use datajump_shared::datasources::{self, MASK, NewDatasource};
+use datajump_shared::kinds::DatasourceKind;
 use datajump_shared::naming::printable;
 
 use crate::Global;

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use datajump_api::dto::ScheduleDto;
 use serde_json::{Map, Value, json};
 
-use datajump_shared::dag_file::ScheduleKind;
+use datajump_shared::kinds::ScheduleKind;
 
 use crate::Global;
 use crate::api::{Api, print_json, read};

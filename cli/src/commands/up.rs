@@ -74,7 +74,7 @@ async fn example_datasource(client: &Client, global: &Global) -> Result<Option<P
             datajump_store::projects::DEFAULT_PROJECT,
             datajump_shared::datasources::NewDatasource {
                 name: EXAMPLE_DATASOURCE.to_owned(),
-                kind: datajump_shared::datasources::DatasourceKind::Sqlite,
+                kind: datajump_shared::kinds::DatasourceKind::Sqlite,
                 host: file.display().to_string(),
                 port: None,
                 database: None,

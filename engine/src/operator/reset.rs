@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag_run, task_instance};
-use datajump_shared::plan::DepType;
+use datajump_shared::kinds::DepType;
 use datajump_shared::{RunId, RunStatus, TaskStatus, TriggerType};
 use datajump_store::db::begin_write;
 use sea_orm::sea_query::Expr;

@@ -82,7 +82,7 @@ impl Runner {
             log_tail: finished_log.tail,
             log_path,
             outputs: (!finished_log.outputs.is_empty())
-                .then(|| datajump_shared::plan::params_to_json(&finished_log.outputs)),
+                .then(|| datajump_shared::params::params_to_json(&finished_log.outputs)),
             written,
         }
     }

@@ -13,7 +13,7 @@ use datajump_shared::entities::task_instance;
 use datajump_shared::messages::WorkMsg;
 use datajump_shared::outputs;
 use datajump_shared::params::{ParamContext, env_name};
-use datajump_shared::plan::{Params, params_from_json};
+use datajump_shared::params::{Params, params_from_json};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
 
 use super::ClaimedAttempt;

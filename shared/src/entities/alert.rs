@@ -3,7 +3,7 @@
 
 use sea_orm::entity::prelude::*;
 
-use crate::alerts::{AlertKind, AlertState};
+use crate::kinds::{AlertKind, AlertState};
 
 /// An alert. `dedup_key` makes noticing an event idempotent; `status` moves
 /// PENDING → SENDING → SENT, or back to PENDING for a retry, or FAILED.

@@ -2,7 +2,7 @@
 
 use sea_orm::entity::prelude::*;
 
-use crate::dag_file::OverlapPolicy;
+use crate::kinds::OverlapPolicy;
 
 /// A DAG. `version` is bumped on each change; runs keep their own snapshot.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

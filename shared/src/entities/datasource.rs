@@ -2,7 +2,7 @@
 
 use sea_orm::entity::prelude::*;
 
-use crate::datasources::DatasourceKind;
+use crate::kinds::DatasourceKind;
 
 /// A datasource. `password` is a secret: never returned, logged or sent.
 #[derive(Clone, PartialEq, Eq, DeriveEntityModel)]

@@ -3,7 +3,7 @@
 
 use sea_orm::entity::prelude::*;
 
-use crate::plan::DepType;
+use crate::kinds::DepType;
 
 /// One unmet cross-run dependency. The row is deleted by the propagation
 /// that satisfies it; whoever deletes it (row count 1) updates the waiter.

@@ -2,7 +2,7 @@
 
 use sea_orm::entity::prelude::*;
 
-use crate::dag_file::{Catchup, ScheduleKind};
+use crate::kinds::{Catchup, ScheduleKind};
 
 /// A cron, event or dependency (`AFTER`) schedule of a DAG. `(dag_id, name)` is unique.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

@@ -3,7 +3,7 @@
 use sea_orm::entity::prelude::*;
 
 use crate::content::TaskType;
-use crate::plan::{RetryStrategy, Strategy};
+use crate::kinds::{RetryStrategy, Strategy};
 
 /// A task definition. `(dag_id, name)` is unique.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

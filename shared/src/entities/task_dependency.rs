@@ -2,7 +2,7 @@
 
 use sea_orm::entity::prelude::*;
 
-use crate::plan::DepType;
+use crate::kinds::DepType;
 
 /// An edge. A parent in the same DAG has `parent_dag` = `None`; one in another
 /// DAG is named (`other_dag/task`) and resolved when a run needs it.

@@ -32,13 +32,14 @@
 //! never scanned again, so a value containing `${x}` stays literal.
 
 mod dates;
+mod values;
+
+pub use values::{Params, params_from_json, params_to_json};
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use chrono_tz::Tz;
-
-use crate::plan::Params;
 
 /// Everything a substitution needs to know about one task attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]

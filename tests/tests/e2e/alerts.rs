@@ -7,8 +7,8 @@ use datajump_shared::dag_file::DEFAULT_PROJECT;
 use std::time::Duration;
 
 use datajump_shared::RunStatus;
-use datajump_shared::alerts::AlertState;
 use datajump_shared::entities::alert;
+use datajump_shared::kinds::AlertState;
 use datajump_store::secrets;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 

@@ -29,7 +29,7 @@ use datajump_nats::Bus;
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 use datajump_shared::subjects::Namespace;
 use datajump_shared::{RunStatus, TaskStatus};
 use datajump_store::catalog::{self, ApplyReport};

@@ -9,7 +9,8 @@ use datajump_shared::dag_file::DEFAULT_PROJECT;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use datajump_shared::datasources::{DatasourceKind, NewDatasource};
+use datajump_shared::datasources::NewDatasource;
+use datajump_shared::kinds::DatasourceKind;
 use datajump_shared::{RunStatus, TaskStatus};
 use sea_orm::{ConnectionTrait, Statement};
 use serde_json::json;

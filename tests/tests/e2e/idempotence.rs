@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_nats::jetstream::message::PublishMessage;
 use datajump_shared::entities::dag_run;
 use datajump_shared::messages::{DoneMsg, FireMsg, Message, VERSION, WorkMsg};
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 use datajump_shared::subjects::{self, Priority, Stream};
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use futures::StreamExt;

@@ -490,8 +490,8 @@ both_dbs!(a_project_token_stays_in_its_project, |env| async move {
 #[tokio::test]
 async fn an_upgrade_turns_the_project_ids_in_use_into_projects() {
     use datajump_migrations::{Migrator, MigratorTrait};
-    use datajump_shared::dag_file::OverlapPolicy;
     use datajump_shared::entities::dag;
+    use datajump_shared::kinds::OverlapPolicy;
     use sea_orm::ActiveValue::Set;
 
     let dir = tempfile::tempdir().expect("temp dir");

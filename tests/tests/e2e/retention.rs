@@ -8,8 +8,8 @@ use crate::harness::dj;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 both_dbs!(retention_removes_old_runs_only, |env| async move {
-    use datajump_shared::alerts::{AlertKind, AlertState};
     use datajump_shared::entities::{alert, dag_run, dag_run_plan, execution, task_instance};
+    use datajump_shared::kinds::{AlertKind, AlertState};
     use sea_orm::{
         ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter,
     };

@@ -2,8 +2,8 @@
 //! several route modules share are in [`crate::dto`].
 
 use chrono::{DateTime, Utc};
-use datajump_shared::alerts::{AlertKind, AlertState};
 use datajump_shared::entities::alert;
+use datajump_shared::kinds::{AlertKind, AlertState};
 use serde::Serialize;
 
 /// One alert.

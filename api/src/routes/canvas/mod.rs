@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 use axum::Json as AxumJson;
 use axum::extract::State;
 use datajump_shared::entities::{task, task_dependency};
-use datajump_shared::plan::DepType;
+use datajump_shared::kinds::DepType;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Map, Value, json};

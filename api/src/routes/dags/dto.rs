@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use datajump_shared::RunStatus;
-use datajump_shared::dag_file::OverlapPolicy;
 use datajump_shared::entities::dag;
+use datajump_shared::kinds::OverlapPolicy;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

@@ -16,12 +16,12 @@ use axum::response::{IntoResponse, Response};
 use chrono::{NaiveDate, Utc};
 use datajump_cron::parse_time_zone;
 use datajump_engine::{OperatorError, ResetScope};
-use datajump_shared::dag_file::OverlapPolicy;
 use datajump_shared::entities::{
     dag, dag_run, execution, schedule, task, task_dependency, task_instance,
 };
+use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
-use datajump_shared::plan::Params;
+use datajump_shared::params::Params;
 use datajump_shared::{RunId, RunStatus};
 use datajump_store::backfill::{self, BackfillError, DateRule, Planned};
 use datajump_store::catalog::{ApplyReport, Origin};

@@ -199,7 +199,7 @@ impl From<&task_instance::Model> for TaskInstanceDto {
             outputs: row
                 .outputs
                 .as_ref()
-                .map(datajump_shared::plan::params_from_json)
+                .map(datajump_shared::params::params_from_json)
                 .unwrap_or_default(),
         }
     }

@@ -30,8 +30,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use datajump_shared::content::SqlContent;
-use datajump_shared::datasources::{self, ConnectionUrl, DatasourceKind};
+use datajump_shared::datasources::{self, ConnectionUrl};
 use datajump_shared::entities::datasource;
+use datajump_shared::kinds::DatasourceKind;
 use datajump_shared::params::Mode;
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, Statement};
 

@@ -1,0 +1,557 @@
+//! The rules a parsed DAG file must keep, checked whole before anything is
+//! stored: every problem is reported, each naming where it is.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{DagFile, DependencyFile, DependencyParts, TaskFile};
+use crate::content::{TaskContent, TaskType};
+use crate::naming::{validate_event, validate_queue};
+use datajump_cron::{CronExpr, parse_time_zone};
+
+impl DagFile {
+    /// Notes, not errors, on the tasks that paste a parameter bare into a
+    /// script or SQL: a value a trigger or an event gives it will be refused
+    /// (`crate::params`), and each note says the form that takes any value.
+    pub fn untrusted_param_notes(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .flat_map(TaskFile::untrusted_param_notes)
+            .collect()
+    }
+
+    pub(super) fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !is_name(&self.name) {
+            problems.push(format!(
+                "name '{}': {NAME_RULE}",
+                crate::naming::printable(&self.name)
+            ));
+        }
+        if self.max_active_runs < 1 {
+            problems.push(format!(
+                "max_active_runs: must be at least 1, got {}",
+                self.max_active_runs
+            ));
+        }
+        for (field, value) in [
+            ("queue_timeout", self.queue_timeout),
+            ("run_timeout", self.run_timeout),
+        ] {
+            if value.is_some_and(|secs| secs < 0) {
+                problems.push(format!(
+                    "{field}: must not be negative (0 or absent = none)"
+                ));
+            }
+        }
+        self.schedule_problems(&mut problems);
+        self.task_problems(&mut problems);
+        self.output_problems(&mut problems);
+        problems
+    }
+
+    /// A `${task.output.name}` must name a task this one runs after in the
+    /// same run (directly or through others): otherwise it may not have
+    /// finished, and the value would depend on timing.
+    fn output_problems(&self, problems: &mut Vec<String>) {
+        let parents: HashMap<&str, Vec<&str>> = self
+            .tasks
+            .iter()
+            .map(|task| {
+                let same_run = task
+                    .depends_on
+                    .iter()
+                    .map(DependencyFile::parts)
+                    .filter(|p| p.dag.is_none() && p.offset_day == 0 && !p.previous_run)
+                    .map(|p| p.task)
+                    .collect();
+                (task.name.as_str(), same_run)
+            })
+            .collect();
+        for task in &self.tasks {
+            let at = format!("task '{}'", crate::naming::printable(&task.name));
+            problems.extend(task.bare_outputs_in_script().into_iter().map(|(name, form)| {
+                format!(
+                    "{at}: ${{{name}}} is a task output, made at run time, so it cannot be pasted into a script as written: {form}"
+                )
+            }));
+            let text = task.content_json().to_string();
+            for read in crate::outputs::tasks_read(&text) {
+                if !parents.contains_key(read) {
+                    problems.push(format!(
+                        "{at}: reads the output of '{read}', which is not a task of this DAG"
+                    ));
+                    continue;
+                }
+                let mut seen = BTreeSet::new();
+                let mut frontier = parents.get(task.name.as_str()).cloned().unwrap_or_default();
+                while let Some(parent) = frontier.pop() {
+                    if seen.insert(parent) {
+                        frontier.extend(parents.get(parent).into_iter().flatten().copied());
+                    }
+                }
+                if !seen.contains(read) {
+                    problems.push(format!(
+                        "{at}: reads the output of '{read}' but does not run after it: add '{read}' to its depends_on (directly or through a task that does)"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn schedule_problems(&self, problems: &mut Vec<String>) {
+        let mut seen = BTreeSet::new();
+        for (schedule, name) in self.schedules.iter().zip(self.schedule_names()) {
+            let at = format!("schedule '{name}'");
+            if !seen.insert(name.clone()) {
+                problems.push(format!("{at}: duplicate schedule name"));
+            }
+            if schedule.on.is_none() && !schedule.on_update.is_ignore() {
+                problems.push(format!("{at}: on_update is for data schedules (with 'on')"));
+            }
+            match (&schedule.cron, &schedule.event, &schedule.after) {
+                (None, None, None) if schedule.on.is_some() => {
+                    let condition = schedule.on.as_ref().map(|on| on.problems());
+                    for e in condition.into_iter().flatten() {
+                        problems.push(format!("{at}: on: {e}"));
+                    }
+                }
+                _ if schedule.on.is_some() => problems.push(format!(
+                    "{at}: give exactly one of 'cron', 'event', 'after' or 'on'"
+                )),
+                (None, None, Some(upstream)) => {
+                    if !is_name(upstream) {
+                        problems.push(format!(
+                            "{at}: after '{}': {NAME_RULE}",
+                            crate::naming::printable(upstream)
+                        ));
+                    } else if *upstream == self.name {
+                        problems.push(format!(
+                            "{at}: after '{upstream}' is this DAG: a run would start the next for ever"
+                        ));
+                    }
+                }
+                (Some(cron), None, None) => match CronExpr::parse(cron) {
+                    Err(e) => problems.push(format!("{at}: {e}")),
+                    // Any zone will do: a day that does not exist (Feb 30)
+                    // or a year gone by does not come in any.
+                    Ok(expr) if expr.next_after(&chrono::Utc::now()).is_none() => {
+                        problems.push(format!(
+                            "{at}: '{cron}' never fires (a date that does not exist, or a year gone by)"
+                        ));
+                    }
+                    Ok(_) => {}
+                },
+                (None, Some(event), None) => {
+                    if let Err(e) = validate_event(event) {
+                        problems.push(format!("{at}: {e}"));
+                    }
+                }
+                _ => problems.push(format!(
+                    "{at}: give exactly one of 'cron', 'event', 'after' or 'on'"
+                )),
+            }
+            if let Some(zone) = &schedule.timezone
+                && let Err(e) = parse_time_zone(zone)
+            {
+                problems.push(format!("{at}: {e}"));
+            }
+            if let (Some(start), Some(end)) = (schedule.start_date, schedule.end_date)
+                && end < start
+            {
+                problems.push(format!("{at}: end_date {end} is before start_date {start}"));
+            }
+            if schedule.catchup_limit < 0 || schedule.misfire_grace < 0 {
+                problems.push(format!(
+                    "{at}: catchup_limit and misfire_grace must not be negative"
+                ));
+            }
+            if schedule.timeout.is_some_and(|secs| secs < 0) {
+                problems.push(format!(
+                    "{at}: timeout must not be negative (0 = none; absent = the DAG's run_timeout)"
+                ));
+            }
+        }
+    }
+
+    fn task_problems(&self, problems: &mut Vec<String>) {
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for task in &self.tasks {
+            *seen.entry(task.name.as_str()).or_default() += 1;
+        }
+        for (name, count) in &seen {
+            if *count > 1 {
+                problems.push(format!("task '{name}': defined {count} times"));
+            }
+        }
+        if let Some(alerts) = &self.alerts {
+            problems.extend(alerts.problems());
+        }
+        for task in &self.tasks {
+            let at = format!("task '{}'", crate::naming::printable(&task.name));
+            if !is_name(&task.name) {
+                problems.push(format!("{at}: name {NAME_RULE}"));
+            }
+            match task.task_type() {
+                None => problems.push(format!(
+                    "{at}: unknown type '{}' (known: {})",
+                    task.task_type,
+                    TaskType::names()
+                )),
+                Some(task_type) => problems.extend(
+                    task.content_problems(task_type)
+                        .into_iter()
+                        .map(|problem| format!("{at}: {problem}")),
+                ),
+            }
+            if !(1..=10).contains(&task.priority) {
+                problems.push(format!(
+                    "{at}: priority must be 1-10, got {}",
+                    task.priority
+                ));
+            }
+            if task.retry.max < 0 || task.retry.interval < 0 {
+                problems.push(format!("{at}: retry max and interval must not be negative"));
+            }
+            if let Some(cap) = task.retry.max_interval
+                && cap < task.retry.interval
+            {
+                problems.push(format!(
+                    "{at}: retry max_interval {cap} is below its interval {}",
+                    task.retry.interval
+                ));
+            }
+            if !(0.0..=1.0).contains(&task.retry.jitter) {
+                problems.push(format!(
+                    "{at}: retry jitter must be a fraction from 0 to 1, got {}",
+                    task.retry.jitter
+                ));
+            }
+            if task.wait_timeout < 1 {
+                problems.push(format!("{at}: wait_timeout must be at least 1 second"));
+            }
+            if task.timeout < 0 {
+                problems.push(format!("{at}: timeout must not be negative (0 = none)"));
+            }
+            if task.queue_timeout.is_some_and(|secs| secs < 0) {
+                problems.push(format!(
+                    "{at}: queue_timeout must not be negative (0 or absent = none)"
+                ));
+            }
+            if let Err(e) = validate_queue(&task.queue) {
+                problems.push(format!("{at}: {e}"));
+            }
+            let mut written = BTreeSet::new();
+            for output in &task.outputs {
+                match crate::datasets::OutputDecl::parse(output) {
+                    Err(e) => problems.push(format!("{at}: outputs: {e}")),
+                    Ok(decl) if !written.insert(decl.dataset) => problems.push(format!(
+                        "{at}: outputs: '{}' is listed more than once; a task writes one partition of a dataset per run",
+                        decl.dataset
+                    )),
+                    Ok(_) => {}
+                }
+            }
+            let mut awaited = BTreeSet::new();
+            for dep in &task.depends_on {
+                let DependencyParts {
+                    dag,
+                    task: parent,
+                    offset_day,
+                    previous_run,
+                    ..
+                } = dep.parts();
+                // One edge per awaited instance: a second, maybe of another
+                // type, would be counted twice or contradict the first.
+                if !awaited.insert((dag, parent, offset_day, previous_run)) {
+                    let reference =
+                        dag.map_or_else(|| parent.to_owned(), |d| format!("{d}/{parent}"));
+                    problems.push(format!(
+                        "{at}: depends on '{reference}' more than once; list each dependency once (with its type)"
+                    ));
+                }
+                if previous_run && offset_day != 0 {
+                    problems.push(format!(
+                        "{at}: dependency on '{parent}' gives both previous_run and offset_day: \
+                         previous_run is the latest earlier run, whatever its date; use one"
+                    ));
+                }
+                match dag {
+                    Some(dag) if dag.is_empty() || parent.is_empty() => problems.push(format!(
+                        "{at}: dependency '{dag}/{parent}' must be 'other_dag/task'"
+                    )),
+                    Some(_) => {}
+                    None if !seen.contains_key(parent) => {
+                        problems.push(format!("{at}: depends on unknown task '{parent}'"))
+                    }
+                    None if parent == task.name && offset_day == 0 && !previous_run => {
+                        problems.push(format!("{at}: depends on itself"))
+                    }
+                    None => {}
+                }
+            }
+        }
+        let names_ok = seen.values().all(|&c| c == 1);
+        if names_ok
+            && !problems.iter().any(|p| p.contains("depends on itself"))
+            && let Err(cycle) = self.topological_order()
+        {
+            problems.push(format!("cycle: {}", cycle.join(" -> ")));
+        }
+    }
+}
+
+impl TaskFile {
+    /// What is wrong with the task's content for its type: a required
+    /// field missing, a key the type does not take, a value of the wrong
+    /// shape, a credential written in clear.
+    fn content_problems(&self, task_type: TaskType) -> Vec<String> {
+        let missing = match task_type {
+            TaskType::Shell if self.command.is_none() && self.script.is_none() => {
+                Some("a SHELL task needs 'command' or 'script'")
+            }
+            TaskType::Python if self.script.is_none() => Some("a PYTHON task needs 'script'"),
+            TaskType::Sql
+                if self.sql.is_none()
+                    || (self.datasource.is_none() && !self.content.contains_key("engine")) =>
+            {
+                Some("a SQL task needs 'sql' and 'datasource' (or 'content.engine: spark')")
+            }
+            TaskType::Http if !self.content.contains_key("url") => {
+                Some("an HTTP task needs 'content.url'")
+            }
+            _ => None,
+        };
+        let mut problems: Vec<String> = match missing {
+            Some(missing) => vec![missing.to_owned()],
+            None => TaskContent::parse(task_type, &self.content_json())
+                .err()
+                .map(|e| format!("content: {e}"))
+                .into_iter()
+                .collect(),
+        };
+        if task_type == TaskType::Http {
+            problems.extend(crate::secrets::credential_problems(&self.content));
+        }
+        problems
+    }
+
+    /// Notes on parameters this task pastes bare into its script or SQL:
+    /// a value a trigger or an event gives one of them is refused
+    /// (`crate::params`), so each note says the form that takes any value.
+    fn untrusted_param_notes(&self) -> Vec<String> {
+        let Some(task_type) = TaskType::parse(&self.task_type) else {
+            return Vec::new();
+        };
+        let Ok(content) = TaskContent::parse(task_type, &self.content_json()) else {
+            return Vec::new();
+        };
+        use crate::params::{Mode, ScriptLang};
+        let Some((text, mode)) = content.code() else {
+            return Vec::new();
+        };
+        let form = match mode {
+            Mode::Script(ScriptLang::Shell) => "read \"$<ENV>\" or write ${<NAME>:shell}",
+            Mode::Script(ScriptLang::Python) => {
+                "read os.environ[\"<ENV>\"] or write ${<NAME>:python}"
+            }
+            Mode::Sql(_) | Mode::Text => {
+                "only a number or a date goes in bare; write ${<NAME>:literal} or ${<NAME>:ident} for any value"
+            }
+        };
+        crate::params::bare_params(text)
+            .into_iter()
+            // A task output pasted into a script is refused outright
+            // (`output_problems`); in SQL it may be a number or a date.
+            .filter(|name| matches!(mode, Mode::Sql(_)) || !name.contains(".output."))
+            .map(|name| {
+                let env = crate::params::env_name(&name);
+                let form = form.replace("<NAME>", &name).replace("<ENV>", &env);
+                format!(
+                    "task '{}': ${{{name}}} is pasted in as written, so a value for '{name}' from a \
+                     trigger or an event will be refused: {form}",
+                    self.name
+                )
+            })
+            .collect()
+    }
+
+    /// The task outputs (`${task.output.name}`) its script pastes in bare,
+    /// each with the form that takes any value.
+    fn bare_outputs_in_script(&self) -> Vec<(String, String)> {
+        use crate::params::{Mode, ScriptLang};
+        let Some(content) = self
+            .task_type()
+            .and_then(|t| TaskContent::parse(t, &self.content_json()).ok())
+        else {
+            return Vec::new();
+        };
+        let Some((text, Mode::Script(lang))) = content.code() else {
+            return Vec::new();
+        };
+        crate::params::bare_params(text)
+            .into_iter()
+            .filter(|name| name.contains(".output."))
+            .map(|name| {
+                let env = crate::params::env_name(&name);
+                let form = match lang {
+                    ScriptLang::Shell => format!("read \"${env}\" or write ${{{name}:shell}}"),
+                    ScriptLang::Python => {
+                        format!("read os.environ[\"{env}\"] or write ${{{name}:python}}")
+                    }
+                };
+                (name, form)
+            })
+            .collect()
+    }
+}
+
+/// What a DAG or task name may be, as the error says it.
+const NAME_RULE: &str =
+    "must be 1-128 characters without '/', control characters or direction overrides";
+
+/// Whether `name` may name a DAG or a task: it is printed in terminals,
+/// logs and the UI, and is part of paths.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.contains('/')
+        && !name.chars().any(crate::naming::is_unprintable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dag_file::DagFileError;
+
+    #[test]
+    fn duplicate_dependencies_and_crons_that_never_fire_are_refused() {
+        let text = "name: z\nschedules:\n  - { name: feb30, cron: '0 0 0 30 2 ?' }\n  - { name: gone, cron: '0 0 0 1 1 ? 2020' }\n  - { name: daily, cron: '0 0 2 * * ?' }\ntasks:\n  - { name: a, command: 'true' }\n  - name: b\n    command: 'true'\n    depends_on: [a, { task: a, type: WEAK }, { task: a, offset_day: -1 }]\n";
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
+            panic!("invalid");
+        };
+        assert_eq!(
+            problems,
+            [
+                "schedule 'feb30': '0 0 0 30 2 ?' never fires (a date that does not exist, or a year gone by)",
+                "schedule 'gone': '0 0 0 1 1 ? 2020' never fires (a date that does not exist, or a year gone by)",
+                "task 'b': depends on 'a' more than once; list each dependency once (with its type)",
+            ],
+            "the offset edge is another instance, and the daily schedule fires"
+        );
+    }
+
+    #[test]
+    fn cycle_is_named() {
+        let text = r#"
+name: cyc
+tasks:
+  - { name: a, command: "true" }
+  - { name: b, command: "true", depends_on: [a, d] }
+  - { name: c, command: "true", depends_on: [b] }
+  - { name: d, command: "true", depends_on: [c] }
+"#;
+        let err = DagFile::parse(text).unwrap_err().to_string();
+        assert!(err.contains("cycle: "), "{err}");
+        for name in ["b", "c", "d"] {
+            assert!(err.contains(name), "{err}");
+        }
+        assert!(!err.contains("-> a"), "{err}");
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let text = r#"
+name: bad
+schedules:
+  - cron: "0 60 * * * ?"
+  - event: "Bad Event"
+    name: ev
+tasks:
+  - { name: a, type: SHELL, command: "true", queue: "no.dots" }
+  - { name: a, type: COBOL }
+  - { name: b, command: "true", depends_on: [ghost] }
+"#;
+        let err = DagFile::parse(text).unwrap_err().to_string();
+        for needle in [
+            "schedule 'default'",
+            "schedule 'ev'",
+            "invalid queue name 'no.dots'",
+            "task 'a': defined 2 times",
+            "unknown type 'COBOL'",
+            "unknown task 'ghost'",
+        ] {
+            assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+        }
+    }
+
+    #[test]
+    fn names_that_would_rewrite_a_terminal_are_refused() {
+        let text = "name: \"ok\\nDataJump is up.\"\ntasks:\n  - { name: \"t\\u001b[2J\", command: \"true\" }\n";
+        let err = DagFile::parse(text).unwrap_err().to_string();
+        assert!(err.contains("name 'ok\\nDataJump is up.'"), "{err}");
+        assert!(err.contains("task 't\\u{1b}[2J'"), "{err}");
+        assert!(!err.contains("\nDataJump"), "{err}");
+        assert!(DagFile::parse("name: 夜间汇总\ntasks: []\n").is_ok());
+    }
+
+    #[test]
+    fn bare_parameters_in_scripts_and_sql_are_noted() {
+        let dag = DagFile::parse(
+            r#"
+name: notes
+params: { region: eu, p: "1" }
+tasks:
+  - { name: sh, command: "echo ${region} ${bizdate} ${region:shell} $$DJ_PARAM_X" }
+  - { name: py, type: PYTHON, script: "print('${p}')" }
+  - { name: q, type: SQL, datasource: dw, sql: "select ${p}, ${p:literal}" }
+  - { name: ok, command: "echo \"$DJ_PARAM_REGION\"" }
+"#,
+        )
+        .expect("a valid DAG");
+        let notes = dag.untrusted_param_notes();
+        assert_eq!(notes.len(), 3, "{notes:#?}");
+        assert!(notes[0].contains("task 'sh': ${region}") && notes[0].contains("${region:shell}"));
+        assert!(notes[0].contains("\"$DJ_PARAM_REGION\""), "{}", notes[0]);
+        assert!(notes[1].contains("task 'py'") && notes[1].contains("${p:python}"));
+        assert!(notes[2].contains("task 'q'") && notes[2].contains("${p:literal}"));
+    }
+
+    #[test]
+    fn content_keys_a_type_does_not_take_are_rejected() {
+        let text = r#"
+name: typo
+tasks:
+  - name: call
+    type: http
+    content: { url: "https://example.com", secretHeader: [X-Api-Key] }
+  - { name: run, command: "true", content: { env: { A: "1" } } }
+  - name: ok
+    type: HTTP
+    content: { url: "https://example.com", secret_headers: [X-Api-Key], success_codes: [200, 204] }
+"#;
+        let err = DagFile::parse(text).unwrap_err().to_string();
+        assert!(
+            err.contains("task 'call': content: ") && err.contains("secretHeader"),
+            "{err}"
+        );
+        assert!(
+            err.contains("task 'run': content: ") && err.contains("env"),
+            "{err}"
+        );
+        assert!(!err.contains("task 'ok'"), "{err}");
+    }
+
+    #[test]
+    fn cross_dag_and_offset_dependencies_are_not_cycles() {
+        let text = r#"
+name: daily
+tasks:
+  - name: report
+    command: "true"
+    depends_on:
+      - { task: report, offset_day: -1 }
+      - other/load
+"#;
+        DagFile::parse(text).unwrap();
+    }
+}
