@@ -10,7 +10,8 @@
 //! and shell history).
 //!
 //! Answers are read as JSON values, printed as they are with `--json`, and
-//! read into the API's own answer types ([`datajump_api::dto`]) for tables.
+//! read into the API's own answer types (each route module's `dto`, and
+//! [`datajump_api::dto`] for the shared ones) for tables.
 
 use std::time::Duration;
 
