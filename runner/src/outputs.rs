@@ -10,7 +10,9 @@ use crate::executor::LogSink;
 /// removed per attempt costs every task. Read back only if it is a regular
 /// file of one link owned by the task's user, opened without following a
 /// symbolic link: otherwise a task could have the runner read, and store
-/// as outputs, a file only the runner may read.
+/// as outputs, a file only the runner may read. It is opened without
+/// blocking and read off the async runtime: a task that leaves a FIFO
+/// there must not freeze the runner (docs/SECURITY.md, "Task processes").
 pub(crate) struct OutputFile(std::path::PathBuf);
 
 /// The most bytes of a `$DJ_OUTPUT` file read.
@@ -28,14 +30,23 @@ impl OutputFile {
         self.0.to_string_lossy().into_owned()
     }
 
-    /// Declares the outputs the task wrote, then removes the file. `uid`:
-    /// the task user's, `None` when tasks run as the runner's own.
-    pub(crate) fn collect(self, log: &LogSink, uid: Option<u32>) {
+    /// Declares the outputs the task wrote, then removes the file, on a
+    /// blocking thread. `uid`: the task user's, `None` when tasks run as
+    /// the runner's own.
+    pub(crate) async fn collect(self, log: &LogSink, uid: Option<u32>) {
+        let log = log.clone();
+        let read = tokio::task::spawn_blocking(move || self.collect_blocking(&log, uid));
+        if let Err(e) = read.await {
+            tracing::warn!(error = %e, "reading the task's output file failed");
+        }
+    }
+
+    fn collect_blocking(self, log: &LogSink, uid: Option<u32>) {
         use std::io::Read;
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let opened = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
             .open(&self.0);
         let mut file = match opened {
             Ok(file) => file,

@@ -34,7 +34,9 @@ impl Runner {
             written,
         } = prepared;
         let task = &work.spec.task;
-        output_file.collect(&log, self.config.task_process.user().map(TaskUser::uid));
+        output_file
+            .collect(&log, self.config.task_process.user().map(TaskUser::uid))
+            .await;
         let duration_ms = (end - exec_row.start_time).num_milliseconds();
         if let ExecOutcome::Invalid(why) = &outcome {
             log.line(&format!("[datajump] {why}"));

@@ -7,6 +7,7 @@
 //! attempt, so an executor reads typed fields, never JSON keys. Adding a type
 //! means a `TaskContent` variant, a module here and one arm in [`execute`].
 
+mod find;
 mod http;
 pub mod network;
 mod process;

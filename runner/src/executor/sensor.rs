@@ -17,6 +17,7 @@ use datajump_shared::datasets::OutputDecl;
 use datajump_shared::entities::{dag, dataset_event, task_instance};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 
+use super::find::{self, Looked};
 use super::{ExecContext, ExecOutcome, LogSink, http, sql};
 
 /// What one check found.
@@ -151,12 +152,18 @@ async fn once(
         },
         SensorCheck::File(pattern) => {
             let pattern = ctx.text(pattern).map_err(invalid)?;
-            let paths = glob::glob(&pattern).map_err(|e| {
+            let looked = find::first_match(&pattern).await.map_err(|e| {
                 ExecOutcome::Invalid(format!("'file': '{pattern}' is not a path or glob: {e}"))
             })?;
-            Ok(match paths.filter_map(Result::ok).next() {
-                Some(path) => Found::Ready(format!("{} exists", path.display())),
-                None => Found::Missing(format!("nothing matches {pattern}")),
+            Ok(match looked {
+                Looked::Found(path) => Found::Ready(format!("{} exists", path.display())),
+                Looked::Nothing => Found::Missing(format!("nothing matches {pattern}")),
+                Looked::GaveUp(entries) => Found::Missing(format!(
+                    "nothing matches {pattern} in the first {entries} entries looked at \
+                     (a check looks at most at {} entries for {}s, and follows no link to a directory)",
+                    find::MAX_ENTRIES,
+                    find::MAX_TIME.as_secs()
+                )),
             })
         }
         SensorCheck::DagTask {

@@ -96,6 +96,39 @@ tasks:
 );
 
 both_dbs!(
+    a_fifo_in_place_of_the_output_file_does_not_freeze_the_runner,
+    |env| async move {
+        // Opening a FIFO for reading blocks until a writer comes: a runner
+        // that opened `$DJ_OUTPUT` that way hung on it for ever, and with it
+        // every task and role on its runtime.
+        env.apply(
+            r#"
+name: fifo
+tasks:
+  - name: trap
+    command: mkfifo "$DJ_OUTPUT"
+  - name: after
+    depends_on: [trap]
+    command: echo after ran
+"#,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 2).await;
+        let run = env.run_to_end("fifo", RunStatus::Success, TIMEOUT).await;
+        let trap = log_of(&env, run.id, "trap").await;
+        assert!(trap.contains("$DJ_OUTPUT: not read"), "{trap}");
+        assert!(
+            env.instances_by_name(run.id).await["trap"]
+                .outputs
+                .is_none()
+        );
+        let after = log_of(&env, run.id, "after").await;
+        assert!(after.contains("after ran"), "{after}");
+    }
+);
+
+both_dbs!(
     outputs_are_untrusted_and_read_only_after_their_task,
     |env| async move {
         // Pasted bare into a script, a value made at run time is refused
