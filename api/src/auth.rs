@@ -138,14 +138,22 @@ async fn authenticate(state: &AppState, credentials: Credentials) -> Result<Opti
     match credentials {
         Credentials::Bearer(token) => caller_of_token(state, &token).await.map(Some),
         Credentials::Session(value) => {
-            match datajump_store::sessions::find(&state.db, &value, Utc::now()).await? {
+            match datajump_store::sessions::find(
+                &state.db,
+                &value,
+                state.token.as_deref(),
+                Utc::now(),
+            )
+            .await?
+            {
                 Some(session) => Ok(Some(Caller {
                     name: session.name,
                     role: session.role,
                     token_id: session.token_id,
                     reach: Reach::from_column(session.project_id),
                 })),
-                // An ended session (signed out, expired, its token revoked)
+                // An ended session (signed out, expired, its token revoked
+                // or replaced)
                 // is as good as none: the route's rule decides, and signing
                 // in again stays possible.
                 None => Ok((!tokens_required(state).await?).then(anonymous)),

@@ -14,7 +14,7 @@ use datajump_shared::access::{Reach, Role};
 use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{alert, project};
 use datajump_store::catalog::{self, ApplyReport};
-use datajump_store::{alerts, audit, projects, tokens};
+use datajump_store::{alerts, audit, projects, sessions, tokens};
 use sea_orm::{DatabaseConnection, EntityTrait};
 
 use crate::Global;
@@ -248,6 +248,13 @@ impl Client {
         self.audit("token revoke", &format!("{name} ({})", row.role))
             .await;
         Ok(())
+    }
+
+    /// Ends every browser session; returns how many ended.
+    pub async fn end_sessions(&self) -> Result<u64> {
+        let ended = sessions::end_every(&self.db).await?;
+        self.audit("sessions end", &format!("all ({ended})")).await;
+        Ok(ended)
     }
 
     /// Writes the audit row of a change this command made, as the OS user

@@ -26,6 +26,7 @@ mod m20261202_000016_task_outputs;
 mod m20261202_000017_run_finished_index;
 mod m20261203_000018_datasets;
 mod m20261204_000019_sensors;
+mod m20261204_000020_session_token_hash;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -52,6 +53,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000017_run_finished_index::Migration),
             Box::new(m20261203_000018_datasets::Migration),
             Box::new(m20261204_000019_sensors::Migration),
+            Box::new(m20261204_000020_session_token_hash::Migration),
         ]
     }
 }

@@ -1,5 +1,5 @@
-//! `datajump token create|list|revoke`: the named API tokens and their
-//! roles.
+//! `datajump token create|list|revoke|end-sessions`: the named API tokens,
+//! their roles, and the browser sessions signed in with them.
 //!
 //! The shaping decision: **a token is shown once and stored as a hash**,
 //! so `create` prints it and nothing can print it again; a lost token is
@@ -60,6 +60,17 @@ pub enum TokenCommand {
         /// The token's name.
         name: String,
     },
+    /// End every browser session: everyone signed in to the web UI must sign
+    /// in again, whatever token they used.
+    ///
+    /// For after a token may have leaked. Revoking a named token already ends
+    /// its sessions, and sessions signed in with DATAJUMP_API_TOKEN end by
+    /// themselves once the API runs with another value of it.
+    ///
+    /// Example:
+    ///   datajump token end-sessions
+    #[command(verbatim_doc_comment)]
+    EndSessions,
 }
 
 fn parse_role(text: &str) -> Result<Role, String> {
@@ -129,6 +140,10 @@ pub async fn run(global: &Global, command: TokenCommand) -> Result<ExitCode> {
             }
             client.revoke_token(&name).await?;
             out!("token '{name}' revoked");
+        }
+        TokenCommand::EndSessions => {
+            let ended = client.end_sessions().await?;
+            out!("{ended} browser session(s) ended: signing in again is needed");
         }
     }
     Ok(ExitCode::SUCCESS)

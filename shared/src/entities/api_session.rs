@@ -28,6 +28,9 @@ pub struct Model {
     pub expires_at: DateTimeUtc,
     /// The token's project, if it is limited to one.
     pub project_id: Option<i64>,
+    /// Lower-case hex SHA-256 of `DATAJUMP_API_TOKEN` when the session
+    /// signed in with it: once that token is replaced, the session ends.
+    pub env_token_hash: Option<String>,
 }
 
 /// No declared relations.

@@ -475,3 +475,57 @@ both_dbs!(a_browser_signs_in_with_a_session_cookie, |env| async move {
     );
     env.check_roles();
 });
+
+both_dbs!(
+    a_session_ends_when_datajump_api_token_is_replaced,
+    |env| async move {
+        // Signed in with the environment's token, a browser stayed admin for
+        // up to twelve hours after that token was replaced.
+        let first = "dj_first-environment-token-of-this-installation";
+        let api = Api::start(&env, Some(first)).await;
+        let (cookie, _) = sign_in(&api, first).await;
+        let dags = |api: &Api, cookie: String| {
+            let api_base = api.base().to_owned();
+            async move {
+                reqwest::Client::new()
+                    .get(format!("{api_base}/api/v1/dags"))
+                    .header("Cookie", format!("dj_session={cookie}"))
+                    .send()
+                    .await
+                    .expect("HTTP request")
+                    .status()
+                    .as_u16()
+            }
+        };
+        assert_eq!(dags(&api, cookie.clone()).await, 200);
+
+        // The same installation, its API restarted with another token.
+        let second = "dj_second-environment-token-of-this-installation";
+        let rotated = Api::start(&env, Some(second)).await;
+        assert_eq!(
+            dags(&rotated, cookie.clone()).await,
+            401,
+            "a session of the replaced token still works"
+        );
+        assert_eq!(
+            dags(&api, cookie).await,
+            401,
+            "the session is gone, not only refused by the new API"
+        );
+
+        // `datajump token end-sessions` ends every session, named tokens' too.
+        let named = create_token(&env, &rotated, "night-shift", "operator").await;
+        let (by_env, _) = sign_in(&rotated, second).await;
+        let (by_named, _) = sign_in(&rotated, &named).await;
+        assert_eq!(dags(&rotated, by_env.clone()).await, 200);
+        assert_eq!(dags(&rotated, by_named.clone()).await, 200);
+        let (ok, stdout, stderr) =
+            datajump(&env, rotated.base(), None, &["token", "end-sessions"]).await;
+        assert!(ok, "{stderr}");
+        assert!(stdout.contains("2 browser session(s) ended"), "{stdout}");
+        assert_eq!(dags(&rotated, by_env).await, 401);
+        assert_eq!(dags(&rotated, by_named).await, 401);
+        let (_, audit) = call(&rotated, Some(second), Method::GET, "/api/v1/audit", None).await;
+        assert!(audit.to_string().contains("sessions end"), "{audit}");
+    }
+);

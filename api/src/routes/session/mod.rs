@@ -9,7 +9,7 @@ use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use datajump_store::sessions;
+use datajump_store::sessions::{self, SignedInWith};
 
 use self::dto::{SessionDto, SignIn};
 use super::shared::CallerOf;
@@ -30,10 +30,15 @@ fn cookie(value: &str, max_age: i64, secure: bool) -> Result<HeaderValue> {
 
 /// `POST /api/v1/session`: signs in with a token; sets the session cookie.
 pub async fn create(State(state): State<AppState>, Json(body): Json<SignIn>) -> Result<Response> {
-    let caller = caller_of_token(&state, body.token.trim()).await?;
+    let token = body.token.trim();
+    let caller = caller_of_token(&state, token).await?;
+    let with = match caller.token_id {
+        Some(id) => SignedInWith::Named(id),
+        None => SignedInWith::EnvironmentToken(token),
+    };
     let (value, session) = sessions::create(
         &state.db,
-        caller.token_id,
+        with,
         &caller.name,
         caller.role,
         caller.reach,
@@ -71,7 +76,7 @@ pub async fn show(
         ));
     };
     let expires_at = match session_cookie(&headers) {
-        Some(value) => sessions::find(&state.db, &value, Utc::now())
+        Some(value) => sessions::find(&state.db, &value, state.token.as_deref(), Utc::now())
             .await?
             .map(|s| s.expires_at),
         None => None,
