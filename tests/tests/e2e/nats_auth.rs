@@ -154,7 +154,13 @@ async fn a_locked_down_nats_runs_everything_and_refuses_the_rest() {
     std::fs::create_dir_all(&dags).expect("dags folder");
     std::fs::write(
         dags.join("nightly.yaml"),
-        "name: nightly\ntasks:\n  - { name: first, command: 'test -f retried || { touch retried; exit 1; }', retry: { max: 2, interval: 1 } }\n  - { name: second, command: 'echo done', depends_on: [first] }\n",
+        format!(
+            "name: nightly\ntasks:\n  - {{ name: first, command: 'test -f {marker} || {{ touch {marker}; exit 1; }}', retry: {{ max: 2, interval: 1 }} }}\n  - {{ name: second, command: 'echo done', depends_on: [first] }}\n",
+            // In the test's own folder: the runner's working directory is
+            // the source tree, and a marker left there made the next run's
+            // first attempt succeed.
+            marker = dir.join("retried").display()
+        ),
     )
     .expect("write a DAG");
     std::fs::write(

@@ -154,7 +154,13 @@ async fn every_role_runs_as_its_own_nats_user_without_a_violation() {
     for (file, text) in [
         (
             "nightly.yaml",
-            "name: nightly\ntasks:\n  - { name: first, command: 'test -f retried || { touch retried; exit 1; }', retry: { max: 2, interval: 1 } }\n  - { name: second, command: 'echo done', depends_on: [first] }\n".to_owned(),
+            format!(
+            "name: nightly\ntasks:\n  - {{ name: first, command: 'test -f {marker} || {{ touch {marker}; exit 1; }}', retry: {{ max: 2, interval: 1 }} }}\n  - {{ name: second, command: 'echo done', depends_on: [first] }}\n",
+            // In the test's own folder: the runner's working directory is
+            // the source tree, and a marker left there made the next run's
+            // first attempt succeed.
+            marker = dir.join("retried").display()
+        ),
         ),
         (
             "sleeper.yaml",
