@@ -8,18 +8,24 @@
 //! asks every few seconds. Each fire's `dedup_key` names the schedule and
 //! the upstream run, so however often it is sent, one run is created.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use datajump_shared::RunStatus;
 use datajump_shared::entities::{dag, dag_run, schedule};
 use datajump_shared::kinds::ScheduleKind;
 use datajump_shared::messages::FireMsg;
 use sea_orm::sea_query::Query;
-use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
+};
 
 use crate::sql::IN_LIST_MAX;
 
 /// The active `after:` schedules naming one of `dag_ids`' DAGs, with the
-/// id of the DAG each names.
+/// id of the DAG each names. A schedule names only a DAG of its own DAG's
+/// project: another project's DAG of that name is, to it, a DAG that does
+/// not exist (docs/SECURITY.md, "Projects").
 async fn schedules_after<C: ConnectionTrait>(
     conn: &C,
     dag_ids: &[i64],
@@ -40,18 +46,28 @@ async fn schedules_after<C: ConnectionTrait>(
         if schedules.is_empty() {
             continue;
         }
-        let names: Vec<(i64, String)> = dag::Entity::find()
+        let upstream: Vec<(i64, String, i64)> = dag::Entity::find()
             .filter(dag::Column::Id.is_in(chunk.iter().copied()))
             .all(conn)
             .await?
             .into_iter()
-            .map(|d| (d.id, d.name))
+            .map(|d| (d.id, d.name, d.project_id))
+            .collect();
+        let projects: HashMap<i64, i64> = dag::Entity::find()
+            .select_only()
+            .columns([dag::Column::Id, dag::Column::ProjectId])
+            .filter(dag::Column::Id.is_in(schedules.iter().map(|s| s.dag_id)))
+            .into_tuple::<(i64, i64)>()
+            .all(conn)
+            .await?
+            .into_iter()
             .collect();
         for after in schedules {
-            if let Some((id, _)) = names
-                .iter()
-                .find(|(_, name)| after.after_dag.as_deref() == Some(name.as_str()))
-            {
+            let project = projects.get(&after.dag_id).copied();
+            if let Some((id, _, _)) = upstream.iter().find(|(_, name, upstream_project)| {
+                after.after_dag.as_deref() == Some(name.as_str())
+                    && project == Some(*upstream_project)
+            }) {
                 found.push((*id, after));
             }
         }

@@ -408,9 +408,12 @@ pub(crate) async fn link_external_parents<C: ConnectionTrait>(
         };
         let target_dag = match &edge.parent_dag {
             None => Some(dag.clone()),
+            // Another project's DAG of that name is, to this one, a DAG
+            // that does not exist (docs/SECURITY.md, "Projects").
             Some(name) => {
                 dag::Entity::find()
                     .filter(dag::Column::Name.eq(name.as_str()))
+                    .filter(dag::Column::ProjectId.eq(dag.project_id))
                     .one(txn)
                     .await?
             }

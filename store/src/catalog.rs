@@ -805,8 +805,11 @@ async fn missing_upstream_notes(
     }
     let mut notes = Vec::new();
     for (dag, uses) in named {
+        // Another project's DAG of that name is, to this one, a DAG that
+        // does not exist: nothing of it is waited on or started after.
         let exists = dag::Entity::find()
             .filter(dag::Column::Name.eq(dag))
+            .filter(dag::Column::ProjectId.eq(file.project))
             .one(db)
             .await?
             .is_some();

@@ -533,3 +533,80 @@ both_dbs!(
         assert_eq!(runs[0].status, RunStatus::Success);
     }
 );
+
+both_dbs!(
+    after_schedules_and_dependencies_stay_in_their_project,
+    |env| async move {
+        // Project B named project A's DAG in `after:` and in `dag/task`: it
+        // got a run per successful run of A's and waited on A's task, so it
+        // learned A's results and timing.
+        let other = datajump_store::projects::create(&env.db, "analytics", "another team")
+            .await
+            .expect("second project");
+        env.apply("name: extract\ntasks:\n  - { name: load, command: 'true' }\n")
+            .await;
+        let spy = env
+            .apply(&format!(
+                r#"
+name: spy
+project: {project}
+schedules: [{{ after: extract }}]
+tasks:
+  - {{ name: t, command: 'true' }}
+"#,
+                project = other.id
+            ))
+            .await;
+        let waiter = env
+            .apply(&format!(
+                r#"
+name: waiter
+project: {project}
+tasks:
+  - {{ name: w, command: 'true', depends_on: [extract/load] }}
+"#,
+                project = other.id
+            ))
+            .await;
+        for (report, uses) in [
+            (&spy, "schedule 'default': after extract"),
+            (&waiter, "task 'w': extract/load"),
+        ] {
+            assert!(
+                report.notes.iter().any(|n| n.contains(uses)
+                    && n.contains("depends on the DAG 'extract', which does not exist (yet)")),
+                "another project's DAG is, to this one, a DAG that does not exist: {:?}",
+                report.notes
+            );
+        }
+        let _ticker = env.spawn_ticker().await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+
+        let upstream = env.trigger_for("extract", "2024-03-01").await;
+        assert_eq!(
+            env.wait_run(&upstream, TIMEOUT).await.status,
+            RunStatus::Success
+        );
+        let key = env.trigger_for("waiter", "2024-03-01").await;
+        let run = env.wait_run(&key, TIMEOUT).await;
+        assert_eq!(
+            run.status,
+            RunStatus::Failed,
+            "the other project's success was seen"
+        );
+        let w = &env.instances_by_name(run.id).await["w"];
+        assert_eq!(
+            w.status,
+            TaskStatus::UpstreamFailed,
+            "as for a DAG that does not exist: counted as not succeeded"
+        );
+        // A fire the upstream run owed would have gone out with its commit,
+        // before the waiter's run even started: its run would exist by now.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            triggered_runs(&env, "spy").await.is_empty(),
+            "another project's run started an `after:` schedule"
+        );
+    }
+);
