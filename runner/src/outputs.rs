@@ -34,6 +34,13 @@ impl OutputFile {
     /// blocking thread. `uid`: the task user's, `None` when tasks run as
     /// the runner's own.
     pub(crate) async fn collect(self, log: &LogSink, uid: Option<u32>) {
+        // Most tasks write no outputs: a stat, which opens nothing and so
+        // cannot block on what the task left, spares them the thread hop.
+        if let Err(e) = std::fs::symlink_metadata(&self.0)
+            && e.kind() == std::io::ErrorKind::NotFound
+        {
+            return;
+        }
         let log = log.clone();
         let read = tokio::task::spawn_blocking(move || self.collect_blocking(&log, uid));
         if let Err(e) = read.await {
