@@ -60,10 +60,9 @@ pub enum TokenCommand {
         /// The token's name.
         name: String,
     },
-    /// End every browser session: everyone signed in to the web UI must sign
-    /// in again, whatever token they used.
+    /// End every browser session: everyone must sign in to the web UI again.
     ///
-    /// For after a token may have leaked. Revoking a named token already ends
+    /// Whatever token a session signed in with, it ends. For after a token may have leaked. Revoking a named token already ends
     /// its sessions, and sessions signed in with DATAJUMP_API_TOKEN end by
     /// themselves once the API runs with another value of it.
     ///
