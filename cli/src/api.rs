@@ -193,7 +193,17 @@ impl Api {
 
     /// `POST /api/v1/<segments>` with an optional JSON body.
     pub async fn post(&self, segments: &[&str], body: Option<&Value>) -> ApiResult<Value> {
-        self.json(Method::POST, segments, &[], body).await
+        self.post_query(segments, &[], body).await
+    }
+
+    /// `POST /api/v1/<segments>?<query>` with an optional JSON body.
+    pub async fn post_query(
+        &self,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> ApiResult<Value> {
+        self.json(Method::POST, segments, query, body).await
     }
 
     /// `PUT /api/v1/<segments>` with a JSON body.

@@ -1,5 +1,5 @@
-//! `dj.event.>`: an external event becomes a fire for each DAG whose
-//! active event schedule names it.
+//! `dj.event.>`: an external event becomes a fire for each DAG of its
+//! project whose active event schedule names it.
 
 use async_nats::jetstream;
 use chrono::Utc;
@@ -10,15 +10,15 @@ use tracing::info;
 
 use crate::{Config, Settlement};
 
-/// Publishes a fire per active event schedule bound to the event's name,
-/// with the event's JSON object as run parameters and its `biz_date`, if it
-/// names one, as the runs' business date.
+/// Publishes a fire per active event schedule of the event's project bound
+/// to its name, with the event's JSON object as run parameters and its
+/// `biz_date`, if it names one, as the runs' business date.
 pub(crate) async fn handle_event(
     config: &Config,
     bus: &Bus,
     message: &jetstream::Message,
 ) -> Settlement {
-    let Some(name) = bus.names().parse_event(message.subject.as_str()) else {
+    let Some((project, name)) = bus.names().parse_event(message.subject.as_str()) else {
         return Settlement::Poison("not an event subject".to_owned());
     };
     let sequence = message
@@ -29,7 +29,8 @@ pub(crate) async fn handle_event(
         Ok(event) => event,
         Err(e) => return Settlement::Poison(e.to_string()),
     };
-    let schedules = match datajump_store::catalog::event_schedules(&config.db, name).await {
+    let schedules = match datajump_store::catalog::event_schedules(&config.db, project, name).await
+    {
         Ok(schedules) => schedules,
         Err(e) => return e.into(),
     };
@@ -54,7 +55,12 @@ pub(crate) async fn handle_event(
         if let Err(e) = bus.publish_fire(&fire).await {
             return e.into();
         }
-        info!(event = name, dag_id = schedule.dag_id, "event fired a DAG");
+        info!(
+            event = name,
+            project,
+            dag_id = schedule.dag_id,
+            "event fired a DAG"
+        );
     }
     Settlement::Ack
 }

@@ -18,7 +18,7 @@ use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::naming::{self, NameError};
+use crate::naming;
 use crate::params::{Mode, ParamContext, ParamError};
 
 /// The longest partition, after substitution.
@@ -62,8 +62,11 @@ pub enum DatasetError {
 
 /// Checks a dataset name.
 pub fn validate_name(name: &str) -> Result<(), DatasetError> {
-    naming::validate_event(name)
-        .map_err(|(NameError::Event(n) | NameError::Queue(n))| DatasetError::Name(n))
+    if naming::is_dotted_tokens(name) {
+        Ok(())
+    } else {
+        Err(DatasetError::Name(name.to_owned()))
+    }
 }
 
 /// Checks a partition as it is recorded (after substitution).

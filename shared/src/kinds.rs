@@ -112,7 +112,7 @@ pub enum ScheduleKind {
     #[default]
     #[sea_orm(string_value = "CRON")]
     Cron,
-    /// An event on `dj.event.<name>`.
+    /// An event on `dj.event.<project>.<name>`.
     #[sea_orm(string_value = "EVENT")]
     Event,
     /// A successful run of another DAG (a dependency trigger).

@@ -18,6 +18,13 @@ pub enum NameError {
         "invalid event name '{0}': use dot-separated tokens of 1-64 characters from a-z, 0-9, '_' and '-'"
     )]
     Event(String),
+    /// An event name whose first token is a number, which its subject
+    /// would read as a project id (`dj.event.<project>.<name>`).
+    #[error(
+        "invalid event name '{0}': the first token may not be a number, which would read as a \
+         project id in the subject dj.event.<project>.<name> (write e.g. 'day{0}')"
+    )]
+    EventNumber(String),
 }
 
 /// Whether `c` changes how a terminal or an editor shows the text around
@@ -64,13 +71,26 @@ pub fn validate_queue(name: &str) -> Result<(), NameError> {
     }
 }
 
-/// Checks an event name: one or more tokens joined by dots.
+/// Whether `name` is one or more `[a-z0-9_-]{1,64}` tokens joined by dots:
+/// a subject's tail (event and dataset names).
+pub fn is_dotted_tokens(name: &str) -> bool {
+    name.split('.').all(is_token)
+}
+
+/// Checks an event name: one or more tokens joined by dots, the first not
+/// a number (see [`crate::subjects::Namespace::event`]).
 pub fn validate_event(name: &str) -> Result<(), NameError> {
-    if name.split('.').all(is_token) {
-        Ok(())
-    } else {
-        Err(NameError::Event(name.to_owned()))
+    if !is_dotted_tokens(name) {
+        return Err(NameError::Event(name.to_owned()));
     }
+    if name
+        .split('.')
+        .next()
+        .is_some_and(|first| first.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(NameError::EventNumber(name.to_owned()));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -100,7 +120,8 @@ mod tests {
     #[test]
     fn event_names() {
         assert!(validate_event("orders.ready").is_ok());
-        for bad in ["", "a..b", ".a", "a.", "a.*", "a.>", "A"] {
+        assert!(validate_event("day2024.ready").is_ok());
+        for bad in ["", "a..b", ".a", "a.", "a.*", "a.>", "A", "7", "2024.ready"] {
             assert!(validate_event(bad).is_err(), "{bad:?} accepted");
         }
     }

@@ -194,7 +194,7 @@ pub enum TriggerType {
     /// `datajump backfill` over a range of business dates.
     #[sea_orm(string_value = "BACKFILL")]
     Backfill,
-    /// An external event on `dj.event.<name>`.
+    /// An external event on `dj.event.<project>.<name>`.
     #[sea_orm(string_value = "EVENT")]
     Event,
     /// A successful run of another DAG (an `after:` schedule).

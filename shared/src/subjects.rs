@@ -234,16 +234,29 @@ impl Namespace {
         format!("{}.fire.{dag_id}", self.prefix)
     }
 
-    /// `dj.event.<name>`; the name must have passed [`crate::naming::validate_event`].
-    pub fn event(&self, name: &str) -> String {
-        format!("{}.event.{name}", self.prefix)
+    /// `dj.event.<project>.<name>`: event `name` of project `project`. The
+    /// project is in the subject so that NATS permissions can give a
+    /// producer one project's events (`dj.event.7.>`), and an event starts
+    /// only DAGs of its project (docs/SECURITY.md, "Projects"). The name
+    /// must have passed [`crate::naming::validate_event`], whose first token
+    /// is never a number.
+    pub fn event(&self, project: i64, name: &str) -> String {
+        format!("{}.event.{project}.{name}", self.prefix)
     }
 
-    /// The event name of an event subject, `None` for any other subject.
-    pub fn parse_event<'s>(&self, subject: &'s str) -> Option<&'s str> {
-        subject
+    /// The project and name of an event subject, `None` for any other
+    /// subject. The short form `dj.event.<name>`, whose first token is not
+    /// a number, is the default project's.
+    pub fn parse_event<'s>(&self, subject: &'s str) -> Option<(i64, &'s str)> {
+        let tail = subject
             .strip_prefix(self.prefix.as_str())?
-            .strip_prefix(".event.")
+            .strip_prefix(".event.")?;
+        let (first, rest) = tail.split_once('.').unwrap_or((tail, ""));
+        if !first.bytes().all(|b| b.is_ascii_digit()) {
+            return Some((crate::dag_file::DEFAULT_PROJECT, tail));
+        }
+        let project = first.parse().ok()?;
+        (!rest.is_empty()).then_some((project, rest))
     }
 
     /// `dj.dataset.<name>`; the name must have passed
@@ -445,8 +458,26 @@ mod tests {
         assert_eq!(other.stream(Stream::Fire), "TEAM-2_FIRE");
         assert_eq!(other.stream_subjects(Stream::Event), "team-2.event.>");
         assert_eq!(other.parse_work(&dj.work("etl", Priority::LOWEST)), None);
-        assert_eq!(dj.parse_event(&other.event("orders")), None);
-        assert_eq!(other.parse_event(&other.event("orders")), Some("orders"));
+        assert_eq!(dj.parse_event(&other.event(1, "orders")), None);
+        assert_eq!(
+            other.event(7, "orders.ready"),
+            "team-2.event.7.orders.ready"
+        );
+        assert_eq!(
+            other.parse_event(&other.event(7, "orders.ready")),
+            Some((7, "orders.ready"))
+        );
+        assert_eq!(
+            dj.parse_event("dj.event.orders.ready"),
+            Some((crate::dag_file::DEFAULT_PROJECT, "orders.ready")),
+            "the short form is the default project's"
+        );
+        assert_eq!(
+            dj.parse_event("dj.event.7"),
+            None,
+            "a project without a name"
+        );
+        assert_eq!(dj.parse_event("dj.event.99999999999999999999.x"), None);
         Ok(())
     }
 

@@ -759,17 +759,26 @@ pub async fn current_plans<'a, C: sea_orm::ConnectionTrait>(
         .collect())
 }
 
-/// The active event schedules bound to the event `name`: what a resolver
-/// fires when the event arrives (each run then needs its DAG online), and
-/// what `POST /api/v1/events/{name}` says it will start.
+/// The active event schedules of project `project`'s DAGs bound to the
+/// event `name`: what a resolver fires when the event arrives (each run
+/// then needs its DAG online), and what `POST /api/v1/events/{name}` says
+/// it will start. An event never reaches another project's DAGs
+/// (docs/SECURITY.md, "Projects").
 pub async fn event_schedules(
     db: &impl sea_orm::ConnectionTrait,
+    project: i64,
     name: &str,
 ) -> Result<Vec<schedule::Model>, DbErr> {
+    let project_dags = sea_orm::sea_query::Query::select()
+        .column(dag::Column::Id)
+        .from(dag::Entity)
+        .and_where(dag::Column::ProjectId.eq(project))
+        .to_owned();
     schedule::Entity::find()
         .filter(schedule::Column::Kind.eq(ScheduleKind::Event))
         .filter(schedule::Column::EventName.eq(name))
         .filter(schedule::Column::Active.eq(true))
+        .filter(schedule::Column::DagId.in_subquery(project_dags))
         .order_by_asc(schedule::Column::Id)
         .all(db)
         .await

@@ -275,6 +275,16 @@ pub fn find_cycle(edges: &[Edge]) -> Option<Vec<String>> {
 #[derive(Debug, Clone)]
 pub struct CallerOf(pub Option<Caller>);
 
+/// The project a request means (`?project=`, else the token's, else the
+/// default one), refused (403) beyond the caller's reach.
+pub fn project_of(caller: &Caller, asked: Option<i64>) -> Result<i64> {
+    let project = asked
+        .or(caller.reach.project_id())
+        .unwrap_or(datajump_store::projects::DEFAULT_PROJECT);
+    caller.may_use_project(project)?;
+    Ok(project)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,8 +148,8 @@ pub enum Scope {
     /// The handler keeps to the caller's reach itself: it lists only what
     /// is within it, or refuses to create what is not.
     Handler,
-    /// Everything at once (the audit log, metrics, events, which start
-    /// DAGs of any project): only for a token that reaches every project.
+    /// Everything at once (the audit log, metrics): only for a token that
+    /// reaches every project.
     Installation,
 }
 
@@ -727,7 +727,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Publish an external event",
             events::publish,
         )
+        .query::<events::dto::EventQuery>()
         .takes::<Map<String, Value>>(Optional)
+        .scope(Handler)
         .status(202)
         .answers::<EventResponse>(),
         Endpoint::new(
@@ -922,8 +924,9 @@ mod tests {
     /// limited tokens until it is listed here.
     #[test]
     fn every_route_keeps_limited_tokens_to_their_project() {
-        const HANDLER: [&str; 11] = [
+        const HANDLER: [&str; 12] = [
             "Get /api/v1/dags",
+            "Post /api/v1/events/{name}",
             "Get /api/v1/datasets",
             "Get /api/v1/datasets/{name}",
             "Get /api/v1/datasets/{name}/events",

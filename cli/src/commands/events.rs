@@ -14,11 +14,16 @@ use crate::output::{out, printable};
 /// Event subcommands.
 #[derive(Subcommand)]
 pub enum EventsCommand {
-    /// Publish event NAME: every DAG with an event schedule naming it starts a
-    /// run, with the payload's top-level fields as run parameters.
+    /// Publish event NAME of a project: every DAG of that project with an
+    /// event schedule naming it starts a run, with the payload's top-level
+    /// fields as run parameters. Other projects' DAGs never see it.
     Publish {
-        /// Dot-separated tokens of [a-z0-9_-], e.g. `orders.loaded`.
+        /// Dot-separated tokens of [a-z0-9_-], the first not a number, e.g.
+        /// `orders.loaded`.
         name: String,
+        /// The project whose DAGs it starts (default: the token's, or 1).
+        #[arg(long)]
+        project: Option<i64>,
         /// A JSON object, e.g. '{"table": "orders"}' (default `{}`).
         #[arg(long)]
         payload: Option<String>,
@@ -32,6 +37,7 @@ pub enum EventsCommand {
 pub async fn run(global: &Global, command: EventsCommand) -> Result<ExitCode> {
     let EventsCommand::Publish {
         name,
+        project,
         payload,
         json,
     } = command;
@@ -39,14 +45,21 @@ pub async fn run(global: &Global, command: EventsCommand) -> Result<ExitCode> {
         .map(|text| serde_json::from_str(&text).context("--payload is not valid JSON"))
         .transpose()?;
     let api = Api::new(&global.api_url)?;
-    let answer = api.post(&["events", &name], payload.as_ref()).await?;
+    let query: Vec<(&str, String)> = project
+        .map(|id| ("project", id.to_string()))
+        .into_iter()
+        .collect();
+    let answer = api
+        .post_query(&["events", &name], &query, payload.as_ref())
+        .await?;
     if json {
         print_json(&answer);
     } else {
         let event: EventResponse = read(answer)?;
         out!(
-            "published event {} to {} (stream {}, sequence {})",
+            "published event {} of project {} to {} (stream {}, sequence {})",
             event.event,
+            event.project,
             event.subject,
             event.stream,
             event.sequence

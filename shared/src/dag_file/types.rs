@@ -80,7 +80,7 @@ pub struct ScheduleFile {
     /// Cron expression.
     #[serde(default)]
     pub cron: Option<String>,
-    /// Event name (fires on `dj.event.<name>`).
+    /// Event name (fires on `dj.event.<project>.<name>`).
     #[serde(default)]
     pub event: Option<String>,
     /// A DAG whose every successful run fires this one, with its business

@@ -987,7 +987,7 @@ both_dbs!(api_token_events_and_runners, |env| async move {
         .post("/api/v1/events/orders.ready", json!({ "region": "cn" }))
         .await
         .expect(202);
-    assert_eq!(published["subject"], "dj.event.orders.ready");
+    assert_eq!(published["subject"], "dj.event.1.orders.ready");
     assert!(published["sequence"].as_u64().is_some_and(|s| s > 0));
     let deadline = Instant::now() + TIMEOUT;
     let run = loop {

@@ -365,7 +365,10 @@ tasks:
     )
     .await
     .ok();
-    assert!(published.contains("dj.event.cli.ready"), "{published}");
+    assert!(
+        published.contains("of project 1 to dj.event.1.cli.ready"),
+        "{published}"
+    );
     assert!(
         published.contains("starts a run of: cli_event"),
         "{published}"

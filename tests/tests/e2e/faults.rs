@@ -399,7 +399,7 @@ tasks:
             subjects::RESOLVER_DONE_CONSUMER.to_owned(),
         ),
         (
-            dj().event("garbage.test"),
+            dj().event(1, "garbage.test"),
             "DJ_EVENT",
             subjects::RESOLVER_EVENT_CONSUMER.to_owned(),
         ),

@@ -3,7 +3,8 @@
 //! project, and then every way across — another project's DAGs, runs and
 //! logs by id, by name and by run key; creating or moving a DAG into
 //! another project; a token wider than its own; what covers every project
-//! (the audit log, metrics, events); and a task of the project naming
+//! (the audit log, metrics); events, which start DAGs of their own project
+//! only; and a task of the project naming
 //! another project's secret or datasource. Each is refused and changes
 //! nothing, while the project's own work runs.
 
@@ -26,6 +27,110 @@ async fn token(env: &crate::harness::TestEnv, api: &Api, args: &[&str]) -> Strin
     assert!(ok, "token create {args:?}: {stderr}");
     stdout.trim().to_owned()
 }
+
+both_dbs!(
+    events_start_dags_of_their_own_project_only,
+    |env| async move {
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 2).await;
+        let api = Api::start(&env, None).await;
+        let (ok, _, stderr) = datajump(&env, api.base(), None, &["project", "create", "b"]).await;
+        assert!(ok, "{stderr}");
+        // Project 2 binds a DAG to project 1's event name, hoping to receive
+        // its payloads as parameters.
+        env.apply(
+        "name: a_orders\nschedules: [{ event: a.orders.ready }]\ntasks:\n  - { name: t, command: 'true' }\n",
+    )
+    .await;
+        env.apply(
+        "name: b_listens\nproject: 2\nschedules: [{ event: a.orders.ready }]\ntasks:\n  - { name: t, command: 'true' }\n",
+    )
+    .await;
+        let (a_dag, b_dag) = (env.dag_id("a_orders").await, env.dag_id("b_listens").await);
+
+        let published = api
+            .post(
+                "/api/v1/events/a.orders.ready",
+                json!({ "customer_table": "a_private" }),
+            )
+            .await
+            .expect(202);
+        assert_eq!(published["project"], 1, "{published}");
+        assert_eq!(published["subject"], "dj.event.1.a.orders.ready");
+        assert_eq!(published["starts"], json!(["a_orders"]), "{published}");
+        // A producer's publish on NATS: the short form is the default
+        // project's, the long form names the project.
+        env.nats
+            .publish(
+                "dj.event.a.orders.ready",
+                r#"{"customer_table":"a_private"}"#.into(),
+            )
+            .await
+            .expect("publish");
+        env.nats
+            .publish("dj.event.2.a.orders.ready", r#"{"note":"b_own"}"#.into())
+            .await
+            .expect("publish");
+        env.nats.flush().await.expect("flush");
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        while env.runs_of(a_dag).await.len() < 2 || env.runs_of(b_dag).await.is_empty() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the events started no runs"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        // The resolver handles events in order: project 1's two were settled
+        // before project 2's started its run.
+        let b_runs = env.runs_of(b_dag).await;
+        assert_eq!(b_runs.len(), 1, "project 2 ran for project 1's event");
+        assert_eq!(b_runs[0].params["note"], "b_own", "{:?}", b_runs[0].params);
+        assert!(b_runs[0].params.get("customer_table").is_none());
+
+        // A token limited to project 2 publishes its own project's events and
+        // no other's.
+        let lead = token(
+            &env,
+            &api,
+            &["lead", "--role", "operator", "--project", "b"],
+        )
+        .await;
+        let (status, body) = call(
+            &api,
+            Some(&lead),
+            Method::POST,
+            "/api/v1/events/a.orders.ready?project=1",
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(status, 403, "{body}");
+        let (status, body) = call(
+            &api,
+            Some(&lead),
+            Method::POST,
+            "/api/v1/events/a.orders.ready",
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(status, 202, "{body}");
+        assert_eq!(body["subject"], "dj.event.2.a.orders.ready", "{body}");
+        assert_eq!(body["starts"], json!(["b_listens"]), "{body}");
+        let (status, body) = call(
+            &api,
+            Some(&lead),
+            Method::POST,
+            "/api/v1/events/2024.orders",
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(status, 400, "a name that would read as a project: {body}");
+        assert_eq!(
+            env.runs_of(a_dag).await.len(),
+            2,
+            "project 1 ran for project 2's event"
+        );
+    }
+);
 
 both_dbs!(a_project_token_stays_in_its_project, |env| async move {
     let _resolver = env.spawn_resolver().await;
@@ -343,11 +448,7 @@ both_dbs!(a_project_token_stays_in_its_project, |env| async move {
     assert_eq!(status, 200, "root's token still works");
 
     // What covers every project needs a token that reaches every project.
-    for (method, path) in [
-        (Method::GET, "/api/v1/audit"),
-        (Method::GET, "/metrics"),
-        (Method::POST, "/api/v1/events/orders.ready"),
-    ] {
+    for (method, path) in [(Method::GET, "/api/v1/audit"), (Method::GET, "/metrics")] {
         let (status, body) = call(&api, Some(&lead), method.clone(), path, None).await;
         assert_eq!(status, 403, "{method} {path}: {body}");
     }

@@ -2102,7 +2102,13 @@ export interface paths {
         /** Publish an external event */
         post: {
             parameters: {
-                query?: never;
+                query?: {
+                    /**
+                     * @description The project whose DAGs the event starts (default: the caller's
+                     *     token's, or the default project).
+                     */
+                    project?: number | null;
+                };
                 header?: never;
                 path: {
                     name: string;
@@ -3329,7 +3335,7 @@ export interface components {
                  */
                 endDate?: string | null;
                 /**
-                 * @description Event name (fires on `dj.event.<name>`).
+                 * @description Event name (fires on `dj.event.<project>.<name>`).
                  * @default null
                  */
                 eventName?: string | null;
@@ -3679,7 +3685,7 @@ export interface components {
                  */
                 endDate?: string | null;
                 /**
-                 * @description Event name (fires on `dj.event.<name>`).
+                 * @description Event name (fires on `dj.event.<project>.<name>`).
                  * @default null
                  */
                 eventName?: string | null;
@@ -4040,7 +4046,7 @@ export interface components {
                  */
                 endDate: string | null;
                 /**
-                 * @description Event name (fires on `dj.event.<name>`).
+                 * @description Event name (fires on `dj.event.<project>.<name>`).
                  * @default null
                  */
                 eventName: string | null;
@@ -4467,6 +4473,11 @@ export interface components {
              *     start nothing until they are put online.
              */
             offline: string[];
+            /**
+             * Format: int64
+             * @description The project whose DAGs it starts.
+             */
+            project: number;
             /**
              * Format: uint64
              * @description Its sequence in the stream.
@@ -5319,7 +5330,7 @@ export interface components {
              */
             endDate?: string | null;
             /**
-             * @description Event name: fires on `dj.event.<name>` (replaces a cron expression).
+             * @description Event name: fires on `dj.event.<project>.<name>` (replaces a cron expression).
              * @default null
              */
             eventName?: string | null;

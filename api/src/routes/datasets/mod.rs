@@ -15,23 +15,13 @@ use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use tracing::info;
 
 use self::dto::{AnnouncedDto, DatasetDto, DatasetEventDto, DatasetEventQuery, DatasetQuery};
-use super::shared::{CallerOf, paging};
+use super::shared::{CallerOf, paging, project_of};
 use crate::AppState;
-use crate::auth::Caller;
 use crate::dto::Page;
 use crate::error::{Error, Result};
 use crate::extract::{Path, Query, parse_json};
 
 pub mod dto;
-
-/// The project a request means, refused (403) beyond the caller's reach.
-fn project_of(caller: &Caller, asked: Option<i64>) -> Result<i64> {
-    let project = asked
-        .or(caller.reach.project_id())
-        .unwrap_or(datajump_store::projects::DEFAULT_PROJECT);
-    caller.may_use_project(project)?;
-    Ok(project)
-}
 
 fn checked_name(name: &str) -> Result<()> {
     datasets::validate_name(name).map_err(|e| Error::bad_request(e.to_string()))

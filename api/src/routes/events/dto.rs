@@ -3,12 +3,23 @@
 
 use serde::{Deserialize, Serialize};
 
+/// `POST /api/v1/events/{name}` query.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventQuery {
+    /// The project whose DAGs the event starts (default: the caller's
+    /// token's, or the default project).
+    pub project: Option<i64>,
+}
+
 /// `POST /api/v1/events/{name}` answer (202).
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventResponse {
     /// The event name.
     pub event: String,
+    /// The project whose DAGs it starts.
+    pub project: i64,
     /// The subject it was published to.
     pub subject: String,
     /// The stream that stored it.

@@ -45,7 +45,7 @@ pub struct ScheduleBody {
     /// Cron expression (replaces an event trigger).
     #[serde(default)]
     pub cron_expression: Option<String>,
-    /// Event name: fires on `dj.event.<name>` (replaces a cron expression).
+    /// Event name: fires on `dj.event.<project>.<name>` (replaces a cron expression).
     #[serde(default)]
     pub event_name: Option<String>,
     /// A DAG whose every successful run starts one run of this one, with

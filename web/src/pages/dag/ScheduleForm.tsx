@@ -108,7 +108,7 @@ export function ScheduleForm({
           <label className="field">
             <span>Event name</span>
             <input className="input mono" value={eventName} onChange={(e) => setEventName(e.target.value)} placeholder="orders.ready" required />
-            <span className="hint">Fires on the NATS subject dj.event.&lt;name&gt;.</span>
+            <span className="hint">Fires on the NATS subject dj.event.&lt;project&gt;.&lt;name&gt;, for this DAG's project only.</span>
           </label>
         )}
         {kind === 'AFTER' && (
