@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, TimeZone, Utc};
 use datajump_migrations::{Migrator, MigratorTrait};
-use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, NetworkPolicy, execute};
+use datajump_runner::executor::{
+    ExecContext, ExecOutcome, LogSink, NetworkPolicy, TaskProcess, execute,
+};
 use datajump_shared::content::{TaskContent, TaskType};
 use datajump_shared::dag_file::DEFAULT_PROJECT;
 use datajump_shared::datasources::{DatasourceError, NewDatasource};
@@ -34,7 +36,14 @@ const MYSQL_URL: &str = "mysql://root@127.0.0.1:3306/test";
 /// The scheduler's database: a migrated temporary SQLite file.
 struct Scheduler {
     db: DatabaseConnection,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+impl Scheduler {
+    /// The database file.
+    fn file(&self) -> std::path::PathBuf {
+        self.dir.path().join("dj.db")
+    }
 }
 
 async fn scheduler() -> Scheduler {
@@ -44,7 +53,7 @@ async fn scheduler() -> Scheduler {
         .await
         .expect("scheduler db");
     Migrator::up(&db, None).await.expect("migrate");
-    Scheduler { db, _dir: dir }
+    Scheduler { db, dir }
 }
 
 fn params(extra: &[(&str, &str)]) -> ParamContext {
@@ -77,6 +86,7 @@ struct Run {
     cancel: CancellationToken,
     network: NetworkPolicy,
     env: BTreeMap<String, String>,
+    process: Arc<TaskProcess>,
 }
 
 impl Run {
@@ -89,7 +99,14 @@ impl Run {
             cancel: CancellationToken::new(),
             network: NetworkPolicy::default(),
             env: BTreeMap::new(),
+            process: Arc::default(),
         }
+    }
+
+    /// Task processes start as `process` says (`--task-user`).
+    fn process(mut self, process: TaskProcess) -> Run {
+        self.process = Arc::new(process);
+        self
     }
 
     /// Variables of the attempt's own environment (over the runner's).
@@ -132,7 +149,7 @@ impl Run {
             content,
             params: self.params,
             env: self.env,
-            process: std::sync::Arc::default(),
+            process: self.process,
             network: Arc::new(self.network),
             db: db.clone(),
             project_id: DEFAULT_PROJECT,
@@ -848,6 +865,124 @@ async fn sqlite_script_with_a_trigger_body() {
         .await;
     failed_message(&ran);
     assert!(!dir.path().join("nope.db").exists());
+}
+
+/// A SQLite datasource runs inside the runner, which can open DataJump's
+/// own database: a task of any project tried to mint an admin token there
+/// (docs/SECURITY.md, "Datasources").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_task_reaches_no_file_but_its_datasource() {
+    use sea_orm::sqlx::{Connection, Executor, SqliteConnection};
+    let s = scheduler().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("data.db");
+    std::fs::File::create(&file).expect("create file");
+    datasources::add(
+        &s.db,
+        DEFAULT_PROJECT,
+        datasource("lite", DatasourceKind::Sqlite, &file.display().to_string()),
+    )
+    .await
+    .expect("add");
+    let own = s.file().display().to_string();
+    let tokens = || async {
+        scalar(&s.db, "SELECT count(*) AS n FROM api_token")
+            .await
+            .and_then(|row| row.try_get::<i64>("", "n").ok())
+    };
+    let before = tokens().await;
+    let copy = dir.path().join("copy.db");
+    for (sql, refused) in [
+        (
+            format!(
+                "SELECT 1;\nATTACH DATABASE '{own}' AS dj;\nINSERT INTO dj.api_token (name, token_hash, role, created_at) VALUES ('x', 'y', 'admin', '2026-01-01')"
+            ),
+            "statement 2 of 3: ATTACH and DETACH are not allowed",
+        ),
+        (
+            format!("VACUUM INTO '{}'", copy.display()),
+            "VACUUM INTO is not allowed",
+        ),
+        (
+            "SELECT load_extension('/tmp/evil.so')".to_owned(),
+            "load_extension() is not allowed",
+        ),
+    ] {
+        let ran = Run::new("SQL", json!({ "sql": sql, "datasource": "lite" }))
+            .on(&s.db)
+            .await;
+        assert!(
+            invalid_message(&ran).contains(refused),
+            "{sql}: {:?}",
+            ran.outcome
+        );
+    }
+    assert_eq!(tokens().await, before, "no token was minted");
+    assert!(!copy.exists(), "VACUUM INTO wrote a copy");
+
+    // However a statement is spelled, this build's SQLite attaches nothing:
+    // the lexical refusal above is not the only wall.
+    let mut probe = SqliteConnection::connect("sqlite::memory:")
+        .await
+        .expect("in-memory SQLite");
+    let attached = probe.execute("ATTACH DATABASE ':memory:' AS other").await;
+    assert!(
+        attached
+            .expect_err("ATTACH must fail in DataJump's SQLite")
+            .to_string()
+            .contains("too many attached databases"),
+    );
+
+    // A datasource that is DataJump's database by another path.
+    let linked = dir.path().join("innocent.db");
+    std::os::unix::fs::symlink(s.file(), &linked).expect("symlink");
+    let hard = dir.path().join("hard.db");
+    std::fs::hard_link(s.file(), &hard).expect("hard link");
+    for (name, path) in [("linked", &linked), ("hard", &hard)] {
+        datasources::add(
+            &s.db,
+            DEFAULT_PROJECT,
+            datasource(name, DatasourceKind::Sqlite, &path.display().to_string()),
+        )
+        .await
+        .expect("add");
+        let ran = Run::new(
+            "SQL",
+            json!({ "sql": "SELECT count(*) FROM api_token", "datasource": name }),
+        )
+        .on(&s.db)
+        .await;
+        assert!(
+            invalid_message(&ran).contains("is DataJump's own database"),
+            "{name}: {:?}",
+            ran.outcome
+        );
+    }
+
+    // With a task user, a file that user cannot read is refused, and one it
+    // can is opened.
+    if nix::unistd::Uid::effective().is_root() {
+        use std::os::unix::fs::PermissionsExt;
+        let as_nobody = || TaskProcess::new(&[], Some("nobody")).expect("the nobody user");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let ran = Run::new("SQL", json!({ "sql": "SELECT 1", "datasource": "lite" }))
+            .process(as_nobody())
+            .on(&s.db)
+            .await;
+        assert!(
+            invalid_message(&ran).contains("the task user 'nobody' may not read and write"),
+            "{:?}",
+            ran.outcome
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        let ran = Run::new("SQL", json!({ "sql": "SELECT 1", "datasource": "lite" }))
+            .process(as_nobody())
+            .on(&s.db)
+            .await;
+        assert_success(&ran);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

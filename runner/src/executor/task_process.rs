@@ -52,6 +52,11 @@ pub struct TaskUser {
 }
 
 impl TaskUser {
+    /// The user's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The user id.
     pub fn uid(&self) -> u32 {
         self.uid
@@ -60,6 +65,25 @@ impl TaskUser {
     /// The primary group id.
     pub fn gid(&self) -> u32 {
         self.gid
+    }
+}
+
+/// What a task would do with a file the runner opens on its behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read it.
+    Read,
+    /// Read and write it.
+    ReadWrite,
+}
+
+impl Access {
+    /// The access in words, for errors.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::ReadWrite => "read and write",
+        }
     }
 }
 
@@ -168,6 +192,34 @@ impl TaskProcess {
     /// The `setpriv` binary every task starts through.
     pub(super) fn setpriv(&self) -> &Path {
         &self.setpriv
+    }
+
+    /// Whether the task user may `access` `path`, as the kernel answers for
+    /// that user (its groups, ACLs and every folder on the way included):
+    /// `test -r`/`-w` run through `setpriv` as the task user. Always true
+    /// without a task user: tasks then have the runner's rights.
+    pub async fn user_may(&self, access: Access, path: &Path) -> std::io::Result<bool> {
+        if self.user.is_none() {
+            return Ok(true);
+        }
+        let mut test = tokio::process::Command::new(&self.setpriv);
+        test.args(self.setpriv_args())
+            .arg("--")
+            .arg("test")
+            .arg("-r")
+            .arg(path);
+        if access == Access::ReadWrite {
+            test.arg("-a").arg("-w").arg(path);
+        }
+        let status = test
+            .env_clear()
+            .envs(self.inherited())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .await?;
+        Ok(status.success())
     }
 
     /// `setpriv` arguments that switch to the task user, if there is one.

@@ -24,6 +24,7 @@
 
 mod results;
 mod split;
+mod sqlite;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -80,6 +81,9 @@ pub(super) async fn returns_a_row(
         .params
         .substitute(sql, Mode::Sql(source.kind.dialect()))
         .map_err(|e| ExecOutcome::Invalid(e.to_string()))?;
+    if let Some(refused) = sqlite_refusal(&source, &split(&sql, source.kind.dialect()), ctx).await {
+        return Err(refused);
+    }
     log.line(&format!(
         "[datajump] datasource '{name}' ({}): {url}",
         source.kind
@@ -129,6 +133,9 @@ pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) 
     if statements.is_empty() {
         return ExecOutcome::Invalid("the SQL has no statement to run".to_owned());
     }
+    if let Some(refused) = sqlite_refusal(&source, &statements, ctx).await {
+        return refused;
+    }
     log.line(&format!("[datajump] datasource '{name}' ({kind}): {url}"));
 
     let session = Session::default();
@@ -162,6 +169,30 @@ pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) 
             ExecOutcome::Cancelled
         }
     }
+}
+
+/// What [`sqlite`] refuses of `statements` on `source`, as the attempt's
+/// outcome; nothing for other kinds of datasource.
+async fn sqlite_refusal(
+    source: &datasource::Model,
+    statements: &[SqlStatement<'_>],
+    ctx: &ExecContext,
+) -> Option<ExecOutcome> {
+    if source.kind != DatasourceKind::Sqlite {
+        return None;
+    }
+    let total = statements.len();
+    for (index, statement) in statements.iter().enumerate() {
+        if let Some(why) = sqlite::refusal(statement.text) {
+            return Some(ExecOutcome::Invalid(format!(
+                "statement {} of {total}: {why}",
+                index + 1
+            )));
+        }
+    }
+    sqlite::file_problem(source, &ctx.db, &ctx.process)
+        .await
+        .map(ExecOutcome::Invalid)
 }
 
 async fn connect(url: &ConnectionUrl) -> Result<DatabaseConnection, sea_orm::DbErr> {

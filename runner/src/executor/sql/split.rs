@@ -215,6 +215,24 @@ fn tokens(sql: &str, dialect: SqlDialect) -> Vec<Token> {
     out
 }
 
+/// The words of `sql` and its quoted runs without their quotes, in order:
+/// the names SQLite may read as keywords, identifiers or function names
+/// (`"load_extension"(…)` calls the function). Comments are left out.
+pub(super) fn names(sql: &str, dialect: SqlDialect) -> Vec<&str> {
+    tokens(sql, dialect)
+        .into_iter()
+        .filter_map(|t| match t.kind {
+            Kind::Word => Some(&sql[t.start..t.end]),
+            Kind::Quoted => {
+                let quoted = &sql[t.start..t.end];
+                let inner = quoted.get(1..quoted.len().saturating_sub(1));
+                Some(inner.unwrap_or(quoted))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Splits SQL text into statements on `;`, honouring the dialect's quoting
 /// and comments and keeping routine bodies (`BEGIN … END`) whole.
 /// Statements that are only comments are dropped.
