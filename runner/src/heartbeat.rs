@@ -10,7 +10,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use crate::lease::Lease;
 use crate::{Config, PROGRESS_EVERY};
+
+/// How soon a failed heartbeat is tried again: the lease lapses after two
+/// missed periods, so one failure is retried well before.
+const RETRY_AFTER_FAILURE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The heartbeat a runner keeps in `dj_runners`.
 #[derive(Debug, Serialize)]
@@ -39,10 +44,12 @@ impl Occupancy {
     }
 }
 
-/// Writes this runner's heartbeat every [`PROGRESS_EVERY`] until `shutdown`.
+/// Writes this runner's heartbeat every [`PROGRESS_EVERY`] until `shutdown`,
+/// renewing `lease` with each write that succeeds.
 pub(crate) async fn heartbeat_loop(
     config: Config,
     js: Context,
+    lease: Arc<Lease>,
     occupancy: Occupancy,
     shutdown: CancellationToken,
 ) {
@@ -58,13 +65,26 @@ pub(crate) async fn heartbeat_loop(
             running: occupancy.running(config.slots),
             at: Utc::now(),
         };
-        if let Ok(body) = serde_json::to_vec(&beat)
-            && let Err(e) = kv.put(&config.id, body.into()).await
-        {
-            warn!(error = %e, "heartbeat failed");
-        }
+        let began = std::time::Instant::now();
+        let written = match serde_json::to_vec(&beat) {
+            Ok(body) => kv
+                .put(&config.id, body.into())
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let next = match written {
+            Ok(_) => {
+                lease.renewed(began);
+                PROGRESS_EVERY
+            }
+            Err(e) => {
+                warn!(error = %e, "heartbeat failed");
+                RETRY_AFTER_FAILURE
+            }
+        };
         tokio::select! {
-            () = tokio::time::sleep(PROGRESS_EVERY) => {},
+            () = tokio::time::sleep(next) => {},
             () = shutdown.cancelled() => {},
         }
     }

@@ -9,7 +9,9 @@
 //! and propagated, before what it released is published and its message
 //! acked, so a runner dying at any point loses nothing. Around the attempts:
 //! their kill switches ([`stops`]), the heartbeat other runners read
-//! ([`heartbeat`]), and the group commit of claims and ends ([`commit`]).
+//! ([`heartbeat`]), which renews the lease that fences a stuck runner's
+//! processes ([`lease`]), and the group commit of claims and ends
+//! ([`commit`]).
 //!
 //! The decision that shapes it: one [`Runner`] value owns what every
 //! attempt needs (configuration, bus, log store, committer, kill switches),
@@ -20,6 +22,7 @@ mod commit;
 pub mod executor;
 mod fetch;
 mod heartbeat;
+pub mod lease;
 mod log;
 mod lost_claim;
 mod outputs;
@@ -104,6 +107,9 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// method on it.
 struct Runner {
     config: Config,
+    /// Renewed by the heartbeat; its watchdog kills the attempts' process
+    /// groups when it lapses.
+    lease: Arc<lease::Lease>,
     bus: Bus,
     /// The `dj_logs` object store, for full logs the tail cannot hold.
     logs: ObjectStore,
@@ -132,9 +138,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
         slots: slots.clone(),
         fetching: fetching.clone(),
     };
+    let lease = Arc::new(lease::Lease::default());
+    let watchdog_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    lease.watch(lease::FENCE_AFTER, watchdog_stop.clone());
     let heartbeat = tokio::spawn(heartbeat::heartbeat_loop(
         config.clone(),
         js.clone(),
+        lease.clone(),
         Occupancy { slots, fetching },
         shutdown.clone(),
     ));
@@ -157,6 +167,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     info!(runner = %config.id, queues = ?config.queues, slots = config.slots, "runner started");
     let runner = Arc::new(Runner {
         config,
+        lease,
         bus,
         logs,
         committer,
@@ -178,6 +189,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     stops.drain.cancel();
     let _ = killer.await;
     heartbeat.abort();
+    watchdog_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     if let Ok(kv) = datajump_nats::key_value(&js, &config.names.runners_bucket()).await {
         let _ = kv.purge(&config.id).await;
     }

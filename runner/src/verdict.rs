@@ -86,6 +86,13 @@ pub(crate) fn judge(
             retry.on_timeout,
         ),
         ExecOutcome::Cancelled => (TaskStatus::Killed, Some("killed".to_owned()), false),
+        // Abandoned (requeued) before it is judged; judged alone, a
+        // failure the task did not cause, retried as such.
+        ExecOutcome::Fenced => (
+            TaskStatus::Failed,
+            Some("the runner's lease lapsed".to_owned()),
+            true,
+        ),
         ExecOutcome::Invalid(message) => (TaskStatus::Failed, Some(message.clone()), false),
         ExecOutcome::Failed { exit_code, message } => {
             let code_retries = retry.on_exit_codes.is_empty()

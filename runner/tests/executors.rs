@@ -151,6 +151,7 @@ impl Run {
             env: self.env,
             process: self.process,
             network: Arc::new(self.network),
+            lease: Arc::default(),
             db: db.clone(),
             project_id: DEFAULT_PROJECT,
             timeout: self.timeout,

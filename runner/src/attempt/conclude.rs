@@ -44,7 +44,8 @@ impl Runner {
         log.footer(outcome.exit_code(), duration_ms);
         let finished_log = log.finish();
         let log_path = store_full_log(&self.logs, exec_row.id, finished_log.full).await;
-        let abandoned = outcome == ExecOutcome::Cancelled && self.stops.drain.is_cancelled();
+        let drained = outcome == ExecOutcome::Cancelled && self.stops.drain.is_cancelled();
+        let abandoned = drained || outcome == ExecOutcome::Fenced;
 
         let sensor_content = match TaskContent::parse(task.task_type, &task.content) {
             Ok(TaskContent::Sensor(content)) => Some(content),
@@ -63,7 +64,12 @@ impl Runner {
             sensor.as_ref(),
         );
         let (status, reason) = if abandoned {
-            let why = "the runner shut down; the task went back to the queue";
+            let why = if drained {
+                "the runner shut down; the task went back to the queue"
+            } else {
+                "the runner renewed no heartbeat in time and stopped the task; it went back to \
+                 the queue"
+            };
             (TaskStatus::Failed, Some(why.to_owned()))
         } else {
             (verdict.attempt_status, verdict.reason)

@@ -98,6 +98,7 @@ impl Runner {
                 env,
                 process: config.task_process.clone(),
                 network: config.network.clone(),
+                lease: self.lease.clone(),
                 db: config.db.clone(),
                 project_id: work.spec.project_id,
                 timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),

@@ -42,7 +42,7 @@ impl Runner {
         };
         if requeued.is_some() {
             // Its work went out with the commit's effects.
-            info!("task returned to the queue (runner shutting down)");
+            info!("task returned to the queue (runner shutting down, or its lease lapsed)");
             return Ok(AckKind::Ack);
         }
         match finished {

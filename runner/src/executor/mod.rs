@@ -45,6 +45,9 @@ pub struct ExecContext {
     pub process: Arc<TaskProcess>,
     /// Where HTTP tasks may connect.
     pub network: Arc<NetworkPolicy>,
+    /// The runner's lease: a task's process group is registered with it,
+    /// to be killed if the lease lapses (see [`crate::lease`]).
+    pub lease: Arc<crate::lease::Lease>,
     /// The scheduler's database, for secrets the task needs (datasource
     /// passwords, credential headers): they never travel in messages.
     pub db: DatabaseConnection,
@@ -90,6 +93,10 @@ pub enum ExecOutcome {
     TimedOut,
     /// Stopped because its cancel token fired.
     Cancelled,
+    /// Its processes were killed because the runner's lease lapsed
+    /// ([`crate::lease`]): the runner's fault, not the task's, so the task
+    /// goes back to the queue.
+    Fenced,
     /// A sensor's condition does not hold yet: what is missing.
     NotReady(String),
 }
@@ -103,6 +110,7 @@ impl ExecOutcome {
             ExecOutcome::Invalid(_)
             | ExecOutcome::TimedOut
             | ExecOutcome::Cancelled
+            | ExecOutcome::Fenced
             | ExecOutcome::NotReady(_) => None,
         }
     }

@@ -181,6 +181,7 @@ pub async fn run(
             let _ = killpg(group, Signal::SIGKILL);
         }
     };
+    let _fenced_with_the_lease = group.map(|group| ctx.lease.register(group));
 
     let receiver = match tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()) {
         Ok(r) => r,
@@ -230,6 +231,14 @@ pub async fn run(
         }
         if !output_open && let Some(exit) = &status {
             break match exit {
+                Ok(exit) if exit.code().is_none() && ctx.lease.fenced() => {
+                    log.line(&format!(
+                        "[datajump] killed: this runner renewed no heartbeat for {}s, so it \
+                         stopped its tasks before another runner could take them over",
+                        crate::lease::FENCE_AFTER.as_secs()
+                    ));
+                    ExecOutcome::Fenced
+                }
                 Ok(exit) if exit.success() => ExecOutcome::Success,
                 Ok(exit) => ExecOutcome::Failed {
                     exit_code: exit.code(),

@@ -476,8 +476,10 @@ async fn submit(
         &mut |line| seen.see(line),
     )
     .await;
-    if matches!(outcome, ExecOutcome::TimedOut | ExecOutcome::Cancelled)
-        && let Some(job) = remote(seen)
+    if matches!(
+        outcome,
+        ExecOutcome::TimedOut | ExecOutcome::Cancelled | ExecOutcome::Fenced
+    ) && let Some(job) = remote(seen)
     {
         stop(&job, program, args, ctx, log).await;
     }

@@ -201,6 +201,136 @@ tasks:
     );
 }
 
+/// A TCP proxy to NATS that the test can cut: a runner reaching NATS
+/// through it is alive (its database and processes fine) but cannot renew
+/// its heartbeat, as when the network splits it from NATS or its runtime
+/// is stuck.
+struct NatsLink {
+    url: String,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl NatsLink {
+    async fn to(upstream: String) -> NatsLink {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the link");
+        let url = format!("nats://{}", listener.local_addr().expect("address"));
+        let target = upstream.trim_start_matches("nats://").to_owned();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (cut_in, open_in) = (cut.clone(), open.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if cut_in.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let Ok(mut server) = tokio::net::TcpStream::connect(&target).await else {
+                    continue;
+                };
+                let copy = tokio::spawn(async move {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                open_in.lock().expect("links").push(copy.abort_handle());
+            }
+        });
+        NatsLink {
+            url,
+            cut,
+            open,
+            accept,
+        }
+    }
+
+    /// Drops every connection through the link and refuses new ones.
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for copy in self.open.lock().expect("links").drain(..) {
+            copy.abort();
+        }
+    }
+}
+
+impl Drop for NatsLink {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+/// A runner alive but cut off from NATS cannot renew its heartbeat, so
+/// another runner takes its task over; its lease watchdog must have killed
+/// the task's processes by then, or the task runs twice at once (a `sleep`
+/// task with no retries did, before the lease).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_runner_cut_off_from_nats_stops_its_tasks_before_another_takes_them_over() {
+    let env = TestEnv::new(Backend::Postgres).await;
+    let dir = env.path("attempts");
+    std::fs::create_dir_all(&dir).expect("attempt directory");
+    // Each attempt notes any earlier attempt's script still alive (a
+    // zombie, killed but not yet reaped by whoever adopted it, runs
+    // nothing), then records its own; the first one sleeps past the
+    // takeover.
+    env.apply(&format!(
+        r#"
+name: once_at_a_time
+tasks:
+  - name: slow
+    retry: {{ max: 0 }}
+    command: |
+      for pid in $(cat {dir}/pids 2>/dev/null); do
+        state=$(sed -n 's/^State:[[:space:]]*//p' /proc/$pid/status 2>/dev/null)
+        case "$state" in ""|Z*) ;; *) echo "$pid $state" >> {dir}/overlaps ;; esac
+      done
+      echo "$$" >> {dir}/pids
+      if [ "$DJ_ATTEMPT" = 0 ]; then sleep 60; fi
+"#,
+        dir = shell_path(&dir),
+    ))
+    .await;
+    let _resolver = env.spawn_resolver().await;
+    // Its deadline scan republishes the work the cut-off runner could not.
+    let _ticker = env.spawn_ticker().await;
+    let link = NatsLink::to(env.nats_url()).await;
+    let _cut_off = env
+        .spawn_runner_through("cut-off", &["default"], 2, &link.url)
+        .await;
+    let key = env.trigger("once_at_a_time").await;
+    let first = wait_file_lines(&dir.join("pids"), 1, Duration::from_secs(60)).await;
+    let first_pid: i32 = first[0].trim().parse().expect("a pid");
+    let _healthy = env.spawn_runner("healthy", &["default"], 2).await;
+    link.cut();
+
+    let run = env.wait_run(&key, TWO_MINUTES).await;
+    assert_eq!(
+        run.status,
+        RunStatus::Success,
+        "{}",
+        env.describe_run(&run).await
+    );
+    let overlaps = std::fs::read_to_string(dir.join("overlaps")).unwrap_or_default();
+    assert!(
+        overlaps.is_empty(),
+        "the second attempt started while the first one's process {first_pid} still ran: {overlaps}"
+    );
+    let executions = env.executions_by_name(run.id).await;
+    let slow = &executions["slow"];
+    assert_eq!(slow.len(), 2, "{slow:?}");
+    assert!(slow[0].worker.starts_with("cut-off"), "{slow:?}");
+    assert!(
+        slow[0]
+            .error_msg
+            .as_deref()
+            .is_some_and(|why| why.contains("renewed no heartbeat")),
+        "{slow:?}"
+    );
+    assert!(slow[1].worker.starts_with("healthy"), "{slow:?}");
+    assert_eq!(slow[1].status, TaskStatus::Success);
+}
+
 /// A task whose runner dies three times fails for good rather than taking
 /// runner after runner down with it; its own retry budget is not used.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

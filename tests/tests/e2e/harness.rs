@@ -437,10 +437,19 @@ impl TestEnv {
     }
 
     async fn role_connections(&self, name: &str) -> (DatabaseConnection, async_nats::Client) {
+        self.role_connections_to(name, &self.nats_url()).await
+    }
+
+    /// [`TestEnv::role_connections`] with NATS at `nats_url`.
+    async fn role_connections_to(
+        &self,
+        name: &str,
+        nats_url: &str,
+    ) -> (DatabaseConnection, async_nats::Client) {
         let db = datajump_store::db::connect(&self.db_url)
             .await
             .unwrap_or_else(|e| panic!("{name}: cannot connect to the database: {e}"));
-        let nats = datajump_nats::connect(&self.nats_url(), name)
+        let nats = datajump_nats::connect(nats_url, name)
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         (db, nats)
@@ -529,7 +538,32 @@ impl TestEnv {
         slots: usize,
         drain_timeout: Duration,
     ) -> Role {
-        let (db, nats) = self.role_connections(id).await;
+        self.spawn_runner_on(id, queues, slots, drain_timeout, &self.nats_url())
+            .await
+    }
+
+    /// [`TestEnv::spawn_runner`] reaching NATS at `nats_url` (a proxy the
+    /// test can cut, say).
+    pub async fn spawn_runner_through(
+        &self,
+        id: &str,
+        queues: &[&str],
+        slots: usize,
+        nats_url: &str,
+    ) -> Role {
+        self.spawn_runner_on(id, queues, slots, Duration::from_secs(5), nats_url)
+            .await
+    }
+
+    async fn spawn_runner_on(
+        &self,
+        id: &str,
+        queues: &[&str],
+        slots: usize,
+        drain_timeout: Duration,
+        nats_url: &str,
+    ) -> Role {
+        let (db, nats) = self.role_connections_to(id, nats_url).await;
         let config = datajump_runner::Config {
             db,
             nats,
