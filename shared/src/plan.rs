@@ -202,7 +202,9 @@ impl Plan {
                 untrusted: params.keys().cloned().collect(),
             };
             if let Err(
-                e @ (ParamError::UntrustedInScript { .. } | ParamError::UntrustedSqlValue { .. }),
+                e @ (ParamError::UntrustedInScript { .. }
+                | ParamError::UntrustedSqlValue { .. }
+                | ParamError::MisplacedQuote(_)),
             ) = context.substitute(text, mode)
             {
                 problems.push(format!("task {}: {e}", task.name));

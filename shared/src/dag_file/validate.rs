@@ -200,6 +200,7 @@ impl DagFile {
                 Some(task_type) => problems.extend(
                     task.content_problems(task_type)
                         .into_iter()
+                        .chain(task.misplaced_quoting_forms())
                         .map(|problem| format!("{at}: {problem}")),
                 ),
             }
@@ -375,6 +376,28 @@ impl TaskFile {
             .collect()
     }
 
+    /// The quoting forms (`${name:shell}`, `${name:python}`) its script
+    /// places inside a string, a comment or a here-document, where the
+    /// quotes they write would close the ones around them and the value
+    /// would be code (docs/SECURITY.md, "Parameters from outside the DAG
+    /// file"). The runner refuses them too, for DAGs stored before this rule.
+    fn misplaced_quoting_forms(&self) -> Vec<String> {
+        use crate::params::Mode;
+        let Some(content) = self
+            .task_type()
+            .and_then(|t| TaskContent::parse(t, &self.content_json()).ok())
+        else {
+            return Vec::new();
+        };
+        let Some((text, Mode::Script(lang))) = content.code() else {
+            return Vec::new();
+        };
+        crate::params::misplaced_forms(text, lang)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
     /// The task outputs (`${task.output.name}`) its script pastes in bare,
     /// each with the form that takes any value.
     fn bare_outputs_in_script(&self) -> Vec<(String, String)> {
@@ -514,6 +537,54 @@ tasks:
         assert!(notes[0].contains("\"$DJ_PARAM_REGION\""), "{}", notes[0]);
         assert!(notes[1].contains("task 'py'") && notes[1].contains("${p:python}"));
         assert!(notes[2].contains("task 'q'") && notes[2].contains("${p:literal}"));
+    }
+
+    #[test]
+    fn quoting_forms_inside_strings_are_refused() {
+        let text = r#"
+name: quoting
+params: { p: "1" }
+tasks:
+  - { name: sh, command: "echo \"value=[${p:shell}]\"" }
+  - { name: py, type: PYTHON, script: "x = 1\nprint('v=${p:python}')" }
+  - { name: out, command: "echo '${sh.output.v:shell}'", depends_on: [sh] }
+  - { name: ok, command: "echo \"value=[\"${p:shell}\"]\" ${sh.output.v:shell}", depends_on: [sh] }
+  - { name: okpy, type: PYTHON, script: "print('v=' + ${p:python})" }
+"#;
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
+            panic!("invalid");
+        };
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        assert!(
+            problems[0].starts_with(
+                "task 'sh': ${p:shell} stands inside a double-quoted string \"…\" (line 1); a \
+                 quoting form must stand alone in the script's code, outside quotes, comments \
+                 and here-documents"
+            ),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[0].contains("\"value=[\"${p:shell}\"]\"")
+                && problems[0].contains("$DJ_PARAM_P"),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[1]
+                .starts_with("task 'py': ${p:python} stands inside a string literal (line 2)")
+                && problems[1].contains("'v=' + ${p:python}")
+                && problems[1].contains("os.environ[\"DJ_PARAM_P\"]"),
+            "{}",
+            problems[1]
+        );
+        assert!(
+            problems[2].starts_with(
+                "task 'out': ${sh.output.v:shell} stands inside a single-quoted string"
+            ) && problems[2].contains("$DJ_PARAM_SH_OUTPUT_V"),
+            "{}",
+            problems[2]
+        );
     }
 
     #[test]

@@ -32,8 +32,10 @@
 //! never scanned again, so a value containing `${x}` stays literal.
 
 mod dates;
+mod placement;
 mod values;
 
+pub use placement::{Misplaced, Place, Unsure, misplaced_forms};
 pub use values::{Params, params_from_json, params_to_json};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -187,6 +189,11 @@ pub enum ParamError {
         /// The modifier.
         modifier: &'static str,
     },
+    /// In a script, a quoting form that does not stand alone in the code:
+    /// inside a string, a comment, a here-document, … where the quotes it
+    /// writes would close the ones around it ([`misplaced_forms`]).
+    #[error("{0}")]
+    MisplacedQuote(Misplaced),
     /// A value to be quoted into SQL contains a NUL character, which no
     /// dialect accepts inside a literal or identifier.
     #[error("parameter ${{{name}}} contains a NUL character, which cannot be quoted into SQL")]
@@ -277,16 +284,50 @@ impl ParamContext {
         secrets: Option<&BTreeMap<String, String>>,
     ) -> Result<String, ParamError> {
         let builtins = self.builtins();
+        let lang = match mode {
+            Mode::Script(lang) => Some(lang),
+            Mode::Text | Mode::Sql(_) => None,
+        };
         let mut out = String::with_capacity(text.len());
+        // In a script: each quoting form's name, line in `text`, and where
+        // it went in `out`, to check that it stands in code once the values
+        // of the rest are known.
+        let mut forms: Vec<(&str, usize, std::ops::Range<usize>)> = Vec::new();
+        let mut line = 1;
         for piece in pieces(text) {
             match piece? {
-                Piece::Literal(literal) => out.push_str(literal),
+                Piece::Literal(literal) => {
+                    out.push_str(literal);
+                    line += literal.matches('\n').count();
+                }
                 Piece::Param(body) => {
+                    let form = lang.and_then(|lang| placement::quoting_form(body, lang));
+                    let start = out.len();
                     out.push_str(&self.placeholder(body, mode, &builtins, secrets)?);
+                    if let Some(name) = form {
+                        forms.push((name, line, start..out.len()));
+                    }
                 }
                 Piece::DateExpr(expr) => {
                     out.push_str(&dates::evaluate(expr, self.logical_time, self.time_zone)?);
                 }
+            }
+        }
+        if let Some(lang) = lang
+            && !forms.is_empty()
+        {
+            // The script as it will run, the values of the other
+            // placeholders included: a value the DAG file gives (a quote in
+            // it, say) is code, and counts (docs/SECURITY.md).
+            let mut segments = Vec::with_capacity(2 * forms.len());
+            let mut at = 0;
+            for (name, line, range) in &forms {
+                segments.push(placement::Segment::Code(&out[at..range.start]));
+                segments.push(placement::Segment::Form { name, line: *line });
+                at = range.end;
+            }
+            if let Some(misplaced) = placement::judge(&segments, lang, true).into_iter().next() {
+                return Err(ParamError::MisplacedQuote(misplaced));
             }
         }
         Ok(out)
@@ -943,6 +984,60 @@ mod tests {
             ctx.substitute("?q=${cmd}", Mode::Text).unwrap(),
             "?q=x'; rm -rf / #\n$(id)"
         );
+    }
+
+    #[test]
+    fn quoting_forms_inside_strings_fail_before_anything_runs() {
+        let shell = Mode::Script(ScriptLang::Shell);
+        let python = Mode::Script(ScriptLang::Python);
+        let mut ctx = triggered();
+        let attack = "x\"; touch /tmp/PWNED; echo \"";
+        ctx.params.insert("p".into(), attack.into());
+        ctx.untrusted.insert("p".into());
+        // The attack of issue #38: the quotes of the form close the string.
+        let err = ctx
+            .substitute("echo \"value=[${p:shell}]\"", shell)
+            .unwrap_err();
+        assert!(
+            matches!(&err, ParamError::MisplacedQuote(m) if m.name == "p" && m.place == Place::DoubleQuoted),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(
+            message.starts_with("${p:shell} stands inside a double-quoted string"),
+            "{message}"
+        );
+        assert!(!message.contains("PWNED"), "the value stays out: {message}");
+        let err = ctx
+            .substitute("x = 1\nprint('v=${p:python}')", python)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("${p:python} stands inside a string literal (line 2)"),
+            "{err}"
+        );
+        // Standing alone, the same value is one word or literal.
+        assert_eq!(
+            ctx.substitute("echo \"value=[\"${p:shell}\"]\"", shell)
+                .unwrap(),
+            "echo \"value=[\"'x\"; touch /tmp/PWNED; echo \"'\"]\""
+        );
+        assert_eq!(
+            ctx.substitute("print('v=' + ${p:python})", python).unwrap(),
+            r#"print('v=' + "x\"; touch /tmp/PWNED; echo \"")"#
+        );
+        // At run time the script is judged as it will run: a value from the
+        // DAG file that opens a quote puts the form inside it.
+        ctx.params.insert("q".into(), "it's".into());
+        assert!(matches!(
+            ctx.substitute("echo ${q} ${p:shell} '", shell),
+            Err(ParamError::MisplacedQuote(m)) if m.place == Place::SingleQuoted
+        ));
+        // Other text is not a script: the forms do not apply there.
+        assert!(matches!(
+            ctx.substitute("'${p:shell}'", Mode::Text),
+            Err(ParamError::ModifierNotHere { .. })
+        ));
     }
 
     #[test]

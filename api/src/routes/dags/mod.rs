@@ -536,8 +536,9 @@ async fn refuse_untrusted_problems(
         message: format!(
             "the trigger's params would be refused by {} task(s) of '{}': trigger params are \
              untrusted, so scripts read them from the environment or quote them \
-             (${{name:shell}}, ${{name:python}}), and SQL takes them bare only as numbers or \
-             dates (otherwise ${{name:literal}} or ${{name:ident}})",
+             (${{name:shell}}, ${{name:python}}, each standing alone outside strings, comments \
+             and here-documents), and SQL takes them bare only as numbers or dates (otherwise \
+             ${{name:literal}} or ${{name:ident}})",
             problems.len(),
             dag.name
         ),
