@@ -367,17 +367,19 @@ impl EventSource {
 
 /// The business date a partition names: `2024-01-15` or `20240115`, alone
 /// or as the last `/`-separated part (`region=eu/2024-01-15`), or after
-/// `dt=` (`dt=2024-01-15`); `None` for any other partition.
+/// `dt=` (`dt=2024-01-15`); `None` for any other partition, and for a date
+/// outside those DataJump stores (year 0000).
 pub fn partition_biz_date(partition: &str) -> Option<NaiveDate> {
     let last = partition.rsplit('/').next()?;
     let value = last.split_once('=').map_or(last, |(_, value)| value);
-    match value.len() {
+    let date = match value.len() {
         10 => NaiveDate::parse_from_str(value, "%Y-%m-%d").ok(),
         8 if value.bytes().all(|b| b.is_ascii_digit()) => {
             NaiveDate::parse_from_str(value, "%Y%m%d").ok()
         }
         _ => None,
-    }
+    };
+    date.and_then(|date| crate::biz_date::check(date).ok())
 }
 
 #[cfg(test)]
