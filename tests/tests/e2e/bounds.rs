@@ -25,18 +25,11 @@ fn long_cron() -> String {
 }
 
 both_dbs!(
-    the_api_refuses_what_the_database_cannot_store,
+    a_business_date_past_the_stored_range_is_refused,
     |env| async move {
         let _resolver = env.spawn_resolver().await;
         let api = Api::start(&env, None).await;
-        let dag = api
-            .post(
-                "/api/v1/dags",
-                json!({ "name": "bounded", "tasks": [{ "name": "a", "command": "true" }] }),
-            )
-            .await
-            .expect(201);
-        let dag_id = id_of(&dag);
+        let dag_id = bounded_dag(&api).await;
 
         // A business date chrono reads and PostgreSQL cannot store: 400, no run.
         for date in ["-262143-01-01", "0000-12-31", "+10000-01-01"] {
@@ -84,6 +77,26 @@ both_dbs!(
             .await;
         assert_eq!(run.biz_date, NaiveDate::from_ymd_opt(9999, 12, 31).unwrap());
         assert_eq!(env.runs_of(dag_id).await.len(), 1, "only the last date ran");
+    }
+);
+
+/// A DAG named `bounded` with one task, created through `api`; its id.
+async fn bounded_dag(api: &Api) -> i64 {
+    let dag = api
+        .post(
+            "/api/v1/dags",
+            json!({ "name": "bounded", "tasks": [{ "name": "a", "command": "true" }] }),
+        )
+        .await
+        .expect(201);
+    id_of(&dag)
+}
+
+both_dbs!(
+    names_owners_and_crons_past_their_columns_are_refused,
+    |env| async move {
+        let api = Api::start(&env, None).await;
+        let dag_id = bounded_dag(&api).await;
 
         // An owner, a schedule name, an event name and a cron expression
         // past their columns: 400 naming the bound, nothing stored.
@@ -153,26 +166,29 @@ both_dbs!(
         assert_eq!(after["total"], 0, "nothing stored: {after}");
         let version = api.get(&format!("/api/v1/dags/{dag_id}")).await.expect(200);
         assert_eq!(version["version"], 1, "the DAG is unchanged: {version}");
-
-        // A NUL in a path parameter: 400 before any route reads it.
-        for path in [
-            "/api/v1/dags/by-name/a%00b".to_owned(),
-            "/api/v1/dags/instances/by-key/manual:%00".to_owned(),
-            "/api/v1/datasets/dw.orders%00".to_owned(),
-            "/api/v1/tokens/t%00".to_owned(),
-            format!("/api/v1/dags/{dag_id}%00"),
-        ] {
-            api.get(&path)
-                .await
-                .expect_error(400, "BAD_REQUEST", "NUL character (%00)");
-        }
-        api.delete("/api/v1/tokens/t%00").await.expect_error(
-            400,
-            "BAD_REQUEST",
-            "NUL character (%00)",
-        );
     }
 );
+
+both_dbs!(a_nul_in_a_path_is_refused, |env| async move {
+    let api = Api::start(&env, None).await;
+    let dag_id = bounded_dag(&api).await;
+
+    // A NUL in a path parameter: 400 before any route reads it.
+    for path in [
+        "/api/v1/dags/by-name/a%00b".to_owned(),
+        "/api/v1/dags/instances/by-key/manual:%00".to_owned(),
+        "/api/v1/datasets/dw.orders%00".to_owned(),
+        "/api/v1/tokens/t%00".to_owned(),
+        format!("/api/v1/dags/{dag_id}%00"),
+    ] {
+        api.get(&path)
+            .await
+            .expect_error(400, "BAD_REQUEST", "NUL character (%00)");
+    }
+    api.delete("/api/v1/tokens/t%00")
+        .await
+        .expect_error(400, "BAD_REQUEST", "NUL character (%00)");
+});
 
 both_dbs!(
     a_fire_the_database_refuses_ends_instead_of_coming_back,
