@@ -34,7 +34,7 @@ const MAX_CONDITION_DEPTH: usize = 8;
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum DatasetError {
     /// A name that is not dot-separated `[a-z0-9_-]` tokens.
-    #[error("invalid dataset name '{}': use dot-separated tokens of 1-64 characters from a-z, 0-9, '_' and '-', such as dw.orders", naming::printable(.0))]
+    #[error("invalid dataset name '{}': use dot-separated tokens of 1-64 characters from a-z, 0-9, '_' and '-', at most {} characters in all, such as dw.orders", naming::printable(&naming::shortened(.0)), naming::MAX_EVENT_CHARS)]
     Name(String),
     /// An empty, over-long or unprintable partition.
     #[error("invalid partition '{}': use 1-{MAX_PARTITION} printable characters, such as 2024-01-15", naming::printable(.0))]
