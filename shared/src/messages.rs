@@ -70,7 +70,7 @@ pub enum EventPayloadError {
     NotAnObject,
     /// A business date that is not a date.
     #[error(
-        "the event's {EVENT_BIZ_DATE} must be a date from 0001-01-01 to 9999-12-31 written YYYY-MM-DD, such as \"2024-01-15\"; got {0}"
+        "the event's {EVENT_BIZ_DATE} must be a date written YYYY-MM-DD from 0001-01-01 to 9999-12-31, such as \"2024-01-15\"; got {0}"
     )]
     BizDate(String),
 }

@@ -510,11 +510,11 @@ mod tests {
 
     #[test]
     fn sizes_past_their_columns_are_refused_at_parse() {
+        let cron = format!("0 0 2 * * ?{}", " ".repeat(200));
         let text = format!(
             "name: d\nowner: {owner}\nschedules:\n  - {{ name: {sched}, cron: '{cron}' }}\n  - {{ event: {event} }}\n  - {{ name: ok, after: {after} }}\ntasks:\n  - {{ name: a, command: 'true', depends_on: ['{dep}/t'] }}\n",
             owner = "o".repeat(65),
             sched = "s".repeat(129),
-            cron = format!("0 0 2 * * ?{}", " ".repeat(200)),
             event = vec!["e".repeat(64); 4].join("."),
             after = "u".repeat(129),
             dep = "x".repeat(129),

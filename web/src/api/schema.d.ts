@@ -1013,7 +1013,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description Only this business date. */
+                    /** @description Only this business date (0001-01-01 to 9999-12-31). */
                     bizDate?: string | null;
                     /** @description 1-based page (default 1). */
                     page?: number | null;
@@ -3009,7 +3009,7 @@ export interface components {
         BackfillRequest: {
             /**
              * Format: date
-             * @description First business date (inclusive).
+             * @description First business date (inclusive), from 0001-01-01.
              */
             from: string;
             /**
@@ -3028,7 +3028,7 @@ export interface components {
             reprocess?: components["schemas"]["Reprocess"];
             /**
              * Format: date
-             * @description Last business date (inclusive).
+             * @description Last business date (inclusive), up to 9999-12-31.
              */
             to: string;
         };
@@ -3324,7 +3324,7 @@ export interface components {
                 enabled?: boolean;
                 /**
                  * Format: date
-                 * @description Last day it may fire.
+                 * @description Last day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 endDate?: string | null;
@@ -3361,7 +3361,7 @@ export interface components {
                 onUpdate?: "ignore" | "rerun";
                 /**
                  * Format: date
-                 * @description First day it may fire.
+                 * @description First day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 startDate?: string | null;
@@ -3674,7 +3674,7 @@ export interface components {
                 enabled?: boolean;
                 /**
                  * Format: date
-                 * @description Last day it may fire.
+                 * @description Last day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 endDate?: string | null;
@@ -3711,7 +3711,7 @@ export interface components {
                 onUpdate?: "ignore" | "rerun";
                 /**
                  * Format: date
-                 * @description First day it may fire.
+                 * @description First day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 startDate?: string | null;
@@ -4035,7 +4035,7 @@ export interface components {
                 enabled: boolean;
                 /**
                  * Format: date
-                 * @description Last day it may fire.
+                 * @description Last day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 endDate: string | null;
@@ -4072,7 +4072,7 @@ export interface components {
                 onUpdate?: "ignore" | "rerun";
                 /**
                  * Format: date
-                 * @description First day it may fire.
+                 * @description First day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 startDate: string | null;
@@ -5314,7 +5314,7 @@ export interface components {
             enabled?: boolean | null;
             /**
              * Format: date
-             * @description Last day it may fire.
+             * @description Last day it may fire (0001-01-01 to 9999-12-31).
              * @default null
              */
             endDate?: string | null;
@@ -5336,7 +5336,7 @@ export interface components {
             name?: string | null;
             /**
              * Format: date
-             * @description First day it may fire.
+             * @description First day it may fire (0001-01-01 to 9999-12-31).
              * @default null
              */
             startDate?: string | null;
@@ -5957,7 +5957,8 @@ export interface components {
              * Format: date
              * @description Business date (default: the one a fire of the DAG's schedule would have now, under its
              *     zone and offset). The run's logical time is that date's scheduled fire
-             *     (docs/PARAMETERS.md "The logical time of a run").
+             *     (docs/PARAMETERS.md "The logical time of a run"). From 0001-01-01
+             *     to 9999-12-31, the dates DataJump stores.
              * @default null
              */
             bizDate?: string | null;
