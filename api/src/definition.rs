@@ -509,10 +509,13 @@ fn api_names_in(message: &str) -> String {
             out.push('`');
         }
         if i % 2 == 1 {
-            out.push_str(&if part == "project" {
-                "projectId".to_owned()
-            } else {
-                snake_to_camel(part)
+            // A schedule's `cron` and `event` are `cronExpression` and
+            // `eventName` in the API.
+            let schedule_key = SCHEDULE_NAMES.iter().find(|(_, file)| *file == part);
+            out.push_str(&match schedule_key {
+                _ if part == "project" => "projectId".to_owned(),
+                Some((api, _)) => (*api).to_owned(),
+                None => snake_to_camel(part),
             });
             continue;
         }

@@ -238,6 +238,24 @@ where
     }
 }
 
+/// Refuses a request whose path holds a NUL (`%00`) with 400, before any
+/// route, scope check or extractor reads a parameter from it: no name, key
+/// or id has one, PostgreSQL cannot compare text holding one (it answers
+/// an error, which was a 500), and SQLite would look up something else.
+/// One layer for every route, so no handler has to remember it
+/// (docs/SECURITY.md, "Sizes and dates").
+pub async fn refuse_nul_in_path(
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.uri().path().contains("%00") {
+        return axum::response::IntoResponse::into_response(Error::bad_request(
+            "the request's path holds a NUL character (%00): no name, key or id has one",
+        ));
+    }
+    next.run(request).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

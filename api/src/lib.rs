@@ -189,6 +189,7 @@ pub fn router(config: Config, shutdown: CancellationToken) -> Router {
     // left alone by the layer's defaults, so their events are not held back.
     routes::router(state)
         .merge(metrics)
+        .layer(axum::middleware::from_fn(extract::refuse_nul_in_path))
         .layer(tower_http::compression::CompressionLayer::new())
 }
 

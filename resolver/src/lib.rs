@@ -9,8 +9,10 @@
 //! effects are published after its commit, and every handler is safe to run
 //! twice: a repeated fire hits the run's unique `dedup_key`, a repeated
 //! completion finds its instance already propagated. A message that cannot be
-//! decoded or names ids that cannot exist is terminated (never redelivered);
-//! a database error NAKs it so nothing is dropped.
+//! decoded or names ids that cannot exist is terminated (never redelivered),
+//! and so is one whose values the database refuses (a data error: a date
+//! or a text it cannot store); any other database error NAKs it so nothing
+//! is dropped.
 //!
 //! A runner propagates the ends of its own tasks in the transaction that
 //! records them (`datajump_engine::record`), so `dj.done.*`
@@ -87,8 +89,17 @@ enum Settlement {
 }
 
 impl From<DbErr> for Settlement {
+    /// A data error (the database refuses a value the message carries:
+    /// a date it cannot store, text too long for its column) ends the
+    /// message, logged as poison: it would fail the same way at every
+    /// redelivery, once a second for ever. Any other error retries
+    /// (docs/SECURITY.md, "Sizes and dates").
     fn from(e: DbErr) -> Self {
-        Settlement::Retry(format!("database: {e}"))
+        if datajump_store::db::is_data_error(&e) {
+            Settlement::Poison(format!("the database refuses its data: {e}"))
+        } else {
+            Settlement::Retry(format!("database: {e}"))
+        }
     }
 }
 

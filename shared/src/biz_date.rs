@@ -7,9 +7,59 @@
 
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use chrono_tz::Tz;
+use serde::{Deserialize, Deserializer};
+use thiserror::Error;
 
 /// Default day offset from the logical date to the business date.
 pub const DEFAULT_OFFSET_DAYS: i32 = -1;
+
+/// The first business date DataJump stores: years 0001 to 9999 are the
+/// dates both databases keep and give back alike (PostgreSQL's `date`
+/// refuses chrono's years beyond ±5,874,897 and before 4713 BC; SQLite keeps
+/// the text, which a year of five digits or a sign would not read back as
+/// written). docs/SECURITY.md, "Sizes and dates".
+pub const FIRST: NaiveDate = match NaiveDate::from_ymd_opt(1, 1, 1) {
+    Some(date) => date,
+    None => NaiveDate::MIN,
+};
+
+/// The last business date DataJump stores (see [`FIRST`]).
+pub const LAST: NaiveDate = match NaiveDate::from_ymd_opt(9999, 12, 31) {
+    Some(date) => date,
+    None => NaiveDate::MAX,
+};
+
+/// A date outside [`FIRST`]..=[`LAST`].
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+#[error("{0} is outside the dates DataJump stores: 0001-01-01 to 9999-12-31")]
+pub struct OutOfRange(pub NaiveDate);
+
+/// `date` if DataJump stores it: the one check of every date that comes
+/// from outside (a trigger, a backfill, a schedule's start and end, an
+/// event, a fire on NATS), so none reaches the database to be refused there.
+pub fn check(date: NaiveDate) -> Result<NaiveDate, OutOfRange> {
+    if (FIRST..=LAST).contains(&date) {
+        Ok(date)
+    } else {
+        Err(OutOfRange(date))
+    }
+}
+
+/// Reads a date and [`check`]s it: for `#[serde(deserialize_with)]` on a
+/// date field of a request, a DAG file or a message.
+pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<NaiveDate, D::Error> {
+    check(NaiveDate::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+}
+
+/// [`deserialize`] for an optional date.
+pub fn deserialize_optional<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<NaiveDate>, D::Error> {
+    Option::<NaiveDate>::deserialize(deserializer)?
+        .map(check)
+        .transpose()
+        .map_err(serde::de::Error::custom)
+}
 
 /// The business date of a run whose logical time is `logical`, read in `tz`,
 /// shifted by `offset_days`.
@@ -17,15 +67,17 @@ pub fn biz_date_for(logical: DateTime<Utc>, tz: Tz, offset_days: i32) -> NaiveDa
     shift(logical.with_timezone(&tz).date_naive(), offset_days)
 }
 
-/// `date` moved by `days` (negative goes back); saturates at chrono's range.
+/// `date` moved by `days` (negative goes back), saturating at [`FIRST`]
+/// and [`LAST`]: a schedule's `biz_date_offset` or a dependency's
+/// `offset_day` cannot make a date the database would refuse.
 pub fn shift(date: NaiveDate, days: i32) -> NaiveDate {
     let magnitude = Days::new(u64::from(days.unsigned_abs()));
     let moved = if days >= 0 {
-        date.checked_add_days(magnitude)
+        date.checked_add_days(magnitude).unwrap_or(LAST)
     } else {
-        date.checked_sub_days(magnitude)
+        date.checked_sub_days(magnitude).unwrap_or(FIRST)
     };
-    moved.unwrap_or(date)
+    moved.clamp(FIRST, LAST)
 }
 
 /// The instant a schedule fires for business date `biz_date`: its first
@@ -81,6 +133,44 @@ pub fn latest_batch(rules: &[BatchRule<'_>], date: NaiveDate) -> Option<NaiveDat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_are_bounded_to_what_both_databases_store() {
+        let far = NaiveDate::from_ymd_opt(-262_143, 1, 1).unwrap();
+        let err = check(far).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "-262143-01-01 is outside the dates DataJump stores: 0001-01-01 to 9999-12-31"
+        );
+        assert!(check(NaiveDate::from_ymd_opt(10_000, 1, 1).unwrap()).is_err());
+        assert!(check(NaiveDate::from_ymd_opt(0, 12, 31).unwrap()).is_err());
+        assert_eq!(check(FIRST), Ok(FIRST));
+        assert_eq!(check(LAST), Ok(LAST));
+        #[derive(Debug, serde::Deserialize)]
+        struct Body {
+            #[serde(deserialize_with = "deserialize_optional", default)]
+            date: Option<NaiveDate>,
+        }
+        let read = |text: &str| serde_json::from_str::<Body>(text).map(|b| b.date);
+        assert_eq!(read(r#"{"date": null}"#).unwrap(), None);
+        assert_eq!(
+            read(r#"{"date": "2024-01-15"}"#).unwrap(),
+            Some(date(2024, 1, 15))
+        );
+        let refused = read(r#"{"date": "-262143-01-01"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("0001-01-01 to 9999-12-31"), "{refused}");
+        // Offsets saturate at the bounds instead of leaving them.
+        assert_eq!(shift(LAST, 1), LAST);
+        assert_eq!(shift(FIRST, i32::MIN), FIRST);
+        assert_eq!(shift(date(2024, 1, 15), i32::MAX), LAST);
+        assert_eq!(shift(date(2024, 1, 15), -1), date(2024, 1, 14));
+    }
+
+    fn date(y: i32, m: u32, d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(y, m, d).unwrap()
+    }
 
     #[test]
     fn a_weekday_schedule_makes_no_weekend_batches() {

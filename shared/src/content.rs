@@ -439,24 +439,26 @@ pub struct SensorContent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     /// Days added to the run's business date for `dag`/`task` (-1: the
-    /// day before).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// day before). Also `offsetDay`.
+    #[serde(default, alias = "offsetDay", skip_serializing_if = "is_zero")]
     pub offset_day: i32,
     /// For `dag`/`task`: this many days up to that date must all have
     /// succeeded (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub days: Option<u32>,
-    /// Seconds between checks (default 60).
+    /// Seconds between checks (default 60). Also `pokeInterval`.
     #[serde(
         default,
+        alias = "pokeInterval",
         deserialize_with = "crate::duration::optional_seconds",
         skip_serializing_if = "Option::is_none"
     )]
     pub poke_interval: Option<i32>,
     /// Seconds the sensor waits in all before it ends TIMEOUT (default one
-    /// day); a task's `timeout` bounds one check.
+    /// day); a task's `timeout` bounds one check. Also `sensorTimeout`.
     #[serde(
         default,
+        alias = "sensorTimeout",
         deserialize_with = "crate::duration::optional_seconds",
         skip_serializing_if = "Option::is_none"
     )]
@@ -466,11 +468,20 @@ pub struct SensorContent {
     #[serde(default, skip_serializing_if = "SensorMode::is_reschedule")]
     pub mode: SensorMode,
     /// At the sensor timeout end SKIPPED, not TIMEOUT: the tasks after it
-    /// run as after a success.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// run as after a success. Also `softFail`.
+    #[serde(
+        default,
+        alias = "softFail",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub soft_fail: bool,
     /// Double the wait after each check that finds nothing, up to an hour.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// Also `exponentialBackoff`.
+    #[serde(
+        default,
+        alias = "exponentialBackoff",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub exponential_backoff: bool,
 }
 
@@ -941,6 +952,34 @@ mod tests {
         assert_eq!(http.secret_headers, ["X-Key"]);
         assert_eq!(http.success_codes, Some(vec![204]));
         assert!(TaskContent::parse(TaskType::Noop, &json!({ "x": 1 })).is_err());
+    }
+
+    #[test]
+    fn sensor_keys_may_be_camel_case_as_the_api_names_them() {
+        let camel = TaskContent::parse(
+            TaskType::Sensor,
+            &json!({ "dag": "up", "task": "t", "offsetDay": -1, "pokeInterval": 30,
+                     "sensorTimeout": 600, "softFail": true, "exponentialBackoff": true }),
+        )
+        .expect("camelCase sensor keys");
+        let TaskContent::Sensor(sensor) = camel else {
+            panic!("a SENSOR content")
+        };
+        assert_eq!(
+            (
+                sensor.offset_day,
+                sensor.poke_interval,
+                sensor.sensor_timeout
+            ),
+            (-1, Some(30), Some(600))
+        );
+        assert!(sensor.soft_fail && sensor.exponential_backoff);
+        let e = TaskContent::parse(
+            TaskType::Sensor,
+            &json!({ "file": "/x", "pokeIntervall": 3 }),
+        )
+        .expect_err("a misspelt key");
+        assert!(e.to_string().contains("pokeIntervall"), "{e}");
     }
 
     #[test]

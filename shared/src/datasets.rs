@@ -34,7 +34,7 @@ const MAX_CONDITION_DEPTH: usize = 8;
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum DatasetError {
     /// A name that is not dot-separated `[a-z0-9_-]` tokens.
-    #[error("invalid dataset name '{}': use dot-separated tokens of 1-64 characters from a-z, 0-9, '_' and '-', such as dw.orders", naming::printable(.0))]
+    #[error("invalid dataset name '{}': use dot-separated tokens of 1-64 characters from a-z, 0-9, '_' and '-', at most {} characters in all, such as dw.orders", naming::printable(&naming::shortened(.0)), naming::MAX_EVENT_CHARS)]
     Name(String),
     /// An empty, over-long or unprintable partition.
     #[error("invalid partition '{}': use 1-{MAX_PARTITION} printable characters, such as 2024-01-15", naming::printable(.0))]
@@ -370,17 +370,19 @@ impl EventSource {
 
 /// The business date a partition names: `2024-01-15` or `20240115`, alone
 /// or as the last `/`-separated part (`region=eu/2024-01-15`), or after
-/// `dt=` (`dt=2024-01-15`); `None` for any other partition.
+/// `dt=` (`dt=2024-01-15`); `None` for any other partition, and for a date
+/// outside those DataJump stores (year 0000).
 pub fn partition_biz_date(partition: &str) -> Option<NaiveDate> {
     let last = partition.rsplit('/').next()?;
     let value = last.split_once('=').map_or(last, |(_, value)| value);
-    match value.len() {
+    let date = match value.len() {
         10 => NaiveDate::parse_from_str(value, "%Y-%m-%d").ok(),
         8 if value.bytes().all(|b| b.is_ascii_digit()) => {
             NaiveDate::parse_from_str(value, "%Y%m%d").ok()
         }
         _ => None,
-    }
+    };
+    date.and_then(|date| crate::biz_date::check(date).ok())
 }
 
 #[cfg(test)]

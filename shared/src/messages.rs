@@ -70,7 +70,7 @@ pub enum EventPayloadError {
     NotAnObject,
     /// A business date that is not a date.
     #[error(
-        "the event's {EVENT_BIZ_DATE} must be a date written YYYY-MM-DD, such as \"2024-01-15\"; got {0}"
+        "the event's {EVENT_BIZ_DATE} must be a date written YYYY-MM-DD from 0001-01-01 to 9999-12-31, such as \"2024-01-15\"; got {0}"
     )]
     BizDate(String),
 }
@@ -113,6 +113,7 @@ impl EventPayload {
                 NaiveDate::parse_from_str(&text, "%Y-%m-%d")
                     .ok()
                     .filter(|_| text.len() == 10)
+                    .and_then(|date| crate::biz_date::check(date).ok())
                     .ok_or(EventPayloadError::BizDate(format!("{text:?}")))?,
             ),
             Some(other) => return Err(EventPayloadError::BizDate(other.to_string())),
@@ -153,7 +154,9 @@ pub struct FireMsg {
     pub trigger_type: TriggerType,
     /// Scheduled instant (or trigger instant).
     pub logical_time: DateTime<Utc>,
-    /// Business date of the run.
+    /// Business date of the run: a fire outside the dates DataJump stores
+    /// does not decode, so the resolver ends it as poison.
+    #[serde(deserialize_with = "crate::biz_date::deserialize")]
     pub biz_date: NaiveDate,
     /// IANA zone the run's dates are read in (`$[…]` date parameters).
     #[serde(default = "default_time_zone")]
@@ -419,6 +422,7 @@ mod tests {
             br#"{"biz_date":"2024-01-15; rm -rf /"}"#,
             br#"{"biz_date":20240115}"#,
             br#"{"biz_date":null}"#,
+            br#"{"biz_date":"0000-06-01"}"#,
         ] {
             assert!(
                 matches!(EventPayload::parse(bad), Err(EventPayloadError::BizDate(_))),
@@ -426,6 +430,20 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn a_fire_dated_outside_the_stored_dates_does_not_decode() {
+        let mut fire = FireMsg::manual(
+            1,
+            Utc::now(),
+            NaiveDate::from_ymd_opt(2024, 1, 15).unwrap(),
+            Params::new(),
+        );
+        assert!(FireMsg::decode(&fire.encode()).is_ok());
+        fire.biz_date = NaiveDate::from_ymd_opt(-262_143, 1, 1).unwrap();
+        let err = FireMsg::decode(&fire.encode()).unwrap_err().to_string();
+        assert!(err.contains("0001-01-01 to 9999-12-31"), "{err}");
     }
 
     #[test]

@@ -1,11 +1,37 @@
 //! Validation of the two names users choose that end up in NATS subjects:
 //! queue names and event names (docs/ARCHITECTURE.md, "Subjects and streams");
 //! and of what any name may hold to be printed safely: no character that
-//! would change a terminal's display of the text around it.
+//! would change a terminal's display of the text around it. The bounds of
+//! the names a DAG file gives are here too, each the size of the column
+//! that stores it, in characters as PostgreSQL counts them (SQLite does not
+//! enforce sizes; docs/SECURITY.md, "Sizes and dates").
 
 use std::borrow::Cow;
 
 use thiserror::Error;
+
+/// Most characters of a DAG, task or schedule name, and of either part of
+/// an `other_dag/task` dependency or an `after:` DAG: the columns
+/// `dag.name`, `task.name`, `schedule.name`, `schedule.after_dag`,
+/// `task_dependency.parent_dag` and `parent_task` are `varchar(128)`.
+pub const MAX_NAME_CHARS: usize = 128;
+
+/// Most characters of a DAG's `owner`: `dag.owner` is `varchar(64)`.
+pub const MAX_OWNER_CHARS: usize = 64;
+
+/// Most characters of a cron expression: `schedule.cron_expr` is
+/// `varchar(128)`.
+pub const MAX_CRON_CHARS: usize = 128;
+
+/// Most characters of an event or dataset name, dots included:
+/// `dataset_event.dataset` is `varchar(255)` (`schedule.event_name` 256).
+pub const MAX_EVENT_CHARS: usize = 255;
+
+/// Whether `text` is at most `max` characters (not bytes: `夜间汇总` is 4).
+pub fn fits(text: &str, max: usize) -> bool {
+    // A string of `max` bytes or fewer has `max` characters or fewer.
+    text.len() <= max || text.chars().count() <= max
+}
 
 /// A user-chosen name that cannot be used in a subject.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -15,7 +41,8 @@ pub enum NameError {
     Queue(String),
     /// An event name whose dot-separated tokens are not all `[a-z0-9_-]{1,64}`.
     #[error(
-        "invalid event name '{0}': use dot-separated tokens of 1-64 characters from a-z, 0-9, '_' and '-'"
+        "invalid event name '{}': use dot-separated tokens of 1-64 characters from a-z, 0-9, '_' and '-', at most {MAX_EVENT_CHARS} characters in all",
+        shortened(.0)
     )]
     Event(String),
     /// An event name whose first token is a number, which its subject
@@ -71,16 +98,26 @@ pub fn validate_queue(name: &str) -> Result<(), NameError> {
     }
 }
 
+/// `text` as an error quotes it: its first 64 characters, then `…` when
+/// there were more, so an overlong name does not fill the answer.
+pub fn shortened(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(64) {
+        None => Cow::Borrowed(text),
+        Some((at, _)) => Cow::Owned(format!("{}…", &text[..at])),
+    }
+}
+
 /// Whether `name` is one or more `[a-z0-9_-]{1,64}` tokens joined by dots:
 /// a subject's tail (event and dataset names).
 pub fn is_dotted_tokens(name: &str) -> bool {
     name.split('.').all(is_token)
 }
 
-/// Checks an event name: one or more tokens joined by dots, the first not
-/// a number (see [`crate::subjects::Namespace::event`]).
+/// Checks an event name: one or more tokens joined by dots, at most
+/// [`MAX_EVENT_CHARS`] in all, the first not a number (see
+/// [`crate::subjects::Namespace::event`]).
 pub fn validate_event(name: &str) -> Result<(), NameError> {
-    if !is_dotted_tokens(name) {
+    if name.len() > MAX_EVENT_CHARS || !is_dotted_tokens(name) {
         return Err(NameError::Event(name.to_owned()));
     }
     if name
@@ -124,5 +161,27 @@ mod tests {
         for bad in ["", "a..b", ".a", "a.", "a.*", "a.>", "A", "7", "2024.ready"] {
             assert!(validate_event(bad).is_err(), "{bad:?} accepted");
         }
+        // 255 characters in all fit the column; 256 do not.
+        let long = |last: usize| {
+            [
+                "a".repeat(64),
+                "b".repeat(64),
+                "c".repeat(64),
+                "d".repeat(last),
+            ]
+            .join(".")
+        };
+        assert_eq!(long(60).len(), 255);
+        assert!(validate_event(&long(60)).is_ok());
+        let err = validate_event(&long(61)).unwrap_err().to_string();
+        assert!(err.contains("at most 255 characters in all"), "{err}");
+        assert!(err.len() < 300, "the name is shortened in the error: {err}");
+    }
+
+    #[test]
+    fn sizes_count_characters() {
+        assert!(fits(&"夜".repeat(128), 128));
+        assert!(!fits(&"夜".repeat(129), 128));
+        assert!(fits("", 0));
     }
 }

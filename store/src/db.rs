@@ -270,6 +270,34 @@ pub fn is_deadlock(err: &DbErr) -> bool {
     }
 }
 
+/// Whether the database refused the values a statement carries rather
+/// than the statement's moment: a date it cannot store, text longer than
+/// its column, a value it cannot read (PostgreSQL's SQLSTATE class 22,
+/// "data exception"; SQLite's TOOBIG, MISMATCH and RANGE), or a value the
+/// driver could not encode. The same statement fails again however often
+/// it is retried, so a message that leads to one ends instead of coming
+/// back (docs/SECURITY.md, "Sizes and dates").
+pub fn is_data_error(err: &DbErr) -> bool {
+    match err {
+        DbErr::Query(sea_orm::RuntimeErr::SqlxError(e))
+        | DbErr::Exec(sea_orm::RuntimeErr::SqlxError(e)) => {
+            matches!(**e, sea_orm::SqlxError::Encode(_))
+                || e.as_database_error()
+                    .and_then(|db| db.code())
+                    // A SQLSTATE is five characters; SQLite's codes are
+                    // numbers, the primary ones below 256.
+                    .is_some_and(|code| {
+                        if code.len() == 5 {
+                            code.starts_with("22")
+                        } else {
+                            matches!(code.as_ref(), "18" | "20" | "25")
+                        }
+                    })
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

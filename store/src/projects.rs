@@ -27,9 +27,9 @@ pub enum ProjectError {
     /// `create` with a name that is taken.
     #[error("a project named '{0}' already exists")]
     Exists(String),
-    /// A name outside `[A-Za-z0-9_.-]{1,64}`.
+    /// A name outside `[A-Za-z0-9_.-]{1,64}`, or of digits only.
     #[error(
-        "invalid project name '{0}': use 1-64 characters from letters, digits, '_', '-' and '.'"
+        "invalid project name '{0}': use 1-64 characters from letters, digits, '_', '-' and '.', not only digits (`--project 3` means project id 3)"
     )]
     InvalidName(String),
     /// No project has that id or name.
@@ -46,7 +46,7 @@ pub async fn create(
     name: &str,
     description: &str,
 ) -> Result<Model, ProjectError> {
-    if !crate::tokens::is_valid_name(name) {
+    if !is_project_name(name) {
         return Err(ProjectError::InvalidName(name.to_owned()));
     }
     if by_name(db, name).await?.is_some() {
@@ -81,6 +81,13 @@ pub async fn create(
     Err(error.map_or_else(|| ProjectError::Exists(name.to_owned()), ProjectError::Db))
 }
 
+/// Whether `name` may name a project: a token's name, and not digits only,
+/// since [`resolve`] reads digits as an id (a project named `7` could not
+/// be named; docs/DAG_FORMAT.md, "Rules").
+fn is_project_name(name: &str) -> bool {
+    crate::tokens::is_valid_name(name) && !name.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// Every project, by id.
 pub async fn list(db: &DatabaseConnection) -> Result<Vec<Model>, DbErr> {
     project::Entity::find()
@@ -110,4 +117,19 @@ pub async fn resolve(db: &DatabaseConnection, given: &str) -> Result<Model, Proj
         Err(_) => by_name(db, given).await?,
     };
     found.ok_or_else(|| ProjectError::NotFound(given.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_project_name_is_not_digits_only() {
+        for good in ["analytics", "team-7", "7a", "2024.q1"] {
+            assert!(is_project_name(good), "{good}");
+        }
+        for bad in ["7", "007", "", "a b", &"x".repeat(65)] {
+            assert!(!is_project_name(bad), "{bad}");
+        }
+    }
 }

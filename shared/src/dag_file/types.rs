@@ -98,11 +98,11 @@ pub struct ScheduleFile {
     /// IANA zone; default `DATAJUMP_TIMEZONE` or Asia/Shanghai.
     #[serde(default)]
     pub timezone: Option<String>,
-    /// First day it may fire.
-    #[serde(default)]
+    /// First day it may fire (0001-01-01 to 9999-12-31).
+    #[serde(default, deserialize_with = "crate::biz_date::deserialize_optional")]
     pub start_date: Option<NaiveDate>,
-    /// Last day it may fire.
-    #[serde(default)]
+    /// Last day it may fire (0001-01-01 to 9999-12-31).
+    #[serde(default, deserialize_with = "crate::biz_date::deserialize_optional")]
     pub end_date: Option<NaiveDate>,
     /// Paused when false.
     #[serde(default = "default_true")]

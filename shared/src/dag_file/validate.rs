@@ -5,7 +5,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{DagFile, DependencyFile, DependencyParts, TaskFile};
 use crate::content::{TaskContent, TaskType};
-use crate::naming::{validate_event, validate_queue};
+use crate::naming::{
+    MAX_CRON_CHARS, MAX_NAME_CHARS, MAX_OWNER_CHARS, fits, printable, shortened, validate_event,
+    validate_queue,
+};
 use datajump_cron::{CronExpr, parse_time_zone};
 
 impl DagFile {
@@ -24,8 +27,13 @@ impl DagFile {
         if !is_name(&self.name) {
             problems.push(format!(
                 "name '{}': {NAME_RULE}",
-                crate::naming::printable(&self.name)
+                printable(&shortened(&self.name))
             ));
+        }
+        if let Some(owner) = &self.owner
+            && !fits(owner, MAX_OWNER_CHARS)
+        {
+            problems.push(too_long("`owner`", owner, MAX_OWNER_CHARS));
         }
         if self.max_active_runs < 1 {
             problems.push(format!(
@@ -101,7 +109,10 @@ impl DagFile {
     fn schedule_problems(&self, problems: &mut Vec<String>) {
         let mut seen = BTreeSet::new();
         for (schedule, name) in self.schedules.iter().zip(self.schedule_names()) {
-            let at = format!("schedule '{name}'");
+            let at = format!("schedule '{}'", printable(&shortened(&name)));
+            if !is_name(&name) {
+                problems.push(format!("{at}: name {NAME_RULE}"));
+            }
             if !seen.insert(name.clone()) {
                 problems.push(format!("{at}: duplicate schedule name"));
             }
@@ -122,13 +133,16 @@ impl DagFile {
                     if !is_name(upstream) {
                         problems.push(format!(
                             "{at}: after '{}': {NAME_RULE}",
-                            crate::naming::printable(upstream)
+                            printable(&shortened(upstream))
                         ));
                     } else if *upstream == self.name {
                         problems.push(format!(
                             "{at}: after '{upstream}' is this DAG: a run would start the next for ever"
                         ));
                     }
+                }
+                (Some(cron), None, None) if !fits(cron, MAX_CRON_CHARS) => {
+                    problems.push(too_long(&format!("{at}: `cron`"), cron, MAX_CRON_CHARS));
                 }
                 (Some(cron), None, None) => match CronExpr::parse(cron) {
                     Err(e) => problems.push(format!("{at}: {e}")),
@@ -187,7 +201,7 @@ impl DagFile {
             problems.extend(alerts.problems());
         }
         for task in &self.tasks {
-            let at = format!("task '{}'", crate::naming::printable(&task.name));
+            let at = format!("task '{}'", printable(&shortened(&task.name)));
             if !is_name(&task.name) {
                 problems.push(format!("{at}: name {NAME_RULE}"));
             }
@@ -278,12 +292,20 @@ impl DagFile {
                 }
                 match dag {
                     Some(dag) if dag.is_empty() || parent.is_empty() => problems.push(format!(
-                        "{at}: dependency '{dag}/{parent}' must be 'other_dag/task'"
+                        "{at}: dependency '{}/{}' must be 'other_dag/task'",
+                        printable(&shortened(dag)),
+                        printable(&shortened(parent))
+                    )),
+                    Some(dag) if !is_name(dag) || !is_name(parent) => problems.push(format!(
+                        "{at}: dependency '{}/{}': a DAG or task name {NAME_RULE}",
+                        printable(&shortened(dag)),
+                        printable(&shortened(parent))
                     )),
                     Some(_) => {}
-                    None if !seen.contains_key(parent) => {
-                        problems.push(format!("{at}: depends on unknown task '{parent}'"))
-                    }
+                    None if !seen.contains_key(parent) => problems.push(format!(
+                        "{at}: depends on unknown task '{}'",
+                        printable(&shortened(parent))
+                    )),
                     None if parent == task.name && offset_day == 0 && !previous_run => {
                         problems.push(format!("{at}: depends on itself"))
                     }
@@ -428,17 +450,32 @@ impl TaskFile {
     }
 }
 
-/// What a DAG or task name may be, as the error says it.
-const NAME_RULE: &str =
-    "must be 1-128 characters without '/', control characters or direction overrides";
+/// What a DAG, task or schedule name may be, as the error says it.
+const NAME_RULE: &str = "must be 1-128 characters (not bytes), not only digits, without spaces at \
+     either end, '/', control characters or direction overrides";
 
-/// Whether `name` may name a DAG or a task: it is printed in terminals,
-/// logs and the UI, and is part of paths.
+/// Whether `name` may name a DAG, a task or a schedule: it is printed in
+/// terminals, logs and the UI, is part of paths, and is stored in a
+/// `varchar(128)` column ([`MAX_NAME_CHARS`] characters). A name of digits
+/// only is refused: it reads as an id (`/api/v1/dags/42`, `--project 42`
+/// take ids), so `42` would name two things; a name with spaces at either
+/// end, or only spaces, looks like another name or none (docs/DAG_FORMAT.md,
+/// "Rules").
 fn is_name(name: &str) -> bool {
     !name.is_empty()
-        && name.len() <= 128
+        && fits(name, MAX_NAME_CHARS)
+        && name.trim() == name
+        && !name.bytes().all(|b| b.is_ascii_digit())
         && !name.contains('/')
         && !name.chars().any(crate::naming::is_unprintable)
+}
+
+/// "`field` is N characters; at most MAX are stored".
+fn too_long(field: &str, value: &str, max: usize) -> String {
+    format!(
+        "{field} is {} characters; at most {max} are stored",
+        value.chars().count()
+    )
 }
 
 #[cfg(test)]
@@ -461,6 +498,80 @@ mod tests {
             ],
             "the offset edge is another instance, and the daily schedule fires"
         );
+    }
+
+    #[test]
+    fn names_are_counted_in_characters_and_may_not_be_blank_or_digits() {
+        assert!(NAME_RULE.starts_with(&format!("must be 1-{MAX_NAME_CHARS} characters")));
+        let quoted = |name: &str| serde_json::Value::from(name).to_string();
+        let dag = |name: &str| format!("name: {}\ntasks: []\n", quoted(name));
+        let problems = |text: &str| match DagFile::parse(text) {
+            Err(DagFileError::Invalid { problems, .. }) => problems,
+            other => panic!("not invalid: {other:?}"),
+        };
+        // 128 characters of three bytes each (384 bytes) fit; 129 do not.
+        assert!(DagFile::parse(&dag(&"夜".repeat(128))).is_ok());
+        assert!(problems(&dag(&"夜".repeat(129)))[0].ends_with(NAME_RULE));
+        for bad in ["   ", "\u{3000}", " etl", "etl ", "42", "007"] {
+            let found = problems(&dag(bad));
+            assert_eq!(found.len(), 1, "{bad:?}: {found:?}");
+            assert!(found[0].ends_with(NAME_RULE), "{bad:?}: {found:?}");
+        }
+        for good in ["etl 2", "42x", "v1.2", "夜间 汇总"] {
+            assert!(DagFile::parse(&dag(good)).is_ok(), "{good:?} refused");
+        }
+        let task = |name: &str| {
+            format!(
+                "name: d\ntasks:\n  - {{ name: {}, command: 'true' }}\n",
+                quoted(name)
+            )
+        };
+        assert!(DagFile::parse(&task(&"é".repeat(128))).is_ok());
+        assert!(problems(&task("1"))[0].starts_with("task '1': name must be"));
+        assert!(problems(&task(" "))[0].starts_with("task ' ': name must be"));
+    }
+
+    #[test]
+    fn sizes_past_their_columns_are_refused_at_parse() {
+        let cron = format!("0 0 2 * * ?{}", " ".repeat(200));
+        let text = format!(
+            "name: d\nowner: {owner}\nschedules:\n  - {{ name: {sched}, cron: '{cron}' }}\n  - {{ event: {event} }}\n  - {{ name: ok, after: {after} }}\ntasks:\n  - {{ name: a, command: 'true', depends_on: ['{dep}/t'] }}\n",
+            owner = "o".repeat(65),
+            sched = "s".repeat(129),
+            event = vec!["e".repeat(64); 4].join("."),
+            after = "u".repeat(129),
+            dep = "x".repeat(129),
+        );
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(&text) else {
+            panic!("invalid");
+        };
+        let all = problems.join("\n");
+        for needle in [
+            "`owner` is 65 characters; at most 64 are stored",
+            &format!(
+                "schedule '{}…': name must be 1-128 characters",
+                "s".repeat(64)
+            ),
+            "`cron` is 211 characters; at most 128 are stored",
+            "at most 255 characters in all",
+            &format!("after '{}…': must be 1-128", "u".repeat(64)),
+            &format!(
+                "dependency '{}…/t': a DAG or task name must be 1-128",
+                "x".repeat(64)
+            ),
+        ] {
+            assert!(all.contains(needle), "no {needle:?} in:\n{all}");
+        }
+        assert_eq!(problems.len(), 6, "{all}");
+        // At the bounds, all is stored.
+        let fits = format!(
+            "name: d\nowner: {}\nschedules:\n  - {{ name: {}, cron: '0 0 2 * * ?' }}\ntasks:\n  - {{ name: a, command: 'true', depends_on: ['{}/{}'] }}\n",
+            "ö".repeat(64),
+            "s".repeat(128),
+            "x".repeat(128),
+            "t".repeat(128)
+        );
+        DagFile::parse(&fits).expect("every size at its bound");
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod api;
 mod api_more;
 mod big_reads;
 mod bigdata;
+mod bounds;
 mod browser;
 mod catalog;
 mod cli;

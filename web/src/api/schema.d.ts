@@ -1013,7 +1013,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description Only this business date. */
+                    /** @description Only this business date (0001-01-01 to 9999-12-31). */
                     bizDate?: string | null;
                     /** @description 1-based page (default 1). */
                     page?: number | null;
@@ -3015,7 +3015,7 @@ export interface components {
         BackfillRequest: {
             /**
              * Format: date
-             * @description First business date (inclusive).
+             * @description First business date (inclusive), from 0001-01-01.
              */
             from: string;
             /**
@@ -3034,7 +3034,7 @@ export interface components {
             reprocess?: components["schemas"]["Reprocess"];
             /**
              * Format: date
-             * @description Last business date (inclusive).
+             * @description Last business date (inclusive), up to 9999-12-31.
              */
             to: string;
         };
@@ -3330,7 +3330,7 @@ export interface components {
                 enabled?: boolean;
                 /**
                  * Format: date
-                 * @description Last day it may fire.
+                 * @description Last day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 endDate?: string | null;
@@ -3367,7 +3367,7 @@ export interface components {
                 onUpdate?: "ignore" | "rerun";
                 /**
                  * Format: date
-                 * @description First day it may fire.
+                 * @description First day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 startDate?: string | null;
@@ -3680,7 +3680,7 @@ export interface components {
                 enabled?: boolean;
                 /**
                  * Format: date
-                 * @description Last day it may fire.
+                 * @description Last day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 endDate?: string | null;
@@ -3717,7 +3717,7 @@ export interface components {
                 onUpdate?: "ignore" | "rerun";
                 /**
                  * Format: date
-                 * @description First day it may fire.
+                 * @description First day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 startDate?: string | null;
@@ -4041,7 +4041,7 @@ export interface components {
                 enabled: boolean;
                 /**
                  * Format: date
-                 * @description Last day it may fire.
+                 * @description Last day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 endDate: string | null;
@@ -4078,7 +4078,7 @@ export interface components {
                 onUpdate?: "ignore" | "rerun";
                 /**
                  * Format: date
-                 * @description First day it may fire.
+                 * @description First day it may fire (0001-01-01 to 9999-12-31).
                  * @default null
                  */
                 startDate: string | null;
@@ -5325,7 +5325,7 @@ export interface components {
             enabled?: boolean | null;
             /**
              * Format: date
-             * @description Last day it may fire.
+             * @description Last day it may fire (0001-01-01 to 9999-12-31).
              * @default null
              */
             endDate?: string | null;
@@ -5347,7 +5347,7 @@ export interface components {
             name?: string | null;
             /**
              * Format: date
-             * @description First day it may fire.
+             * @description First day it may fire (0001-01-01 to 9999-12-31).
              * @default null
              */
             startDate?: string | null;
@@ -5968,7 +5968,8 @@ export interface components {
              * Format: date
              * @description Business date (default: the one a fire of the DAG's schedule would have now, under its
              *     zone and offset). The run's logical time is that date's scheduled fire
-             *     (docs/PARAMETERS.md "The logical time of a run").
+             *     (docs/PARAMETERS.md "The logical time of a run"). From 0001-01-01
+             *     to 9999-12-31, the dates DataJump stores.
              * @default null
              */
             bizDate?: string | null;

@@ -162,8 +162,12 @@ pub struct TriggerRequest {
     pub params: Option<Map<String, Value>>,
     /// Business date (default: the one a fire of the DAG's schedule would have now, under its
     /// zone and offset). The run's logical time is that date's scheduled fire
-    /// (docs/PARAMETERS.md "The logical time of a run").
-    #[serde(default)]
+    /// (docs/PARAMETERS.md "The logical time of a run"). From 0001-01-01
+    /// to 9999-12-31, the dates DataJump stores.
+    #[serde(
+        default,
+        deserialize_with = "datajump_shared::biz_date::deserialize_optional"
+    )]
     pub biz_date: Option<NaiveDate>,
 }
 
@@ -190,9 +194,11 @@ pub struct TriggerResponse {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BackfillRequest {
-    /// First business date (inclusive).
+    /// First business date (inclusive), from 0001-01-01.
+    #[serde(deserialize_with = "datajump_shared::biz_date::deserialize")]
     pub from: NaiveDate,
-    /// Last business date (inclusive).
+    /// Last business date (inclusive), up to 9999-12-31.
+    #[serde(deserialize_with = "datajump_shared::biz_date::deserialize")]
     pub to: NaiveDate,
     /// How many of the DAG's runs may be active while these runs start, in
     /// place of the DAG's `maxActiveRuns`, for these runs only (the DAG is

@@ -15,7 +15,11 @@ use serde_json::Value;
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecutionsQuery {
-    /// Only this business date.
+    /// Only this business date (0001-01-01 to 9999-12-31).
+    #[serde(
+        default,
+        deserialize_with = "datajump_shared::biz_date::deserialize_optional"
+    )]
     pub biz_date: Option<NaiveDate>,
     /// Only the task with this name.
     pub task: Option<String>,

@@ -58,11 +58,17 @@ pub struct ScheduleBody {
     /// IANA zone (default the API's zone).
     #[serde(default)]
     pub timezone: Option<String>,
-    /// First day it may fire.
-    #[serde(default)]
+    /// First day it may fire (0001-01-01 to 9999-12-31).
+    #[serde(
+        default,
+        deserialize_with = "datajump_shared::biz_date::deserialize_optional"
+    )]
     pub start_date: Option<NaiveDate>,
-    /// Last day it may fire.
-    #[serde(default)]
+    /// Last day it may fire (0001-01-01 to 9999-12-31).
+    #[serde(
+        default,
+        deserialize_with = "datajump_shared::biz_date::deserialize_optional"
+    )]
     pub end_date: Option<NaiveDate>,
     /// Missed-fire policy: `none`, `latest` or `all`.
     #[serde(default)]
