@@ -183,3 +183,134 @@ tasks:
         .expect("a test alert");
     assert_eq!(last.body["kind"], "test");
 });
+
+/// The alerts of `dag_id`, once every one has left PENDING and SENDING.
+async fn settled(env: &crate::harness::TestEnv, dag_id: i64, count: usize) -> Vec<alert::Model> {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let alerts = alert::Entity::find()
+            .filter(alert::Column::DagId.eq(dag_id))
+            .all(&env.db)
+            .await
+            .expect("alerts");
+        if alerts.len() == count
+            && alerts
+                .iter()
+                .all(|a| matches!(a.status, AlertState::Sent | AlertState::Failed))
+        {
+            return alerts;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "alerts not settled: {alerts:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+// #38 (medium 7): a webhook follows the rule HTTP tasks follow. Every form
+// of an address that reaches the API's listener is the API (here all on
+// loopback, so nothing leaves the host even before the fix), and a URL
+// holding a user name or password is refused when the DAG is created or
+// changed, with nothing stored.
+both_dbs!(
+    webhooks_follow_the_http_destination_rule,
+    |env| async move {
+        let api = crate::api::Api::start(&env, None).await;
+        let api_port: u16 = api
+            .base()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the API's port");
+        let (port, seen) = http_receiver(0);
+        let dag_with = |urls: &[String]| {
+            serde_json::json!({
+                "name": "hooked",
+                "alerts": { "webhooks": urls.iter().map(|url| serde_json::json!({ "url": url })).collect::<Vec<_>>() },
+                "tasks": [{ "name": "a", "command": "true" }],
+            })
+        };
+        let with_password = format!("http://user:pa55@127.0.0.1:{port}/hook");
+        api.post(
+            "/api/v1/dags",
+            dag_with(std::slice::from_ref(&with_password)),
+        )
+        .await
+        .expect_error(
+            400,
+            "BAD_REQUEST",
+            "webhooks[0]: the url carries a user name or password",
+        );
+        assert!(
+            datajump_store::catalog::dag_by_name(&env.db, "hooked")
+                .await
+                .is_err(),
+            "a DAG was stored"
+        );
+
+        let receiver = format!("http://127.0.0.1:{port}/hook");
+        let the_api = [
+            format!("http://0.0.0.0:{api_port}/api/v1/dags"),
+            format!("http://[::ffff:127.0.0.1]:{api_port}/api/v1/dags"),
+            format!("http://127.0.0.2:{api_port}/api/v1/dags"),
+            format!("http://[::]:{api_port}/api/v1/dags"),
+            format!("http://localhost:{api_port}/api/v1/dags"),
+        ];
+        let mut urls = vec![receiver.clone()];
+        urls.extend(the_api.iter().cloned());
+        let created = api.post("/api/v1/dags", dag_with(&urls)).await.expect(201);
+        let dag_id = created["id"].as_i64().expect("id");
+        api.put(
+            &format!("/api/v1/dags/{dag_id}"),
+            serde_json::json!({ "alerts": { "webhooks": [{ "url": with_password }] } }),
+        )
+        .await
+        .expect_error(
+            400,
+            "BAD_REQUEST",
+            "webhooks[0]: the url carries a user name or password",
+        );
+        let dag = datajump_store::catalog::dag_by_name(&env.db, "hooked")
+            .await
+            .expect("the DAG");
+        assert_eq!(
+            dag.alert_config
+                .as_ref()
+                .map(|c| c["webhooks"][0]["url"].clone()),
+            Some(serde_json::json!(receiver)),
+            "the refused change was stored"
+        );
+
+        // The ticker knows the API's address as `datajump ticker` would
+        // (DATAJUMP_API_URL).
+        let network = datajump_shared::network::NetworkPolicy::new(
+            Some(api.base()),
+            &[],
+            datajump_shared::network::Caller::Webhook,
+        )
+        .expect("a policy");
+        let _ticker = env.spawn_ticker_with(std::sync::Arc::new(network)).await;
+        datajump_store::alerts::record_test(&env.db, &dag, chrono::Utc::now())
+            .await
+            .expect("test alerts")
+            .expect("webhooks");
+        let alerts = settled(&env, dag_id, urls.len()).await;
+        for alert in &alerts {
+            let url = alert.target["url"].as_str().unwrap_or_default();
+            if url == receiver {
+                assert_eq!(alert.status, AlertState::Sent, "{alert:#?}");
+                continue;
+            }
+            assert_eq!(alert.status, AlertState::Failed, "{alert:#?}");
+            assert_eq!(alert.attempts, 1, "refused, not retried: {alert:#?}");
+            let error = alert.last_error.clone().unwrap_or_default();
+            assert!(
+                error.contains("alert webhooks may not call the DataJump API itself")
+                    && error.contains("on the ticker with --http-allow"),
+                "{url}: {error}"
+            );
+        }
+        assert_eq!(seen.lock().expect("requests").len(), 1);
+    }
+);
