@@ -314,3 +314,85 @@ both_dbs!(
         assert_eq!(seen.lock().expect("requests").len(), 1);
     }
 );
+
+// #38 (medium 7): the alerts of a deleted DAG are not retried. Deleting the
+// DAG removes them; one left by an earlier version (its DAG gone) ends
+// FAILED at its next attempt without being sent.
+both_dbs!(alerts_of_a_deleted_dag_stop_retrying, |env| async move {
+    // Always 500: every attempt asks for a retry.
+    let (port, seen) = http_receiver(usize::MAX);
+    let receiver = format!("http://127.0.0.1:{port}/hook");
+    env.apply(&format!(
+        r#"
+name: doomed
+alerts:
+  webhooks: [{{ url: "{receiver}" }}]
+tasks: [{{ name: a, command: "true" }}]
+"#
+    ))
+    .await;
+    let api = crate::api::Api::start(&env, None).await;
+    let _ticker = env.spawn_ticker().await;
+    let dag = datajump_store::catalog::dag_by_name(&env.db, "doomed")
+        .await
+        .expect("the DAG");
+    datajump_store::alerts::record_test(&env.db, &dag, chrono::Utc::now())
+        .await
+        .expect("test alert")
+        .expect("a webhook");
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while seen.lock().expect("requests").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "never sent");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    api.delete(&format!("/api/v1/dags/{}", dag.id))
+        .await
+        .expect(204);
+    let after = seen.lock().expect("requests").len();
+    // Retries come 2 then 4 seconds apart, in rounds every 2 seconds.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(
+        seen.lock().expect("requests").len(),
+        after,
+        "the alert of a deleted DAG was retried"
+    );
+    let left = alert::Entity::find()
+        .filter(alert::Column::DagId.eq(dag.id))
+        .all(&env.db)
+        .await
+        .expect("alerts");
+    assert!(left.is_empty(), "{left:#?}");
+
+    // An alert whose DAG is gone, as deletion left them before.
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+    let orphan = alert::ActiveModel {
+        dag_id: Set(dag.id + 1000),
+        kind: Set(datajump_shared::kinds::AlertKind::Test),
+        dedup_key: Set("orphan:1".to_owned()),
+        target: Set(serde_json::json!({ "url": receiver })),
+        payload: Set(serde_json::json!({ "kind": "test" })),
+        status: Set(AlertState::Pending),
+        attempts: Set(0),
+        next_attempt_at: Set(chrono::Utc::now()),
+        created_at: Set(chrono::Utc::now()),
+        ..Default::default()
+    }
+    .insert(&env.db)
+    .await
+    .expect("orphan alert");
+    let ended = settled(&env, orphan.dag_id, 1).await;
+    assert_eq!(ended[0].status, AlertState::Failed, "{ended:#?}");
+    assert_eq!(ended[0].attempts, 1, "{ended:#?}");
+    assert!(
+        ended[0]
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("was deleted")),
+        "{ended:#?}"
+    );
+    assert_eq!(
+        seen.lock().expect("requests").len(),
+        after,
+        "the orphan alert was sent"
+    );
+});
