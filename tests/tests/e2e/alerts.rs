@@ -11,6 +11,7 @@ use datajump_shared::entities::alert;
 use datajump_shared::kinds::AlertState;
 use datajump_store::secrets;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::json;
 
 use crate::harness::http_receiver;
 
@@ -143,7 +144,7 @@ tasks:
     );
     api.post(
         &format!("/api/v1/dags/{}/schedules", run.dag_id),
-        serde_json::json!({ "name": "nightly", "cronExpression": "0 0 3 * * ?" }),
+        json!({ "name": "nightly", "cronExpression": "0 0 3 * * ?" }),
     )
     .await
     .expect(201);
@@ -225,9 +226,10 @@ both_dbs!(
             .expect("the API's port");
         let (port, seen) = http_receiver(0);
         let dag_with = |urls: &[String]| {
-            serde_json::json!({
+            let hooks: Vec<_> = urls.iter().map(|url| json!({ "url": url })).collect();
+            json!({
                 "name": "hooked",
-                "alerts": { "webhooks": urls.iter().map(|url| serde_json::json!({ "url": url })).collect::<Vec<_>>() },
+                "alerts": { "webhooks": hooks },
                 "tasks": [{ "name": "a", "command": "true" }],
             })
         };
@@ -263,7 +265,7 @@ both_dbs!(
         let dag_id = created["id"].as_i64().expect("id");
         api.put(
             &format!("/api/v1/dags/{dag_id}"),
-            serde_json::json!({ "alerts": { "webhooks": [{ "url": with_password }] } }),
+            json!({ "alerts": { "webhooks": [{ "url": with_password }] } }),
         )
         .await
         .expect_error(
@@ -278,7 +280,7 @@ both_dbs!(
             dag.alert_config
                 .as_ref()
                 .map(|c| c["webhooks"][0]["url"].clone()),
-            Some(serde_json::json!(receiver)),
+            Some(json!(receiver)),
             "the refused change was stored"
         );
 
@@ -369,8 +371,8 @@ tasks: [{{ name: a, command: "true" }}]
         dag_id: Set(dag.id + 1000),
         kind: Set(datajump_shared::kinds::AlertKind::Test),
         dedup_key: Set("orphan:1".to_owned()),
-        target: Set(serde_json::json!({ "url": receiver })),
-        payload: Set(serde_json::json!({ "kind": "test" })),
+        target: Set(json!({ "url": receiver })),
+        payload: Set(json!({ "kind": "test" })),
         status: Set(AlertState::Pending),
         attempts: Set(0),
         next_attempt_at: Set(chrono::Utc::now()),
