@@ -388,6 +388,7 @@ impl<'b> System<'b> {
             shard: None,
             default_timezone: chrono_tz::UTC,
             retention: None,
+            network: std::sync::Arc::default(),
         };
         let resolver = datajump_resolver::Config {
             db,
@@ -416,7 +417,9 @@ impl<'b> System<'b> {
             task_env: Vec::new(),
             task_user: None,
             max_log_bytes: datajump_runner::executor::DEFAULT_MAX_LOG_BYTES,
-            http_allow: Vec::new(),
+            network: datajump::commands::roles::NetworkArgs {
+                http_allow: Vec::new(),
+            },
             metrics: MetricsArgs { metrics_addr: None },
         };
         for index in 0..runners.count {

@@ -121,17 +121,20 @@ impl Client {
     /// Records a test alert per webhook of `dag_name` and sends each one now
     /// (unless a ticker took it first, then waits for the ticker's attempt);
     /// returns the alerts as they ended.
-    pub async fn test_alerts(&self, dag_name: &str) -> Result<Vec<alert::Model>> {
+    pub async fn test_alerts(
+        &self,
+        dag_name: &str,
+        network: &std::sync::Arc<datajump_shared::network::NetworkPolicy>,
+    ) -> Result<Vec<alert::Model>> {
         let dag = catalog::dag_by_name(&self.db, dag_name).await?;
         let Some(recorded) = alerts::record_test(&self.db, &dag, Utc::now()).await? else {
             bail!("DAG {dag_name} has no alerts: add an `alerts:` block with webhooks to its file");
         };
         self.audit("alerts test", dag_name).await;
-        let client = datajump_ticker::alerts::http_client();
         let mut ended = Vec::with_capacity(recorded.len());
         for row in recorded {
             if alerts::take(&self.db, &row, Utc::now()).await? {
-                datajump_ticker::alerts::send_taken(&self.db, &client, &row).await?;
+                datajump_ticker::alerts::send_taken(&self.db, network, &row).await?;
             }
             let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
             loop {

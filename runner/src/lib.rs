@@ -75,7 +75,7 @@ pub struct Config {
     pub task_process: Arc<TaskProcess>,
     /// Where HTTP tasks may connect (`--http-allow`; the API's own address
     /// and metadata addresses are refused).
-    pub network: Arc<executor::NetworkPolicy>,
+    pub network: Arc<datajump_shared::network::NetworkPolicy>,
     /// The most bytes of a task's log kept in full (`--max-log-bytes`);
     /// the tail the database keeps always holds the last lines.
     pub max_log_bytes: u64,

@@ -17,13 +17,12 @@ use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, TimeZone, Utc};
 use datajump_migrations::{Migrator, MigratorTrait};
-use datajump_runner::executor::{
-    ExecContext, ExecOutcome, LogSink, NetworkPolicy, TaskProcess, execute,
-};
+use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, TaskProcess, execute};
 use datajump_shared::content::{TaskContent, TaskType};
 use datajump_shared::dag_file::DEFAULT_PROJECT;
 use datajump_shared::datasources::{DatasourceError, NewDatasource};
 use datajump_shared::kinds::DatasourceKind;
+use datajump_shared::network::{Caller, NetworkPolicy};
 use datajump_shared::params::ParamContext;
 use datajump_store::datasources;
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
@@ -1458,7 +1457,7 @@ async fn secret_headers_stay_on_their_host_and_encoded_echoes_are_masked() {
     assert_eq!(ran.outcome.exit_code(), Some(307), "{}", ran.log);
     assert!(
         ran.log
-            .contains("redirect to another host was not followed"),
+            .contains("redirect to another origin (scheme, host or port) was not followed"),
         "{}",
         ran.log
     );
@@ -1489,7 +1488,7 @@ async fn http_tasks_reach_neither_metadata_nor_the_api_itself() {
     let (addr, seen) = http_server().await;
     // This server plays the DataJump API.
     let api = format!("http://{addr}");
-    let policy = || NetworkPolicy::new(Some(&api), &[]).expect("a policy");
+    let policy = || NetworkPolicy::new(Some(&api), &[], Caller::HttpTask).expect("a policy");
     let invalid = |ran: &Ran, needle: &str| {
         assert!(
             matches!(&ran.outcome, ExecOutcome::Invalid(why) if why.contains(needle)),
@@ -1499,9 +1498,20 @@ async fn http_tasks_reach_neither_metadata_nor_the_api_itself() {
         );
     };
     let before = seen.0.lock().unwrap().len();
+    // The API's listener answers on every address of this host: each form
+    // of one is the API (before #38, all but the first two went through).
+    let port = addr.port();
     for url in [
         format!("{api}/status/200"),
-        format!("http://localhost:{}/status/200", addr.port()),
+        format!("http://localhost:{port}/status/200"),
+        format!("http://0.0.0.0:{port}/status/200"),
+        format!("http://0:{port}/status/200"),
+        format!("http://127.0.0.2:{port}/status/200"),
+        format!("http://127.1:{port}/status/200"),
+        format!("http://[::ffff:127.0.0.1]:{port}/status/200"),
+        format!("http://[::ffff:0.0.0.0]:{port}/status/200"),
+        format!("http://[::]:{port}/status/200"),
+        format!("http://[::1]:{port}/status/200"),
     ] {
         let ran = Run::new("HTTP", json!({ "url": url }))
             .network(policy())
@@ -1520,13 +1530,15 @@ async fn http_tasks_reach_neither_metadata_nor_the_api_itself() {
     assert_eq!(seen.0.lock().unwrap().len(), before, "a request went out");
 
     // Another service on the same host is fine, and so is the API when allowed.
-    let other = NetworkPolicy::new(Some("http://127.0.0.1:1"), &[]).expect("a policy");
+    let other =
+        NetworkPolicy::new(Some("http://127.0.0.1:1"), &[], Caller::HttpTask).expect("a policy");
     let ran = Run::new("HTTP", json!({ "url": format!("{api}/status/200") }))
         .network(other)
         .on(&s.db)
         .await;
     assert_success(&ran);
-    let allowed = NetworkPolicy::new(Some(&api), &["127.0.0.1".to_owned()]).expect("a policy");
+    let allowed = NetworkPolicy::new(Some(&api), &["127.0.0.1".to_owned()], Caller::HttpTask)
+        .expect("a policy");
     let ran = Run::new("HTTP", json!({ "url": format!("{api}/status/200") }))
         .network(allowed)
         .on(&s.db)

@@ -87,12 +87,26 @@ impl AlertConfig {
         }
         for (i, hook) in self.webhooks.iter().enumerate() {
             let at = format!("alerts.webhooks[{i}]");
-            match hook.url.split_once("://") {
-                Some(("http" | "https", rest)) if !rest.is_empty() => {}
-                Some((scheme, _)) => {
-                    problems.push(format!("{at}: url scheme '{scheme}' (use http or https)"))
+            match reqwest::Url::parse(&hook.url) {
+                Ok(url) if !matches!(url.scheme(), "http" | "https") => problems.push(format!(
+                    "{at}: url scheme '{}' (use http or https)",
+                    url.scheme()
+                )),
+                // Kept in the DAG, shown with every alert (API, `alerts
+                // list`) and sent on every redirect: a credential belongs in
+                // a header naming a secret (docs/SECURITY.md "HTTP
+                // destinations").
+                Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+                    problems.push(format!(
+                        "{at}: the url carries a user name or password \
+                         (scheme://user:PASSWORD@host): it would be stored in the DAG and shown \
+                         with every alert; store the credential with `datajump secret set NAME` \
+                         and send it in a header instead, e.g. Authorization: \
+                         \"Basic ${{secret:NAME}}\""
+                    ))
                 }
-                None => problems.push(format!("{at}: invalid url '{}'", hook.url)),
+                Ok(_) => {}
+                Err(e) => problems.push(format!("{at}: invalid url: {e}")),
             }
             let listed: BTreeSet<String> = hook
                 .secret_headers
@@ -142,5 +156,22 @@ mod tests {
             "{problems}"
         );
         assert!(serde_yaml_ng::from_str::<AlertConfig>("webhooks: []\nretries: 3\n").is_err());
+
+        for url in [
+            "https://user:pass@hooks.example/x",
+            "https://token@hooks.example/x",
+            "http://:pw@127.0.0.1:9/x",
+        ] {
+            let hooked = config(&format!("webhooks: [{{ url: '{url}' }}]\n"));
+            let problems = hooked.problems().join("\n");
+            assert!(
+                problems.contains("webhooks[0]: the url carries a user name or password"),
+                "{url}: {problems}"
+            );
+        }
+        let problems = config("webhooks: [{ url: 'http://' }]\n")
+            .problems()
+            .join("\n");
+        assert!(problems.contains("webhooks[0]: invalid url"), "{problems}");
     }
 }

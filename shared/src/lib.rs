@@ -14,7 +14,10 @@
 //! checked whole (every problem reported at once) before anything is
 //! stored. Nothing here opens a connection: reading and writing the catalog
 //! and configuration tables is `datajump-store`'s, changing a task's or a
-//! run's state is `datajump-engine`'s.
+//! run's state is `datajump-engine`'s. The one rule about connections that
+//! two roles must agree on, where HTTP tasks (runner) and alert webhooks
+//! (ticker) may connect, is [`network`]: its guard is their HTTP clients'
+//! resolver.
 
 pub mod access;
 pub mod alerts;
@@ -32,6 +35,7 @@ pub mod logs;
 pub mod messages;
 pub mod metrics;
 pub mod naming;
+pub mod network;
 pub mod outputs;
 pub mod params;
 pub mod plan;

@@ -357,6 +357,13 @@ pub enum Delivery {
         /// Why, for people (no secret values).
         error: String,
     },
+    /// It was not sent and never will be, so it is not retried: its DAG
+    /// was deleted, or its webhook is a destination alert webhooks may not
+    /// reach (docs/SECURITY.md "HTTP destinations").
+    Refused {
+        /// Why, for people.
+        error: String,
+    },
 }
 
 /// How a webhook that failed is tried again: 2 s doubling, at most 5 min,
@@ -377,8 +384,8 @@ pub fn retry_delay(attempts: i32) -> Duration {
 }
 
 /// Records the outcome of the attempt on `taken` (SENDING): SENT, or PENDING
-/// again after [`retry_delay`], or FAILED after [`MAX_ATTEMPTS`]. Returns the
-/// new status.
+/// again after [`retry_delay`], or FAILED after [`MAX_ATTEMPTS`] or at once
+/// when [`Delivery::Refused`]. Returns the new status.
 pub async fn record_delivery(
     db: &DatabaseConnection,
     taken: &alert::Model,
@@ -414,6 +421,12 @@ pub async fn record_delivery(
             } else {
                 AlertState::Pending
             }
+        }
+        Delivery::Refused { error } => {
+            update = update
+                .col_expr(alert::Column::LastError, Some(error.clone()).into())
+                .col_expr(alert::Column::ResponseStatus, Option::<i32>::None.into());
+            AlertState::Failed
         }
     };
     update

@@ -13,7 +13,8 @@
 //! instances whose message may have been lost and requeueing retries that
 //! are due — through the same conditional transitions as everyone else.
 //! (3) Alerts: it notices failures, timeouts and SLA misses of DAGs with
-//! webhooks and delivers them ([`alerts`]). (4) Retention ([`cleanup`]).
+//! webhooks and delivers them ([`alerts`]), to the destinations HTTP tasks
+//! may reach (`datajump_shared::network`). (4) Retention ([`cleanup`]).
 
 pub mod alerts;
 pub mod cleanup;
@@ -48,6 +49,10 @@ pub struct Config {
     pub default_timezone: Tz,
     /// Finished runs older than this are removed; `None` keeps everything.
     pub retention: Option<chrono::Duration>,
+    /// Where alert webhooks may connect: the rule HTTP tasks follow, with
+    /// the ticker's `--http-allow` and the API's address
+    /// (`datajump_shared::network`).
+    pub network: std::sync::Arc<datajump_shared::network::NetworkPolicy>,
 }
 
 /// Why the ticker stopped.
@@ -76,7 +81,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Tick
         cron_loop::run(&config, &bus, &fires_unseen, &shutdown),
         deadlines::run(&config, &bus, &shutdown),
         cleanup::run(&config, &bus, &shutdown),
-        alerts::run(&config.db, &shutdown),
+        alerts::run(&config.db, &config.network, &shutdown),
         suppressed::run(&config, &bus, fires_to_check, &shutdown),
     );
     cron.and(deadlines)?;

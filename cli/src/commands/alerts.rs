@@ -8,9 +8,11 @@ use anyhow::Result;
 use clap::Subcommand;
 use datajump_shared::entities::alert;
 use datajump_shared::kinds::AlertState;
+use datajump_shared::network::Caller;
 
 use crate::Global;
 use crate::client::Client;
+use crate::commands::roles::NetworkArgs;
 use crate::output::{out, table};
 
 /// Alert subcommands.
@@ -19,7 +21,10 @@ pub enum AlertsCommand {
     /// Send a test alert to each of a DAG's webhooks now and say how each went.
     ///
     /// Exits non-zero when a webhook did not accept it (a ticker keeps
-    /// retrying it with backoff, as it would a real alert).
+    /// retrying it with backoff, as it would a real alert). Webhooks follow
+    /// the ticker's rule: no link-local or cloud-metadata address and not
+    /// the DataJump API itself (--api / DATAJUMP_API_URL), unless
+    /// --http-allow names them.
     ///
     /// Example:
     ///   datajump alerts test nightly_orders
@@ -27,6 +32,9 @@ pub enum AlertsCommand {
     Test {
         /// The DAG's name.
         dag: String,
+        /// Where webhooks may connect beyond the rule.
+        #[command(flatten)]
+        network: NetworkArgs,
     },
     /// List a DAG's most recent alerts and their delivery.
     List {
@@ -42,8 +50,9 @@ pub enum AlertsCommand {
 pub async fn run(global: &Global, command: AlertsCommand) -> Result<ExitCode> {
     let client = Client::connect(global).await?;
     match command {
-        AlertsCommand::Test { dag } => {
-            let ended = client.test_alerts(&dag).await?;
+        AlertsCommand::Test { dag, network } => {
+            let network = network.policy(Some(&global.api_url), Caller::Webhook)?;
+            let ended = client.test_alerts(&dag, &network).await?;
             let mut all_sent = true;
             for alert in &ended {
                 all_sent &= alert.status == AlertState::Sent;

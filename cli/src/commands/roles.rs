@@ -11,6 +11,7 @@ use datajump_api::metrics::Probes;
 use datajump_cron::parse_time_zone;
 use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_shared::naming::validate_queue;
+use datajump_shared::network::{Caller, NetworkPolicy};
 use datajump_shared::subjects::Namespace;
 use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
@@ -30,9 +31,52 @@ pub struct TickerArgs {
     /// How long finished runs are kept.
     #[command(flatten)]
     pub retention: RetentionArgs,
+    /// Where alert webhooks may connect.
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// Where this process's own `/metrics` is served.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+}
+
+/// Where outgoing HTTP may connect beyond the rule (`runner` for HTTP
+/// tasks, `ticker` and `alerts test` for alert webhooks; `up` for both).
+#[derive(Args, Clone)]
+pub struct NetworkArgs {
+    /// Destinations HTTP tasks (on a runner) and alert webhooks (on a
+    /// ticker) may reach although they are refused otherwise: link-local or
+    /// cloud-metadata addresses (169.254.0.0/16, fe80::/10,
+    /// 100.100.100.200, fd00:ec2::254), or the DataJump API itself (any
+    /// address reaching its listener at its port, from DATAJUMP_API_URL /
+    /// --api: with a local API, every address of this host, 127.0.0.0/8,
+    /// 0.0.0.0, [::], [::ffff:127.0.0.1] included). Host names, addresses
+    /// or networks (10.0.0.0/8), comma-separated.
+    #[arg(
+        long,
+        env = "DATAJUMP_HTTP_ALLOW",
+        value_delimiter = ',',
+        value_name = "HOSTS"
+    )]
+    pub http_allow: Vec<String>,
+}
+
+impl NetworkArgs {
+    /// The policy for `caller` with the API at `api_url`.
+    ///
+    /// # Errors
+    ///
+    /// An `--http-allow` entry that is no name, address or network.
+    pub fn policy(
+        &self,
+        api_url: Option<&str>,
+        caller: Caller,
+    ) -> Result<std::sync::Arc<NetworkPolicy>> {
+        Ok(std::sync::Arc::new(NetworkPolicy::new(
+            api_url,
+            &self.http_allow,
+            caller,
+        )?))
+    }
 }
 
 /// Where a role serves Prometheus metrics (every role command, and `up`
@@ -111,17 +155,9 @@ pub struct RunnerArgs {
     /// The last 64 KiB are always kept in the database.
     #[arg(long, env = "DATAJUMP_MAX_LOG_BYTES", default_value_t = datajump_runner::executor::DEFAULT_MAX_LOG_BYTES, value_name = "BYTES")]
     pub max_log_bytes: u64,
-    /// Destinations HTTP tasks may reach although they are link-local or
-    /// cloud-metadata addresses, or the DataJump API itself, which are
-    /// refused otherwise: host names, addresses or networks (10.0.0.0/8),
-    /// comma-separated.
-    #[arg(
-        long,
-        env = "DATAJUMP_HTTP_ALLOW",
-        value_delimiter = ',',
-        value_name = "HOSTS"
-    )]
-    pub http_allow: Vec<String>,
+    /// Where HTTP tasks (and, under `up`, alert webhooks) may connect.
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// Here rather than beside each command so that `up`, which flattens
     /// these arguments, takes the flag once; it serves every role's metrics.
     /// Where this process's own `/metrics` is served.
@@ -330,13 +366,15 @@ fn parse_shard(shard: Option<&str>) -> Result<Option<(u64, u64)>> {
     }
 }
 
-/// The ticker's configuration from flags.
+/// The ticker's configuration from flags; `api_url` is the API's address,
+/// which alert webhooks may not call (unless `network` allows it).
 pub fn ticker_config(
     global: &Global,
-    db: DatabaseConnection,
-    nats: async_nats::Client,
+    (db, nats): (DatabaseConnection, async_nats::Client),
     shard: Option<&str>,
     retention: RetentionArgs,
+    network: &NetworkArgs,
+    api_url: Option<&str>,
 ) -> Result<datajump_ticker::Config> {
     Ok(datajump_ticker::Config {
         db,
@@ -346,6 +384,7 @@ pub fn ticker_config(
         shard: parse_shard(shard)?,
         default_timezone: parse_time_zone(&global.timezone)?,
         retention: retention.period(),
+        network: network.policy(api_url, Caller::Webhook)?,
     })
 }
 
@@ -382,10 +421,7 @@ pub fn runner_config(
             args.task_user.as_deref(),
         )?),
         max_log_bytes: args.max_log_bytes,
-        network: std::sync::Arc::new(datajump_runner::executor::NetworkPolicy::new(
-            api_url,
-            &args.http_allow,
-        )?),
+        network: args.network.policy(api_url, Caller::HttpTask)?,
     })
 }
 
@@ -457,10 +493,14 @@ fn runner_id() -> String {
 pub async fn ticker(global: &Global, args: TickerArgs) -> Result<ExitCode> {
     let config = ticker_config(
         global,
-        database(global).await?,
-        nats(global, "datajump-ticker").await?,
+        (
+            database(global).await?,
+            nats(global, "datajump-ticker").await?,
+        ),
         args.shard.as_deref(),
         args.retention,
+        &args.network,
+        Some(&global.api_url),
     )?;
     let probes = (config.db.clone(), config.nats.clone());
     let shutdown = shutdown_on_signal();

@@ -194,12 +194,14 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
 
     let shutdown = shutdown_on_signal();
     let mut roles = JoinSet::new();
+    let api_url = format!("http://{}", args.api_addr);
     let ticker = ticker_config(
         global,
-        db.clone(),
-        nats_client.clone(),
+        (db.clone(), nats_client.clone()),
         None,
         args.retention,
+        &args.runner.network,
+        Some(&api_url),
     )?;
     let resolver = datajump_resolver::Config {
         db: db.clone(),
@@ -209,7 +211,6 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         default_timezone: parse_time_zone(&global.timezone)?,
         concurrency: 16,
     };
-    let api_url = format!("http://{}", args.api_addr);
     let runner = runner_config(
         db.clone(),
         nats_client.clone(),

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use datajump_shared::content::{HttpContent, ScalarText};
+use datajump_shared::network::Guard;
 use datajump_shared::params::secret_names;
 use datajump_shared::secrets::{SecretError, is_credential_header};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -43,7 +44,8 @@ pub(super) async fn run(content: &HttpContent, ctx: &ExecContext, log: &LogSink)
         Ok(secrets) => secrets,
         Err(outcome) => return outcome,
     };
-    let request = match Request::from_content(content, ctx, &secrets) {
+    let guard = ctx.network.guard().await;
+    let request = match Request::from_content(content, ctx, &secrets, guard) {
         Ok(request) => request,
         Err(why) => return ExecOutcome::Invalid(why),
     };
@@ -76,8 +78,8 @@ struct Request {
     success: Option<BTreeSet<u16>>,
     timeout: Option<Duration>,
     secret: BTreeSet<String>,
-    /// Where it may connect.
-    network: std::sync::Arc<super::network::NetworkPolicy>,
+    /// Where it and its redirects may connect.
+    guard: std::sync::Arc<Guard>,
     /// Values of the secrets in the headers, in every form a server could
     /// echo them (as sent, JSON-escaped, percent-encoded, base64), longest
     /// first: masked wherever the log could show them.
@@ -132,6 +134,7 @@ impl Request {
         content: &HttpContent,
         ctx: &ExecContext,
         secrets: &BTreeMap<String, String>,
+        guard: std::sync::Arc<Guard>,
     ) -> Result<Request, String> {
         let text = |value: &str| ctx.text(value).map_err(|e| e.to_string());
         let url_text = text(&content.url)?;
@@ -142,8 +145,8 @@ impl Request {
                 url.scheme()
             ));
         }
-        if let Some(why) = ctx.network.url_problem(&url) {
-            return Err(why);
+        if let Some(why) = guard.url_problem(&url) {
+            return Err(why.to_string());
         }
         let method = match &content.method {
             None => Method::GET,
@@ -221,7 +224,7 @@ impl Request {
             success,
             timeout,
             secret,
-            network: ctx.network.clone(),
+            guard,
             secret_values: {
                 let mut forms: Vec<String> = secrets.values().flat_map(|s| echo_forms(s)).collect();
                 forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
@@ -244,12 +247,8 @@ impl Request {
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("datajump/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(30))
-            .dns_resolver(self.network.resolver())
-            .redirect(Self::redirect_policy(
-                &self.url,
-                carries_credentials,
-                self.network.clone(),
-            ));
+            .dns_resolver(self.guard.resolver())
+            .redirect(self.guard.redirect_policy(&self.url, carries_credentials));
         if let Some(timeout) = self.timeout {
             builder = builder.timeout(timeout);
         }
@@ -285,8 +284,9 @@ impl Request {
         }
         if carries_credentials && status.is_redirection() {
             log.line(
-                "[datajump] a redirect to another host was not followed: the request carries \
-                 credentials, which go only to the host the task names",
+                "[datajump] a redirect to another origin (scheme, host or port) was not \
+                 followed: the request carries credentials, which go only to the origin the \
+                 task names",
             );
         }
         log.line(&format!(
@@ -345,29 +345,6 @@ impl Request {
                 message,
             }
         }
-    }
-
-    /// Follows at most ten redirects, and for a request carrying credentials
-    /// only those to the host it was sent to: reqwest drops `Authorization`
-    /// and `Cookie` on a cross-host redirect but not an `X-Api-Key` or a
-    /// `secret_headers` entry, so such a redirect is not followed at all.
-    fn redirect_policy(
-        origin: &Url,
-        carries_credentials: bool,
-        network: std::sync::Arc<super::network::NetworkPolicy>,
-    ) -> reqwest::redirect::Policy {
-        let host = origin.host_str().map(str::to_owned);
-        reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() >= 10 {
-                attempt.error("too many redirects (more than 10)")
-            } else if let Some(why) = network.url_problem(attempt.url()) {
-                attempt.error(why)
-            } else if carries_credentials && attempt.url().host_str() != host.as_deref() {
-                attempt.stop()
-            } else {
-                attempt.follow()
-            }
-        })
     }
 
     /// `text` with every secret value replaced by `***`.

@@ -9,7 +9,6 @@
 
 mod find;
 mod http;
-pub mod network;
 mod process;
 mod python;
 mod sensor;
@@ -28,7 +27,6 @@ use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::log::{DEFAULT_MAX_LOG_BYTES, LogSink};
-pub use network::{InvalidAllow, NetworkPolicy};
 pub use sql::check_datasource;
 pub use task_process::{TaskProcess, TaskProcessError, TaskUser, protect_runner};
 
@@ -44,7 +42,7 @@ pub struct ExecContext {
     /// What task processes inherit from the runner, and as whom they run.
     pub process: Arc<TaskProcess>,
     /// Where HTTP tasks may connect.
-    pub network: Arc<NetworkPolicy>,
+    pub network: Arc<datajump_shared::network::NetworkPolicy>,
     /// The runner's lease: a task's process group is registered with it,
     /// to be killed if the lease lapses (see [`crate::lease`]).
     pub lease: Arc<crate::lease::Lease>,

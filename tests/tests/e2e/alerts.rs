@@ -11,6 +11,7 @@ use datajump_shared::entities::alert;
 use datajump_shared::kinds::AlertState;
 use datajump_store::secrets;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::json;
 
 use crate::harness::http_receiver;
 
@@ -143,7 +144,7 @@ tasks:
     );
     api.post(
         &format!("/api/v1/dags/{}/schedules", run.dag_id),
-        serde_json::json!({ "name": "nightly", "cronExpression": "0 0 3 * * ?" }),
+        json!({ "name": "nightly", "cronExpression": "0 0 3 * * ?" }),
     )
     .await
     .expect(201);
@@ -182,4 +183,218 @@ tasks:
         .cloned()
         .expect("a test alert");
     assert_eq!(last.body["kind"], "test");
+});
+
+/// The alerts of `dag_id`, once every one has left PENDING and SENDING.
+async fn settled(env: &crate::harness::TestEnv, dag_id: i64, count: usize) -> Vec<alert::Model> {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let alerts = alert::Entity::find()
+            .filter(alert::Column::DagId.eq(dag_id))
+            .all(&env.db)
+            .await
+            .expect("alerts");
+        if alerts.len() == count
+            && alerts
+                .iter()
+                .all(|a| matches!(a.status, AlertState::Sent | AlertState::Failed))
+        {
+            return alerts;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "alerts not settled: {alerts:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+// #38 (medium 7): a webhook follows the rule HTTP tasks follow. Every form
+// of an address that reaches the API's listener is the API (here all on
+// loopback, so nothing leaves the host even before the fix), and a URL
+// holding a user name or password is refused when the DAG is created or
+// changed, with nothing stored.
+both_dbs!(
+    webhooks_follow_the_http_destination_rule,
+    |env| async move {
+        let api = crate::api::Api::start(&env, None).await;
+        let api_port: u16 = api
+            .base()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the API's port");
+        let (port, seen) = http_receiver(0);
+        let dag_with = |urls: &[String]| {
+            let hooks: Vec<_> = urls.iter().map(|url| json!({ "url": url })).collect();
+            json!({
+                "name": "hooked",
+                "alerts": { "webhooks": hooks },
+                "tasks": [{ "name": "a", "command": "true" }],
+            })
+        };
+        let with_password = format!("http://user:pa55@127.0.0.1:{port}/hook");
+        api.post(
+            "/api/v1/dags",
+            dag_with(std::slice::from_ref(&with_password)),
+        )
+        .await
+        .expect_error(
+            400,
+            "BAD_REQUEST",
+            "webhooks[0]: the url carries a user name or password",
+        );
+        assert!(
+            datajump_store::catalog::dag_by_name(&env.db, "hooked")
+                .await
+                .is_err(),
+            "a DAG was stored"
+        );
+
+        let receiver = format!("http://127.0.0.1:{port}/hook");
+        let the_api = [
+            format!("http://0.0.0.0:{api_port}/api/v1/dags"),
+            format!("http://[::ffff:127.0.0.1]:{api_port}/api/v1/dags"),
+            format!("http://127.0.0.2:{api_port}/api/v1/dags"),
+            format!("http://[::]:{api_port}/api/v1/dags"),
+            format!("http://localhost:{api_port}/api/v1/dags"),
+        ];
+        let mut urls = vec![receiver.clone()];
+        urls.extend(the_api.iter().cloned());
+        let created = api.post("/api/v1/dags", dag_with(&urls)).await.expect(201);
+        let dag_id = created["id"].as_i64().expect("id");
+        api.put(
+            &format!("/api/v1/dags/{dag_id}"),
+            json!({ "alerts": { "webhooks": [{ "url": with_password }] } }),
+        )
+        .await
+        .expect_error(
+            400,
+            "BAD_REQUEST",
+            "webhooks[0]: the url carries a user name or password",
+        );
+        let dag = datajump_store::catalog::dag_by_name(&env.db, "hooked")
+            .await
+            .expect("the DAG");
+        assert_eq!(
+            dag.alert_config
+                .as_ref()
+                .map(|c| c["webhooks"][0]["url"].clone()),
+            Some(json!(receiver)),
+            "the refused change was stored"
+        );
+
+        // The ticker knows the API's address as `datajump ticker` would
+        // (DATAJUMP_API_URL).
+        let network = datajump_shared::network::NetworkPolicy::new(
+            Some(api.base()),
+            &[],
+            datajump_shared::network::Caller::Webhook,
+        )
+        .expect("a policy");
+        let _ticker = env.spawn_ticker_with(std::sync::Arc::new(network)).await;
+        datajump_store::alerts::record_test(&env.db, &dag, chrono::Utc::now())
+            .await
+            .expect("test alerts")
+            .expect("webhooks");
+        let alerts = settled(&env, dag_id, urls.len()).await;
+        for alert in &alerts {
+            let url = alert.target["url"].as_str().unwrap_or_default();
+            if url == receiver {
+                assert_eq!(alert.status, AlertState::Sent, "{alert:#?}");
+                continue;
+            }
+            assert_eq!(alert.status, AlertState::Failed, "{alert:#?}");
+            assert_eq!(alert.attempts, 1, "refused, not retried: {alert:#?}");
+            let error = alert.last_error.clone().unwrap_or_default();
+            assert!(
+                error.contains("alert webhooks may not call the DataJump API itself")
+                    && error.contains("on the ticker with --http-allow"),
+                "{url}: {error}"
+            );
+        }
+        assert_eq!(seen.lock().expect("requests").len(), 1);
+    }
+);
+
+// #38 (medium 7): the alerts of a deleted DAG are not retried. Deleting the
+// DAG removes them; one left by an earlier version (its DAG gone) ends
+// FAILED at its next attempt without being sent.
+both_dbs!(alerts_of_a_deleted_dag_stop_retrying, |env| async move {
+    // Always 500: every attempt asks for a retry.
+    let (port, seen) = http_receiver(usize::MAX);
+    let receiver = format!("http://127.0.0.1:{port}/hook");
+    env.apply(&format!(
+        r#"
+name: doomed
+alerts:
+  webhooks: [{{ url: "{receiver}" }}]
+tasks: [{{ name: a, command: "true" }}]
+"#
+    ))
+    .await;
+    let api = crate::api::Api::start(&env, None).await;
+    let _ticker = env.spawn_ticker().await;
+    let dag = datajump_store::catalog::dag_by_name(&env.db, "doomed")
+        .await
+        .expect("the DAG");
+    datajump_store::alerts::record_test(&env.db, &dag, chrono::Utc::now())
+        .await
+        .expect("test alert")
+        .expect("a webhook");
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while seen.lock().expect("requests").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "never sent");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    api.delete(&format!("/api/v1/dags/{}", dag.id))
+        .await
+        .expect(204);
+    let after = seen.lock().expect("requests").len();
+    // Retries come 2 then 4 seconds apart, in rounds every 2 seconds.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(
+        seen.lock().expect("requests").len(),
+        after,
+        "the alert of a deleted DAG was retried"
+    );
+    let left = alert::Entity::find()
+        .filter(alert::Column::DagId.eq(dag.id))
+        .all(&env.db)
+        .await
+        .expect("alerts");
+    assert!(left.is_empty(), "{left:#?}");
+
+    // An alert whose DAG is gone, as deletion left them before.
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+    let orphan = alert::ActiveModel {
+        dag_id: Set(dag.id + 1000),
+        kind: Set(datajump_shared::kinds::AlertKind::Test),
+        dedup_key: Set("orphan:1".to_owned()),
+        target: Set(json!({ "url": receiver })),
+        payload: Set(json!({ "kind": "test" })),
+        status: Set(AlertState::Pending),
+        attempts: Set(0),
+        next_attempt_at: Set(chrono::Utc::now()),
+        created_at: Set(chrono::Utc::now()),
+        ..Default::default()
+    }
+    .insert(&env.db)
+    .await
+    .expect("orphan alert");
+    let ended = settled(&env, orphan.dag_id, 1).await;
+    assert_eq!(ended[0].status, AlertState::Failed, "{ended:#?}");
+    assert_eq!(ended[0].attempts, 1, "{ended:#?}");
+    assert!(
+        ended[0]
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("was deleted")),
+        "{ended:#?}"
+    );
+    assert_eq!(
+        seen.lock().expect("requests").len(),
+        after,
+        "the orphan alert was sent"
+    );
 });

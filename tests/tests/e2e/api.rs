@@ -527,6 +527,15 @@ both_dbs!(api_dag_lifecycle_and_runs, |env| async move {
         "{:?}",
         log.headers
     );
+    // #38 (low): task output is never sniffed into HTML by a browser.
+    assert_eq!(
+        log.headers
+            .get("x-content-type-options")
+            .and_then(|v| v.to_str().ok()),
+        Some("nosniff"),
+        "{:?}",
+        log.headers
+    );
     assert!(log.text.contains("hello from-the-api"), "{}", log.text);
     assert!(
         log.text

@@ -491,8 +491,22 @@ impl TestEnv {
         )
     }
 
-    /// Starts a ticker.
+    /// Starts a ticker that knows no API address.
     pub async fn spawn_ticker(&self) -> Role {
+        let network = datajump_shared::network::NetworkPolicy::new(
+            None,
+            &[],
+            datajump_shared::network::Caller::Webhook,
+        )
+        .expect("a policy");
+        self.spawn_ticker_with(std::sync::Arc::new(network)).await
+    }
+
+    /// Starts a ticker whose webhooks follow `network`.
+    pub async fn spawn_ticker_with(
+        &self,
+        network: std::sync::Arc<datajump_shared::network::NetworkPolicy>,
+    ) -> Role {
         let name = self.next_name("ticker");
         let (db, nats) = self.role_connections(&name).await;
         let config = datajump_ticker::Config {
@@ -503,6 +517,7 @@ impl TestEnv {
             shard: None,
             default_timezone: chrono_tz::Asia::Shanghai,
             retention: None,
+            network,
         };
         self.spawn_role(name, |token| datajump_ticker::run(config, token))
     }

@@ -17,7 +17,7 @@ use chrono::{NaiveDate, Utc};
 use datajump_cron::parse_time_zone;
 use datajump_engine::{OperatorError, ResetScope};
 use datajump_shared::entities::{
-    dag, dag_run, execution, schedule, task, task_dependency, task_instance,
+    alert, dag, dag_run, execution, schedule, task, task_dependency, task_instance,
 };
 use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
@@ -391,6 +391,14 @@ pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> R
         .await?;
     schedule::Entity::delete_many()
         .filter(schedule::Column::DagId.eq(dag_id))
+        .exec(&txn)
+        .await?;
+    // Its alerts go with it: one still due would be retried for a DAG that
+    // is gone, and a DAG given its id later (SQLite reuses ids) would list
+    // them and lend them its project's secrets (docs/SECURITY.md "HTTP
+    // destinations"; a ticker also ends any it finds without a DAG).
+    alert::Entity::delete_many()
+        .filter(alert::Column::DagId.eq(dag_id))
         .exec(&txn)
         .await?;
     dag::Entity::delete_by_id(dag_id).exec(&txn).await?;

@@ -225,6 +225,9 @@ pub async fn log(
     Ok((
         [
             (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_owned()),
+            // A task writes the log: a browser must not sniff it into HTML
+            // or script (docs/SECURITY.md, "The API and browsers").
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
             (
                 header::HeaderName::from_static("x-datajump-attempt"),
                 exec.attempt.to_string(),

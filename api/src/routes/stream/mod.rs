@@ -46,6 +46,12 @@ fn sse(state: &AppState, events: impl Stream<Item = Event> + Send + 'static) -> 
     response
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    // Events carry what tasks print: never sniffed into HTML or script
+    // (docs/SECURITY.md, "The API and browsers").
+    response.headers_mut().insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     response
 }
 
