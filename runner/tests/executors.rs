@@ -125,6 +125,13 @@ impl Run {
         self
     }
 
+    /// Parameters a trigger gave, held to the rules for untrusted values.
+    fn triggered(mut self, extra: &[(&str, &str)]) -> Run {
+        self.params = params(extra);
+        self.params.untrusted = extra.iter().map(|(k, _)| (*k).to_owned()).collect();
+        self
+    }
+
     fn timeout(mut self, timeout: Duration) -> Run {
         self.timeout = timeout;
         self
@@ -865,6 +872,71 @@ async fn sqlite_script_with_a_trigger_body() {
         .await;
     failed_message(&ran);
     assert!(!dir.path().join("nope.db").exists());
+}
+
+/// A file sensor looks in the runner's process, with the runner's rights:
+/// a trigger must not point it elsewhere, and it may find only what its
+/// task user could see (docs/SECURITY.md, "Task processes").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_sensor_sees_only_what_its_task_would() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = scheduler().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path();
+    let mode = |path: &std::path::Path, bits: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).expect("chmod");
+    };
+    mode(root, 0o755);
+    for (folder, bits) in [("public", 0o755), ("private", 0o700)] {
+        std::fs::create_dir(root.join(folder)).expect("folder");
+        std::fs::write(root.join(folder).join("_SUCCESS"), b"").expect("marker");
+        mode(&root.join(folder), bits);
+    }
+    let sensor =
+        |pattern: String| Run::new("SENSOR", json!({ "file": pattern, "mode": "reschedule" }));
+
+    // A trigger's value fills one part of the path, and no more.
+    for attack in ["../private", "/etc", "*", "pub[l]ic", ".."] {
+        let ran = sensor(format!("{}/${{folder}}/_SUCCESS", root.display()))
+            .triggered(&[("folder", attack)])
+            .on(&s.db)
+            .await;
+        assert!(
+            invalid_message(&ran).contains("can only fill one part of a file sensor's path"),
+            "{attack}: {:?}",
+            ran.outcome
+        );
+    }
+    let ran = sensor(format!("{}/${{folder}}/_SUCCESS", root.display()))
+        .triggered(&[("folder", "public")])
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
+
+    if !nix::unistd::Uid::effective().is_root() {
+        return;
+    }
+    let as_nobody = || TaskProcess::new(&[], Some("nobody")).expect("the nobody user");
+    for pattern in [
+        format!("{}/private/_SUCCESS", root.display()),
+        format!("{}/private/*", root.display()),
+        format!("{}/*/_SUCCESS", root.display()).replace("/*/", "/priv*/"),
+    ] {
+        let ran = sensor(pattern.clone()).process(as_nobody()).on(&s.db).await;
+        assert!(
+            matches!(ran.outcome, ExecOutcome::NotReady(_)),
+            "{pattern}: the task user cannot see into private/: {:?}\n{}",
+            ran.outcome,
+            ran.log
+        );
+        // The runner itself (root) finds it: the check is the task user's.
+        assert_success(&sensor(pattern).on(&s.db).await);
+    }
+    let ran = sensor(format!("{}/pub*/_SUCCESS", root.display()))
+        .process(as_nobody())
+        .on(&s.db)
+        .await;
+    assert_success(&ran);
 }
 
 /// A SQLite datasource runs inside the runner, which can open DataJump's

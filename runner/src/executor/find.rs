@@ -9,12 +9,16 @@
 //! without end and hold a thread past every timeout. The walk starts at the
 //! pattern's longest literal prefix and stops at the first match, at
 //! [`MAX_ENTRIES`] entries or at its deadline; it runs on a blocking
-//! thread (docs/SECURITY.md, "Task processes").
+//! thread (docs/SECURITY.md, "Task processes"). With a task user, the walk
+//! passes only through folders that user may pass through and lists only
+//! those it may list, so a sensor learns nothing its task could not.
 
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use glob::{MatchOptions, Pattern, PatternError};
+
+use super::task_process::{ModeBits, TaskUser};
 
 /// The most directory entries one check looks at.
 pub const MAX_ENTRIES: usize = 100_000;
@@ -32,27 +36,53 @@ pub enum Looked {
     GaveUp(usize),
 }
 
-/// Looks for a path matching `pattern`, with the budget of [`MAX_ENTRIES`]
-/// and [`MAX_TIME`], on a blocking thread.
-pub async fn first_match(pattern: &str) -> Result<Looked, PatternError> {
+/// Looks for a path matching `pattern` that `viewer` (the task user, if
+/// any) could see, with the budget of [`MAX_ENTRIES`] and [`MAX_TIME`], on
+/// a blocking thread.
+pub async fn first_match(pattern: &str, viewer: Option<&TaskUser>) -> Result<Looked, PatternError> {
     let pattern = pattern.to_owned();
+    let viewer = viewer.cloned();
     let deadline = Instant::now() + MAX_TIME;
-    tokio::task::spawn_blocking(move || look(&pattern, MAX_ENTRIES, deadline))
+    tokio::task::spawn_blocking(move || look(&pattern, viewer.as_ref(), MAX_ENTRIES, deadline))
         .await
         .unwrap_or(Ok(Looked::Nothing))
 }
 
+/// Whether `viewer` may use folder `dir` for `bits`; anyone may without a
+/// viewer.
+fn may(viewer: Option<&TaskUser>, dir: &Path, bits: ModeBits) -> bool {
+    viewer.is_none_or(|user| {
+        std::fs::metadata(dir).is_ok_and(|metadata| user.permits(&metadata, bits))
+    })
+}
+
+/// Whether `viewer` may pass through every folder above `path`.
+fn may_reach(viewer: Option<&TaskUser>, path: &Path) -> bool {
+    path.ancestors()
+        .skip(1)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .all(|dir| may(viewer, dir, ModeBits::Search))
+}
+
 /// [`first_match`] on this thread, with its budget given.
-pub fn look(pattern: &str, max_entries: usize, deadline: Instant) -> Result<Looked, PatternError> {
+pub fn look(
+    pattern: &str,
+    viewer: Option<&TaskUser>,
+    max_entries: usize,
+    deadline: Instant,
+) -> Result<Looked, PatternError> {
     let compiled = Pattern::new(pattern)?;
     let (root, rest) = literal_prefix(pattern);
     if rest == 0 {
         // No glob characters: the path itself (a link to it counts, as a
         // shell's expansion counts it).
         return Ok(match std::fs::metadata(&root) {
-            Ok(_) => Looked::Found(root),
-            Err(_) => Looked::Nothing,
+            Ok(_) if may_reach(viewer, &root) => Looked::Found(root),
+            Ok(_) | Err(_) => Looked::Nothing,
         });
+    }
+    if !may_reach(viewer, &root) || !may(viewer, &root, ModeBits::List) {
+        return Ok(Looked::Nothing);
     }
     // `*` never crosses a `/`, as in a shell; only `**` descends.
     let options = MatchOptions {
@@ -64,17 +94,24 @@ pub fn look(pattern: &str, max_entries: usize, deadline: Instant) -> Result<Look
     } else {
         rest
     };
-    let walk = walkdir::WalkDir::new(&root)
+    let mut walk = walkdir::WalkDir::new(&root)
         .follow_links(false)
         .min_depth(1)
-        .max_depth(depth);
-    for (seen, entry) in walk.into_iter().enumerate() {
+        .max_depth(depth)
+        .into_iter();
+    let mut seen = 0;
+    while let Some(entry) = walk.next() {
         if seen >= max_entries || Instant::now() >= deadline {
             return Ok(Looked::GaveUp(seen));
         }
+        seen += 1;
         let Ok(entry) = entry else { continue };
         if compiled.matches_path_with(entry.path(), options) {
             return Ok(Looked::Found(entry.into_path()));
+        }
+        // A folder the viewer may not list is seen, but not looked into.
+        if entry.file_type().is_dir() && !may(viewer, entry.path(), ModeBits::List) {
+            walk.skip_current_dir();
         }
     }
     Ok(Looked::Nothing)
@@ -111,7 +148,7 @@ mod tests {
     }
 
     fn looked(pattern: &str, max_entries: usize, deadline: Instant) -> Looked {
-        look(pattern, max_entries, deadline).expect("a valid pattern")
+        look(pattern, None, max_entries, deadline).expect("a valid pattern")
     }
 
     #[test]
@@ -162,6 +199,6 @@ mod tests {
 
     #[test]
     fn a_pattern_that_is_not_a_glob_is_an_error() {
-        assert!(look("/data/[z-a", 10, later()).is_err());
+        assert!(look("/data/[z-a", None, 10, later()).is_err());
     }
 }

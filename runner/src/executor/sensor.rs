@@ -17,7 +17,10 @@ use datajump_shared::datasets::OutputDecl;
 use datajump_shared::entities::{dag, dataset_event, task_instance};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 
+use datajump_shared::params::Mode;
+
 use super::find::{self, Looked};
+use super::task_process::{Access, TaskUser};
 use super::{ExecContext, ExecOutcome, LogSink, http, sql};
 
 /// What one check found.
@@ -151,11 +154,29 @@ async fn once(
             other => Err(other),
         },
         SensorCheck::File(pattern) => {
-            let pattern = ctx.text(pattern).map_err(invalid)?;
-            let looked = find::first_match(&pattern).await.map_err(|e| {
+            let pattern = ctx
+                .params
+                .substitute(pattern, Mode::Path)
+                .map_err(invalid)?;
+            let user = ctx.process.user();
+            let looked = find::first_match(&pattern, user).await.map_err(|e| {
                 ExecOutcome::Invalid(format!("'file': '{pattern}' is not a path or glob: {e}"))
             })?;
             Ok(match looked {
+                // The walk read mode bits; the kernel, as the task user, has
+                // the last word (ACLs, other mounts).
+                Looked::Found(path)
+                    if !ctx
+                        .process
+                        .user_may(Access::Exists, &path)
+                        .await
+                        .unwrap_or(false) =>
+                {
+                    Found::Missing(format!(
+                        "nothing the task user '{}' can see matches {pattern}",
+                        user.map_or("?", TaskUser::name)
+                    ))
+                }
                 Looked::Found(path) => Found::Ready(format!("{} exists", path.display())),
                 Looked::Nothing => Found::Missing(format!("nothing matches {pattern}")),
                 Looked::GaveUp(entries) => Found::Missing(format!(

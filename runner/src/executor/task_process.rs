@@ -48,6 +48,8 @@ pub struct TaskUser {
     name: String,
     uid: u32,
     gid: u32,
+    /// Every group the user is in, the primary one included.
+    groups: Vec<u32>,
     home: OsString,
 }
 
@@ -66,11 +68,43 @@ impl TaskUser {
     pub fn gid(&self) -> u32 {
         self.gid
     }
+
+    /// Whether the user may `access` a file of `metadata` by its mode bits
+    /// (owner, then group, then others, as the kernel decides; ACLs are
+    /// not read, so [`TaskProcess::user_may`] has the last word).
+    pub fn permits(&self, metadata: &std::fs::Metadata, access: ModeBits) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        if self.uid == 0 {
+            return true;
+        }
+        let mode = metadata.mode();
+        let shift = if metadata.uid() == self.uid {
+            6
+        } else if self.groups.contains(&metadata.gid()) {
+            3
+        } else {
+            0
+        };
+        let wanted = access as u32;
+        (mode >> shift) & wanted == wanted
+    }
+}
+
+/// Permission bits a look through the file system needs, as `rwx` counts
+/// them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModeBits {
+    /// Pass through a folder (`x`).
+    Search = 0o1,
+    /// List a folder (`r` and `x`).
+    List = 0o5,
 }
 
 /// What a task would do with a file the runner opens on its behalf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
+    /// See that it exists.
+    Exists,
     /// Read it.
     Read,
     /// Read and write it.
@@ -81,6 +115,7 @@ impl Access {
     /// The access in words, for errors.
     pub fn verb(self) -> &'static str {
         match self {
+            Access::Exists => "see",
             Access::Read => "read",
             Access::ReadWrite => "read and write",
         }
@@ -148,6 +183,7 @@ impl TaskProcess {
         let user = user
             .map(|name| match nix::unistd::User::from_name(name) {
                 Ok(Some(found)) => Ok(TaskUser {
+                    groups: groups_of(&found),
                     name: found.name,
                     uid: found.uid.as_raw(),
                     gid: found.gid.as_raw(),
@@ -203,14 +239,12 @@ impl TaskProcess {
             return Ok(true);
         }
         let mut test = tokio::process::Command::new(&self.setpriv);
-        test.args(self.setpriv_args())
-            .arg("--")
-            .arg("test")
-            .arg("-r")
-            .arg(path);
-        if access == Access::ReadWrite {
-            test.arg("-a").arg("-w").arg(path);
-        }
+        test.args(self.setpriv_args()).arg("--").arg("test");
+        match access {
+            Access::Exists => test.arg("-e").arg(path),
+            Access::Read => test.arg("-r").arg(path),
+            Access::ReadWrite => test.arg("-r").arg(path).arg("-a").arg("-w").arg(path),
+        };
         let status = test
             .env_clear()
             .envs(self.inherited())
@@ -233,6 +267,18 @@ impl TaskProcess {
             ],
         }
     }
+}
+
+/// The groups `user` is in (as `--init-groups` gives its processes); the
+/// primary one alone when the group database cannot be read.
+fn groups_of(user: &nix::unistd::User) -> Vec<u32> {
+    std::ffi::CString::new(user.name.as_bytes())
+        .ok()
+        .and_then(|name| nix::unistd::getgrouplist(&name, user.gid).ok())
+        .map_or_else(
+            || vec![user.gid.as_raw()],
+            |groups| groups.iter().map(|g| g.as_raw()).collect(),
+        )
 }
 
 /// The allow-listed variables of this process, plus `pass`.

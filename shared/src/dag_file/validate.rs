@@ -377,7 +377,7 @@ impl TaskFile {
             Mode::Script(ScriptLang::Python) => {
                 "read os.environ[\"<ENV>\"] or write ${<NAME>:python}"
             }
-            Mode::Sql(_) | Mode::Text => {
+            Mode::Sql(_) | Mode::Text | Mode::Path => {
                 "only a number or a date goes in bare; write ${<NAME>:literal} or ${<NAME>:ident} for any value"
             }
         };

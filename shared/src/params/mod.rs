@@ -101,6 +101,11 @@ pub enum Mode {
     /// SQL for the given dialect: bare values must be plain (untrusted
     /// ones: numbers and dates), others quoted.
     Sql(SqlDialect),
+    /// A path or glob a file sensor looks for: trusted values go in as
+    /// they are; an untrusted one only as one plain path component (no
+    /// `/`, not `.` or `..`, no glob character), so a trigger cannot point
+    /// the sensor at another folder or widen its pattern.
+    Path,
 }
 
 /// Why a text could not be substituted. Every variant names the placeholder
@@ -194,6 +199,16 @@ pub enum ParamError {
     /// writes would close the ones around it ([`misplaced_forms`]).
     #[error("{0}")]
     MisplacedQuote(Misplaced),
+    /// In a file sensor's path, a value from a trigger or an event that is
+    /// not one plain path component.
+    #[error(
+        "parameter ${{{name}}} comes from a trigger or an event and can only fill one part of a \
+         file sensor's path: a value without '/', '..', NUL or glob characters (* ? [ ] {{ }} \\)"
+    )]
+    UntrustedPathValue {
+        /// The parameter's name.
+        name: String,
+    },
     /// A value to be quoted into SQL contains a NUL character, which no
     /// dialect accepts inside a literal or identifier.
     #[error("parameter ${{{name}}} contains a NUL character, which cannot be quoted into SQL")]
@@ -286,7 +301,7 @@ impl ParamContext {
         let builtins = self.builtins();
         let lang = match mode {
             Mode::Script(lang) => Some(lang),
-            Mode::Text | Mode::Sql(_) => None,
+            Mode::Text | Mode::Sql(_) | Mode::Path => None,
         };
         let mut out = String::with_capacity(text.len());
         // In a script: each quoting form's name, line in `text`, and where
@@ -428,6 +443,12 @@ impl ParamContext {
             };
         match (mode, quote) {
             (Mode::Text, _) => Ok(value.to_string()),
+            (Mode::Path, _) if untrusted && !is_path_component(value) => {
+                Err(ParamError::UntrustedPathValue {
+                    name: name.to_string(),
+                })
+            }
+            (Mode::Path, _) => Ok(value.to_string()),
             (Mode::Script(lang), None) if untrusted => Err(ParamError::UntrustedInScript {
                 name: name.to_string(),
                 env: format!("${}", env_name(name)),
@@ -643,6 +664,18 @@ fn is_plain(value: &str) -> bool {
     value
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
+}
+
+/// A value that stays one component of a path and matches only itself in a
+/// glob: not empty, not `.` or `..`, and without `/`, NUL or a glob
+/// character.
+fn is_path_component(value: &str) -> bool {
+    !value.is_empty()
+        && value != "."
+        && value != ".."
+        && !value
+            .chars()
+            .any(|c| matches!(c, '/' | '\0' | '*' | '?' | '[' | ']' | '{' | '}' | '\\'))
 }
 
 /// A value that cannot change a statement it is pasted into: a number
@@ -946,6 +979,42 @@ mod tests {
         assert_eq!(
             ctx.substitute("select * from t_${region}", pg).unwrap(),
             "select * from t_eu-west"
+        );
+    }
+
+    #[test]
+    fn untrusted_values_fill_one_path_component_only() {
+        let mut ctx = triggered();
+        for attack in [
+            "../../etc",
+            "/etc/passwd",
+            "..",
+            ".",
+            "*",
+            "a?c",
+            "[ab]",
+            "{a,b}",
+            "a\\*",
+            "",
+            "x\0y",
+        ] {
+            ctx.params.insert("id".into(), attack.into());
+            assert_eq!(
+                ctx.substitute("/data/in/${id}/_SUCCESS", Mode::Path),
+                Err(ParamError::UntrustedPathValue { name: "id".into() }),
+                "{attack:?} went into the path"
+            );
+        }
+        assert_eq!(
+            ctx.substitute("/data/${day}/part-${n}.csv", Mode::Path)
+                .unwrap(),
+            "/data/2024-03-31/part-42.csv"
+        );
+        // Written in the DAG file, a value may hold a path.
+        ctx.params.insert("root".into(), "/data/in/*".into());
+        assert_eq!(
+            ctx.substitute("${root}/_SUCCESS", Mode::Path).unwrap(),
+            "/data/in/*/_SUCCESS"
         );
     }
 
