@@ -874,6 +874,42 @@ async fn sqlite_script_with_a_trigger_body() {
     assert!(!dir.path().join("nope.db").exists());
 }
 
+/// A task that leaves a daemon behind holding its output (`setsid`, out of
+/// the task's process group) ends when its own process does, not at its
+/// timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_holding_the_output_does_not_keep_the_task_running() {
+    let s = scheduler().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let pid_file = dir.path().join("daemon.pid");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; while true; do echo tick; sleep 0.1; done' &\nsleep 0.3\necho done",
+        pid_file.display()
+    );
+    let ran = Run::new("SHELL", json!({ "command": script }))
+        .timeout(Duration::from_secs(60))
+        .on(&s.db)
+        .await;
+    let daemon = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|pid| pid.trim().parse::<i32>().ok());
+    if let Some(daemon) = daemon {
+        // Not the runner's to stop (its own process group): the test's.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(daemon),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert_success(&ran);
+    assert!(
+        ran.took < Duration::from_secs(10),
+        "the task ended {:?} after it started",
+        ran.took
+    );
+    assert!(ran.log.contains("done"), "{}", ran.log);
+    assert!(ran.log.contains("still holds its output"), "{}", ran.log);
+}
+
 /// A file sensor looks in the runner's process, with the runner's rights:
 /// a trigger must not point it elsewhere, and it may find only what its
 /// task user could see (docs/SECURITY.md, "Task processes").

@@ -45,6 +45,11 @@ fn failed(message: String) -> ExecOutcome {
 const GUARD: &str =
     r#"trap '[ -z "$0" ] || rm -f -- "$0"; kill -KILL 0' TERM; "$@" & wait $!; exit $?"#;
 
+/// How long the output is read after the task's process has exited and
+/// its process group was killed: a process that left the group (`setsid`,
+/// a daemon) and still holds the output does not keep the task RUNNING.
+const OUTPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// What [`run`] starts.
 pub struct Program<'a> {
     /// The executable: a path, or a name looked up on the task's `PATH`.
@@ -202,6 +207,10 @@ pub async fn run(
 
     let mut status = None;
     let mut output_open = true;
+    let mut output_held = false;
+    // Armed when the process exits: the output gets OUTPUT_GRACE to end.
+    let grace = tokio::time::sleep(std::time::Duration::MAX);
+    tokio::pin!(grace);
     let outcome = loop {
         tokio::select! {
             line = lines.next_line(), if output_open => match line {
@@ -215,6 +224,16 @@ pub async fn run(
                 // Background children of the script die with it.
                 kill_group();
                 status = Some(exit);
+                grace.as_mut().reset(tokio::time::Instant::now() + OUTPUT_GRACE);
+            },
+            () = &mut grace, if status.is_some() && output_open => {
+                log.line(&format!(
+                    "[datajump] the task's process exited, but a process that left its process \
+                     group (setsid, a daemon) still holds its output: stopped reading after {}s",
+                    OUTPUT_GRACE.as_secs()
+                ));
+                output_open = false;
+                output_held = true;
             },
             () = &mut timeout, if status.is_none() => {
                 kill_group();
@@ -254,9 +273,11 @@ pub async fn run(
             };
         }
     };
-    // Keep what was written before the kill.
-    while let Ok(Ok(Some(line))) =
-        tokio::time::timeout(std::time::Duration::from_millis(200), lines.next_line()).await
+    // Keep what was written before the kill (unless something outside the
+    // group still writes: that could go on for ever).
+    while !output_held
+        && let Ok(Ok(Some(line))) =
+            tokio::time::timeout(std::time::Duration::from_millis(200), lines.next_line()).await
     {
         watch(&line);
         log.line(&line);
