@@ -25,6 +25,11 @@ use datajump_shared::outputs::{self, Outputs};
 use datajump_shared::subjects::{self, Namespace};
 use tracing::warn;
 
+/// Live lines waiting to be published, at most: beyond them a fast task's
+/// lines are skipped on the live stream (they stay in the log), so its
+/// output cannot grow the runner's memory.
+const LIVE_LINES: usize = 4096;
+
 /// The most bytes of a log kept in its full copy unless the runner says
 /// otherwise (`--max-log-bytes`).
 pub const DEFAULT_MAX_LOG_BYTES: u64 = 100 * 1024 * 1024;
@@ -37,7 +42,7 @@ struct Inner {
     full: Spill,
     /// The most bytes the full copy keeps.
     max_bytes: u64,
-    live: Option<mpsc::UnboundedSender<(u64, String)>>,
+    live: Option<mpsc::Sender<(u64, String)>>,
     /// What `##dj-output` lines declared.
     outputs: Outputs,
 }
@@ -223,7 +228,7 @@ impl LogSink {
         let sink = LogSink::default();
         sink.with(|inner| inner.max_bytes = max_bytes);
         if let Some((client, names, execution_id)) = nats {
-            let (sender, receiver) = mpsc::unbounded_channel::<(u64, String)>();
+            let (sender, receiver) = mpsc::channel::<(u64, String)>(LIVE_LINES);
             sink.with(|inner| inner.live = Some(sender));
             tokio::spawn(serve_live(
                 client,
@@ -263,7 +268,10 @@ impl LogSink {
         self.with(|inner| {
             inner.seq += 1;
             if let Some(live) = &inner.live {
-                let _ = live.send((inner.seq, line.to_owned()));
+                // A task writing faster than NATS takes its lines loses
+                // live lines, never logged ones: followers see the gap in
+                // the numbers and fill it from the stored log.
+                let _ = live.try_send((inner.seq, line.to_owned()));
             }
             inner.tail_bytes += line.len() + 1;
             inner.tail.push_back(line.to_owned());
@@ -357,7 +365,7 @@ async fn serve_live(
     client: async_nats::Client,
     subject: String,
     tail_requests: String,
-    mut receiver: mpsc::UnboundedReceiver<(u64, String)>,
+    mut receiver: mpsc::Receiver<(u64, String)>,
     sink: Weak<Mutex<Inner>>,
 ) {
     // Without the subscription `logs --follow` falls back to the database.
