@@ -23,6 +23,7 @@ pub mod executor;
 mod fetch;
 mod heartbeat;
 pub mod lease;
+mod leftovers;
 mod log;
 mod lost_claim;
 mod outputs;
@@ -120,6 +121,7 @@ struct Runner {
 /// Runs the runner until `shutdown` is cancelled, then drains.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunnerError> {
     protect_runner(&config.task_process);
+    leftovers::sweep(&std::env::temp_dir());
     let js = jetstream::new(config.nats.clone());
     let names = &config.names;
     datajump_nats::ensure_topology(&js, names, config.replicas).await?;

@@ -92,7 +92,7 @@ impl Spill {
     fn start<'a>(lines: impl Iterator<Item = &'a String>, cap: u64) -> Spill {
         let started = (|| {
             let file = tempfile::Builder::new()
-                .prefix("datajump-log-")
+                .prefix(&format!("{}log-", crate::leftovers::prefix()))
                 .tempfile()?;
             let writer = std::io::BufWriter::new(file.reopen()?);
             let mut spill = Spill::Writing {

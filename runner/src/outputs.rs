@@ -21,7 +21,8 @@ const MAX_OUTPUT_FILE_BYTES: u64 = 256 * 1024;
 impl OutputFile {
     pub(crate) fn for_execution(execution_id: i64) -> OutputFile {
         OutputFile(std::env::temp_dir().join(format!(
-            "datajump-output-{execution_id}-{:016x}",
+            "{}output-{execution_id}-{:016x}",
+            crate::leftovers::prefix(),
             rand::random::<u64>()
         )))
     }

@@ -67,7 +67,7 @@ pub struct Program<'a> {
 pub fn script_file(body: &str, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {
     use std::io::Write;
     let mut file = tempfile::Builder::new()
-        .prefix("datajump-")
+        .prefix(&crate::leftovers::prefix())
         .suffix(suffix)
         .tempfile()?;
     file.write_all(body.as_bytes())?;
