@@ -125,10 +125,14 @@ impl Run {
         self
     }
 
-    /// Parameters a trigger gave, held to the rules for untrusted values.
-    fn triggered(mut self, extra: &[(&str, &str)]) -> Run {
-        self.params = params(extra);
-        self.params.untrusted = extra.iter().map(|(k, _)| (*k).to_owned()).collect();
+    /// Params that came from a trigger or an event, over the others.
+    fn untrusted(mut self, extra: &[(&str, &str)]) -> Run {
+        for (name, value) in extra {
+            self.params
+                .params
+                .insert((*name).to_owned(), (*value).to_owned());
+            self.params.untrusted.insert((*name).to_owned());
+        }
         self
     }
 
@@ -934,7 +938,7 @@ async fn a_file_sensor_sees_only_what_its_task_would() {
     // A trigger's value fills one part of the path, and no more.
     for attack in ["../private", "/etc", "*", "pub[l]ic", ".."] {
         let ran = sensor(format!("{}/${{folder}}/_SUCCESS", root.display()))
-            .triggered(&[("folder", attack)])
+            .untrusted(&[("folder", attack)])
             .on(&s.db)
             .await;
         assert!(
@@ -944,7 +948,7 @@ async fn a_file_sensor_sees_only_what_its_task_would() {
         );
     }
     let ran = sensor(format!("{}/${{folder}}/_SUCCESS", root.display()))
-        .triggered(&[("folder", "public")])
+        .untrusted(&[("folder", "public")])
         .on(&s.db)
         .await;
     assert_success(&ran);
@@ -1798,6 +1802,87 @@ async fn spark_submit_gets_an_argument_list_and_a_masked_log_line() {
         .on(&s.db)
         .await;
     assert_eq!(ran.outcome.exit_code(), Some(1), "{}", ran.log);
+}
+
+#[tokio::test]
+async fn an_untrusted_value_never_begins_a_submitter_argument_with_a_dash() {
+    // In the place of the jar, `--conf=…` is an option of spark-submit's;
+    // after `flink run --python job.py`, flink still parses options, so an
+    // argument `-pyexec=…` would choose the Python that runs the job (#38).
+    let s = scheduler().await;
+    let stubs = Stubs::new();
+    stubs
+        .add("spark-submit", "submitted", Some(0))
+        .add("flink", "submitted", Some(0));
+    let env = stubs.env();
+    let attacks = [
+        (
+            "SPARK",
+            json!({ "jar": "${jar}", "app_args": ["${day}"] }),
+            "jar",
+            "--conf=spark.driver.extraJavaOptions=-javaagent:/tmp/evil.jar",
+        ),
+        (
+            "SPARK",
+            json!({ "py_file": "/jobs/etl.py", "app_args": ["--day", "${day}"] }),
+            "app_args[1]",
+            "--py-files=/tmp/evil.zip",
+        ),
+        (
+            "FLINK",
+            json!({ "py_file": "/jobs/stream.py", "app_args": ["${day}"] }),
+            "app_args[0]",
+            "-pyexec=/tmp/evil-python",
+        ),
+        (
+            "FLINK",
+            json!({ "jar": "${jar}" }),
+            "jar",
+            "-Dsecurity.ssl.enabled=false",
+        ),
+        (
+            "FLINK",
+            json!({ "jar": "/jobs/stream.jar", "main_class": "${jar}" }),
+            "main_class",
+            "-Dx=y",
+        ),
+    ];
+    for (task_type, content, field, attack) in attacks {
+        let ran = with_env(Run::new(task_type, content.clone()), &env)
+            .untrusted(&[("jar", attack), ("day", attack)])
+            .on(&s.db)
+            .await;
+        let message = invalid_message(&ran);
+        assert!(
+            message.starts_with(&format!("'{field}': parameter $"))
+                && message.contains("would begin a command-line argument with '-'"),
+            "{task_type} {content}: {message}"
+        );
+        assert!(!message.contains(attack), "the value stays out: {message}");
+        let program = if task_type == "SPARK" {
+            "spark-submit"
+        } else {
+            "flink"
+        };
+        assert_eq!(stubs.args(program), None, "{program} ran: {content}");
+    }
+    // The same values are data where the DAG file's text begins the
+    // argument, and a value that begins with anything else is a value.
+    let ran = with_env(
+        Run::new(
+            "SPARK",
+            json!({ "jar": "${jar}", "app_args": ["--day=${day}"] }),
+        ),
+        &env,
+    )
+    .untrusted(&[("jar", "/jobs/etl.jar"), ("day", "-1")])
+    .on(&s.db)
+    .await;
+    assert_success(&ran);
+    assert_eq!(
+        stubs.args("spark-submit").expect("spark-submit ran"),
+        ["--name", "datajump.load", "/jobs/etl.jar", "--day=-1"]
+    );
 }
 
 #[tokio::test]

@@ -687,6 +687,48 @@ impl TaskContent {
         }
     }
 
+    /// The texts a SPARK or FLINK task puts on its command line as
+    /// arguments of their own, each with its field: where a value from
+    /// outside the DAG file may not put a leading `-`
+    /// ([`crate::params::ParamContext::substitute_argument`]). Values
+    /// inside `key=value` (`conf`, and Flink's name and queue, which are
+    /// `-D` properties) cannot begin an argument, and are not listed.
+    pub fn arguments(&self) -> Vec<(String, &str)> {
+        let (fields, app_args): (Vec<(&str, &Option<String>)>, &Vec<String>) = match self {
+            TaskContent::Spark(spark) | TaskContent::SparkSql(spark) => (
+                vec![
+                    ("master", &spark.master),
+                    ("app_name", &spark.app_name),
+                    ("main_class", &spark.main_class),
+                    ("queue", &spark.queue),
+                    ("jar", &spark.jar),
+                    ("py_file", &spark.py_file),
+                ],
+                &spark.app_args,
+            ),
+            TaskContent::Flink(flink) => (
+                vec![
+                    ("savepoint", &flink.savepoint),
+                    ("main_class", &flink.main_class),
+                    ("jar", &flink.jar),
+                    ("py_file", &flink.py_file),
+                ],
+                &flink.app_args,
+            ),
+            _ => return Vec::new(),
+        };
+        fields
+            .into_iter()
+            .filter_map(|(field, value)| Some((field.to_owned(), value.as_deref()?)))
+            .chain(
+                app_args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, arg)| (format!("app_args[{i}]"), arg.as_str())),
+            )
+            .collect()
+    }
+
     /// Reads the content of a task of `task_type`, refusing keys the type
     /// does not take and values of the wrong shape, and checking what serde
     /// cannot (a SHELL task has a command or a script, an HTTP method is a

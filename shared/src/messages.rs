@@ -73,6 +73,10 @@ pub enum EventPayloadError {
         "the event's {EVENT_BIZ_DATE} must be a date written YYYY-MM-DD from 0001-01-01 to 9999-12-31, such as \"2024-01-15\"; got {0}"
     )]
     BizDate(String),
+    /// A field whose variable would be a task output's
+    /// ([`crate::outputs::looks_like_output`]).
+    #[error("an event's fields are run parameters, and {}", crate::outputs::output_like_problem(.0))]
+    OutputLike(String),
 }
 
 /// The payload key that sets the business date of the runs an event
@@ -118,6 +122,12 @@ impl EventPayload {
             ),
             Some(other) => return Err(EventPayloadError::BizDate(other.to_string())),
         };
+        if let Some(name) = fields
+            .keys()
+            .find(|name| crate::outputs::looks_like_output(name))
+        {
+            return Err(EventPayloadError::OutputLike(name.clone()));
+        }
         Ok(EventPayload {
             params: crate::params::params_from_json(&serde_json::Value::Object(fields)),
             biz_date,
@@ -403,6 +413,13 @@ mod tests {
         for bad in [&b"\xff\x00 not json {"[..], b"[1,2]", b"\"x\""] {
             assert_eq!(parse(bad), Err(EventPayloadError::NotAnObject));
         }
+        assert_eq!(
+            parse(br#"{"t":"x","extract_output_rows":"999"}"#),
+            Err(EventPayloadError::OutputLike(
+                "extract_output_rows".to_owned()
+            )),
+            "a field may not fill a task output's variable"
+        );
         let big = format!("{{\"x\":\"{}\"}}", "y".repeat(MAX_EVENT_PAYLOAD));
         assert!(matches!(
             parse(big.as_bytes()),

@@ -95,6 +95,37 @@ pub fn param_name(task: &str, name: &str) -> String {
     format!("{task}{INFIX}{name}")
 }
 
+/// What an output's environment variable has between its task and its
+/// name: `DJ_PARAM_<TASK>_OUTPUT_<NAME>` ([`crate::params::env_name`] of
+/// [`param_name`]).
+const ENV_INFIX: &str = "_OUTPUT_";
+
+/// Whether a parameter named `name` could stand for a task output: its
+/// environment variable has `_OUTPUT_` in it, so it is, or after some
+/// apply could be, `DJ_PARAM_<TASK>_OUTPUT_<NAME>` of a task. The rule
+/// reads the variable, not the name, since [`crate::params::env_name`]
+/// maps many names to one (`a.output.b`, `a_output_b` and `A-Output-B`
+/// are all `DJ_PARAM_A_OUTPUT_B`), and it names no task, since tasks come
+/// and go with each apply and the variable must stay an output's
+/// (docs/SECURITY.md, "Values between tasks").
+pub fn looks_like_output(name: &str) -> bool {
+    crate::params::env_name(name)
+        .strip_prefix(crate::params::ENV_PREFIX)
+        .is_some_and(|rest| rest.contains(ENV_INFIX))
+}
+
+/// Why a parameter named `name` is refused ([`looks_like_output`]).
+pub fn output_like_problem(name: &str) -> String {
+    format!(
+        "parameter '{}' is reserved: its variable ${} has the form of a task output's \
+         ($DJ_PARAM_<TASK>_OUTPUT_<NAME>), which a task reads as the value of a task before it; \
+         rename it so that its variable has no _OUTPUT_ in it (upper-cased, with every \
+         character other than a letter or digit as _)",
+        crate::naming::printable(&crate::naming::shortened(name)),
+        crate::params::env_name(&crate::naming::shortened(name)),
+    )
+}
+
 /// The tasks whose outputs `text` reads: the `task` of every
 /// `${task.output.name}` placeholder (with or without a `:modifier`).
 pub fn tasks_read(text: &str) -> Vec<&str> {
@@ -173,5 +204,33 @@ mod tests {
         assert_eq!(tasks_read(text), ["extract", "load"]);
         assert!(tasks_read("${a.output.}").is_empty());
         assert_eq!(param_name("extract", "rows"), "extract.output.rows");
+    }
+
+    #[test]
+    fn names_whose_variable_is_an_outputs_are_output_like() {
+        for name in [
+            "extract.output.rows",
+            "extract_output_rows",
+            "Extract-Output-Rows",
+            "a b.OUTPUT.c",
+            "x.output.",
+            "my_output_dir",
+        ] {
+            assert!(looks_like_output(name), "{name}");
+        }
+        for name in [
+            "output",
+            "output_dir",
+            "outputs",
+            "extract.outputs.rows",
+            "rows",
+        ] {
+            assert!(!looks_like_output(name), "{name}");
+        }
+        let problem = output_like_problem("extract_output_rows");
+        assert!(
+            problem.contains("$DJ_PARAM_EXTRACT_OUTPUT_ROWS"),
+            "{problem}"
+        );
     }
 }

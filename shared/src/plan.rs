@@ -186,9 +186,11 @@ impl Plan {
             let Ok(content) = TaskContent::parse(task.task_type, &task.content) else {
                 continue;
             };
-            let Some((text, mode)) = content.code() else {
+            let arguments = content.arguments();
+            let code = content.code();
+            if code.is_none() && arguments.is_empty() {
                 continue;
-            };
+            }
             let mut merged = self.params.clone();
             merged.extend(task.params.clone());
             merged.extend(params.clone());
@@ -201,13 +203,21 @@ impl Plan {
                 params: merged,
                 untrusted: params.keys().cloned().collect(),
             };
-            if let Err(
-                e @ (ParamError::UntrustedInScript { .. }
-                | ParamError::UntrustedSqlValue { .. }
-                | ParamError::MisplacedQuote(_)),
-            ) = context.substitute(text, mode)
+            if let Some((text, mode)) = code
+                && let Err(
+                    e @ (ParamError::UntrustedInScript { .. }
+                    | ParamError::UntrustedSqlValue { .. }
+                    | ParamError::MisplacedQuote(_)),
+                ) = context.substitute(text, mode)
             {
                 problems.push(format!("task {}: {e}", task.name));
+            }
+            for (field, text) in arguments {
+                if let Err(e @ ParamError::UntrustedOption { .. }) =
+                    context.substitute_argument(text)
+                {
+                    problems.push(format!("task {}: '{field}': {e}", task.name));
+                }
             }
         }
         problems

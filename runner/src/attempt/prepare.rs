@@ -3,7 +3,7 @@
 //! partitions it writes. What cannot be prepared makes the attempt end
 //! invalid without running anything.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use datajump_cron::parse_time_zone;
@@ -68,6 +68,20 @@ impl Runner {
             None => TaskContent::parse(task.task_type, &task.content)
                 .map_err(|e| format!("the task's content: {e}")),
         };
+        // A parameter must not fill a task output's variable: refused at
+        // apply, trigger and event, and here for what came another way (a
+        // DAG stored before the rule, a fire published on NATS).
+        let content = content.and_then(|content| {
+            match work
+                .spec
+                .params
+                .keys()
+                .find(|name| outputs::looks_like_output(name))
+            {
+                Some(name) => Err(outputs::output_like_problem(name)),
+                None => Ok(content),
+            }
+        });
         let upstream = match content {
             Ok(_) => upstream_outputs(&config.db, row, &task.content).await,
             Err(_) => Ok(Params::new()),
@@ -114,38 +128,80 @@ impl Runner {
     }
 }
 
-/// The outputs of the tasks of `row`'s run that its content reads
-/// (`${task.output.name}`), as parameters (`task.output.name`): one query,
-/// made only when the content reads any.
+/// The outputs a task may read, as parameters (`task.output.name`): those
+/// of every task of `row`'s run that it runs after (its same-run parents,
+/// directly or through others: they have ended before it starts), and of
+/// any other its content names (`${task.output.name}`; `apply` refuses
+/// those, but a DAG stored before that rule may have one). Each is exported
+/// as `$DJ_PARAM_<TASK>_OUTPUT_<NAME>` whether or not the content names it
+/// (docs/PARAMETERS.md, "Values between tasks"). One query when no task of
+/// the run declared outputs, as most runs; two otherwise.
 async fn upstream_outputs(
     db: &DatabaseConnection,
     row: &task_instance::Model,
     content: &serde_json::Value,
 ) -> Result<Params, DbErr> {
-    let text = content.to_string();
-    let read = outputs::tasks_read(&text);
-    if read.is_empty() {
-        return Ok(Params::new());
-    }
-    let rows: Vec<(String, Option<serde_json::Value>)> = task_instance::Entity::find()
+    let declared: Vec<(i64, String, Option<serde_json::Value>)> = task_instance::Entity::find()
         .select_only()
         .columns([
+            task_instance::Column::TaskId,
             task_instance::Column::TaskName,
             task_instance::Column::Outputs,
         ])
         .filter(task_instance::Column::DagRunId.eq(row.dag_run_id))
-        .filter(task_instance::Column::TaskName.is_in(read.iter().copied()))
+        .filter(task_instance::Column::Outputs.is_not_null())
         .into_tuple()
         .all(db)
         .await?;
-    Ok(rows
+    if declared.is_empty() {
+        return Ok(Params::new());
+    }
+    let text = content.to_string();
+    let read = outputs::tasks_read(&text);
+    let edges: Vec<(i64, serde_json::Value)> = task_instance::Entity::find()
+        .select_only()
+        .columns([
+            task_instance::Column::TaskId,
+            task_instance::Column::Children,
+        ])
+        .filter(task_instance::Column::DagRunId.eq(row.dag_run_id))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let before = ancestors(row.task_id, &edges);
+    Ok(declared
         .into_iter()
-        .flat_map(|(task, declared)| {
+        .filter(|(task_id, task, _)| before.contains(task_id) || read.contains(&task.as_str()))
+        .flat_map(|(_, task, declared)| {
             params_from_json(&declared.unwrap_or_default())
                 .into_iter()
                 .map(move |(name, value)| (outputs::param_name(&task, &name), value))
         })
         .collect())
+}
+
+/// The tasks `task_id` runs after in its run, directly or through others,
+/// from each instance's `children` (`[[task_id, type], …]`: only same-run
+/// children are listed).
+fn ancestors(task_id: i64, edges: &[(i64, serde_json::Value)]) -> HashSet<i64> {
+    let mut parents: HashMap<i64, Vec<i64>> = HashMap::new();
+    for (parent, children) in edges {
+        let children: Vec<(i64, serde_json::Value)> =
+            serde_json::from_value(children.clone()).unwrap_or_default();
+        for (child, _) in children {
+            parents.entry(child).or_default().push(*parent);
+        }
+    }
+    let mut seen = HashSet::new();
+    let mut frontier = vec![task_id];
+    while let Some(task) = frontier.pop() {
+        for parent in parents.get(&task).into_iter().flatten() {
+            if seen.insert(*parent) {
+                frontier.push(*parent);
+            }
+        }
+    }
+    seen
 }
 
 /// The parameter context of an attempt: built-ins from the run, user
@@ -168,7 +224,8 @@ fn param_context(work: &WorkMsg, upstream: &Params, default_zone: chrono_tz::Tz)
 }
 
 /// The environment variables of an attempt: its parameters, the outputs it
-/// reads and the `DJ_*` built-ins.
+/// may read ([`upstream_outputs`]; none of its parameters has an output's
+/// variable, see [`outputs::looks_like_output`]) and the `DJ_*` built-ins.
 fn environment(
     work: &WorkMsg,
     row: &task_instance::Model,

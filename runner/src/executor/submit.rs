@@ -163,11 +163,25 @@ fn yarn_application(line: &str) -> Option<String> {
     None
 }
 
-/// Substitutes parameters into one argument (text rules: it is one
-/// argument, so nothing in it can become another).
-fn text(ctx: &ExecContext, value: &str) -> Result<String, String> {
-    ctx.text(value).map_err(|e| e.to_string())
+/// Substitutes parameters into a value for the command line (text rules:
+/// it is one argument, or part of one, so nothing in it can become
+/// another). `field`: the content field of an argument of its own, where
+/// a value from outside the DAG file may not put a leading `-`, which the
+/// submitter would read as an option (docs/SECURITY.md, "Parameters from
+/// outside the DAG file"); `None` inside `key=value`.
+fn text(ctx: &ExecContext, value: &str, field: Option<&str>) -> Result<String, String> {
+    match field {
+        None => ctx.text(value).map_err(|e| e.to_string()),
+        Some(field) => ctx
+            .params
+            .substitute_argument(value)
+            .map_err(|e| format!("'{field}': {e}")),
+    }
 }
+
+/// How [`spark_args`] and [`flink_args`] substitute a value: the text, and
+/// the field when it is an argument of its own ([`text`]).
+pub(crate) type Substitute<'a> = &'a dyn Fn(&str, Option<&str>) -> Result<String, String>;
 
 /// `<dag>.<task>`, the application name when the content gives none.
 fn default_name(ctx: &ExecContext) -> String {
@@ -183,7 +197,7 @@ pub(crate) fn spark_args(
     content: &SparkContent,
     name: &str,
     sql_file: Option<&Path>,
-    text: &dyn Fn(&str) -> Result<String, String>,
+    text: Substitute<'_>,
 ) -> Result<Vec<OsString>, String> {
     let mut args: Vec<OsString> = Vec::new();
     let mut push = |flag: &str, value: String| {
@@ -191,10 +205,13 @@ pub(crate) fn spark_args(
         args.push(value.into());
     };
     if let Some(master) = &content.master {
-        push("--master", text(master)?);
+        push("--master", text(master, Some("master"))?);
     }
     for (key, value) in &content.conf {
-        push("--conf", format!("{key}={}", text(&value.to_string())?));
+        push(
+            "--conf",
+            format!("{key}={}", text(&value.to_string(), None)?),
+        );
     }
     if let Some(n) = content.num_executors {
         push("--num-executors", n.to_string());
@@ -214,15 +231,15 @@ pub(crate) fn spark_args(
     push(
         "--name",
         match &content.app_name {
-            Some(app_name) => text(app_name)?,
+            Some(app_name) => text(app_name, Some("app_name"))?,
             None => name.to_owned(),
         },
     );
     if let Some(class) = &content.main_class {
-        push("--class", text(class)?);
+        push("--class", text(class, Some("main_class"))?);
     }
     if let Some(queue) = &content.queue {
-        push("--queue", text(queue)?);
+        push("--queue", text(queue, Some("queue"))?);
     }
     if let Some(mode) = content.deploy_mode {
         push(
@@ -239,12 +256,12 @@ pub(crate) fn spark_args(
             args.push("-f".into());
             args.push(file.into());
         }
-        (None, Some(jar), _) => args.push(text(jar)?.into()),
-        (None, None, Some(py_file)) => args.push(text(py_file)?.into()),
+        (None, Some(jar), _) => args.push(text(jar, Some("jar"))?.into()),
+        (None, None, Some(py_file)) => args.push(text(py_file, Some("py_file"))?.into()),
         (None, None, None) => return Err("nothing to submit: no jar, py_file or sql".to_owned()),
     }
-    for arg in &content.app_args {
-        args.push(text(arg)?.into());
+    for (i, arg) in content.app_args.iter().enumerate() {
+        args.push(text(arg, Some(&format!("app_args[{i}]")))?.into());
     }
     Ok(args)
 }
@@ -253,7 +270,7 @@ pub(crate) fn spark_args(
 pub(crate) fn flink_args(
     content: &FlinkContent,
     name: &str,
-    text: &dyn Fn(&str) -> Result<String, String>,
+    text: Substitute<'_>,
 ) -> Result<Vec<OsString>, String> {
     let mut args: Vec<OsString> = vec!["run".into()];
     if let Some(mode) = content.run_mode {
@@ -261,7 +278,7 @@ pub(crate) fn flink_args(
         args.push(mode.target().into());
     }
     let app_name = match &content.app_name {
-        Some(app_name) => text(app_name)?,
+        Some(app_name) => text(app_name, None)?,
         None => name.to_owned(),
     };
     let yarn = content
@@ -293,10 +310,10 @@ pub(crate) fn flink_args(
         ));
     }
     if let Some(queue) = &content.queue {
-        properties.push(("yarn.application.queue".to_owned(), text(queue)?));
+        properties.push(("yarn.application.queue".to_owned(), text(queue, None)?));
     }
     for (key, value) in &content.conf {
-        properties.push((key.clone(), text(&value.to_string())?));
+        properties.push((key.clone(), text(&value.to_string(), None)?));
     }
     for (key, value) in properties {
         args.push(format!("-D{key}={value}").into());
@@ -307,7 +324,7 @@ pub(crate) fn flink_args(
     }
     if let Some(savepoint) = &content.savepoint {
         args.push("-s".into());
-        args.push(text(savepoint)?.into());
+        args.push(text(savepoint, Some("savepoint"))?.into());
         if content.allow_non_restored_state {
             args.push("-n".into());
         }
@@ -318,18 +335,18 @@ pub(crate) fn flink_args(
     }
     if let Some(class) = &content.main_class {
         args.push("-c".into());
-        args.push(text(class)?.into());
+        args.push(text(class, Some("main_class"))?.into());
     }
     match (&content.jar, &content.py_file) {
-        (Some(jar), _) => args.push(text(jar)?.into()),
+        (Some(jar), _) => args.push(text(jar, Some("jar"))?.into()),
         (None, Some(py_file)) => {
             args.push("--python".into());
-            args.push(text(py_file)?.into());
+            args.push(text(py_file, Some("py_file"))?.into());
         }
         (None, None) => return Err("nothing to run: no jar or py_file".to_owned()),
     }
-    for arg in &content.app_args {
-        args.push(text(arg)?.into());
+    for (i, arg) in content.app_args.iter().enumerate() {
+        args.push(text(arg, Some(&format!("app_args[{i}]")))?.into());
     }
     Ok(args)
 }
@@ -400,7 +417,9 @@ pub(super) async fn run_spark(
         Err(e) => return ExecOutcome::Invalid(e),
     };
     let sql_path = sql_file.as_ref().map(|file| file.path());
-    let args = match spark_args(content, &default_name(ctx), sql_path, &|v| text(ctx, v)) {
+    let args = match spark_args(content, &default_name(ctx), sql_path, &|v, f| {
+        text(ctx, v, f)
+    }) {
         Ok(args) => args,
         Err(e) => return ExecOutcome::Invalid(e),
     };
@@ -434,7 +453,7 @@ pub(super) async fn run_flink(
         Ok(program) => program,
         Err(e) => return ExecOutcome::Invalid(e),
     };
-    let args = match flink_args(content, &default_name(ctx), &|v| text(ctx, v)) {
+    let args = match flink_args(content, &default_name(ctx), &|v, f| text(ctx, v, f)) {
         Ok(args) => args,
         Err(e) => return ExecOutcome::Invalid(e),
     };
@@ -578,7 +597,7 @@ mod tests {
     use super::*;
     use datajump_shared::content::{FlinkRunMode, ScalarText};
 
-    fn plain(value: &str) -> Result<String, String> {
+    fn plain(value: &str, _: Option<&str>) -> Result<String, String> {
         Ok(value.replace("${bizdate}", "20240114"))
     }
 

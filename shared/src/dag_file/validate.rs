@@ -51,6 +51,28 @@ impl DagFile {
                 ));
             }
         }
+        // A parameter must not fill a task output's variable
+        // (docs/SECURITY.md, "Values between tasks").
+        problems.extend(
+            self.params
+                .keys()
+                .filter(|name| crate::outputs::looks_like_output(name))
+                .map(|name| format!("params: {}", crate::outputs::output_like_problem(name))),
+        );
+        for task in &self.tasks {
+            problems.extend(
+                task.params
+                    .keys()
+                    .filter(|name| crate::outputs::looks_like_output(name))
+                    .map(|name| {
+                        format!(
+                            "task '{}': params: {}",
+                            printable(&shortened(&task.name)),
+                            crate::outputs::output_like_problem(name)
+                        )
+                    }),
+            );
+        }
         self.schedule_problems(&mut problems);
         self.task_problems(&mut problems);
         self.output_problems(&mut problems);
@@ -369,8 +391,28 @@ impl TaskFile {
             return Vec::new();
         };
         use crate::params::{Mode, ScriptLang};
+        // A SPARK or FLINK argument of its own that a parameter begins: a
+        // value that would begin it with `-` is refused, as the submitter
+        // would read it as an option.
+        let mut notes: Vec<String> = content
+            .arguments()
+            .into_iter()
+            .flat_map(|(field, text)| {
+                crate::params::leading_params(text)
+                    .into_iter()
+                    .map(move |name| (field.clone(), name))
+            })
+            .map(|(field, name)| {
+                format!(
+                    "task '{}': '{field}' begins with ${{{name}}}, so a value for '{name}' from a \
+                     trigger, an event or a task output that begins with '-' will be refused: \
+                     spark-submit, spark-sql and flink would read it as an option",
+                    self.name
+                )
+            })
+            .collect();
         let Some((text, mode)) = content.code() else {
-            return Vec::new();
+            return notes;
         };
         let form = match mode {
             Mode::Script(ScriptLang::Shell) => "read \"$<ENV>\" or write ${<NAME>:shell}",
@@ -381,21 +423,23 @@ impl TaskFile {
                 "only a number or a date goes in bare; write ${<NAME>:literal} or ${<NAME>:ident} for any value"
             }
         };
-        crate::params::bare_params(text)
-            .into_iter()
-            // A task output pasted into a script is refused outright
-            // (`output_problems`); in SQL it may be a number or a date.
-            .filter(|name| matches!(mode, Mode::Sql(_)) || !name.contains(".output."))
-            .map(|name| {
-                let env = crate::params::env_name(&name);
-                let form = form.replace("<NAME>", &name).replace("<ENV>", &env);
-                format!(
-                    "task '{}': ${{{name}}} is pasted in as written, so a value for '{name}' from a \
-                     trigger or an event will be refused: {form}",
-                    self.name
-                )
-            })
-            .collect()
+        notes.extend(
+            crate::params::bare_params(text)
+                .into_iter()
+                // A task output pasted into a script is refused outright
+                // (`output_problems`); in SQL it may be a number or a date.
+                .filter(|name| matches!(mode, Mode::Sql(_)) || !name.contains(".output."))
+                .map(|name| {
+                    let env = crate::params::env_name(&name);
+                    let form = form.replace("<NAME>", &name).replace("<ENV>", &env);
+                    format!(
+                        "task '{}': ${{{name}}} is pasted in as written, so a value for '{name}' from a \
+                         trigger or an event will be refused: {form}",
+                        self.name
+                    )
+                }),
+        );
+        notes
     }
 
     /// The quoting forms (`${name:shell}`, `${name:python}`) its script
@@ -648,6 +692,56 @@ tasks:
         assert!(notes[0].contains("\"$DJ_PARAM_REGION\""), "{}", notes[0]);
         assert!(notes[1].contains("task 'py'") && notes[1].contains("${p:python}"));
         assert!(notes[2].contains("task 'q'") && notes[2].contains("${p:literal}"));
+    }
+
+    #[test]
+    fn parameters_that_begin_a_spark_or_flink_argument_are_noted() {
+        let dag = DagFile::parse(
+            r#"
+name: submit
+params: { jar: /jobs/etl.jar }
+tasks:
+  - name: spark
+    type: SPARK
+    content: { jar: "${jar}", main_class: "com.acme.Etl", app_args: ["--day=${day}", "${day}", "${bizdate}"] }
+  - name: flink
+    type: FLINK
+    content: { py_file: "/jobs/${name}.py", app_args: ["${first}${second}"] }
+"#,
+        )
+        .expect("a valid DAG");
+        let notes = dag.untrusted_param_notes();
+        assert_eq!(notes.len(), 4, "{notes:#?}");
+        assert!(
+            notes[0].starts_with("task 'spark': 'jar' begins with ${jar}")
+                && notes[0].contains("that begins with '-' will be refused"),
+            "{}",
+            notes[0]
+        );
+        assert!(notes[1].starts_with("task 'spark': 'app_args[1]' begins with ${day}"));
+        assert!(notes[2].starts_with("task 'flink': 'app_args[0]' begins with ${first}"));
+        assert!(notes[3].starts_with("task 'flink': 'app_args[0]' begins with ${second}"));
+    }
+
+    #[test]
+    fn output_like_parameters_are_refused() {
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(
+            "name: p\nparams: { a.output.b: '1', ok: '2' }\ntasks:\n  - { name: t, command: 'true', params: { T_OUTPUT_N: '3' } }\n",
+        ) else {
+            panic!("invalid");
+        };
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert!(
+            problems[0].starts_with("params: parameter 'a.output.b' is reserved")
+                && problems[0].contains("$DJ_PARAM_A_OUTPUT_B"),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[1].starts_with("task 't': params: parameter 'T_OUTPUT_N' is reserved"),
+            "{}",
+            problems[1]
+        );
     }
 
     #[test]

@@ -182,6 +182,20 @@ pub enum ParamError {
         /// The modifier that quotes for this script's language.
         quote: &'static str,
     },
+    /// A command-line argument of its own (a SPARK or FLINK task's `jar`,
+    /// `py_file`, an `app_args` item, …) that a value from outside the DAG
+    /// file would begin with `-`: spark-submit, spark-sql and flink would
+    /// read it as an option of theirs ([`ParamContext::substitute_argument`]).
+    #[error(
+        "parameter ${{{name}}} comes from a trigger, an event or a task output, and its value \
+         would begin a command-line argument with '-', which spark-submit, spark-sql and flink \
+         read as an option: such a value is refused here (if the program takes it as an \
+         option's value, let the DAG file's own text begin the argument: --day=${{{name}}})"
+    )]
+    UntrustedOption {
+        /// The parameter's name.
+        name: String,
+    },
     /// A quoting modifier where it does not apply (`:literal` outside SQL,
     /// `:shell` outside a SHELL script, …).
     #[error(
@@ -279,6 +293,37 @@ impl ParamContext {
     /// [`ParamError`]); nothing is partially substituted.
     pub fn substitute(&self, text: &str, mode: Mode) -> Result<String, ParamError> {
         self.substitute_with(text, mode, None)
+    }
+
+    /// One argument of a command line built as a list (SPARK, FLINK):
+    /// [`Self::substitute`] in text mode, except that a value from outside
+    /// the DAG file ([`Self::untrusted`]) may not make the argument begin
+    /// with `-`. The argument is never split, so it cannot become two; but
+    /// in the place of a jar, a Python file or an argument the submitter
+    /// parses, `--conf=…`, `-Dkey=value` or `--python other.py` would be an
+    /// option of spark-submit or flink (argument injection,
+    /// docs/SECURITY.md "Parameters from outside the DAG file"). An
+    /// argument the DAG file's own text begins with `-` is the author's.
+    pub fn substitute_argument(&self, text: &str) -> Result<String, ParamError> {
+        let out = self.substitute(text, Mode::Text)?;
+        if !out.starts_with('-') || text.starts_with('-') {
+            return Ok(out);
+        }
+        // The `-` came from a value: refused if any of the argument's
+        // values is untrusted, whichever of them wrote it.
+        let untrusted = pieces(text)
+            .filter_map(Result::ok)
+            .filter_map(|piece| match piece {
+                Piece::Param(body) => Some(body.split_once(':').map_or(body, |(name, _)| name)),
+                _ => None,
+            })
+            .find(|name| !BUILTINS.contains(name) && self.untrusted.contains(*name));
+        match untrusted {
+            Some(name) => Err(ParamError::UntrustedOption {
+                name: name.to_owned(),
+            }),
+            None => Ok(out),
+        }
     }
 
     /// An HTTP header value: [`Self::substitute`] in text mode, where
@@ -516,6 +561,24 @@ pub fn bare_params(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The user parameters `text` begins with: those before its first literal
+/// text or date expression, whose values could begin it with a `-` (a
+/// command-line argument, [`ParamContext::substitute_argument`]).
+pub fn leading_params(text: &str) -> Vec<String> {
+    pieces(text)
+        .map_while(Result::ok)
+        .take_while(|piece| matches!(piece, Piece::Param(_) | Piece::Literal("")))
+        .filter_map(|piece| match piece {
+            Piece::Param(body) => {
+                let name = body.split_once(':').map_or(body, |(name, _)| name);
+                (is_name(name) && !BUILTINS.contains(&name) && name != "secret")
+                    .then(|| name.to_owned())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The secrets a header value names with `${secret:NAME}`, for the runner to
 /// read before substituting it with [`ParamContext::substitute_header`].
 pub fn secret_names(text: &str) -> Result<BTreeSet<String>, ParamError> {
@@ -629,12 +692,15 @@ fn pieces(text: &str) -> impl Iterator<Item = Result<Piece<'_>, ParamError>> {
     })
 }
 
+/// What every parameter's environment variable starts with.
+pub const ENV_PREFIX: &str = "DJ_PARAM_";
+
 /// The environment variable a runner exports a parameter as:
 /// `DJ_PARAM_<NAME>`, the name upper-cased and every character other than an
 /// ASCII letter or digit turned into `_` (`a.b-c` → `DJ_PARAM_A_B_C`).
 pub fn env_name(param: &str) -> String {
-    let mut name = String::with_capacity("DJ_PARAM_".len() + param.len());
-    name.push_str("DJ_PARAM_");
+    let mut name = String::with_capacity(ENV_PREFIX.len() + param.len());
+    name.push_str(ENV_PREFIX);
     name.extend(param.chars().map(|c| {
         if c.is_ascii_alphanumeric() {
             c.to_ascii_uppercase()
@@ -1016,6 +1082,52 @@ mod tests {
             ctx.substitute("${root}/_SUCCESS", Mode::Path).unwrap(),
             "/data/in/*/_SUCCESS"
         );
+    }
+
+    #[test]
+    fn untrusted_values_never_begin_a_command_line_argument_with_a_dash() {
+        let mut ctx = ctx();
+        for (name, value) in [
+            ("jar", "--conf=spark.jars=evil.jar"),
+            ("empty", ""),
+            ("ok", "x"),
+        ] {
+            ctx.params.insert(name.into(), value.into());
+            ctx.untrusted.insert(name.into());
+        }
+        ctx.params.insert("dash".into(), "-".into());
+        let refused = |text: &str| match ctx.substitute_argument(text) {
+            Err(ParamError::UntrustedOption { name }) => name,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(refused("${jar}"), "jar");
+        assert_eq!(
+            refused("${empty}--verbose"),
+            "empty",
+            "an empty value leads"
+        );
+        assert_eq!(
+            refused("${dash}${ok}"),
+            "ok",
+            "a trusted dash, an untrusted option"
+        );
+        let err = ctx.substitute_argument("${jar}").unwrap_err().to_string();
+        assert!(
+            err.contains("--day=${jar}") && !err.contains("evil"),
+            "{err}"
+        );
+        for (text, out) in [
+            ("--day=${jar}", "--day=--conf=spark.jars=evil.jar"),
+            ("/jobs/${ok}.jar", "/jobs/x.jar"),
+            ("${ok}-${jar}", "x---conf=spark.jars=evil.jar"),
+            ("${dash}x", "-x"),
+            ("${bizdate}", "2024-03-31"),
+        ] {
+            assert_eq!(ctx.substitute_argument(text).unwrap(), out, "{text}");
+        }
+        assert_eq!(leading_params("${jar}${ok}/x${empty}"), ["jar", "ok"]);
+        assert!(leading_params("/x/${jar}").is_empty());
+        assert!(leading_params("${bizdate}").is_empty());
     }
 
     #[test]

@@ -347,3 +347,45 @@ both_dbs!(
         env.check_roles();
     }
 );
+
+both_dbs!(
+    a_trigger_param_that_would_begin_a_spark_argument_with_a_dash_is_refused,
+    |env| async move {
+        // In the place of the jar, `--conf=…` is an option of spark-submit's
+        // (#38): the API answers 400 before a run exists.
+        env.apply(
+            r#"
+name: submit
+params: { jar: /jobs/etl.jar }
+tasks:
+  - name: etl
+    type: SPARK
+    content: { jar: "${jar}", app_args: ["--day=${day}"] }
+"#,
+        )
+        .await;
+        let api = Api::start(&env, None).await;
+        let dag_id = id_of(&api.get("/api/v1/dags/by-name/submit").await.expect(200));
+        let refused = api
+            .post(
+                &format!("/api/v1/dags/{dag_id}/trigger"),
+                json!({ "params": { "jar": "--conf=spark.jars=/tmp/evil.jar", "day": "1" } }),
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{}", refused.text);
+        let details = refused.body["details"].to_string();
+        assert!(
+            details.contains("task etl: 'jar': parameter ${jar}")
+                && details.contains("would begin a command-line argument with '-'"),
+            "{details}"
+        );
+        assert!(!details.contains("evil"), "the value stays out: {details}");
+        // After the DAG's own `--day=`, a leading '-' is a value.
+        api.post(
+            &format!("/api/v1/dags/{dag_id}/trigger"),
+            json!({ "params": { "jar": "/jobs/other.jar", "day": "-1" } }),
+        )
+        .await
+        .expect(202);
+    }
+);

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use datajump_shared::RunStatus;
+use datajump_shared::{RunStatus, TaskStatus};
+use serde_json::json;
 
 use crate::api::Api;
 use crate::harness::TestEnv;
@@ -167,5 +168,106 @@ tasks:
             refused.contains("reads the output of 'extract' but does not run after it"),
             "{refused}"
         );
+    }
+);
+
+both_dbs!(
+    every_output_before_a_task_is_in_its_environment_and_no_param_can_fill_one,
+    |env| async move {
+        // docs/PARAMETERS.md's example: `check` reads the output from the
+        // environment only, and `report` through `check`. A runner that
+        // exported only the outputs the text names as `${…}` left the
+        // variable empty, and `test "" -gt 0` failed the run (#38).
+        env.apply(
+            r###"
+name: handoff_env
+tasks:
+  - name: extract
+    command: echo "##dj-output rows=42"
+  - name: check
+    depends_on: [extract]
+    command: test "$DJ_PARAM_EXTRACT_OUTPUT_ROWS" -gt 0
+  - name: report
+    depends_on: [check]
+    command: echo "report rows=[$DJ_PARAM_EXTRACT_OUTPUT_ROWS]"
+  - name: beside
+    command: echo "beside rows=[$DJ_PARAM_EXTRACT_OUTPUT_ROWS]"
+"###,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let run = env
+            .run_to_end("handoff_env", RunStatus::Success, TIMEOUT)
+            .await;
+        let report = log_of(&env, run.id, "report").await;
+        assert!(report.contains("report rows=[42]"), "{report}");
+        // A task that does not run after `extract` may have started before
+        // it ended: it gets none of its outputs, whatever the timing.
+        let beside = log_of(&env, run.id, "beside").await;
+        assert!(beside.contains("beside rows=[]"), "{beside}");
+
+        // A parameter whose variable is an output's is refused wherever it
+        // comes from: it would stand for a value `extract` never wrote.
+        let api = Api::start(&env, None).await;
+        let dag_id = env.dag_id("handoff_env").await;
+        for name in [
+            "extract_output_rows",
+            "extract.output.rows",
+            "EXTRACT-OUTPUT-ROWS",
+        ] {
+            let refused = api
+                .post(
+                    &format!("/api/v1/dags/{dag_id}/trigger"),
+                    json!({ "params": { name: "999" } }),
+                )
+                .await;
+            assert_eq!(refused.status, 400, "{name}: {}", refused.text);
+            assert!(
+                refused.text.contains("$DJ_PARAM_EXTRACT_OUTPUT_ROWS")
+                    && refused.text.contains("has the form of a task output's"),
+                "{name}: {}",
+                refused.text
+            );
+            let refused = api
+                .post("/api/v1/events/rows.ready", json!({ name: "999" }))
+                .await;
+            assert_eq!(refused.status, 400, "{name}: {}", refused.text);
+            assert!(
+                refused.text.contains("has the form of a task output's"),
+                "{name}: {}",
+                refused.text
+            );
+        }
+        let refused = env
+            .try_apply(
+                "name: sneaky\nparams: { extract_output_rows: '1' }\ntasks:\n  - { name: t, command: 'true', params: { a.Output.b: '2' } }\n",
+            )
+            .await
+            .expect_err("output-like params apply");
+        assert!(
+            refused.contains("params: parameter 'extract_output_rows' is reserved")
+                && refused.contains("task 't': params: parameter 'a.Output.b' is reserved"),
+            "{refused}"
+        );
+
+        // Straight onto NATS, past the API: the runner refuses each attempt
+        // before anything runs, so `check` cannot pass on a forged count.
+        let mut fire = env.manual_fire("handoff_env").await;
+        fire.params
+            .insert("extract_output_rows".to_owned(), "999".to_owned());
+        env.bus.publish_fire(&fire).await.expect("publish fire");
+        let run = env.wait_run(&fire.dedup_key, TIMEOUT).await;
+        assert_eq!(run.status, RunStatus::Failed);
+        let instances = env.instances_by_name(run.id).await;
+        let executions = env.executions_by_name(run.id).await;
+        let reason = instances["extract"].reason.clone().unwrap_or_default();
+        assert!(
+            reason.contains("parameter 'extract_output_rows' is reserved"),
+            "{reason}"
+        );
+        assert_eq!(executions["extract"].len(), 1, "refused, not retried");
+        assert_ne!(instances["check"].status, TaskStatus::Success);
+        env.check_roles();
     }
 );

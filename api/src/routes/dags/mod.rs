@@ -545,8 +545,9 @@ async fn refuse_untrusted_problems(
             "the trigger's params would be refused by {} task(s) of '{}': trigger params are \
              untrusted, so scripts read them from the environment or quote them \
              (${{name:shell}}, ${{name:python}}, each standing alone outside strings, comments \
-             and here-documents), and SQL takes them bare only as numbers or dates (otherwise \
-             ${{name:literal}} or ${{name:ident}})",
+             and here-documents), SQL takes them bare only as numbers or dates (otherwise \
+             ${{name:literal}} or ${{name:ident}}), and none may begin a SPARK or FLINK \
+             command-line argument with '-'",
             problems.len(),
             dag.name
         ),
@@ -563,6 +564,15 @@ fn trigger_params(params: Option<Map<String, Value>>) -> Result<Params> {
             return Err(Error::bad_request(format!(
                 "invalid field `params.{}`: NUL characters are not allowed",
                 name.escape_debug()
+            )));
+        }
+        // A trigger's param must not fill a task output's variable
+        // (docs/SECURITY.md, "Values between tasks").
+        if datajump_shared::outputs::looks_like_output(&name) {
+            return Err(Error::bad_request(format!(
+                "invalid field `params.{}`: {}",
+                name.escape_debug(),
+                datajump_shared::outputs::output_like_problem(&name)
             )));
         }
         let text = match value {
