@@ -886,11 +886,15 @@ async fn missing_upstream_notes(
     Ok(notes)
 }
 
-/// The tasks of other DAGs that depend on a task of the DAG `name`, as
-/// `dag/task`: what deleting it would break.
+/// The tasks of other DAGs that depend on a task of the DAG `name` of
+/// `project`, as `dag/task`, and the DAGs whose `after:` schedules name it:
+/// what deleting it would break. Only DAGs of the same project: another
+/// project's DAG naming it never saw it (docs/SECURITY.md, "Projects"),
+/// so it loses nothing, and is not named to whoever deletes it.
 pub async fn dependants_of(
     db: &impl sea_orm::ConnectionTrait,
     name: &str,
+    project: i64,
 ) -> Result<Vec<String>, DbErr> {
     let edges = task_dependency::Entity::find()
         .filter(task_dependency::Column::ParentDag.eq(name))
@@ -902,6 +906,7 @@ pub async fn dependants_of(
         let owner = dag::Entity::find_by_id(edge.dag_id).one(db).await?;
         if let (Some(child), Some(owner)) = (child, owner)
             && owner.name != name
+            && owner.project_id == project
         {
             out.push(format!("{}/{}", owner.name, child.name));
         }
@@ -912,7 +917,9 @@ pub async fn dependants_of(
         .all(db)
         .await?;
     for after in triggered {
-        if let Some(owner) = dag::Entity::find_by_id(after.dag_id).one(db).await? {
+        if let Some(owner) = dag::Entity::find_by_id(after.dag_id).one(db).await?
+            && owner.project_id == project
+        {
             out.push(format!(
                 "{} (its schedule '{}' runs after {name})",
                 owner.name, after.name
