@@ -46,6 +46,13 @@ pub struct Caller {
 /// The cookie a browser session rides on.
 pub const SESSION_COOKIE: &str = "dj_session";
 
+/// Who a sign-in (`POST /api/v1/session`) let in, on its answer: the
+/// request itself carried no credentials the guard could read, so
+/// [`authorize`] audits the sign-in as this caller rather than as
+/// `anonymous` (docs/SECURITY.md, "Tokens, roles and the audit log").
+#[derive(Debug, Clone)]
+pub struct SignedIn(pub Caller);
+
 /// Compares in time independent of where the strings differ.
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     let mut difference = given.len() ^ expected.len();
@@ -299,7 +306,8 @@ pub async fn authorize(state: AppState, rule: Rule, request: Request, next: Next
         Some(error) => error.into_response(),
         None => next.run(request).await,
     };
-    let (actor, role) = caller.map_or_else(
+    let signed_in = response.extensions().get::<SignedIn>().map(|s| s.0.clone());
+    let (actor, role) = signed_in.or(caller).map_or_else(
         || ("anonymous".to_owned(), "none".to_owned()),
         |c| (c.name, c.role.as_str().to_owned()),
     );

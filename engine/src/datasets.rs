@@ -386,8 +386,15 @@ pub(crate) async fn owed_data_fires(
         .into_iter()
         .map(|schedule| (schedule.id, schedule))
         .collect();
+    // A trigger recorded before its schedule last began to fire was
+    // recorded while it fired before a pause (docs/DAG_FORMAT.md
+    // "Datasets and data schedules"): its run may have been skipped as
+    // paused, and a resume does not replay it.
     Ok(triggers
         .iter()
-        .filter_map(|trigger| Some(FireMsg::data(schedules.get(&trigger.schedule_id)?, trigger)))
+        .filter_map(|trigger| {
+            let schedule = schedules.get(&trigger.schedule_id)?;
+            (trigger.created_at >= schedule.counts_from()).then(|| FireMsg::data(schedule, trigger))
+        })
         .collect())
 }

@@ -77,10 +77,30 @@ async fn schedules_after<C: ConnectionTrait>(
 
 /// The fires the runs `finished` owe: one per SUCCESS run and `after:`
 /// schedule naming its DAG. One query when none of their DAGs has
-/// dependants, which is the common case.
+/// dependants, which is the common case. Called in the transaction that
+/// finishes the runs: a schedule active then was active when they ended.
 pub(crate) async fn owed_fires<C: ConnectionTrait>(
     conn: &C,
     finished: &[dag_run::Model],
+) -> Result<Vec<FireMsg>, DbErr> {
+    fires_of(conn, finished, Ended::Now).await
+}
+
+/// When the runs a fire is owed for ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// In the transaction asking: every active schedule counts them.
+    Now,
+    /// Earlier: only schedules active since before they ended count them
+    /// ([`schedule::Model::counts_from`]), so a schedule made, resumed or
+    /// put online later does not fire for them.
+    Before,
+}
+
+async fn fires_of<C: ConnectionTrait>(
+    conn: &C,
+    finished: &[dag_run::Model],
+    ended: Ended,
 ) -> Result<Vec<FireMsg>, DbErr> {
     let mut dag_ids: Vec<i64> = finished
         .iter()
@@ -100,6 +120,10 @@ pub(crate) async fn owed_fires<C: ConnectionTrait>(
             schedules
                 .iter()
                 .filter(move |(upstream, _)| *upstream == run.dag_id)
+                .filter(move |(_, after)| match ended {
+                    Ended::Now => true,
+                    Ended::Before => run.finished_at.is_some_and(|at| at >= after.counts_from()),
+                })
                 .map(move |(_, after)| FireMsg::after(after, run))
         })
         .collect())
@@ -108,7 +132,10 @@ pub(crate) async fn owed_fires<C: ConnectionTrait>(
 /// Fires decided between `since` and `before` whose runs do not exist:
 /// those of runs that ended SUCCESS (`after:` schedules) and of data
 /// schedules met ([`crate::datasets`]), lost between a commit and its
-/// publish, or owed by a run an operator's mark ended. The window should
+/// publish, or owed by a run an operator's mark ended; none for a run
+/// that ended, or a condition met, before its schedule last began to fire
+/// (made, resumed or put online: docs/DAG_FORMAT.md "Dependency
+/// triggers"), which the resolver may have skipped as paused. The window should
 /// lie inside the fire stream's duplicate window, so a fire sent before is
 /// dropped again by its id rather than acted on twice (it would create
 /// nothing either way: its run key is taken).
@@ -135,7 +162,7 @@ pub async fn owed_trigger_fires(
         .filter(dag_run::Column::DagId.in_subquery(upstream_dags))
         .all(db)
         .await?;
-    let mut fires = owed_fires(db, &finished).await?;
+    let mut fires = fires_of(db, &finished, Ended::Before).await?;
     fires.extend(crate::datasets::owed_data_fires(db, since, before).await?);
     let mut missing = Vec::with_capacity(fires.len());
     for chunk in fires.chunks(IN_LIST_MAX) {

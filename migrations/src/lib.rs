@@ -27,6 +27,7 @@ mod m20261202_000017_run_finished_index;
 mod m20261203_000018_datasets;
 mod m20261204_000019_sensors;
 mod m20261204_000020_session_token_hash;
+mod m20261205_000021_schedule_active_since;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -54,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000018_datasets::Migration),
             Box::new(m20261204_000019_sensors::Migration),
             Box::new(m20261204_000020_session_token_hash::Migration),
+            Box::new(m20261205_000021_schedule_active_since::Migration),
         ]
     }
 }

@@ -67,13 +67,27 @@ pub fn is_unprintable(c: char) -> bool {
 /// and paths printed to a terminal, which may predate the rule or come from
 /// a file system.
 pub fn printable(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_unprintable) {
+    escaped(text, is_unprintable)
+}
+
+/// `text` as [`printable`] writes it, but with its line breaks (`\n`) and
+/// tabs kept: for text of many lines from outside, such as a task's log,
+/// printed to a terminal, where an escape sequence or a carriage return
+/// could otherwise rewrite what is shown (docs/SECURITY.md, "Names in a
+/// terminal").
+pub fn printable_lines(text: &str) -> Cow<'_, str> {
+    escaped(text, |c| is_unprintable(c) && !matches!(c, '\n' | '\t'))
+}
+
+/// `text` with each character `escape` picks written as its escape.
+fn escaped(text: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&escape) {
         return Cow::Borrowed(text);
     }
     Cow::Owned(
         text.chars()
             .map(|c| {
-                if is_unprintable(c) {
+                if escape(c) {
                     c.escape_default().to_string()
                 } else {
                     c.to_string()
@@ -143,6 +157,15 @@ mod tests {
         );
         assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
         assert!(!"夜间-etl_1".chars().any(is_unprintable));
+    }
+
+    #[test]
+    fn log_text_keeps_its_lines_and_tabs() {
+        assert_eq!(printable_lines("a\tb\nc\n"), "a\tb\nc\n");
+        assert_eq!(
+            printable_lines("ok\x1b]0;pwned\x07\rfake\n"),
+            "ok\\u{1b}]0;pwned\\u{7}\\rfake\n"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use chrono::Utc;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, ModelTrait, QueryFilter, QueryOrder,
+    IntoActiveModel, ModelTrait, QueryFilter, QueryOrder, sea_query::Expr,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -413,6 +413,13 @@ async fn write(
         Origin::File(path) => Some(path.to_owned()),
         _ => None,
     };
+    // What the schedules fired under before this apply: a schedule that
+    // begins to fire now (its DAG put online, or moved to another project
+    // whose DAGs its `after:` names) counts what happens from now on only.
+    let was_firing_in = existing
+        .as_ref()
+        .filter(|row| row.online)
+        .map(|row| row.project_id);
     let dag_row = match existing {
         None => {
             report.created = true;
@@ -494,6 +501,9 @@ async fn write(
         &mut report,
     )
     .await?;
+    if dag_row.online && was_firing_in != Some(dag_row.project_id) {
+        restart_schedules(&txn, dag_row.id, now).await?;
+    }
 
     let mut dag_row = dag_row;
     if !report.created && !report.is_unchanged() {
@@ -625,6 +635,47 @@ async fn apply_tasks(
     Ok(())
 }
 
+/// When a schedule counts from after this apply (docs/DAG_FORMAT.md
+/// "Dependency triggers"): from `now` when it begins to fire (new and
+/// active, or resumed) or waits for something else (another kind,
+/// upstream DAG or condition); otherwise from when it did before. A DAG
+/// put online restarts all its schedules ([`restart_schedules`]).
+fn active_since(
+    old: Option<&schedule::Model>,
+    wanted: &ScheduleDefinition,
+    now: chrono::DateTime<Utc>,
+) -> chrono::DateTime<Utc> {
+    let Some(old) = old else {
+        return now;
+    };
+    let same_wait = old.kind == wanted.kind
+        && old.after_dag == wanted.after_dag
+        && old.data_condition == wanted.data_condition;
+    if wanted.active && !(old.active && same_wait) {
+        now
+    } else {
+        old.counts_from()
+    }
+}
+
+/// A DAG put online, or moved to another project (whose DAGs and datasets
+/// its schedules then name): its active schedules count from `now`, so
+/// none fires for an upstream run that ended, or an event recorded, while
+/// it was offline or elsewhere (docs/DAG_FORMAT.md "Dependency triggers").
+async fn restart_schedules(
+    txn: &sea_orm::DatabaseTransaction,
+    dag_id: i64,
+    now: chrono::DateTime<Utc>,
+) -> Result<(), DbErr> {
+    schedule::Entity::update_many()
+        .col_expr(schedule::Column::ActiveSince, Expr::value(now))
+        .filter(schedule::Column::DagId.eq(dag_id))
+        .filter(schedule::Column::Active.eq(true))
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
 async fn apply_schedules(
     txn: &sea_orm::DatabaseTransaction,
     dag_row: &dag::Model,
@@ -653,6 +704,7 @@ async fn apply_schedules(
         } else {
             old.as_ref().and_then(|o| o.file_active)
         };
+        let since = active_since(old.as_ref(), &wanted, now);
         let active = schedule::ActiveModel {
             dag_id: Set(dag_row.id),
             name: Set(name.clone()),
@@ -673,6 +725,7 @@ async fn apply_schedules(
             biz_date_offset_days: Set(wanted.biz_date_offset_days),
             file_active: Set(file_active),
             updated_at: Set(now),
+            active_since: Set(Some(since)),
             ..Default::default()
         };
         match old {
@@ -694,7 +747,7 @@ async fn apply_schedules(
                 .update(txn)
                 .await?;
             }
-            Some(old) if old.file_active != file_active => {
+            Some(old) if old.file_active != file_active || old.active_since != Some(since) => {
                 schedule::ActiveModel {
                     id: Set(old.id),
                     ..active
@@ -833,11 +886,15 @@ async fn missing_upstream_notes(
     Ok(notes)
 }
 
-/// The tasks of other DAGs that depend on a task of the DAG `name`, as
-/// `dag/task`: what deleting it would break.
+/// The tasks of other DAGs that depend on a task of the DAG `name` of
+/// `project`, as `dag/task`, and the DAGs whose `after:` schedules name it:
+/// what deleting it would break. Only DAGs of the same project: another
+/// project's DAG naming it never saw it (docs/SECURITY.md, "Projects"),
+/// so it loses nothing, and is not named to whoever deletes it.
 pub async fn dependants_of(
     db: &impl sea_orm::ConnectionTrait,
     name: &str,
+    project: i64,
 ) -> Result<Vec<String>, DbErr> {
     let edges = task_dependency::Entity::find()
         .filter(task_dependency::Column::ParentDag.eq(name))
@@ -849,6 +906,7 @@ pub async fn dependants_of(
         let owner = dag::Entity::find_by_id(edge.dag_id).one(db).await?;
         if let (Some(child), Some(owner)) = (child, owner)
             && owner.name != name
+            && owner.project_id == project
         {
             out.push(format!("{}/{}", owner.name, child.name));
         }
@@ -859,7 +917,9 @@ pub async fn dependants_of(
         .all(db)
         .await?;
     for after in triggered {
-        if let Some(owner) = dag::Entity::find_by_id(after.dag_id).one(db).await? {
+        if let Some(owner) = dag::Entity::find_by_id(after.dag_id).one(db).await?
+            && owner.project_id == project
+        {
             out.push(format!(
                 "{} (its schedule '{}' runs after {name})",
                 owner.name, after.name

@@ -800,7 +800,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             runners::queues,
         )
         .query::<PageQuery>()
-        .scope(Unscoped)
+        .scope(Handler)
         .answers::<Page<QueueDto>>(),
         Endpoint::new(
             Post,
@@ -924,7 +924,7 @@ mod tests {
     /// limited tokens until it is listed here.
     #[test]
     fn every_route_keeps_limited_tokens_to_their_project() {
-        const HANDLER: [&str; 12] = [
+        const HANDLER: [&str; 13] = [
             "Get /api/v1/dags",
             "Post /api/v1/events/{name}",
             "Get /api/v1/datasets",
@@ -937,14 +937,14 @@ mod tests {
             "Get /api/v1/tokens",
             "Post /api/v1/tokens",
             "Delete /api/v1/tokens/{name}",
+            "Get /api/v1/queues",
         ];
-        const UNSCOPED: [&str; 9] = [
+        const UNSCOPED: [&str; 8] = [
             "Get /healthz",
             "Get /readyz",
             "Get /api/v1/openapi.json",
             "Post /api/v1/dags/schedule/validate-cron",
             "Get /api/v1/runners",
-            "Get /api/v1/queues",
             "Post /api/v1/session",
             "Get /api/v1/session",
             "Delete /api/v1/session",

@@ -1,4 +1,4 @@
-//! `datajump logs TASK_INSTANCE|run:RUN [--attempt N] [--follow]`.
+//! `datajump logs TASK_INSTANCE|run:RUN [--attempt N] [--follow] [--raw]`.
 //!
 //! A stored log (the full copy once an attempt has ended, its tail while it
 //! runs) comes from the API. `--follow` takes the live lines from NATS
@@ -38,6 +38,24 @@ pub struct LogsArgs {
     /// Live lines come from NATS (--nats-url); without it, from the API every second.
     #[arg(long, short = 'f')]
     follow: bool,
+    /// Print the log exactly as the task wrote it. By default a control character other than
+    /// a line break or a tab (a terminal escape, a carriage return) is printed as its escape
+    /// (`\u{1b}`), on a terminal and in a pipe alike, so a task's output cannot drive your
+    /// terminal; use --raw for a byte-exact copy (`> task.log`) or colours in a pager you trust
+    /// (`--raw | less -R`).
+    #[arg(long)]
+    raw: bool,
+}
+
+/// The log text as printed: escaped unless `raw` (docs/SECURITY.md,
+/// "Names in a terminal": a task's output is the task's to write, and an
+/// escape sequence in it could retitle, clear or rewrite the terminal).
+fn shown(text: &str, raw: bool) -> std::borrow::Cow<'_, str> {
+    if raw {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        datajump_shared::naming::printable_lines(text)
+    }
 }
 
 enum Target {
@@ -64,9 +82,9 @@ pub async fn run(global: &Global, args: LogsArgs) -> Result<ExitCode> {
     match parse_target(&args.target)? {
         Target::Instance(id) if args.follow => {
             let exec = started(&api, id, args.attempt).await?;
-            follow(&api, global, id, &exec, &mut std::io::stdout()).await?;
+            follow(&api, global, id, &exec, args.raw, &mut std::io::stdout()).await?;
         }
-        Target::Instance(id) => output::text(&log(&api, id, args.attempt).await?),
+        Target::Instance(id) => output::text(&shown(&log(&api, id, args.attempt).await?, args.raw)),
         Target::Run(run_id) => {
             if args.follow {
                 bail!("--follow takes a task instance id; `datajump runs DAG` lists them");
@@ -83,7 +101,7 @@ pub async fn run(global: &Global, args: LogsArgs) -> Result<ExitCode> {
                     instance.status
                 );
                 match log(&api, instance.id, args.attempt).await {
-                    Ok(text) => output::text(&text),
+                    Ok(text) => output::text(&shown(&text, args.raw)),
                     // Not started yet, or no such attempt: say so and go on.
                     Err(e) if e.is_not_found() => out!("({e})"),
                     Err(e) => return Err(e.into()),
@@ -144,6 +162,7 @@ async fn follow(
     global: &Global,
     id: i64,
     exec: &ExecutionDto,
+    raw: bool,
     out: &mut impl Write,
 ) -> Result<()> {
     let mut printed = 0u64;
@@ -165,7 +184,12 @@ async fn follow(
             )
             .await;
             if let Ok(Ok(reply)) = runner_tail {
-                print_new_lines(&String::from_utf8_lossy(&reply.payload), &mut printed, out)?;
+                print_new_lines(
+                    &String::from_utf8_lossy(&reply.payload),
+                    &mut printed,
+                    raw,
+                    out,
+                )?;
             }
             // The client is kept with its subscription, which ends with it.
             Some((client, live))
@@ -207,14 +231,14 @@ async fn follow(
                     .end_time
                     .is_some();
                 let text = log(api, id, Some(exec.attempt)).await?;
-                print_new_lines(&text, &mut printed, out)?;
+                print_new_lines(&text, &mut printed, raw, out)?;
                 if ended {
                     break;
                 }
             }
         }
         while let Some(line) = waiting.remove(&(printed + 1)) {
-            writeln!(out, "{line}")?;
+            writeln!(out, "{}", shown(&line, raw))?;
             printed += 1;
         }
         waiting.retain(|&seq, _| seq > printed);
@@ -225,12 +249,12 @@ async fn follow(
 
 /// Prints the lines of a log or log tail numbered after `printed` (a tail's
 /// cut note says how many lines came before it), and moves `printed` on.
-fn print_new_lines(text: &str, printed: &mut u64, out: &mut impl Write) -> Result<()> {
+fn print_new_lines(text: &str, printed: &mut u64, raw: bool, out: &mut impl Write) -> Result<()> {
     let first = datajump_shared::logs::dropped_lines(text) + 1;
     let lines = text.lines().skip(usize::from(first > 1));
     for (number, line) in (first..).zip(lines) {
         if number > *printed {
-            writeln!(out, "{line}")?;
+            writeln!(out, "{}", shown(line, raw))?;
             *printed = number;
         }
     }

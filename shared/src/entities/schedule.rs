@@ -52,6 +52,21 @@ pub struct Model {
     pub data_condition: Option<Json>,
     /// What a restated partition does (for `DATA`).
     pub on_update: Option<crate::datasets::OnUpdate>,
+    /// When it last began to fire: made active, resumed, its DAG put
+    /// online, or given another upstream or condition (docs/DAG_FORMAT.md
+    /// "Dependency triggers"). `None` only in a row the migration did not
+    /// backfill: read as `updated_at` ([`Model::counts_from`]).
+    pub active_since: Option<DateTimeUtc>,
+}
+
+impl Model {
+    /// What the schedule may fire for: an `after:` schedule owes no run to
+    /// an upstream run that ended before this moment, nor a data schedule
+    /// to an event recorded before it, so a new or resumed schedule does
+    /// not fire for what happened while it did not exist or was paused.
+    pub fn counts_from(&self) -> DateTimeUtc {
+        self.active_since.unwrap_or(self.updated_at)
+    }
 }
 
 /// No declared relations.

@@ -610,3 +610,60 @@ tasks:
         );
     }
 );
+
+both_dbs!(
+    a_new_or_resumed_after_schedule_owes_nothing_to_earlier_runs,
+    |env| async move {
+        // An `after:` schedule made, or resumed, after an upstream run had
+        // ended got a run for it all the same: the ticker's net for lost
+        // fires (runs that ended SUCCESS in the last minutes with no run
+        // of their dependants) sent it the fire it never owed.
+        env.apply("name: extract\ntasks:\n  - { name: load, command: 'true' }\n")
+            .await;
+        let dependant = |name: &str, active: bool, online: bool| {
+            format!(
+                "name: {name}\nonline: {online}\nschedules: [{{ name: after_extract, after: extract, active: {active} }}]\ntasks: [{{ name: t, command: 'true' }}]\n"
+            )
+        };
+        env.apply(&dependant("resumed", false, true)).await;
+        env.apply(&dependant("put_online", true, false)).await;
+        let _ticker = env.spawn_ticker().await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+
+        let key = env.trigger_for("extract", "2024-03-01").await;
+        let ended = env.wait_run(&key, TIMEOUT).await;
+        assert_eq!(ended.status, RunStatus::Success);
+        env.apply(&dependant("resumed", true, true)).await;
+        env.apply(&dependant("put_online", true, true)).await;
+        env.apply(&dependant("made_later", true, true)).await;
+
+        // The ticker looks for owed fires every 10 s among runs that ended
+        // more than 20 s ago: by 35 s after the end it has looked.
+        let finished_at = ended.finished_at.expect("an ended run has its end");
+        let looked = finished_at + chrono::Duration::seconds(35);
+        if let Ok(left) = (looked - chrono::Utc::now()).to_std() {
+            tokio::time::sleep(left).await;
+        }
+        env.check_roles();
+        let mut ran = Vec::new();
+        for name in ["resumed", "put_online", "made_later"] {
+            if !triggered_runs(&env, name).await.is_empty() {
+                ran.push(name);
+            }
+        }
+        assert!(
+            ran.is_empty(),
+            "{ran:?} ran for an upstream run that ended before they fired"
+        );
+
+        // Each fires for the upstream runs that end from now on.
+        let key = env.trigger_for("extract", "2024-03-02").await;
+        assert_eq!(env.wait_run(&key, TIMEOUT).await.status, RunStatus::Success);
+        for name in ["resumed", "put_online", "made_later"] {
+            let runs = wait_triggered(&env, name, 1, TIMEOUT).await;
+            assert_eq!(runs[0].biz_date, date("2024-03-02"), "{name}");
+            assert_eq!(runs[0].status, RunStatus::Success, "{name}");
+        }
+    }
+);

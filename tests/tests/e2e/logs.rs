@@ -270,3 +270,54 @@ tasks:
         env.wait_run(&key, TIMEOUT).await;
     }
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn logs_print_a_tasks_control_characters_escaped() {
+    // A task's output went to the user's terminal as written: an escape
+    // sequence in it retitled the window and cleared the screen, and a
+    // carriage return let a line hide what came before it.
+    let env = crate::harness::TestEnv::new(crate::harness::Backend::Sqlite).await;
+    env.apply(
+        r#"
+name: noisy
+tasks:
+  - name: talk
+    command: printf 'before\033]0;pwned\007\033[2Jafter\rfaked\tcolumn\nnext line\n'
+"#,
+    )
+    .await;
+    let _resolver = env.spawn_resolver().await;
+    let _runner = env.spawn_runner("r1", &["default"], 2).await;
+    let api = Api::start(&env, None).await;
+    let run = env.run_to_end("noisy", RunStatus::Success, TIMEOUT).await;
+    let instance = env.instances_by_name(run.id).await["talk"].id.to_string();
+    let logs = |extra: &'static [&'static str]| {
+        let (api, nats, instance) = (api.base().to_owned(), env.nats_url(), instance.clone());
+        async move {
+            let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_datajump-under-test"))
+                .args(["--api", &api, "--nats-url", &nats, "logs", &instance])
+                .args(extra)
+                .env("DATAJUMP_LOG", "warn")
+                .kill_on_drop(true)
+                .output()
+                .await
+                .expect("run datajump logs");
+            assert!(output.status.success(), "{output:?}");
+            String::from_utf8(output.stdout).expect("UTF-8")
+        }
+    };
+    let escaped = "before\\u{1b}]0;pwned\\u{7}\\u{1b}[2Jafter\\rfaked\tcolumn\nnext line\n";
+    for (args, how) in [(&[][..], "logs"), (&["--follow"][..], "logs --follow")] {
+        let printed = logs(args).await;
+        assert!(
+            !printed.contains(['\u{1b}', '\u{7}', '\r']),
+            "{how} printed a control character: {printed:?}"
+        );
+        assert!(printed.contains(escaped), "{how}: {printed:?}");
+    }
+    let raw = logs(&["--raw"]).await;
+    assert!(
+        raw.contains("before\u{1b}]0;pwned\u{7}\u{1b}[2Jafter\rfaked\tcolumn\nnext line\n"),
+        "--raw prints the log as written: {raw:?}"
+    );
+}

@@ -652,3 +652,145 @@ async fn an_upgrade_turns_the_project_ids_in_use_into_projects() {
         Err(datajump_store::projects::ProjectError::Exists(_))
     ));
 }
+
+both_dbs!(
+    a_project_token_learns_no_names_of_other_projects,
+    |env| async move {
+        // A token limited to project 2 read project 1's queue names and
+        // counts in `/api/v1/queues`; deleting its own DAG was refused
+        // with the names of project 1's DAGs that named it; creating a
+        // token was refused with an offer to revoke project 1's token of
+        // that name; and its sign-in was audited as `anonymous`.
+        let _resolver = env.spawn_resolver().await;
+        let api = Api::start(&env, None).await;
+        let (ok, _, stderr) =
+            datajump(&env, api.base(), None, &["project", "create", "analytics"]).await;
+        assert!(ok, "{stderr}");
+        env.apply(
+            "name: platform_billing\ntasks:\n  - { name: t, command: 'true', queue: platform_private }\n",
+        )
+        .await;
+        env.apply(
+            "name: analytics_report\nproject: 2\ntasks:\n  - { name: publish, command: 'true', queue: analytics_q }\n",
+        )
+        .await;
+        env.apply(
+            "name: platform_watch\nschedules: [{ after: analytics_report }]\ntasks:\n  - { name: w, command: 'true', depends_on: [analytics_report/publish] }\n",
+        )
+        .await;
+        let root = token(&env, &api, &["root", "--role", "admin"]).await;
+        token(&env, &api, &["platform_ci", "--role", "viewer"]).await;
+        let lead = token(
+            &env,
+            &api,
+            &["lead", "--role", "admin", "--project", "analytics"],
+        )
+        .await;
+
+        // Project 1's task waits on its queue, which no runner serves.
+        env.trigger_for("platform_billing", "2024-03-01").await;
+        let queue_names = |body: &serde_json::Value| -> Vec<String> {
+            body["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .filter_map(|q| q["queue"].as_str().map(str::to_owned))
+                .collect()
+        };
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let (status, body) = call(&api, Some(&root), Method::GET, "/api/v1/queues", None).await;
+            assert_eq!(status, 200, "{body}");
+            let waiting = body["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .any(|q| q["queue"] == "platform_private" && q["queuedTasks"] == 1);
+            if waiting {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "project 1's task never waited on its queue: {body}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let (status, body) = call(&api, Some(&lead), Method::GET, "/api/v1/queues", None).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            queue_names(&body),
+            ["analytics_q"],
+            "a limited token sees its project's queues only: {body}"
+        );
+        assert!(
+            !body.to_string().contains("platform_private"),
+            "another project's queue named: {body}"
+        );
+
+        // Deleting its own DAG, which another project's DAG names (to no
+        // effect: to it the name is of a DAG that does not exist).
+        let report = env.dag_id("analytics_report").await;
+        let (status, body) = call(
+            &api,
+            Some(&lead),
+            Method::DELETE,
+            &format!("/api/v1/dags/{report}"),
+            None,
+        )
+        .await;
+        assert!(
+            !body.to_string().contains("platform_watch"),
+            "another project's DAG named: {body}"
+        );
+        assert_eq!(status, 204, "{body}");
+
+        // A token name another project holds.
+        let (status, body) = call(
+            &api,
+            Some(&lead),
+            Method::POST,
+            "/api/v1/tokens",
+            Some(json!({ "name": "platform_ci", "role": "viewer" })),
+        )
+        .await;
+        assert_eq!(status, 409, "{body}");
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("choose another") && !message.contains("revoke"),
+            "{body}"
+        );
+
+        // A sign-in is audited as the token that signed in.
+        let (status, body) = call(
+            &api,
+            None,
+            Method::POST,
+            "/api/v1/session",
+            Some(json!({ "token": lead })),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        let (status, audit) = call(
+            &api,
+            Some(&root),
+            Method::GET,
+            "/api/v1/audit?pageSize=100",
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{audit}");
+        let sign_ins: Vec<&serde_json::Value> = audit["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|e| e["action"] == "POST /api/v1/session")
+            .collect();
+        assert!(
+            !sign_ins.is_empty()
+                && sign_ins
+                    .iter()
+                    .all(|e| e["actor"] == "lead" && e["role"] == "admin"),
+            "{audit}"
+        );
+    }
+);

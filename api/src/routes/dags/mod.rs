@@ -331,7 +331,8 @@ fn dry_run(name: String, changes: ApplyReport) -> AxumJson<DryRunResponse> {
 pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> Result<StatusCode> {
     let dag = find_dag(&state, dag_id).await?;
     let txn = datajump_store::db::begin_write(&state.db).await?;
-    let dependants = datajump_store::catalog::dependants_of(&*txn, &dag.name).await?;
+    let dependants =
+        datajump_store::catalog::dependants_of(&*txn, &dag.name, dag.project_id).await?;
     if !dependants.is_empty() {
         return Err(Error::conflict(format!(
             "DAG '{}' is depended on by {}: remove those dependencies first (they would count as not succeeded)",

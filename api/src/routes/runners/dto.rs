@@ -22,7 +22,9 @@ pub struct RunnerDto {
 
 /// A queue: who serves it and what waits in it, from the runners'
 /// heartbeats, the work consumers' counters in JetStream and the task
-/// instances in the database.
+/// instances in the database. To a token limited to a project, the task
+/// and DAG counts are its project's and `backlog` is empty (the streams
+/// count every project's work together).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueDto {

@@ -7,21 +7,22 @@
 //! Each source is read once per request, whatever the number of queues.
 
 use axum::Json as AxumJson;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Deserialize;
 use tracing::warn;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use datajump_shared::TaskStatus;
-use datajump_shared::entities::{dag, task};
+use datajump_shared::access::Reach;
+use datajump_shared::entities::{dag, task, task_instance};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
 
 use self::dto::{BandBacklog, QueueDto, RunnerDto};
-use super::shared::paging;
+use super::shared::{CallerOf, paging};
 use crate::AppState;
 use crate::dto::{Page, PageQuery};
 use crate::error::{Error, Result};
@@ -61,20 +62,44 @@ pub async fn list(
 /// `GET /api/v1/queues?page=&pageSize=`: every queue a runner serves, a
 /// work consumer exists for, a task instance waits or runs on, or a task of
 /// an online DAG names, by name.
+///
+/// A token limited to a project sees only the queues its project's tasks
+/// name or its task instances wait or run on, with its own project's
+/// counts, and no backlog: the work streams count every project's
+/// messages together (docs/SECURITY.md, "Projects").
 pub async fn queues(
     State(state): State<AppState>,
+    Extension(CallerOf(caller)): Extension<CallerOf>,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<AxumJson<Page<QueueDto>>> {
+    let caller = crate::reach::caller(caller)?;
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
+    let project = match caller.reach {
+        Reach::Everything => None,
+        Reach::Project(project) => Some(project),
+    };
     let (runners, backlog, tasks, defined) = tokio::try_join!(
         live_runners(&state.bus),
         async {
-            datajump_nats::work_backlog(state.bus.js(), state.bus.names())
+            match project {
+                Some(_) => Ok(Vec::new()),
+                None => datajump_nats::work_backlog(state.bus.js(), state.bus.names())
+                    .await
+                    .map_err(Error::from),
+            }
+        },
+        async {
+            match project {
+                Some(project) => project_tasks_by_queue(&state.db, project).await,
+                None => tasks_by_queue(&state.db).await,
+            }
+            .map_err(Error::from)
+        },
+        async {
+            queues_of_online_dags(&state.db, project)
                 .await
                 .map_err(Error::from)
         },
-        async { tasks_by_queue(&state.db).await.map_err(Error::from) },
-        async { queues_of_online_dags(&state.db).await.map_err(Error::from) },
     )?;
 
     let mut queues: BTreeMap<String, QueueDto> = BTreeMap::new();
@@ -107,6 +132,10 @@ pub async fn queues(
     }
     for (queue, dags) in defined {
         entry(&mut queues, &queue).dags = u64::try_from(dags).unwrap_or(0);
+    }
+    if let Some(project) = project {
+        let own = project_queues(&state.db, project).await?;
+        queues.retain(|queue, _| own.contains(queue));
     }
     let mut items: Vec<QueueDto> = queues.into_values().collect();
     for queue in &mut items {
@@ -164,23 +193,75 @@ pub(crate) async fn live_runners(bus: &datajump_nats::Bus) -> Result<Vec<RunnerD
     Ok(items)
 }
 
-/// `(queue, online DAGs with a task on it)`.
-async fn queues_of_online_dags(db: &DatabaseConnection) -> Result<Vec<(String, i64)>, DbErr> {
+/// `(queue, online DAGs with a task on it)`, of `project`'s DAGs only
+/// when given.
+async fn queues_of_online_dags(
+    db: &DatabaseConnection,
+    project: Option<i64>,
+) -> Result<Vec<(String, i64)>, DbErr> {
+    let mut online = Query::select()
+        .column(dag::Column::Id)
+        .from(dag::Entity)
+        .and_where(dag::Column::Online.eq(true))
+        .to_owned();
+    if let Some(project) = project {
+        online.and_where(dag::Column::ProjectId.eq(project));
+    }
     task::Entity::find()
         .select_only()
         .column(task::Column::Queue)
         .column_as(Expr::col(task::Column::DagId).count_distinct(), "dags")
-        .filter(
-            task::Column::DagId.in_subquery(
-                Query::select()
-                    .column(dag::Column::Id)
-                    .from(dag::Entity)
-                    .and_where(dag::Column::Online.eq(true))
-                    .to_owned(),
-            ),
-        )
+        .filter(task::Column::DagId.in_subquery(online))
         .group_by(task::Column::Queue)
         .into_tuple()
         .all(db)
         .await
+}
+
+/// The ids of `project`'s DAGs, as a subquery.
+fn dags_of(project: i64) -> sea_orm::sea_query::SelectStatement {
+    Query::select()
+        .column(dag::Column::Id)
+        .from(dag::Entity)
+        .and_where(dag::Column::ProjectId.eq(project))
+        .to_owned()
+}
+
+/// `(status, queue, count)` of `project`'s QUEUED and RUNNING task
+/// instances, as [`tasks_by_queue`] counts every project's.
+async fn project_tasks_by_queue(
+    db: &DatabaseConnection,
+    project: i64,
+) -> Result<Vec<(TaskStatus, String, i64)>, DbErr> {
+    task_instance::Entity::find()
+        .select_only()
+        .column(task_instance::Column::Status)
+        .column(task_instance::Column::Queue)
+        .column_as(Expr::col(task_instance::Column::Id).count(), "tasks")
+        .filter(task_instance::Column::Status.is_in([TaskStatus::Queued, TaskStatus::Running]))
+        .filter(task_instance::Column::DagId.in_subquery(dags_of(project)))
+        .group_by(task_instance::Column::Status)
+        .group_by(task_instance::Column::Queue)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// The queues `project` uses: named by a task of its DAGs, or by one of
+/// its task instances still QUEUED or RUNNING (a task since moved to
+/// another queue).
+async fn project_queues(db: &DatabaseConnection, project: i64) -> Result<BTreeSet<String>, DbErr> {
+    let named: Vec<String> = task::Entity::find()
+        .select_only()
+        .column(task::Column::Queue)
+        .distinct()
+        .filter(task::Column::DagId.in_subquery(dags_of(project)))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let used = project_tasks_by_queue(db, project).await?;
+    Ok(named
+        .into_iter()
+        .chain(used.into_iter().map(|(_, queue, _)| queue))
+        .collect())
 }

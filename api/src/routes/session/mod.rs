@@ -14,7 +14,7 @@ use datajump_store::sessions::{self, SignedInWith};
 use self::dto::{SessionDto, SignIn};
 use super::shared::CallerOf;
 use crate::AppState;
-use crate::auth::{SESSION_COOKIE, caller_of_token, session_cookie, tokens_required};
+use crate::auth::{SESSION_COOKIE, SignedIn, caller_of_token, session_cookie, tokens_required};
 use crate::error::{Error, Result};
 use crate::extract::Json;
 
@@ -58,6 +58,7 @@ pub async fn create(State(state): State<AppState>, Json(body): Json<SignIn>) -> 
         header::SET_COOKIE,
         cookie(&value, max_age, state.browser.secure_cookies())?,
     );
+    response.extensions_mut().insert(SignedIn(caller));
     Ok(response)
 }
 
