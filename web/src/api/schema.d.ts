@@ -5000,7 +5000,9 @@ export interface components {
         /**
          * @description A queue: who serves it and what waits in it, from the runners'
          *     heartbeats, the work consumers' counters in JetStream and the task
-         *     instances in the database.
+         *     instances in the database. To a token limited to a project, the task
+         *     and DAG counts are its project's and `backlog` is empty (the streams
+         *     count every project's work together).
          */
         QueueDto: {
             /**
