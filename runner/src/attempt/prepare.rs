@@ -83,7 +83,7 @@ impl Runner {
             }
         });
         let upstream = match content {
-            Ok(_) => upstream_outputs(&config.db, row, &task.content).await,
+            Ok(_) => upstream_outputs_retrying(&config.db, row, &task.content, kill).await,
             Err(_) => Ok(Params::new()),
         };
         let content = match upstream {
@@ -178,6 +178,38 @@ async fn upstream_outputs(
                 .map(move |(name, value)| (outputs::param_name(&task, &name), value))
         })
         .collect())
+}
+
+/// How long reading the outputs is retried through a database outage
+/// before the attempt fails.
+const OUTPUTS_RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// [`upstream_outputs`], retried with backoff while the database is out
+/// (a restart, a failover), as recording the attempt's end is: every
+/// attempt reads them, and a transient error is not the task's failure.
+/// Gives up after [`OUTPUTS_RETRY_FOR`] or when the attempt is stopped.
+async fn upstream_outputs_retrying(
+    db: &DatabaseConnection,
+    row: &task_instance::Model,
+    content: &serde_json::Value,
+    kill: &tokio_util::sync::CancellationToken,
+) -> Result<Params, DbErr> {
+    let give_up = tokio::time::Instant::now() + OUTPUTS_RETRY_FOR;
+    let mut wait = Duration::from_millis(200);
+    loop {
+        match upstream_outputs(db, row, content).await {
+            Ok(params) => return Ok(params),
+            Err(e) if tokio::time::Instant::now() + wait < give_up => {
+                tracing::warn!(error = %e, retry_in = ?wait, "cannot read the outputs of the tasks before it; retrying");
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = kill.cancelled() => return Err(e),
+                }
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The tasks `task_id` runs after in its run, directly or through others,
