@@ -17,7 +17,8 @@
 //! the write began, so the key expires no earlier than `RUNNER_TTL` after
 //! that instant, and the fence always comes first.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ pub const FENCE_AFTER: Duration = RUNNER_TTL.saturating_sub(Duration::from_secs(
 /// How often the watchdog looks.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
 
-/// The lease and the process groups it fences.
+/// The lease and the process groups (and control groups) it fences.
 #[derive(Debug)]
 pub struct Lease {
     /// What [`Lease::renewed_ms`] counts from.
@@ -43,8 +44,9 @@ pub struct Lease {
     renewed_ms: AtomicU64,
     /// Set when the watchdog fenced, cleared by the next renewal.
     fenced: AtomicBool,
-    /// The process groups of attempts running now.
-    groups: Mutex<BTreeSet<i32>>,
+    /// The process groups of attempts running now, each with its control
+    /// group's `cgroup.kill` where it has one.
+    groups: Mutex<BTreeMap<i32, Option<PathBuf>>>,
 }
 
 impl Default for Lease {
@@ -53,7 +55,7 @@ impl Default for Lease {
             origin: Instant::now(),
             renewed_ms: AtomicU64::new(0),
             fenced: AtomicBool::new(false),
-            groups: Mutex::new(BTreeSet::new()),
+            groups: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -84,11 +86,12 @@ impl Lease {
         self.fenced.store(false, Ordering::Relaxed);
     }
 
-    /// Registers the process group `group` of a running attempt until the
-    /// returned value is dropped.
-    pub fn register(&self, group: Pid) -> Registered<'_> {
+    /// Registers the process group `group` of a running attempt, and the
+    /// `cgroup.kill` of its control group if it has one, until the returned
+    /// value is dropped.
+    pub fn register(&self, group: Pid, cgroup_kill: Option<&Path>) -> Registered<'_> {
         if let Ok(mut groups) = self.groups.lock() {
-            groups.insert(group.as_raw());
+            groups.insert(group.as_raw(), cgroup_kill.map(Path::to_path_buf));
         }
         Registered {
             lease: self,
@@ -122,8 +125,11 @@ impl Lease {
             return 0;
         }
         self.fenced.store(true, Ordering::Relaxed);
-        for group in groups.iter() {
+        for (group, cgroup_kill) in groups.iter() {
             let _ = killpg(Pid::from_raw(*group), Signal::SIGKILL);
+            if let Some(file) = cgroup_kill {
+                crate::executor::kill_cgroup(file);
+            }
         }
         error!(
             groups = groups.len(),
@@ -184,7 +190,7 @@ mod tests {
     fn a_lapsed_lease_kills_the_registered_groups_and_only_them() {
         let lease = Lease::default();
         let (mut attempt, mut unrelated) = (group(), group());
-        let registered = lease.register(pid(&attempt));
+        let registered = lease.register(pid(&attempt), None);
         lease.renewed(Instant::now());
         // Renewed within the fence period: nothing is killed.
         assert_eq!(lease.fence_if_lapsed(Duration::from_secs(3600)), 0);

@@ -21,10 +21,16 @@ pub fn prefix() -> String {
 }
 
 /// The process id in a name [`prefix`] started, if it is one.
-fn owner_of(name: &str) -> Option<i32> {
+pub(crate) fn owner_of(name: &str) -> Option<i32> {
     let rest = name.strip_prefix("datajump-")?;
     let (pid, _) = rest.split_once('-')?;
     pid.parse().ok().filter(|pid| *pid > 0)
+}
+
+/// Whether no process has id `pid`.
+pub(crate) fn is_gone(pid: i32) -> bool {
+    // ESRCH: no such process. EPERM means one runs (another user's).
+    kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH)
 }
 
 /// Removes the files in `folder` that runners no longer running left
@@ -39,8 +45,7 @@ pub fn sweep(folder: &Path) -> usize {
         let Some(pid) = name.to_str().and_then(owner_of) else {
             continue;
         };
-        // ESRCH: no such process. EPERM means one runs (another user's).
-        let gone = kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH);
+        let gone = is_gone(pid);
         let is_file = entry
             .file_type()
             .is_ok_and(|t| t.is_file() || t.is_symlink());

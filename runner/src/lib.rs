@@ -111,6 +111,8 @@ struct Runner {
     /// Renewed by the heartbeat; its watchdog kills the attempts' process
     /// groups when it lapses.
     lease: Arc<lease::Lease>,
+    /// Each attempt's control group, where the runner may create them.
+    cgroups: Option<Arc<executor::Cgroups>>,
     bus: Bus,
     /// The `dj_logs` object store, for full logs the tail cannot hold.
     logs: ObjectStore,
@@ -122,6 +124,16 @@ struct Runner {
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunnerError> {
     protect_runner(&config.task_process);
     leftovers::sweep(&std::env::temp_dir());
+    let cgroups = match executor::Cgroups::open() {
+        Ok(cgroups) => {
+            info!(folder = %cgroups.folder().display(), "each attempt runs in a control group of its own, killed whole when it ends");
+            Some(Arc::new(cgroups))
+        }
+        Err(e) => {
+            warn!(reason = %e, "attempts run without control groups: a process that leaves its task's process group (setsid, a daemon) outlives the task");
+            None
+        }
+    };
     let js = jetstream::new(config.nats.clone());
     let names = &config.names;
     datajump_nats::ensure_topology(&js, names, config.replicas).await?;
@@ -170,6 +182,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Runn
     let runner = Arc::new(Runner {
         config,
         lease,
+        cgroups,
         bus,
         logs,
         committer,

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, TimeZone, Utc};
 use datajump_migrations::{Migrator, MigratorTrait};
-use datajump_runner::executor::{ExecContext, ExecOutcome, LogSink, TaskProcess, execute};
+use datajump_runner::executor::{Cgroups, ExecContext, ExecOutcome, LogSink, TaskProcess, execute};
 use datajump_shared::content::{TaskContent, TaskType};
 use datajump_shared::dag_file::DEFAULT_PROJECT;
 use datajump_shared::datasources::{DatasourceError, NewDatasource};
@@ -86,6 +86,7 @@ struct Run {
     network: NetworkPolicy,
     env: BTreeMap<String, String>,
     process: Arc<TaskProcess>,
+    cgroups: Option<Arc<Cgroups>>,
 }
 
 impl Run {
@@ -99,7 +100,15 @@ impl Run {
             network: NetworkPolicy::default(),
             env: BTreeMap::new(),
             process: Arc::default(),
+            // As a runner does: a control group per attempt where it may.
+            cgroups: Cgroups::open().ok().map(Arc::new),
         }
+    }
+
+    /// Without control groups, as a runner that may not create them.
+    fn without_cgroups(mut self) -> Run {
+        self.cgroups = None;
+        self
     }
 
     /// Task processes start as `process` says (`--task-user`).
@@ -162,6 +171,7 @@ impl Run {
             process: self.process,
             network: Arc::new(self.network),
             lease: Arc::default(),
+            cgroups: self.cgroups,
             db: db.clone(),
             project_id: DEFAULT_PROJECT,
             timeout: self.timeout,
@@ -892,6 +902,7 @@ async fn a_daemon_holding_the_output_does_not_keep_the_task_running() {
     );
     let ran = Run::new("SHELL", json!({ "command": script }))
         .timeout(Duration::from_secs(60))
+        .without_cgroups()
         .on(&s.db)
         .await;
     let daemon = std::fs::read_to_string(&pid_file)
@@ -912,6 +923,96 @@ async fn a_daemon_holding_the_output_does_not_keep_the_task_running() {
     );
     assert!(ran.log.contains("done"), "{}", ran.log);
     assert!(ran.log.contains("still holds its output"), "{}", ran.log);
+}
+
+/// Whether process `pid` has ended (a zombie nobody reaps has).
+fn ended(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        // `pid (comm) S …`: the state follows the last `)`.
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// A process that left its task's process group (`setsid`) ends with the
+/// attempt however it ends — success, failure, timeout or kill — because
+/// the attempt's control group is killed whole (docs/ARCHITECTURE.md,
+/// "Task processes").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_process_of_an_attempt_ends_with_it_even_one_that_left_its_process_group() {
+    let cgroups = Cgroups::open().unwrap_or_else(|e| {
+        panic!(
+            "this test needs cgroup v2 with cgroup.kill, writable by the test's user (root): {e}"
+        )
+    });
+    // Where a task would move itself to leave its group: the runner's own.
+    let runners_group = cgroups
+        .folder()
+        .parent()
+        .expect("the runner's group")
+        .join("cgroup.procs");
+    let s = scheduler().await;
+    for (ending, tail, timeout, user) in [
+        ("success", "exit 0", Duration::from_secs(60), None),
+        ("failure", "exit 3", Duration::from_secs(60), None),
+        ("timeout", "sleep 300", Duration::from_secs(2), None),
+        ("success", "exit 0", Duration::from_secs(60), Some("nobody")),
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+            .expect("chmod");
+        let pid_file = dir.path().join("escaped.pid");
+        // Run as another user, the task also tries to leave its group.
+        let leave = match user {
+            Some(_) => format!("echo $$ > {} 2>/dev/null; ", runners_group.display()),
+            None => String::new(),
+        };
+        let script = format!(
+            "setsid sh -c '{leave}echo $$ > {pid}.tmp; mv {pid}.tmp {pid}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+             while [ ! -s {pid} ]; do sleep 0.05; done\n{tail}",
+            pid = pid_file.display()
+        );
+        let ran = Run::new("SHELL", json!({ "command": script }))
+            .timeout(timeout)
+            .process(TaskProcess::new(&[], user).expect("the task user"))
+            .on(&s.db)
+            .await;
+        let escaped: i32 = std::fs::read_to_string(&pid_file)
+            .expect("the escaped process wrote its id")
+            .trim()
+            .parse()
+            .expect("a pid");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ended(escaped) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let survived = !ended(escaped);
+        if survived {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(escaped),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        assert!(
+            !survived,
+            "after the attempt's {ending} as {user:?} ({:?}), process {escaped} that called \
+             setsid still runs",
+            ran.outcome
+        );
+        let expected = match ending {
+            "success" => matches!(ran.outcome, ExecOutcome::Success),
+            "failure" => matches!(
+                ran.outcome,
+                ExecOutcome::Failed {
+                    exit_code: Some(3),
+                    ..
+                }
+            ),
+            _ => matches!(ran.outcome, ExecOutcome::TimedOut),
+        };
+        assert!(expected, "{ending}: {:?}\n{}", ran.outcome, ran.log);
+    }
 }
 
 /// A file sensor looks in the runner's process, with the runner's rights:

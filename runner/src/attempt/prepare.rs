@@ -113,6 +113,7 @@ impl Runner {
                 process: config.task_process.clone(),
                 network: config.network.clone(),
                 lease: self.lease.clone(),
+                cgroups: self.cgroups.clone(),
                 db: config.db.clone(),
                 project_id: work.spec.project_id,
                 timeout: Duration::from_secs(u64::try_from(task.timeout_secs).unwrap_or(0)),

@@ -7,6 +7,7 @@
 //! attempt, so an executor reads typed fields, never JSON keys. Adding a type
 //! means a `TaskContent` variant, a module here and one arm in [`execute`].
 
+mod cgroup;
 mod find;
 mod http;
 mod process;
@@ -27,6 +28,7 @@ use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::log::{DEFAULT_MAX_LOG_BYTES, LogSink};
+pub use cgroup::{Cgroups, CgroupsUnavailable, kill as kill_cgroup};
 pub use sql::check_datasource;
 pub use task_process::{TaskProcess, TaskProcessError, TaskUser, protect_runner};
 
@@ -46,6 +48,10 @@ pub struct ExecContext {
     /// The runner's lease: a task's process group is registered with it,
     /// to be killed if the lease lapses (see [`crate::lease`]).
     pub lease: Arc<crate::lease::Lease>,
+    /// Where each attempt's processes get a control group of their own,
+    /// killed whole when the attempt ends; `None` where the runner may not
+    /// create them (see [`Cgroups`]).
+    pub cgroups: Option<Arc<Cgroups>>,
     /// The scheduler's database, for secrets the task needs (datasource
     /// passwords, credential headers): they never travel in messages.
     pub db: DatabaseConnection,

@@ -1,8 +1,10 @@
 //! Running a program, the way every process-based executor does (a script
 //! file with its interpreter, or an argument list such as `spark-submit`'s):
 //! its own process group (so a timeout or kill takes
-//! background children too), stdout and stderr through one pipe so their
-//! order is kept, and nothing left behind if the runner dies.
+//! background children too) and, where the runner may create one, its own
+//! control group (so they also take what left the process group: see
+//! [`super::cgroup`]), stdout and stderr through one pipe so their order
+//! is kept, and nothing left behind if the runner dies.
 //!
 //! A parent-death signal reaches only the direct child, not what the script
 //! starts in the background, so the direct child is a small guard: it gets
@@ -46,8 +48,9 @@ const GUARD: &str =
     r#"trap '[ -z "$0" ] || rm -f -- "$0"; kill -KILL 0' TERM; "$@" & wait $!; exit $?"#;
 
 /// How long the output is read after the task's process has exited and
-/// its process group was killed: a process that left the group (`setsid`,
-/// a daemon) and still holds the output does not keep the task RUNNING.
+/// its process and control groups were killed: without a control group, a
+/// process that left the process group (`setsid`, a daemon) and still holds
+/// the output does not keep the task RUNNING.
 const OUTPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What [`run`] starts.
@@ -149,7 +152,20 @@ pub async fn run(
     {
         return failed(format!("cannot hand the script file to the task user: {e}"));
     }
-    let mut command = Command::new(ctx.process.setpriv());
+    let cgroup = match ctx.cgroups.as_deref().map(super::Cgroups::attempt) {
+        None => None,
+        Some(Ok(group)) => Some(group),
+        Some(Err(e)) => return failed(format!("cannot create the attempt's control group: {e}")),
+    };
+    let mut command = match (&ctx.cgroups, &cgroup) {
+        (Some(cgroups), Some(group)) => {
+            let (sh, join) = cgroups.join_command(group);
+            let mut command = Command::new(sh);
+            command.args(join).arg(ctx.process.setpriv());
+            command
+        }
+        _ => Command::new(ctx.process.setpriv()),
+    };
     command
         .args(ctx.process.setpriv_args())
         .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
@@ -185,8 +201,16 @@ pub async fn run(
         if let Some(group) = group {
             let _ = killpg(group, Signal::SIGKILL);
         }
+        if let Some(cgroup) = &cgroup {
+            cgroup.kill();
+        }
     };
-    let _fenced_with_the_lease = group.map(|group| ctx.lease.register(group));
+    let _fenced_with_the_lease = group.map(|group| {
+        ctx.lease.register(
+            group,
+            cgroup.as_ref().map(super::cgroup::AttemptCgroup::kill_file),
+        )
+    });
 
     let receiver = match tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()) {
         Ok(r) => r,
