@@ -380,14 +380,19 @@ impl TaskFile {
         problems
     }
 
+    /// The task's content as its type reads it; `None` when it does not
+    /// read, which [`Self::content_problems`] reports, so the checks that
+    /// look inside a script have nothing to add.
+    fn parsed_content(&self) -> Option<TaskContent> {
+        self.task_type()
+            .and_then(|t| TaskContent::parse(t, &self.content_json()).ok())
+    }
+
     /// Notes on parameters this task pastes bare into its script or SQL:
     /// a value a trigger or an event gives one of them is refused
     /// (`crate::params`), so each note says the form that takes any value.
     fn untrusted_param_notes(&self) -> Vec<String> {
-        let Some(task_type) = TaskType::parse(&self.task_type) else {
-            return Vec::new();
-        };
-        let Ok(content) = TaskContent::parse(task_type, &self.content_json()) else {
+        let Some(content) = self.parsed_content() else {
             return Vec::new();
         };
         use crate::params::{Mode, ScriptLang};
@@ -449,10 +454,7 @@ impl TaskFile {
     /// file"). The runner refuses them too, for DAGs stored before this rule.
     fn misplaced_quoting_forms(&self) -> Vec<String> {
         use crate::params::Mode;
-        let Some(content) = self
-            .task_type()
-            .and_then(|t| TaskContent::parse(t, &self.content_json()).ok())
-        else {
+        let Some(content) = self.parsed_content() else {
             return Vec::new();
         };
         let Some((text, Mode::Script(lang))) = content.code() else {
@@ -468,10 +470,7 @@ impl TaskFile {
     /// each with the form that takes any value.
     fn bare_outputs_in_script(&self) -> Vec<(String, String)> {
         use crate::params::{Mode, ScriptLang};
-        let Some(content) = self
-            .task_type()
-            .and_then(|t| TaskContent::parse(t, &self.content_json()).ok())
-        else {
+        let Some(content) = self.parsed_content() else {
             return Vec::new();
         };
         let Some((text, Mode::Script(lang))) = content.code() else {
