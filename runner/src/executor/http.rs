@@ -113,8 +113,18 @@ async fn read_secrets(
     content: &HttpContent,
     ctx: &ExecContext,
 ) -> Result<BTreeMap<String, String>, ExecOutcome> {
+    secret_values(content.headers.values(), ctx).await
+}
+
+/// The secrets `values` name with `${secret:NAME}`, read from the task's
+/// project when the attempt starts: one that does not parse, or is not in
+/// the project, makes the attempt invalid.
+pub(super) async fn secret_values(
+    values: impl IntoIterator<Item = &ScalarText>,
+    ctx: &ExecContext,
+) -> Result<BTreeMap<String, String>, ExecOutcome> {
     let mut names = BTreeSet::new();
-    for value in content.headers.values() {
+    for value in values {
         if let ScalarText::Text(value) = value {
             names.extend(secret_names(value).map_err(|e| ExecOutcome::Invalid(e.to_string()))?);
         }
@@ -165,7 +175,7 @@ impl Request {
             let (value, names_secret) = match value {
                 ScalarText::Text(v) => (
                     ctx.params
-                        .substitute_header(v, secrets)
+                        .substitute_with_secrets(v, secrets)
                         .map_err(|e| e.to_string())?,
                     secret_names(v).is_ok_and(|names| !names.is_empty()),
                 ),
