@@ -1,10 +1,11 @@
 //! What a crashed runner leaves in the temporary folder, and sweeping it.
 //!
-//! A runner writes task scripts, full log copies and `$DJ_OUTPUT` files in
-//! the temporary folder and removes each when its attempt ends; a runner
-//! killed mid-attempt cannot. Each such file's name carries the runner's
-//! process id ([`prefix`]), so a runner starting on the same host removes
-//! the files of runners whose process is gone, and never a live one's
+//! A runner writes task scripts, full log copies, `$DJ_OUTPUT` files and
+//! SPARK and FLINK configuration folders (which hold credentials) in the
+//! temporary folder and removes each when its attempt ends; a runner
+//! killed mid-attempt cannot. Each such name carries the runner's process
+//! id ([`prefix`]), so a runner starting on the same host removes what
+//! runners whose process is gone left, and never a live one's
 //! (docs/ARCHITECTURE.md, "Crashes").
 
 use std::path::Path;
@@ -14,8 +15,8 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use tracing::info;
 
-/// What every temporary file of this runner process starts with:
-/// `datajump-<pid>-`.
+/// What every temporary file and folder of this runner process starts
+/// with: `datajump-<pid>-`.
 pub fn prefix() -> String {
     format!("datajump-{}-", std::process::id())
 }
@@ -33,8 +34,8 @@ pub(crate) fn is_gone(pid: i32) -> bool {
     kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH)
 }
 
-/// Removes the files in `folder` that runners no longer running left
-/// behind; returns how many it removed.
+/// Removes the files and folders in `folder` that runners no longer
+/// running left behind; returns how many it removed.
 pub fn sweep(folder: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return 0;
@@ -45,11 +46,16 @@ pub fn sweep(folder: &Path) -> usize {
         let Some(pid) = name.to_str().and_then(owner_of) else {
             continue;
         };
-        let gone = is_gone(pid);
-        let is_file = entry
-            .file_type()
-            .is_ok_and(|t| t.is_file() || t.is_symlink());
-        if gone && is_file && std::fs::remove_file(entry.path()).is_ok() {
+        if !is_gone(pid) {
+            continue;
+        }
+        // A link is removed, never followed; a folder with what is in it.
+        let removal = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(entry.path()),
+            Ok(t) if t.is_file() || t.is_symlink() => std::fs::remove_file(entry.path()),
+            _ => continue,
+        };
+        if removal.is_ok() {
             removed += 1;
         }
     }
@@ -68,7 +74,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_files_of_runners_that_are_gone_are_swept() -> std::io::Result<()> {
+    fn only_what_runners_that_are_gone_left_is_swept() -> std::io::Result<()> {
         let folder = tempfile::tempdir()?;
         // A process that has exited and been reaped: its id runs nothing.
         let mut child = std::process::Command::new("true").spawn()?;
@@ -84,15 +90,23 @@ mod tests {
         for name in &names {
             std::fs::write(folder.path().join(name), b"x")?;
         }
-        std::fs::create_dir(folder.path().join(format!("datajump-{gone}-dir")))?;
-        assert_eq!(sweep(folder.path()), 2);
+        let conf = folder.path().join(format!("datajump-{gone}-conf-x"));
+        std::fs::create_dir(&conf)?;
+        std::fs::write(conf.join("spark-defaults.conf"), b"k.password=v")?;
+        // A link in it to a file elsewhere: removed, its target kept.
+        let target = folder.path().join("unrelated.txt");
+        std::fs::write(&target, b"x")?;
+        std::os::unix::fs::symlink(&target, conf.join("spark-env.sh"))?;
+        let live = folder.path().join(format!("{}conf-y", prefix()));
+        std::fs::create_dir(&live)?;
+        assert_eq!(sweep(folder.path()), 3);
         let mut left: Vec<String> = std::fs::read_dir(folder.path())?
             .flatten()
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
         left.sort();
         let mut expected = vec![
-            format!("datajump-{gone}-dir"),
+            format!("{}conf-y", prefix()),
             format!("{}output-1-ff", prefix()),
             "datajump-notapid-x".to_owned(),
             "unrelated.txt".to_owned(),

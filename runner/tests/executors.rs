@@ -1760,12 +1760,24 @@ async fn http_tasks_reach_neither_metadata_nor_the_api_itself() {
 }
 
 /// A folder of recording stubs: each writes its arguments, one per line,
-/// to `<record>/<name>.args`, prints `output`, then exits with `exit` or,
-/// with `exit: None`, waits to be stopped (unless called to `cancel`).
+/// to `<record>/<name>.args` (and the configuration folder
+/// `SPARK_CONF_DIR` or `FLINK_CONF_DIR` names, if one does, to
+/// `<record>/<name>.conf`: its path, its entries, the mode and owner of it
+/// and of the one properties file in it that is not a link, that file), prints `output`, then exits with `exit`
+/// or, with `exit: None`, waits to be stopped (unless called to `cancel`).
 struct Stubs {
     bin: tempfile::TempDir,
     record: tempfile::TempDir,
 }
+
+/// How a stub records its configuration folder ([`Stubs`]).
+const CONF_RECORD: &str = r#"case "$(basename "$0")" in flink) d="$FLINK_CONF_DIR" ;; *) d="$SPARK_CONF_DIR" ;; esac
+if [ -n "$d" ]; then
+  for f in spark-defaults.conf config.yaml flink-conf.yaml; do
+    [ -f "$d/$f" ] && [ ! -L "$d/$f" ] && { echo "$d"; ls -A "$d" | tr '\n' ' '; echo; stat -c '%a %U' "$d" "$d/$f"; cat "$d/$f"; } > "$STUB_RECORD/$(basename "$0").conf"
+  done
+fi
+"#;
 
 impl Stubs {
     fn new() -> Stubs {
@@ -1786,7 +1798,7 @@ impl Stubs {
         std::fs::write(
             &path,
             format!(
-                "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$STUB_RECORD/{name}.args\"\ncat <<'OUT'\n{output}\nOUT\n{end}\n"
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$STUB_RECORD/{name}.args\"\n{CONF_RECORD}cat <<'OUT'\n{output}\nOUT\n{end}\n"
             ),
         )
         .expect("write stub");
@@ -1809,6 +1821,14 @@ impl Stubs {
     /// was not called.
     fn args(&self, name: &str) -> Option<Vec<String>> {
         std::fs::read_to_string(self.record.path().join(format!("{name}.args")))
+            .ok()
+            .map(|text| text.lines().map(str::to_owned).collect())
+    }
+
+    /// What `name` saw of its configuration folder, one item per line
+    /// ([`CONF_RECORD`]); `None` if it was given none.
+    fn conf(&self, name: &str) -> Option<Vec<String>> {
+        std::fs::read_to_string(self.record.path().join(format!("{name}.conf")))
             .ok()
             .map(|text| text.lines().map(str::to_owned).collect())
     }
@@ -1848,8 +1868,6 @@ async fn spark_submit_gets_an_argument_list_and_a_masked_log_line() {
             "--master",
             "yarn",
             "--conf",
-            "spark.hadoop.fs.s3a.secret.key=s3cr3t",
-            "--conf",
             "spark.sql.shuffle.partitions=8",
             "--name",
             "daily.etl",
@@ -1865,7 +1883,8 @@ async fn spark_submit_gets_an_argument_list_and_a_masked_log_line() {
     assert!(ran.log.contains("Pi is roughly 3.14"), "{}", ran.log);
     assert!(
         ran.log
-            .contains("spark.hadoop.fs.s3a.secret.key=*** --conf"),
+            .contains("rather than on the command line (SPARK_CONF_DIR=")
+            && ran.log.contains("): spark.hadoop.fs.s3a.secret.key=***"),
         "{}",
         ran.log
     );
@@ -1903,6 +1922,171 @@ async fn spark_submit_gets_an_argument_list_and_a_masked_log_line() {
         .on(&s.db)
         .await;
     assert_eq!(ran.outcome.exit_code(), Some(1), "{}", ran.log);
+}
+
+/// A SPARK or FLINK property that is a credential (a secret-looking key, or
+/// a value naming `${secret:…}`) reaches the submitter in a configuration
+/// folder of the attempt's own, the installation's settings kept, and never
+/// on a command line, which every user of the host can read (#38).
+#[tokio::test]
+async fn credential_properties_reach_the_submitter_in_a_folder_not_its_command_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = scheduler().await;
+    const SECRET: &str = "s3cr3t-from-the-store";
+    datajump_store::secrets::set(&s.db, DEFAULT_PROJECT, "s3_key", SECRET, None)
+        .await
+        .expect("secret stored");
+    let stubs = Stubs::new();
+    stubs.add("spark-submit", "submitted", Some(0)).add(
+        "flink",
+        "Job has been submitted with JobID 5e20cb6b0f357591171dfcca2eea09de",
+        None,
+    );
+    // The installation's configuration: its defaults, and a file the
+    // attempt's folder links.
+    let installed = tempfile::tempdir().expect("conf dir");
+    std::fs::write(
+        installed.path().join("spark-defaults.conf"),
+        "spark.master yarn\n",
+    )
+    .expect("defaults");
+    std::fs::write(installed.path().join("spark-env.sh"), "# env\n").expect("env");
+    std::fs::write(
+        installed.path().join("config.yaml"),
+        "rest:\n  address: jm.example\n",
+    )
+    .expect("flink config");
+    let mut env = stubs.env();
+    env.push(("SPARK_CONF_DIR", installed.path().display().to_string()));
+    env.push(("FLINK_CONF_DIR", installed.path().display().to_string()));
+    let spark = || {
+        with_env(
+            Run::new(
+                "SPARK",
+                json!({ "py_file": "job.py", "conf": {
+                    "spark.hadoop.fs.s3a.secret.key": "${secret:s3_key}",
+                    "spark.hadoop.fs.s3a.access.key": "AKIA-written-in-the-dag",
+                    "spark.sql.shuffle.partitions": 8,
+                } }),
+            ),
+            &env,
+        )
+    };
+    let ran = spark().on(&s.db).await;
+    assert_success(&ran);
+    assert_eq!(
+        stubs.args("spark-submit").expect("spark-submit ran"),
+        [
+            "--conf",
+            "spark.sql.shuffle.partitions=8",
+            "--name",
+            "datajump.load",
+            "job.py"
+        ]
+    );
+    let seen = stubs.conf("spark-submit").expect("a configuration folder");
+    let folder = std::path::PathBuf::from(&seen[0]);
+    let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&format!("datajump-{}-conf-", std::process::id())),
+        "swept after a crash: {name}"
+    );
+    let me = nix::unistd::User::from_uid(nix::unistd::Uid::effective())
+        .ok()
+        .flatten()
+        .map(|user| user.name)
+        .expect("who runs the test");
+    assert_eq!(
+        seen[1..],
+        [
+            "config.yaml spark-defaults.conf spark-env.sh ".to_owned(),
+            format!("700 {me}"),
+            format!("600 {me}"),
+            "spark.master yarn".to_owned(),
+            "spark.hadoop.fs.s3a.access.key=AKIA-written-in-the-dag".to_owned(),
+            format!("spark.hadoop.fs.s3a.secret.key={SECRET}"),
+        ]
+    );
+    assert!(!folder.exists(), "removed when the attempt ended");
+    for value in [SECRET, "AKIA-written-in-the-dag"] {
+        assert!(!ran.log.contains(value), "{}", ran.log);
+    }
+
+    // A secret the project does not have fails the attempt before
+    // anything runs.
+    std::fs::remove_file(stubs.record.path().join("spark-submit.args")).expect("reset");
+    let ran = with_env(
+        Run::new(
+            "SPARK",
+            json!({ "py_file": "job.py", "conf": { "spark.x": "${secret:missing_one}" } }),
+        ),
+        &env,
+    )
+    .on(&s.db)
+    .await;
+    let message = invalid_message(&ran);
+    assert!(
+        message.contains("no secret named 'missing_one'"),
+        "{message}"
+    );
+    assert_eq!(stubs.args("spark-submit"), None);
+
+    // Flink: the installation's config.yaml with the credential added;
+    // cancelling the job on its session cluster reads the same folder.
+    let ran = with_env(
+        Run::new(
+            "FLINK",
+            json!({ "jar": "/jobs/stream.jar", "run_mode": "remote",
+                    "conf": { "s3.secret-key": "${secret:s3_key}" } }),
+        ),
+        &env,
+    )
+    .timeout(Duration::from_secs(2))
+    .on(&s.db)
+    .await;
+    assert_eq!(ran.outcome, ExecOutcome::TimedOut, "{}", ran.log);
+    let cancel = stubs.args("flink").expect("flink cancel ran");
+    assert_eq!(cancel[0], "cancel");
+    assert!(!cancel.iter().any(|arg| arg.contains(SECRET)), "{cancel:?}");
+    let seen = stubs.conf("flink").expect("flink cancel had the folder");
+    assert_eq!(
+        seen[4..],
+        [
+            "rest:",
+            "  address: jm.example",
+            &format!("s3.secret-key: {SECRET}")
+        ]
+    );
+    assert!(!ran.log.contains(SECRET), "{}", ran.log);
+
+    if !nix::unistd::Uid::effective().is_root() {
+        return;
+    }
+    // Run as a task user: the folder is that user's, and a properties
+    // file that user could not read is not copied for it.
+    for dir in [stubs.bin.path(), installed.path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::set_permissions(stubs.record.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod");
+    // What root's runs recorded, the task user could not overwrite.
+    std::fs::remove_file(stubs.record.path().join("spark-submit.conf")).expect("reset");
+    let as_nobody = || TaskProcess::new(&[], Some("nobody")).expect("the nobody user");
+    let ran = spark().process(as_nobody()).on(&s.db).await;
+    assert_success(&ran);
+    let seen = stubs.conf("spark-submit").expect("a configuration folder");
+    assert_eq!(seen[2..4], ["700 nobody", "600 nobody"]);
+    std::fs::set_permissions(
+        installed.path().join("spark-defaults.conf"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    let ran = spark().process(as_nobody()).on(&s.db).await;
+    let message = invalid_message(&ran);
+    assert!(
+        message.contains("the task user may not read") && message.contains("spark-defaults.conf"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -204,6 +204,14 @@ pub enum ScalarText {
     Bool(bool),
 }
 
+impl ScalarText {
+    /// Whether it is text naming a secret (`${secret:NAME}`).
+    pub fn names_a_secret(&self) -> bool {
+        matches!(self, ScalarText::Text(text)
+            if crate::params::secret_names(text).is_ok_and(|names| !names.is_empty()))
+    }
+}
+
 impl std::fmt::Display for ScalarText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -290,7 +298,9 @@ pub struct SparkContent {
         skip_serializing_if = "Option::is_none"
     )]
     pub executor_memory: Option<String>,
-    /// `--conf key=value`, one each.
+    /// `--conf key=value`, one each; a credential (a secret-looking key, or
+    /// a value naming `${secret:…}`) goes in the attempt's
+    /// `spark-defaults.conf` instead, never on the command line.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub conf: BTreeMap<String, ScalarText>,
     /// Arguments after the application, one argument each (never split
@@ -402,7 +412,9 @@ pub struct FlinkContent {
         skip_serializing_if = "std::ops::Not::not"
     )]
     pub allow_non_restored_state: bool,
-    /// `-Dkey=value`, one each.
+    /// `-Dkey=value`, one each; a credential (a secret-looking key, or a
+    /// value naming `${secret:…}`) goes in the attempt's Flink
+    /// configuration file instead, never on the command line.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub conf: BTreeMap<String, ScalarText>,
     /// Arguments after the job, one argument each. Also `appArgs`.
@@ -687,6 +699,15 @@ impl TaskContent {
         }
     }
 
+    /// A SPARK or FLINK task's configuration properties (`conf`).
+    pub fn conf(&self) -> Option<&BTreeMap<String, ScalarText>> {
+        match self {
+            TaskContent::Spark(spark) | TaskContent::SparkSql(spark) => Some(&spark.conf),
+            TaskContent::Flink(flink) => Some(&flink.conf),
+            _ => None,
+        }
+    }
+
     /// The texts a SPARK or FLINK task puts on its command line as
     /// arguments of their own, each with its field: where a value from
     /// outside the DAG file may not put a leading `-`
@@ -856,11 +877,21 @@ fn is_memory_size(size: &str) -> bool {
         && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Problems every `conf` map shares: a key must be a property name.
+/// Problems every `conf` map shares: a key must be a property name, and a
+/// value may name a secret only where no command line shows it
+/// ([`crate::secrets::conf_value_problem`]).
 fn conf_problem(conf: &BTreeMap<String, ScalarText>) -> Option<String> {
-    conf.keys()
-        .find(|key| key.is_empty() || key.contains(['=', ' ']))
-        .map(|key| format!("'conf': '{key}' is not a property name (no spaces or '=')"))
+    conf.iter().find_map(|(key, value)| {
+        if key.is_empty() || key.contains(['=', ' ']) {
+            return Some(format!(
+                "'conf': '{key}' is not a property name (no spaces or '=')"
+            ));
+        }
+        match value {
+            ScalarText::Text(text) => crate::secrets::conf_value_problem(key, text),
+            ScalarText::Number(_) | ScalarText::Bool(_) => None,
+        }
+    })
 }
 
 impl SparkContent {

@@ -1,6 +1,7 @@
 //! Named secrets: the credentials HTTP tasks send in headers
-//! (`Authorization: Bearer ${secret:api_token}`), managed with
-//! `datajump secret set/list/remove`.
+//! (`Authorization: Bearer ${secret:api_token}`) and SPARK and FLINK tasks
+//! set as configuration properties (`spark.hadoop.fs.s3a.secret.key:
+//! ${secret:s3_key}`), managed with `datajump secret set/list/remove`.
 //!
 //! The shaping decision: **a secret's value lives in one row and is read by
 //! the runner when the attempt starts.** A DAG names the secret, so the value
@@ -29,6 +30,11 @@ pub const CREDENTIAL_HEADERS: [&str; 5] = [
     "set-cookie",
     "x-api-key",
 ];
+
+/// Words that make a configuration property a credential
+/// (`spark.hadoop.fs.s3a.secret.key`, `…password`): such a property never
+/// goes on a command line, and the log shows its value as `***`.
+const CREDENTIAL_WORDS: [&str; 5] = ["secret", "password", "token", "credential", "key"];
 
 /// Why a secret could not be stored, found or used.
 #[derive(Debug, Error)]
@@ -92,6 +98,46 @@ pub fn is_valid_name(name: &str) -> bool {
 pub fn is_credential_header(name: &str, listed: &BTreeSet<String>) -> bool {
     let name = name.to_ascii_lowercase();
     CREDENTIAL_HEADERS.contains(&name.as_str()) || listed.contains(&name)
+}
+
+/// Whether a configuration property named `key` (any case) holds a
+/// credential: its name has one of [`CREDENTIAL_WORDS`].
+pub fn is_credential_property(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    CREDENTIAL_WORDS.iter().any(|word| key.contains(word))
+}
+
+/// Whether a property's value becomes options on a JVM's command line
+/// (Spark's `spark.driver.extraJavaOptions` and the like, Flink's
+/// `env.java.opts.*`), which every user of the host can read: no secret may
+/// go there.
+pub fn is_jvm_options_property(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key.ends_with("javaoptions") || key.starts_with("env.java.")
+}
+
+/// The problem of a SPARK or FLINK `conf` value as far as credentials go:
+/// a `${secret:…}` that does not parse or names no valid secret, or one in
+/// a property that becomes JVM command-line options
+/// ([`is_jvm_options_property`]).
+pub fn conf_value_problem(key: &str, value: &str) -> Option<String> {
+    let names = match crate::params::secret_names(value) {
+        Ok(names) => names,
+        Err(e) => return Some(format!("'conf': '{key}': {e}")),
+    };
+    if let Some(bad) = names.iter().find(|n| !is_valid_name(n)) {
+        return Some(format!(
+            "'conf': '{key}': {}",
+            SecretError::InvalidName(bad.clone())
+        ));
+    }
+    (!names.is_empty() && is_jvm_options_property(key)).then(|| {
+        format!(
+            "'conf': '{key}' becomes options on the JVM's command line, which every user of the \
+             host can read, so it may not name a secret: set the credential as a property of its \
+             own (e.g. spark.hadoop.fs.s3a.secret.key: \"${{secret:NAME}}\")"
+        )
+    })
 }
 
 /// The problems of an HTTP task's `content` as far as credentials go: those
@@ -260,6 +306,36 @@ mod tests {
             "{:?}",
             credential_problems(&bad)
         );
+    }
+
+    #[test]
+    fn credential_properties() {
+        for key in [
+            "spark.hadoop.fs.s3a.secret.key",
+            "spark.hadoop.fs.s3a.access.key",
+            "s3.secret-key",
+            "spark.jdbc.Password",
+            "security.ssl.rest.keystore-password",
+            "fs.azure.account.oauth2.client.credential",
+        ] {
+            assert!(is_credential_property(key), "{key}");
+        }
+        assert!(!is_credential_property("spark.sql.shuffle.partitions"));
+        for key in ["spark.driver.extraJavaOptions", "env.java.opts.all"] {
+            assert!(is_jvm_options_property(key), "{key}");
+            assert!(
+                conf_value_problem(key, "-Dpw=${secret:pw}")
+                    .is_some_and(|p| p.contains("JVM's command line")),
+                "{key}"
+            );
+            assert_eq!(conf_value_problem(key, "-Xss4m"), None);
+        }
+        assert_eq!(conf_value_problem("s3.secret-key", "${secret:s3}"), None);
+        assert!(
+            conf_value_problem("k", "${secret:a-b}")
+                .is_some_and(|p| p.contains("invalid secret name 'a-b'"))
+        );
+        assert!(conf_value_problem("k", "${secret:s3").is_some());
     }
 
     #[test]

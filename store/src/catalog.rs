@@ -110,7 +110,8 @@ pub struct ApplyReport {
     pub schedules_removed: Vec<String>,
     /// Notes that are not errors: parameters pasted bare into a script or
     /// SQL, which refuse values from triggers and events
-    /// ([`DagFile::untrusted_param_notes`]).
+    /// ([`DagFile::untrusted_param_notes`]), and credentials written in a
+    /// SPARK or FLINK `conf` ([`DagFile::credential_notes`]).
     pub notes: Vec<String>,
 }
 
@@ -515,6 +516,7 @@ async fn write(
     report.dag_id = dag_row.id;
     report.version = dag_row.version;
     report.notes = file.untrusted_param_notes();
+    report.notes.extend(file.credential_notes());
     report
         .notes
         .extend(missing_upstream_notes(&*txn, file).await?);

@@ -27,7 +27,7 @@ use std::time::Duration;
 use datajump_shared::content::{HttpContent, ScalarText};
 use datajump_shared::network::Guard;
 use datajump_shared::params::secret_names;
-use datajump_shared::secrets::{SecretError, is_credential_header};
+use datajump_shared::secrets::is_credential_header;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 
@@ -113,18 +113,7 @@ async fn read_secrets(
     content: &HttpContent,
     ctx: &ExecContext,
 ) -> Result<BTreeMap<String, String>, ExecOutcome> {
-    let mut names = BTreeSet::new();
-    for value in content.headers.values() {
-        if let ScalarText::Text(value) = value {
-            names.extend(secret_names(value).map_err(|e| ExecOutcome::Invalid(e.to_string()))?);
-        }
-    }
-    datajump_store::secrets::values(&ctx.db, ctx.project_id, &names)
-        .await
-        .map_err(|e| match e {
-            SecretError::Db(_) => failed(format!("cannot read the task's secrets: {e}")),
-            other => ExecOutcome::Invalid(other.to_string()),
-        })
+    ctx.secrets(content.headers.values()).await
 }
 
 impl Request {
@@ -165,7 +154,7 @@ impl Request {
             let (value, names_secret) = match value {
                 ScalarText::Text(v) => (
                     ctx.params
-                        .substitute_header(v, secrets)
+                        .substitute_with_secrets(v, secrets)
                         .map_err(|e| e.to_string())?,
                     secret_names(v).is_ok_and(|names| !names.is_empty()),
                 ),

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use datajump_shared::content::TaskContent;
+use datajump_shared::content::{ScalarText, TaskContent};
 use datajump_shared::params::{Mode, ParamContext, ParamError, ScriptLang};
 use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
@@ -65,6 +65,33 @@ pub struct ExecContext {
 }
 
 impl ExecContext {
+    /// The secrets `values` name with `${secret:NAME}`, read from the
+    /// task's project when the attempt starts: one that does not parse, or
+    /// is not in the project, makes the attempt invalid.
+    pub(crate) async fn secrets<'a>(
+        &self,
+        values: impl IntoIterator<Item = &'a ScalarText>,
+    ) -> Result<BTreeMap<String, String>, ExecOutcome> {
+        let mut names = std::collections::BTreeSet::new();
+        for value in values {
+            if let ScalarText::Text(value) = value {
+                names.extend(
+                    datajump_shared::params::secret_names(value)
+                        .map_err(|e| ExecOutcome::Invalid(e.to_string()))?,
+                );
+            }
+        }
+        datajump_store::secrets::values(&self.db, self.project_id, &names)
+            .await
+            .map_err(|e| match e {
+                datajump_shared::secrets::SecretError::Db(_) => ExecOutcome::Failed {
+                    exit_code: None,
+                    message: format!("cannot read the task's secrets: {e}"),
+                },
+                other => ExecOutcome::Invalid(other.to_string()),
+            })
+    }
+
     /// `text` with its parameters substituted (plain text rules: URLs,
     /// headers, bodies).
     pub fn text(&self, text: &str) -> Result<String, ParamError> {

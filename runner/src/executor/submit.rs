@@ -1,7 +1,11 @@
 //! SPARK and FLINK: `spark-submit`, `spark-sql` and `flink run`, each built
 //! as an argument list from the task's typed content (parameters substituted
 //! into each argument, never joined into a shell string) and run under the
-//! same guard as scripts ([`process::run`]).
+//! same guard as scripts ([`process::run`]). Credential properties (a
+//! secret-looking key, or a value naming `${secret:…}`, read from the task's
+//! project when the attempt starts) go in the attempt's own configuration
+//! folder instead of the command line, which every user of the host can
+//! read ([`conf_folder`]).
 //!
 //! Killing the local process stops a local job, but a job submitted to a
 //! cluster goes on without it. So the output is read as it comes for what
@@ -12,21 +16,23 @@
 //! `FLINK_HOME`, `HADOOP_HOME`, given to tasks with `--task-env`) or on the
 //! task's `PATH`.
 
+mod conf_folder;
+
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use datajump_shared::content::{FlinkContent, SparkContent, SparkDeployMode};
+use datajump_shared::content::{FlinkContent, ScalarText, SparkContent, SparkDeployMode};
 use datajump_shared::params::{Mode, SqlDialect};
+use datajump_shared::secrets::is_credential_property;
 use tokio::process::Command;
 
 use super::{ExecContext, ExecOutcome, LogSink, process};
+use conf_folder::{ConfFolder, Engine};
 
 /// How long a command that stops a remote job may take.
 const STOP_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Conf keys whose values the log shows as `***`.
-const SECRET_WORDS: [&str; 5] = ["secret", "password", "token", "credential", "key"];
 
 /// A tool the executor runs: its name and the variable naming its home.
 #[derive(Debug, Clone, Copy)]
@@ -163,25 +169,61 @@ fn yarn_application(line: &str) -> Option<String> {
     None
 }
 
-/// Substitutes parameters into a value for the command line (text rules:
-/// it is one argument, or part of one, so nothing in it can become
-/// another). `field`: the content field of an argument of its own, where
-/// a value from outside the DAG file may not put a leading `-`, which the
-/// submitter would read as an option (docs/SECURITY.md, "Parameters from
-/// outside the DAG file"); `None` inside `key=value`.
-fn text(ctx: &ExecContext, value: &str, field: Option<&str>) -> Result<String, String> {
-    match field {
-        None => ctx.text(value).map_err(|e| e.to_string()),
-        Some(field) => ctx
+/// Where a substituted value goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Place<'a> {
+    /// An argument of its own, from this content field: a value from
+    /// outside the DAG file may not put a leading `-` there, which the
+    /// submitter would read as an option (docs/SECURITY.md, "Parameters
+    /// from outside the DAG file").
+    Argument(&'a str),
+    /// Part of a `key=value` argument.
+    InArgument,
+    /// A `conf` value: it may name secrets, and one that does goes in the
+    /// configuration file, never on the command line.
+    Conf,
+}
+
+/// Substitutes parameters into a value (text rules: it is one argument, or
+/// part of one, so nothing in it can become another), and in a `conf`
+/// value the task's `secrets` too.
+fn text(
+    ctx: &ExecContext,
+    secrets: &BTreeMap<String, String>,
+    value: &str,
+    place: Place<'_>,
+) -> Result<String, String> {
+    match place {
+        Place::InArgument => ctx.text(value).map_err(|e| e.to_string()),
+        Place::Argument(field) => ctx
             .params
             .substitute_argument(value)
             .map_err(|e| format!("'{field}': {e}")),
+        Place::Conf => ctx
+            .params
+            .substitute_with_secrets(value, secrets)
+            .map_err(|e| e.to_string()),
     }
 }
 
-/// How [`spark_args`] and [`flink_args`] substitute a value: the text, and
-/// the field when it is an argument of its own ([`text`]).
-pub(crate) type Substitute<'a> = &'a dyn Fn(&str, Option<&str>) -> Result<String, String>;
+/// How [`spark_args`] and [`flink_args`] substitute a value ([`text`]).
+pub(crate) type Substitute<'a> = &'a dyn Fn(&str, Place<'_>) -> Result<String, String>;
+
+/// A submitter's command: its arguments, and the credential properties
+/// that go in its configuration folder instead.
+#[derive(Debug, Default)]
+pub(crate) struct Submission {
+    /// The arguments, one each.
+    pub(crate) args: Vec<OsString>,
+    /// `(key, value)` of each credential property, values substituted.
+    pub(crate) credentials: Vec<(String, String)>,
+}
+
+/// Whether a `conf` property is a credential: a secret-looking key, or a
+/// value naming a secret.
+fn is_credential(key: &str, value: &ScalarText) -> bool {
+    is_credential_property(key) || value.names_a_secret()
+}
 
 /// `<dag>.<task>`, the application name when the content gives none.
 fn default_name(ctx: &ExecContext) -> String {
@@ -198,20 +240,23 @@ pub(crate) fn spark_args(
     name: &str,
     sql_file: Option<&Path>,
     text: Substitute<'_>,
-) -> Result<Vec<OsString>, String> {
+) -> Result<Submission, String> {
     let mut args: Vec<OsString> = Vec::new();
+    let mut credentials = Vec::new();
     let mut push = |flag: &str, value: String| {
         args.push(flag.into());
         args.push(value.into());
     };
     if let Some(master) = &content.master {
-        push("--master", text(master, Some("master"))?);
+        push("--master", text(master, Place::Argument("master"))?);
     }
     for (key, value) in &content.conf {
-        push(
-            "--conf",
-            format!("{key}={}", text(&value.to_string(), None)?),
-        );
+        let substituted = text(&value.to_string(), Place::Conf)?;
+        if is_credential(key, value) {
+            credentials.push((key.clone(), substituted));
+        } else {
+            push("--conf", format!("{key}={substituted}"));
+        }
     }
     if let Some(n) = content.num_executors {
         push("--num-executors", n.to_string());
@@ -231,15 +276,15 @@ pub(crate) fn spark_args(
     push(
         "--name",
         match &content.app_name {
-            Some(app_name) => text(app_name, Some("app_name"))?,
+            Some(app_name) => text(app_name, Place::Argument("app_name"))?,
             None => name.to_owned(),
         },
     );
     if let Some(class) = &content.main_class {
-        push("--class", text(class, Some("main_class"))?);
+        push("--class", text(class, Place::Argument("main_class"))?);
     }
     if let Some(queue) = &content.queue {
-        push("--queue", text(queue, Some("queue"))?);
+        push("--queue", text(queue, Place::Argument("queue"))?);
     }
     if let Some(mode) = content.deploy_mode {
         push(
@@ -256,14 +301,16 @@ pub(crate) fn spark_args(
             args.push("-f".into());
             args.push(file.into());
         }
-        (None, Some(jar), _) => args.push(text(jar, Some("jar"))?.into()),
-        (None, None, Some(py_file)) => args.push(text(py_file, Some("py_file"))?.into()),
+        (None, Some(jar), _) => args.push(text(jar, Place::Argument("jar"))?.into()),
+        (None, None, Some(py_file)) => {
+            args.push(text(py_file, Place::Argument("py_file"))?.into());
+        }
         (None, None, None) => return Err("nothing to submit: no jar, py_file or sql".to_owned()),
     }
     for (i, arg) in content.app_args.iter().enumerate() {
-        args.push(text(arg, Some(&format!("app_args[{i}]")))?.into());
+        args.push(text(arg, Place::Argument(&format!("app_args[{i}]")))?.into());
     }
-    Ok(args)
+    Ok(Submission { args, credentials })
 }
 
 /// The arguments of `flink run`.
@@ -271,14 +318,14 @@ pub(crate) fn flink_args(
     content: &FlinkContent,
     name: &str,
     text: Substitute<'_>,
-) -> Result<Vec<OsString>, String> {
+) -> Result<Submission, String> {
     let mut args: Vec<OsString> = vec!["run".into()];
     if let Some(mode) = content.run_mode {
         args.push("-t".into());
         args.push(mode.target().into());
     }
     let app_name = match &content.app_name {
-        Some(app_name) => text(app_name, None)?,
+        Some(app_name) => text(app_name, Place::InArgument)?,
         None => name.to_owned(),
     };
     let yarn = content
@@ -310,10 +357,19 @@ pub(crate) fn flink_args(
         ));
     }
     if let Some(queue) = &content.queue {
-        properties.push(("yarn.application.queue".to_owned(), text(queue, None)?));
+        properties.push((
+            "yarn.application.queue".to_owned(),
+            text(queue, Place::InArgument)?,
+        ));
     }
+    let mut credentials = Vec::new();
     for (key, value) in &content.conf {
-        properties.push((key.clone(), text(&value.to_string(), None)?));
+        let substituted = text(&value.to_string(), Place::Conf)?;
+        if is_credential(key, value) {
+            credentials.push((key.clone(), substituted));
+        } else {
+            properties.push((key.clone(), substituted));
+        }
     }
     for (key, value) in properties {
         args.push(format!("-D{key}={value}").into());
@@ -324,7 +380,7 @@ pub(crate) fn flink_args(
     }
     if let Some(savepoint) = &content.savepoint {
         args.push("-s".into());
-        args.push(text(savepoint, Some("savepoint"))?.into());
+        args.push(text(savepoint, Place::Argument("savepoint"))?.into());
         if content.allow_non_restored_state {
             args.push("-n".into());
         }
@@ -335,20 +391,20 @@ pub(crate) fn flink_args(
     }
     if let Some(class) = &content.main_class {
         args.push("-c".into());
-        args.push(text(class, Some("main_class"))?.into());
+        args.push(text(class, Place::Argument("main_class"))?.into());
     }
     match (&content.jar, &content.py_file) {
-        (Some(jar), _) => args.push(text(jar, Some("jar"))?.into()),
+        (Some(jar), _) => args.push(text(jar, Place::Argument("jar"))?.into()),
         (None, Some(py_file)) => {
             args.push("--python".into());
-            args.push(text(py_file, Some("py_file"))?.into());
+            args.push(text(py_file, Place::Argument("py_file"))?.into());
         }
         (None, None) => return Err("nothing to run: no jar or py_file".to_owned()),
     }
     for (i, arg) in content.app_args.iter().enumerate() {
-        args.push(text(arg, Some(&format!("app_args[{i}]")))?.into());
+        args.push(text(arg, Place::Argument(&format!("app_args[{i}]")))?.into());
     }
-    Ok(args)
+    Ok(Submission { args, credentials })
 }
 
 /// The command line as the log shows it: each argument shell-quoted where
@@ -358,18 +414,12 @@ pub(crate) fn shown(program: &Path, args: &[OsString]) -> String {
     for arg in args {
         let arg = arg.to_string_lossy();
         let masked = match arg.split_once('=') {
-            Some((key, _)) if is_secret_key(key) => format!("{key}=***"),
+            Some((key, _)) if is_credential_property(key) => format!("{key}=***"),
             _ => arg.into_owned(),
         };
         words.push(quote(&masked));
     }
     words.join(" ")
-}
-
-/// Whether a property named `key` holds a credential.
-fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    SECRET_WORDS.iter().any(|word| key.contains(word))
 }
 
 /// `word` as a shell would need it written, for people to read and paste.
@@ -416,18 +466,29 @@ pub(super) async fn run_spark(
         Ok(program) => program,
         Err(e) => return ExecOutcome::Invalid(e),
     };
+    let secrets = match ctx.secrets(content.conf.values()).await {
+        Ok(secrets) => secrets,
+        Err(outcome) => return outcome,
+    };
     let sql_path = sql_file.as_ref().map(|file| file.path());
-    let args = match spark_args(content, &default_name(ctx), sql_path, &|v, f| {
-        text(ctx, v, f)
+    let submission = match spark_args(content, &default_name(ctx), sql_path, &|v, place| {
+        text(ctx, &secrets, v, place)
     }) {
-        Ok(args) => args,
+        Ok(submission) => submission,
         Err(e) => return ExecOutcome::Invalid(e),
     };
     let namespace = content
         .conf
         .get("spark.kubernetes.namespace")
         .map(ToString::to_string);
-    submit(&program, &args, sql_path, ctx, log, |seen| {
+    let submitter = Submitter {
+        tool,
+        engine: conf_folder::SPARK,
+        program: &program,
+        submission: &submission,
+        owned_file: sql_path,
+    };
+    submit(submitter, ctx, log, |seen| {
         if let Some(id) = seen.yarn {
             Some(RemoteJob::Yarn(id))
         } else {
@@ -453,12 +514,25 @@ pub(super) async fn run_flink(
         Ok(program) => program,
         Err(e) => return ExecOutcome::Invalid(e),
     };
-    let args = match flink_args(content, &default_name(ctx), &|v, f| text(ctx, v, f)) {
-        Ok(args) => args,
+    let secrets = match ctx.secrets(content.conf.values()).await {
+        Ok(secrets) => secrets,
+        Err(outcome) => return outcome,
+    };
+    let submission = match flink_args(content, &default_name(ctx), &|v, place| {
+        text(ctx, &secrets, v, place)
+    }) {
+        Ok(submission) => submission,
         Err(e) => return ExecOutcome::Invalid(e),
     };
     let mode = content.run_mode;
-    submit(&program, &args, None, ctx, log, |seen| {
+    let submitter = Submitter {
+        tool: FLINK,
+        engine: conf_folder::FLINK,
+        program: &program,
+        submission: &submission,
+        owned_file: None,
+    };
+    submit(submitter, ctx, log, |seen| {
         match mode {
             // Its own cluster: stopping the application stops the job.
             Some(mode) if mode.owns_its_cluster() => seen.yarn.map(RemoteJob::Yarn),
@@ -471,24 +545,74 @@ pub(super) async fn run_flink(
     .await
 }
 
-/// Runs the submitter, and if the attempt was stopped, whatever it left
-/// running on the cluster too.
+/// What a task submits, and with what.
+#[derive(Debug, Clone, Copy)]
+struct Submitter<'a> {
+    tool: Tool,
+    /// How the tool reads its configuration folder.
+    engine: Engine,
+    /// Where the tool is.
+    program: &'a Path,
+    submission: &'a Submission,
+    /// A temporary file of ours it reads (`spark-sql`'s statements).
+    owned_file: Option<&'a Path>,
+}
+
+/// Runs the submitter — with a configuration folder of the attempt's own
+/// when the task has credential properties, kept until the job is stopped
+/// too — and if the attempt was stopped, whatever it left running on the
+/// cluster.
 async fn submit(
-    program: &Path,
-    args: &[OsString],
-    owned_file: Option<&Path>,
+    submitter: Submitter<'_>,
     ctx: &ExecContext,
     log: &LogSink,
     remote: impl FnOnce(Sightings) -> Option<RemoteJob>,
 ) -> ExecOutcome {
+    let Submitter {
+        tool,
+        engine,
+        program,
+        submission,
+        owned_file,
+    } = submitter;
+    let (args, credentials) = (&submission.args, &submission.credentials);
+    // Removed when it drops, after the job is stopped.
+    let folder = if credentials.is_empty() {
+        None
+    } else {
+        match ConfFolder::create(engine, tool, program, credentials, ctx).await {
+            Ok(folder) => Some(folder),
+            Err(e) => return ExecOutcome::Invalid(e),
+        }
+    };
+    let folder_path = folder
+        .as_ref()
+        .map(|f| f.path().to_string_lossy().into_owned());
+    let env: Vec<(&str, &str)> = folder_path
+        .iter()
+        .map(|path| (engine.conf_var, path.as_str()))
+        .collect();
     log.line(&format!("[datajump] command: {}", shown(program, args)));
+    if let Some(folder) = &folder {
+        let keys: Vec<String> = credentials
+            .iter()
+            .map(|(key, _)| format!("{key}=***"))
+            .collect();
+        log.line(&format!(
+            "[datajump] credential properties, in {} rather than on the command line ({}={}): {}",
+            folder.file().display(),
+            engine.conf_var,
+            folder.path().display(),
+            keys.join(" ")
+        ));
+    }
     let mut seen = Sightings::default();
     let outcome = process::run(
         process::Program {
             executable: program,
             args,
             owned_file,
-            env: &[],
+            env: &env,
         },
         ctx,
         log,
@@ -500,7 +624,7 @@ async fn submit(
         ExecOutcome::TimedOut | ExecOutcome::Cancelled | ExecOutcome::Fenced
     ) && let Some(job) = remote(seen)
     {
-        stop(&job, program, args, ctx, log).await;
+        stop(&job, program, args, &env, ctx, log).await;
     }
     outcome
 }
@@ -511,6 +635,7 @@ async fn stop(
     job: &RemoteJob,
     submitter: &Path,
     submit_args: &[OsString],
+    env: &[(&str, &str)],
     ctx: &ExecContext,
     log: &LogSink,
 ) {
@@ -558,8 +683,8 @@ async fn stop(
         "[datajump] stopping the job on its cluster: {}",
         shown(&tool, &args)
     ));
-    // As the task user, with the task's environment: the same credentials
-    // that submitted the job stop it.
+    // As the task user, with the task's environment and configuration
+    // folder: the same credentials that submitted the job stop it.
     let run = Command::new(ctx.process.setpriv())
         .args(ctx.process.setpriv_args())
         .arg("--")
@@ -568,6 +693,7 @@ async fn stop(
         .env_clear()
         .envs(ctx.process.inherited())
         .envs(&ctx.env)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();
@@ -597,12 +723,16 @@ mod tests {
     use super::*;
     use datajump_shared::content::{FlinkRunMode, ScalarText};
 
-    fn plain(value: &str, _: Option<&str>) -> Result<String, String> {
-        Ok(value.replace("${bizdate}", "20240114"))
+    fn plain(value: &str, _: Place<'_>) -> Result<String, String> {
+        Ok(value
+            .replace("${bizdate}", "20240114")
+            .replace("${secret:s3}", "s3-value"))
     }
 
-    fn strings(args: &[OsString]) -> Vec<String> {
-        args.iter()
+    fn strings(submission: &Submission) -> Vec<String> {
+        submission
+            .args
+            .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect()
     }
@@ -638,9 +768,10 @@ mod tests {
             ],
             ..SparkContent::default()
         };
-        let args = spark_args(&content, "daily.load", None, &plain).unwrap();
+        let submission = spark_args(&content, "daily.load", None, &plain).unwrap();
+        assert!(submission.credentials.is_empty());
         assert_eq!(
-            strings(&args),
+            strings(&submission),
             [
                 "--master",
                 "yarn",
@@ -761,6 +892,59 @@ mod tests {
                 "job.py"
             ]
         );
+    }
+
+    #[test]
+    fn credential_properties_leave_the_command_line() {
+        let conf: BTreeMap<String, ScalarText> = [
+            ("spark.hadoop.fs.s3a.secret.key", "${secret:s3}"),
+            ("spark.hadoop.fs.s3a.access.key", "AKIA-literal"),
+            ("spark.acme.endpoint.auth", "Bearer ${secret:s3}"),
+            ("spark.sql.shuffle.partitions", "8"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), ScalarText::Text(v.to_owned())))
+        .collect();
+        let credentials = [
+            ("spark.acme.endpoint.auth", "Bearer s3-value"),
+            ("spark.hadoop.fs.s3a.access.key", "AKIA-literal"),
+            ("spark.hadoop.fs.s3a.secret.key", "s3-value"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        let spark = SparkContent {
+            py_file: Some("job.py".to_owned()),
+            conf: conf.clone(),
+            ..SparkContent::default()
+        };
+        let submission = spark_args(&spark, "d.t", None, &plain).unwrap();
+        assert_eq!(
+            strings(&submission),
+            [
+                "--conf",
+                "spark.sql.shuffle.partitions=8",
+                "--name",
+                "d.t",
+                "job.py"
+            ]
+        );
+        assert_eq!(submission.credentials, credentials);
+        let flink = FlinkContent {
+            py_file: Some("job.py".to_owned()),
+            conf,
+            ..FlinkContent::default()
+        };
+        let submission = flink_args(&flink, "d.t", &plain).unwrap();
+        assert_eq!(
+            strings(&submission),
+            [
+                "run",
+                "-Dpipeline.name=d.t",
+                "-Dspark.sql.shuffle.partitions=8",
+                "--python",
+                "job.py"
+            ]
+        );
+        assert_eq!(submission.credentials, credentials);
     }
 
     #[test]

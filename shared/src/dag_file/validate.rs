@@ -22,6 +22,17 @@ impl DagFile {
             .collect()
     }
 
+    /// Notes, not errors, on SPARK and FLINK properties that look like
+    /// credentials but are written in the DAG: each is stored in the
+    /// catalog and sent in every work message, so each note says how to
+    /// name a secret instead.
+    pub fn credential_notes(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .flat_map(TaskFile::credential_notes)
+            .collect()
+    }
+
     pub(super) fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if !is_name(&self.name) {
@@ -447,6 +458,37 @@ impl TaskFile {
         notes
     }
 
+    /// Notes on its `conf` properties whose names look like credentials
+    /// ([`crate::secrets::is_credential_property`]) and whose values are
+    /// text naming no secret.
+    fn credential_notes(&self) -> Vec<String> {
+        let Some(content) = self
+            .task_type()
+            .and_then(|t| TaskContent::parse(t, &self.content_json()).ok())
+        else {
+            return Vec::new();
+        };
+        let Some(conf) = content.conf() else {
+            return Vec::new();
+        };
+        conf.iter()
+            // A number or a boolean is a setting (`spark.io.encryption.keySizeBits`).
+            .filter(|(key, value)| {
+                crate::secrets::is_credential_property(key)
+                    && matches!(value, crate::content::ScalarText::Text(_))
+                    && !value.names_a_secret()
+            })
+            .map(|(key, _)| {
+                format!(
+                    "task '{}': conf '{key}' looks like a credential and is written in the DAG, \
+                     so it is stored in the catalog and sent in every work message: store it with \
+                     `datajump secret set NAME` and write \"${{secret:NAME}}\"",
+                    self.name
+                )
+            })
+            .collect()
+    }
+
     /// The quoting forms (`${name:shell}`, `${name:python}`) its script
     /// places inside a string, a comment or a here-document, where the
     /// quotes they write would close the ones around them and the value
@@ -720,6 +762,72 @@ tasks:
         assert!(notes[1].starts_with("task 'spark': 'app_args[1]' begins with ${day}"));
         assert!(notes[2].starts_with("task 'flink': 'app_args[0]' begins with ${first}"));
         assert!(notes[3].starts_with("task 'flink': 'app_args[0]' begins with ${second}"));
+    }
+
+    #[test]
+    fn credentials_written_in_a_spark_or_flink_conf_are_noted() {
+        let dag = DagFile::parse(
+            r#"
+name: creds
+tasks:
+  - name: spark
+    type: SPARK
+    content:
+      py_file: /jobs/etl.py
+      conf:
+        spark.hadoop.fs.s3a.access.key: AKIA123
+        spark.hadoop.fs.s3a.secret.key: "${secret:s3_key}"
+        spark.io.encryption.keySizeBits: 128
+        spark.sql.shuffle.partitions: 8
+  - name: flink
+    type: FLINK
+    content: { jar: /jobs/s.jar, conf: { s3.secret-key: "${password}" } }
+"#,
+        )
+        .expect("a valid DAG");
+        let notes = dag.credential_notes();
+        assert_eq!(notes.len(), 2, "{notes:#?}");
+        assert!(
+            notes[0].starts_with("task 'spark': conf 'spark.hadoop.fs.s3a.access.key' looks like")
+                && notes[0].contains("datajump secret set NAME")
+                && notes[0].contains("\"${secret:NAME}\""),
+            "{}",
+            notes[0]
+        );
+        assert!(notes[1].starts_with("task 'flink': conf 's3.secret-key'"));
+    }
+
+    #[test]
+    fn secrets_in_jvm_options_or_malformed_are_refused() {
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(
+            r#"
+name: creds
+tasks:
+  - name: spark
+    type: SPARK
+    content:
+      py_file: /jobs/etl.py
+      conf: { spark.driver.extraJavaOptions: "-Dpw=${secret:pw}" }
+  - name: flink
+    type: FLINK
+    content: { jar: /jobs/s.jar, conf: { s3.secret-key: "${secret:a-b}" } }
+"#,
+        ) else {
+            panic!("invalid");
+        };
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert!(
+            problems[0].contains(
+                "'spark.driver.extraJavaOptions' becomes options on the JVM's command line"
+            ),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[1].contains("'s3.secret-key': invalid secret name 'a-b'"),
+            "{}",
+            problems[1]
+        );
     }
 
     #[test]

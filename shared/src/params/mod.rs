@@ -230,13 +230,14 @@ pub enum ParamError {
         /// The parameter's name.
         name: String,
     },
-    /// `${secret:NAME}` outside an HTTP header value.
+    /// `${secret:NAME}` outside an HTTP header value or a SPARK or FLINK
+    /// `conf` value.
     #[error(
-        "${{secret:{name}}} is only allowed in an HTTP task's header values, where the runner \
-         reads the secret when the request is sent (commands, scripts and SQL could echo it \
-         into logs)"
+        "${{secret:{name}}} is only allowed in an HTTP task's header values and a SPARK or FLINK \
+         task's 'conf' values, where the runner reads the secret when the attempt starts \
+         (commands, scripts and SQL could echo it into logs)"
     )]
-    SecretOutsideHeader {
+    SecretMisplaced {
         /// The secret's name.
         name: String,
     },
@@ -326,10 +327,11 @@ impl ParamContext {
         }
     }
 
-    /// An HTTP header value: [`Self::substitute`] in text mode, where
-    /// `${secret:NAME}` also takes the value of secret `NAME` from `secrets`
-    /// (see [`secret_names`] and [`crate::secrets`]).
-    pub fn substitute_header(
+    /// An HTTP header value or a SPARK or FLINK `conf` value:
+    /// [`Self::substitute`] in text mode, where `${secret:NAME}` also takes
+    /// the value of secret `NAME` from `secrets` (see [`secret_names`] and
+    /// [`crate::secrets`]).
+    pub fn substitute_with_secrets(
         &self,
         text: &str,
         secrets: &BTreeMap<String, String>,
@@ -447,7 +449,7 @@ impl ParamContext {
                             name: secret.to_owned(),
                         })
                 }
-                None => Err(ParamError::SecretOutsideHeader {
+                None => Err(ParamError::SecretMisplaced {
                     name: secret.to_owned(),
                 }),
             };
@@ -579,8 +581,9 @@ pub fn leading_params(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The secrets a header value names with `${secret:NAME}`, for the runner to
-/// read before substituting it with [`ParamContext::substitute_header`].
+/// The secrets a header or `conf` value names with `${secret:NAME}`, for the
+/// runner to read before substituting it with
+/// [`ParamContext::substitute_with_secrets`].
 pub fn secret_names(text: &str) -> Result<BTreeSet<String>, ParamError> {
     let mut names = BTreeSet::new();
     for piece in pieces(text) {
@@ -1355,35 +1358,35 @@ mod tests {
     }
 
     #[test]
-    fn secrets_only_in_headers() {
+    fn secrets_only_where_substituted_with_them() {
         let secrets: BTreeMap<String, String> =
             [("api_token".to_owned(), "t0k'en".to_owned())].into();
         assert_eq!(
             ctx()
-                .substitute_header("Bearer ${secret:api_token} for ${region}", &secrets)
+                .substitute_with_secrets("Bearer ${secret:api_token} for ${region}", &secrets)
                 .unwrap(),
             "Bearer t0k'en for eu-west"
         );
         assert_eq!(
-            ctx().substitute_header("${secret:nope}", &secrets),
+            ctx().substitute_with_secrets("${secret:nope}", &secrets),
             Err(ParamError::UnknownSecret {
                 name: "nope".into()
             })
         );
         assert_eq!(
             text("curl -H ${secret:api_token}"),
-            Err(ParamError::SecretOutsideHeader {
+            Err(ParamError::SecretMisplaced {
                 name: "api_token".into()
             })
         );
         assert_eq!(
             sql(SqlDialect::Postgres, "SELECT ${secret:api_token}"),
-            Err(ParamError::SecretOutsideHeader {
+            Err(ParamError::SecretMisplaced {
                 name: "api_token".into()
             })
         );
         assert!(matches!(
-            ctx().substitute_header("${secret:a-b}", &secrets),
+            ctx().substitute_with_secrets("${secret:a-b}", &secrets),
             Err(ParamError::Malformed { .. })
         ));
     }

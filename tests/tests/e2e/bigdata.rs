@@ -6,12 +6,19 @@
 //! both into `target/venv-spark` and `target/venv-flink` when asked
 //! (`DATAJUMP_NEED_BIGDATA=1`, which `scripts/test.sh` sets). They need
 //! Java: where it is absent they are skipped, and the skip is printed.
+//!
+//! The Spark and Flink jobs also read a credential property whose value is
+//! a stored secret, while a watcher reads every process's command line
+//! (`/proc/<pid>/cmdline`, what any user of the host can read) for it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use datajump_shared::RunStatus;
+use datajump_shared::dag_file::DEFAULT_PROJECT;
 
 use crate::harness::process::{start_resolver, start_runner};
 use crate::harness::{Backend, TestEnv};
@@ -58,6 +65,58 @@ fn path_with(bin: &Path) -> String {
     )
 }
 
+/// What a [`CommandLineWatch`] saw.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Command lines that held the secret.
+    leaks: Vec<String>,
+    /// The markers some command line held: proof the watch saw the
+    /// processes it is about.
+    markers: Vec<&'static str>,
+}
+
+/// Reads every process's command line, over and over, until stopped.
+struct CommandLineWatch {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Seen>,
+}
+
+impl CommandLineWatch {
+    fn start(secret: &str, markers: &'static [&'static str]) -> CommandLineWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let secret = secret.to_owned();
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut seen = Seen::default();
+            while !stopped.load(Ordering::Relaxed) {
+                for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                    // A process may end between the listing and the read.
+                    let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+                        continue;
+                    };
+                    let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+                    if line.contains(&secret) {
+                        seen.leaks.push(line.chars().take(400).collect());
+                    }
+                    for marker in markers {
+                        if line.contains(marker) && !seen.markers.contains(marker) {
+                            seen.markers.push(marker);
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            seen
+        });
+        CommandLineWatch { stop, thread }
+    }
+
+    fn finish(self) -> Seen {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("the watch thread")
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spark_and_flink_tasks_run_real_jobs() {
     if !java_present() {
@@ -67,16 +126,23 @@ async fn spark_and_flink_tasks_run_real_jobs() {
     let (spark_bin, spark_home) = installed("venv-spark", "pyspark");
     let (flink_bin, flink_home) = installed("venv-flink", "pyflink");
     let env = TestEnv::new(Backend::Postgres).await;
+    // The jobs print the secret reversed: proof it arrived, which the log
+    // may show, unlike the value itself.
+    const SECRET: &str = "s3-Secret-7f3a-from-the-store";
+    datajump_store::secrets::set(&env.db, DEFAULT_PROJECT, "s3_key", SECRET, None)
+        .await
+        .expect("secret stored");
+    let reversed: String = SECRET.chars().rev().collect();
     let spark_job = env.path("count.py");
     std::fs::write(
         &spark_job,
-        "import sys\nfrom pyspark.sql import SparkSession\nspark = SparkSession.builder.getOrCreate()\nprint('rows:', spark.range(5).count(), 'day:', sys.argv[1])\nspark.stop()\n",
+        "import sys\nfrom pyspark.sql import SparkSession\nspark = SparkSession.builder.getOrCreate()\nprint('rows:', spark.range(5).count(), 'day:', sys.argv[1])\nprint('key:', spark.sparkContext.getConf().get('spark.hadoop.fs.s3a.secret.key')[::-1])\nspark.stop()\n",
     )
     .expect("write the Spark job");
     let flink_job = env.path("table.py");
     std::fs::write(
         &flink_job,
-        "from pyflink.table import EnvironmentSettings, TableEnvironment\nt_env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())\ntable = t_env.from_elements([(1, 'a'), (2, 'b'), (3, 'c')], ['id', 'name'])\nwith table.execute().collect() as rows:\n    print('flink rows:', len(list(rows)))\n",
+        "from pyflink.table import EnvironmentSettings, TableEnvironment\nt_env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())\nprint('key:', t_env.get_config().get('s3.secret-key', 'none')[::-1])\ntable = t_env.from_elements([(1, 'a'), (2, 'b'), (3, 'c')], ['id', 'name'])\nwith table.execute().collect() as rows:\n    print('flink rows:', len(list(rows)))\n",
     )
     .expect("write the Flink job");
 
@@ -121,7 +187,7 @@ tasks:
     content:
       py_file: {spark_job}
       master: "local[1]"
-      conf: {{ spark.ui.enabled: false }}
+      conf: {{ spark.ui.enabled: false, spark.hadoop.fs.s3a.secret.key: "${{secret:s3_key}}" }}
       app_args: ["${{bizdate}}"]
   - name: report
     type: SQL
@@ -142,15 +208,27 @@ tasks:
     type: FLINK
     queue: flink
     retry: {{ max: 0 }}
-    content: {{ py_file: {flink_job}, run_mode: local, parallelism: 1 }}
+    content:
+      py_file: {flink_job}
+      run_mode: local
+      parallelism: 1
+      conf: {{ s3.secret-key: "${{secret:s3_key}}" }}
 "#,
         spark_job = spark_job.display(),
         flink_job = flink_job.display(),
         scratch = env.path("spark").display(),
     ))
     .await;
+    let watch = CommandLineWatch::start(
+        SECRET,
+        &[
+            "org.apache.spark.deploy.SparkSubmit",
+            "org.apache.flink.client.cli.CliFrontend",
+        ],
+    );
     let key = env.trigger("engines").await;
     let run = env.wait_run(&key, TIMEOUT).await;
+    let seen = watch.finish();
     let executions = env.executions_by_name(run.id).await;
     let log = |task: &str| {
         executions[task]
@@ -186,4 +264,27 @@ tasks:
         stream.contains("flink rows: 3"),
         "the PyFlink job's output:\n{stream}"
     );
+
+    // The secret reached both jobs, and no command line nor log line.
+    assert!(
+        seen.leaks.is_empty(),
+        "the secret was on a command line: {:#?}",
+        seen.leaks
+    );
+    assert_eq!(
+        seen.markers.len(),
+        2,
+        "the watch saw spark-submit's and flink's JVMs: {:?}",
+        seen.markers
+    );
+    for (task, text) in [("count", &count), ("stream", &stream)] {
+        assert!(
+            text.contains(&format!("key: {reversed}")),
+            "{task} read the secret:\n{text}"
+        );
+        assert!(
+            text.contains("credential properties, in ") && !text.contains(SECRET),
+            "{task}'s log names the file, never the value:\n{text}"
+        );
+    }
 }
