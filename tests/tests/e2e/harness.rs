@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -120,57 +120,66 @@ pub fn nats_binary() -> String {
     std::env::var("DATAJUMP_TEST_NATS_SERVER").unwrap_or_else(|_| "nats-server".to_owned())
 }
 
-/// Starts nats-server on `port` with its JetStream store and log in `store`,
-/// and waits until it accepts connections.
-fn spawn_nats(binary: &str, port: u16, store: &Path) -> Result<Child, String> {
+/// Starts nats-server with its JetStream store and log in `store`, on
+/// `port` or, given none, on a port the server picks itself, and waits until
+/// it listens; returns it and its port. The port is read back from the
+/// ports file the server writes once it listens (`--ports_file_dir`), so a
+/// test never mistakes another test's server on a reused port for its own.
+fn spawn_nats(binary: &str, port: Option<u16>, store: &Path) -> Result<(Child, u16), String> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(store.join("nats.log"))
         .expect("log file");
+    let port_arg = port.map_or_else(|| "-1".to_owned(), |port| port.to_string());
     let mut child = Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .args(["-a", "127.0.0.1", "-p", &port_arg, "-js", "-sd"])
         .arg(store.join("js"))
+        .arg("--ports_file_dir")
+        .arg(store)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
+    let ports_file_suffix = format!("_{}.ports", child.id());
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             let log = std::fs::read_to_string(store.join("nats.log")).unwrap_or_default();
             return Err(format!("{binary} exited with {status}:\n{log}"));
         }
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(child);
+        if let Some(listening) = ports_file_port(store, &ports_file_suffix) {
+            return Ok((child, listening));
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("{binary} did not listen on {port} within 20 s"));
+            return Err(format!("{binary} wrote no ports file within 20 s"));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
+/// The client port in the ports file in `dir` whose name ends with
+/// `suffix` (`<binary>_<pid>.ports`: `{"nats":["nats://127.0.0.1:4222"]}`).
+fn ports_file_port(dir: &Path, suffix: &str) -> Option<u16> {
+    let file = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .find(|entry| entry.file_name().to_string_lossy().ends_with(suffix))?;
+    let ports: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file.path()).ok()?).ok()?;
+    ports["nats"][0].as_str()?.rsplit_once(':')?.1.parse().ok()
+}
+
 impl NatsServer {
-    /// Starts `$DATAJUMP_TEST_NATS_SERVER` (default `nats-server`) on a free
-    /// port and waits until it accepts connections.
+    /// Starts `$DATAJUMP_TEST_NATS_SERVER` (default `nats-server`) on a port
+    /// it picks and waits until it accepts connections.
     pub fn start() -> NatsServer {
-        let binary = nats_binary();
-        let mut last_error = String::new();
-        // A port found free may be taken before the server binds it: try again.
-        for _ in 0..5 {
-            let store = tempfile::tempdir().expect("temporary directory");
-            let port = free_port();
-            match spawn_nats(&binary, port, store.path()) {
-                Ok(child) => {
-                    return NatsServer { child, port, store };
-                }
-                Err(e) => last_error = e,
-            }
-        }
-        panic!("cannot start nats-server: {last_error}");
+        let store = tempfile::tempdir().expect("temporary directory");
+        let (child, port) = spawn_nats(&nats_binary(), None, store.path())
+            .unwrap_or_else(|e| panic!("cannot start nats-server: {e}"));
+        NatsServer { child, port, store }
     }
 
     /// Kills the server (SIGKILL, as a crash would), waits `down`, and starts
@@ -179,7 +188,7 @@ impl NatsServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         std::thread::sleep(down);
-        self.child = spawn_nats(&nats_binary(), self.port, self.store.path())
+        (self.child, _) = spawn_nats(&nats_binary(), Some(self.port), self.store.path())
             .unwrap_or_else(|e| panic!("cannot restart nats-server: {e}"));
     }
 
