@@ -12,7 +12,7 @@
 //! processes instead, and [`pg_cluster`] gives a test a PostgreSQL server of
 //! its own to crash and restart.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -89,21 +89,33 @@ pub fn date(text: &str) -> chrono::NaiveDate {
     text.parse().expect("a date written YYYY-MM-DD")
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago and that this test
-/// process has not handed out before: the kernel may offer a just-closed
-/// port again, and two roles told the same metrics address fail to start.
+/// A TCP port on 127.0.0.1 for a server a test must name before it starts
+/// (a role's metrics or API address). It comes from below the kernel's
+/// ephemeral range, which `bind(…:0)` and outgoing connections draw from,
+/// so nothing else on the machine is handed it meanwhile; and it is held
+/// under a lock file until this test process exits, so no other test
+/// process (nextest runs each test in its own) gets it too.
 pub fn free_port() -> u16 {
-    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("no free TCP port on 127.0.0.1");
-        if handed_out.insert(port) {
+    static HELD: Mutex<Vec<std::fs::File>> = Mutex::new(Vec::new());
+    let locks = std::env::temp_dir().join("datajump-test-ports");
+    std::fs::create_dir_all(&locks).expect("the port lock folder");
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let candidates = 15_000..ephemeral_low.clamp(15_001, 32768);
+    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..10_000 {
+        let port = rand::random_range(candidates.clone());
+        let Ok(lock) = std::fs::File::create(locks.join(port.to_string())) else {
+            continue;
+        };
+        if lock.try_lock().is_ok() && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            held.push(lock);
             return port;
         }
     }
+    panic!("no free TCP port on 127.0.0.1 between {candidates:?}");
 }
 
 /// A private `nats-server` with JetStream, killed on drop.
