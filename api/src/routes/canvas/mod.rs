@@ -24,6 +24,7 @@ use serde_json::{Map, Value, json};
 use self::dto::{Canvas, CanvasSave};
 use super::shared::{find_cycle, find_dag, store};
 use crate::AppState;
+use crate::chunked::ChunkedJson;
 use crate::definition::{self, DependenciesByTask, Tasks};
 use crate::dto::Edge;
 use crate::error::{Error, Result};
@@ -67,8 +68,8 @@ async fn load(state: &AppState, dag_id: i64) -> Result<Canvas> {
 pub async fn get(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
-) -> Result<AxumJson<Canvas>> {
-    Ok(AxumJson(load(&state, dag_id).await?))
+) -> Result<ChunkedJson<Canvas>> {
+    Ok(ChunkedJson(load(&state, dag_id).await?))
 }
 
 /// A node's position field, if given: an integer or null.

@@ -41,6 +41,7 @@ use super::shared::{
 };
 use crate::AppState;
 use crate::auth::Caller;
+use crate::chunked::ChunkedJson;
 use crate::definition::{
     self, DefinitionBody, DefinitionChanges, DependenciesByTask, StoredDefinition, TaskItem,
 };
@@ -250,9 +251,9 @@ pub async fn create(
 pub async fn get(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
-) -> Result<AxumJson<DagDetail>> {
+) -> Result<ChunkedJson<DagDetail>> {
     let dag = find_dag(&state, dag_id).await?;
-    Ok(AxumJson(detail(&state, &dag).await?))
+    Ok(ChunkedJson(detail(&state, &dag).await?))
 }
 
 /// `GET /api/v1/dags/by-name/{name}`: the DAG with this name (names are
@@ -261,13 +262,13 @@ pub async fn get(
 pub async fn by_name(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<AxumJson<DagDetail>> {
+) -> Result<ChunkedJson<DagDetail>> {
     let dag = dag::Entity::find()
         .filter(dag::Column::Name.eq(&name))
         .one(&state.db)
         .await?
         .ok_or_else(|| Error::not_found(format!("no DAG named '{name}'")))?;
-    Ok(AxumJson(detail(&state, &dag).await?))
+    Ok(ChunkedJson(detail(&state, &dag).await?))
 }
 
 /// `PUT /api/v1/dags/{dagId}`: changes the fields given, keeps the others

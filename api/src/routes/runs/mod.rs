@@ -27,6 +27,7 @@ use self::dto::{
 };
 use super::shared::{attempt_of, find_dag, find_run, find_task_instance, paging};
 use crate::AppState;
+use crate::chunked::ChunkedJson;
 use crate::dto::{LogQuery, Page};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
@@ -116,9 +117,9 @@ pub async fn executions(
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<i64>,
-) -> Result<AxumJson<RunDetail>> {
+) -> Result<ChunkedJson<RunDetail>> {
     let run = find_run(&state, id).await?;
-    Ok(AxumJson(run_detail(&state, &run).await?))
+    Ok(ChunkedJson(run_detail(&state, &run).await?))
 }
 
 /// `GET /api/v1/dags/instances/by-key/{runKey}`: the run a trigger started;
@@ -126,7 +127,7 @@ pub async fn get(
 pub async fn by_key(
     State(state): State<AppState>,
     Path(run_key): Path<String>,
-) -> Result<AxumJson<RunDetail>> {
+) -> Result<ChunkedJson<RunDetail>> {
     let run = dag_run::Entity::find()
         .filter(dag_run::Column::DedupKey.eq(&run_key))
         .one(&state.db)
@@ -136,7 +137,7 @@ pub async fn by_key(
                 "no run with key '{run_key}' (yet: a resolver creates it when it takes the fire)"
             ))
         })?;
-    Ok(AxumJson(run_detail(&state, &run).await?))
+    Ok(ChunkedJson(run_detail(&state, &run).await?))
 }
 
 /// `GET /api/v1/dags/instances/{instanceId}/status`: a run's status and its

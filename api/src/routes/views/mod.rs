@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use axum::Json as AxumJson;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
 use datajump_shared::TaskStatus;
@@ -20,6 +19,7 @@ use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use self::dto::{Gantt, GanttBar, Grid, GridCell, GridQuery, GridRun, GridTask};
 use super::shared::{find_dag, find_run};
 use crate::AppState;
+use crate::chunked::ChunkedJson;
 use crate::definition;
 
 use crate::error::{Error, Result};
@@ -38,7 +38,7 @@ pub async fn grid(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
     Query(query): Query<GridQuery>,
-) -> Result<AxumJson<Grid>> {
+) -> Result<ChunkedJson<Grid>> {
     let dag = find_dag(&state, dag_id).await?;
     let limit = query.runs.unwrap_or(DEFAULT_GRID_RUNS);
     if !(1..=MAX_GRID_RUNS).contains(&limit) {
@@ -151,7 +151,7 @@ pub async fn grid(
             end_time: run.finished_at,
         })
         .collect();
-    Ok(AxumJson(Grid {
+    Ok(ChunkedJson(Grid {
         dag_id: dag.id,
         tasks,
         runs,
@@ -164,7 +164,7 @@ pub async fn grid(
 pub async fn gantt(
     State(state): State<AppState>,
     Path(run_id): Path<i64>,
-) -> Result<AxumJson<Gantt>> {
+) -> Result<ChunkedJson<Gantt>> {
     let run = find_run(&state, run_id).await?;
     let names: HashMap<i64, String> = task_instance::Entity::find()
         .select_only()
@@ -213,7 +213,7 @@ pub async fn gantt(
         );
     }
     attempts.sort_by_key(|bar| (bar.start_time, bar.task_instance_id, bar.attempt));
-    Ok(AxumJson(Gantt {
+    Ok(ChunkedJson(Gantt {
         run_id: run.id,
         start_time: run.created_at,
         end_time: run.finished_at,
