@@ -30,7 +30,7 @@ pub struct Page<T> {
 
 impl<T> Page<T> {
     /// Page `page` (1-based) of a list read whole (a list small by nature,
-    /// such as a DAG's tasks or the live runners).
+    /// such as the live runners).
     pub fn of_all(all: Vec<T>, page: u64, page_size: u64) -> Page<T> {
         let total = all.len() as u64;
         let skip = usize::try_from((page - 1).saturating_mul(page_size)).unwrap_or(usize::MAX);

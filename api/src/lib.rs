@@ -33,6 +33,7 @@ pub use browser::BrowserRules;
 
 pub mod auth;
 pub mod browser;
+pub mod chunked;
 pub mod definition;
 pub mod dto;
 pub mod error;

@@ -30,7 +30,8 @@ pub struct Canvas {
     /// The tasks, in id order, as `GET /api/v1/dags/{dagId}/tasks` lists
     /// them; their `dependsOn` keeps what an edge cannot say (other DAGs,
     /// other days, WEAK).
-    pub tasks: Vec<crate::definition::TaskItem>,
+    #[schemars(with = "Vec<crate::definition::TaskItem>")]
+    pub tasks: crate::definition::Tasks,
     /// Same-run STRONG dependencies, parent to child.
     pub edges: Vec<Edge>,
 }

@@ -24,7 +24,8 @@ use serde_json::{Map, Value, json};
 use self::dto::{Canvas, CanvasSave};
 use super::shared::{find_cycle, find_dag, store};
 use crate::AppState;
-use crate::definition::{self, TaskItem};
+use crate::chunked::ChunkedJson;
+use crate::definition::{self, DependenciesByTask, Tasks};
 use crate::dto::Edge;
 use crate::error::{Error, Result};
 use crate::extract::{Json, Path};
@@ -40,10 +41,10 @@ fn is_edge(dep: &task_dependency::Model) -> bool {
 async fn load(state: &AppState, dag_id: i64) -> Result<Canvas> {
     let dag = find_dag(state, dag_id).await?;
     let (tasks, deps) = definition::tasks_of(&state.db, dag_id).await?;
-    let (edge_deps, other_deps): (Vec<_>, Vec<_>) = deps.into_iter().partition(is_edge);
     let names: HashMap<i64, &str> = tasks.iter().map(|t| (t.id, t.name.as_str())).collect();
-    let edges = edge_deps
+    let edges = deps
         .iter()
+        .filter(|dep| is_edge(dep))
         .filter_map(|dep| {
             Some(Edge {
                 source: dep.parent_task.clone(),
@@ -51,13 +52,13 @@ async fn load(state: &AppState, dag_id: i64) -> Result<Canvas> {
             })
         })
         .collect();
+    // Most dependencies are edges: the few others are moved out, rather
+    // than all of them into two new lists.
+    let other_deps = DependenciesByTask::new(deps.into_iter().filter(|dep| !is_edge(dep)));
     Ok(Canvas {
         dag_id,
         version: dag.version,
-        tasks: tasks
-            .iter()
-            .map(|row| TaskItem::of(row, &other_deps))
-            .collect(),
+        tasks: Tasks::items(tasks, other_deps),
         edges,
     })
 }
@@ -67,8 +68,8 @@ async fn load(state: &AppState, dag_id: i64) -> Result<Canvas> {
 pub async fn get(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
-) -> Result<AxumJson<Canvas>> {
-    Ok(AxumJson(load(&state, dag_id).await?))
+) -> Result<ChunkedJson<Canvas>> {
+    Ok(ChunkedJson(load(&state, dag_id).await?))
 }
 
 /// A node's position field, if given: an integer or null.

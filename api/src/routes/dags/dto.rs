@@ -98,7 +98,9 @@ impl From<&dag::Model> for DagSummary {
 
 /// A DAG with its definition: `GET /api/v1/dags/{dagId}`, and the answer
 /// to creating or changing one.
-#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+// Written straight from the stored rows, so never read back into this
+// type: clients read it as JSON.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DagDetail {
     /// The DAG.
@@ -108,7 +110,7 @@ pub struct DagDetail {
     /// (`docs/DAG_FORMAT.md`): `tasks`, `schedules`, `params`, timeouts, …
     #[serde(flatten)]
     #[schemars(with = "crate::definition::DefinitionFields")]
-    pub definition: Map<String, Value>,
+    pub definition: crate::definition::StoredDefinition,
     /// What creating or changing it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<datajump_store::catalog::ApplyReport>,

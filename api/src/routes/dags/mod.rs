@@ -25,6 +25,7 @@ use datajump_shared::params::Params;
 use datajump_shared::{RunId, RunStatus};
 use datajump_store::backfill::{self, BackfillError, DateRule, Planned};
 use datajump_store::catalog::{ApplyReport, Origin};
+use futures::TryStreamExt;
 use sea_orm::sea_query::Query as SqlQuery;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
@@ -40,7 +41,10 @@ use super::shared::{
 };
 use crate::AppState;
 use crate::auth::Caller;
-use crate::definition::{self, DefinitionBody, DefinitionChanges, TaskItem};
+use crate::chunked::ChunkedJson;
+use crate::definition::{
+    self, DefinitionBody, DefinitionChanges, DependenciesByTask, StoredDefinition, TaskItem,
+};
 use crate::dto::{Page, PageQuery, ScheduleDto};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
@@ -52,11 +56,8 @@ pub mod dto;
 pub async fn detail(state: &AppState, dag: &dag::Model) -> Result<DagDetail> {
     let summary = DagSummary::from(dag);
     let headline = serde_json::to_value(&summary).map_err(|e| Error::Internal(e.to_string()))?;
-    let file = definition::load(&state.db, dag).await?;
-    let definition = definition::to_response(&file)
-        .into_iter()
-        .filter(|(key, _)| headline.get(key).is_none())
-        .collect();
+    let mut definition = StoredDefinition::load(&state.db, dag).await?;
+    definition.retain(|key| headline.get(key).is_none());
     Ok(DagDetail {
         dag: summary,
         definition,
@@ -250,9 +251,9 @@ pub async fn create(
 pub async fn get(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
-) -> Result<AxumJson<DagDetail>> {
+) -> Result<ChunkedJson<DagDetail>> {
     let dag = find_dag(&state, dag_id).await?;
-    Ok(AxumJson(detail(&state, &dag).await?))
+    Ok(ChunkedJson(detail(&state, &dag).await?))
 }
 
 /// `GET /api/v1/dags/by-name/{name}`: the DAG with this name (names are
@@ -261,13 +262,13 @@ pub async fn get(
 pub async fn by_name(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<AxumJson<DagDetail>> {
+) -> Result<ChunkedJson<DagDetail>> {
     let dag = dag::Entity::find()
         .filter(dag::Column::Name.eq(&name))
         .one(&state.db)
         .await?
         .ok_or_else(|| Error::not_found(format!("no DAG named '{name}'")))?;
-    Ok(AxumJson(detail(&state, &dag).await?))
+    Ok(ChunkedJson(detail(&state, &dag).await?))
 }
 
 /// `PUT /api/v1/dags/{dagId}`: changes the fields given, keeps the others
@@ -431,9 +432,30 @@ pub async fn tasks(
 ) -> Result<AxumJson<Page<TaskItem>>> {
     find_dag(&state, dag_id).await?;
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
-    let (tasks, deps) = definition::tasks_of(&state.db, dag_id).await?;
-    let items: Vec<TaskItem> = tasks.iter().map(|row| TaskItem::of(row, &deps)).collect();
-    Ok(AxumJson(Page::of_all(items, page, page_size)))
+    let paginator = task::Entity::find()
+        .filter(task::Column::DagId.eq(dag_id))
+        .order_by_asc(task::Column::Id)
+        .paginate(&state.db, page_size);
+    let total = paginator.num_items().await?;
+    let rows = paginator.fetch_page(page - 1).await?;
+    let deps = DependenciesByTask::new(
+        task_dependency::Entity::find()
+            .filter(task_dependency::Column::TaskId.is_in(rows.iter().map(|row| row.id)))
+            .order_by_asc(task_dependency::Column::Id)
+            .stream(&state.db)
+            .await?
+            .try_collect::<Vec<_>>()
+            .await?,
+    );
+    Ok(AxumJson(Page {
+        items: rows
+            .iter()
+            .map(|row| TaskItem::of(row, deps.of(row)))
+            .collect(),
+        total,
+        page,
+        page_size,
+    }))
 }
 
 async fn set_online(state: &AppState, dag_id: i64, online: bool) -> Result<AxumJson<DagSummary>> {

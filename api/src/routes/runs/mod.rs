@@ -16,7 +16,8 @@ use datajump_engine::{OperatorError, ResetScope};
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::logs;
 use datajump_shared::{RunId, TaskInstanceId, TaskStatus};
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
+use futures::TryStreamExt;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
 use tracing::{debug, info};
 
 use self::dto::{
@@ -26,25 +27,32 @@ use self::dto::{
 };
 use super::shared::{attempt_of, find_dag, find_run, find_task_instance, paging};
 use crate::AppState;
+use crate::chunked::ChunkedJson;
 use crate::dto::{LogQuery, Page};
 use crate::error::{Error, Result};
 use crate::extract::{Json, JsonOrEmpty, Path, Query};
 
 pub mod dto;
 
-async fn instances_of(state: &AppState, run_id: i64) -> Result<Vec<task_instance::Model>> {
+/// A run's task instances in id order, as its answer lists them: each row
+/// becomes its answer as it is read, since a row holds the instance's
+/// whole plan (its spec and children, some 10 kB as values) that the
+/// answer leaves out.
+async fn instances_of(state: &AppState, run_id: i64) -> Result<Vec<TaskInstanceDto>> {
     Ok(task_instance::Entity::find()
         .filter(task_instance::Column::DagRunId.eq(run_id))
         .order_by_asc(task_instance::Column::Id)
-        .all(&state.db)
+        .stream(&state.db)
+        .await?
+        .map_ok(|row| TaskInstanceDto::from(&row))
+        .try_collect()
         .await?)
 }
 
 async fn run_detail(state: &AppState, run: &dag_run::Model) -> Result<RunDetail> {
-    let instances = instances_of(state, run.id).await?;
     Ok(RunDetail {
         run: RunDto::from(run),
-        task_instances: instances.iter().map(TaskInstanceDto::from).collect(),
+        task_instances: instances_of(state, run.id).await?,
     })
 }
 
@@ -109,9 +117,9 @@ pub async fn executions(
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<i64>,
-) -> Result<AxumJson<RunDetail>> {
+) -> Result<ChunkedJson<RunDetail>> {
     let run = find_run(&state, id).await?;
-    Ok(AxumJson(run_detail(&state, &run).await?))
+    Ok(ChunkedJson(run_detail(&state, &run).await?))
 }
 
 /// `GET /api/v1/dags/instances/by-key/{runKey}`: the run a trigger started;
@@ -119,7 +127,7 @@ pub async fn get(
 pub async fn by_key(
     State(state): State<AppState>,
     Path(run_key): Path<String>,
-) -> Result<AxumJson<RunDetail>> {
+) -> Result<ChunkedJson<RunDetail>> {
     let run = dag_run::Entity::find()
         .filter(dag_run::Column::DedupKey.eq(&run_key))
         .one(&state.db)
@@ -129,7 +137,7 @@ pub async fn by_key(
                 "no run with key '{run_key}' (yet: a resolver creates it when it takes the fire)"
             ))
         })?;
-    Ok(AxumJson(run_detail(&state, &run).await?))
+    Ok(ChunkedJson(run_detail(&state, &run).await?))
 }
 
 /// `GET /api/v1/dags/instances/{instanceId}/status`: a run's status and its
@@ -139,12 +147,19 @@ pub async fn status(
     Path(id): Path<i64>,
 ) -> Result<AxumJson<RunStatusDto>> {
     let run = find_run(&state, id).await?;
-    let mut task_counts: BTreeMap<String, u64> = BTreeMap::new();
-    for row in instances_of(&state, id).await? {
-        *task_counts
-            .entry(row.status.as_str().to_owned())
-            .or_default() += 1;
-    }
+    // Counted by the database: a poll of a big run's status reads no rows.
+    let task_counts: BTreeMap<String, u64> = task_instance::Entity::find()
+        .select_only()
+        .column(task_instance::Column::Status)
+        .column_as(task_instance::Column::Id.count(), "instances")
+        .filter(task_instance::Column::DagRunId.eq(id))
+        .group_by(task_instance::Column::Status)
+        .into_tuple::<(TaskStatus, i64)>()
+        .all(&state.db)
+        .await?
+        .into_iter()
+        .map(|(status, count)| (status.as_str().to_owned(), count.unsigned_abs()))
+        .collect();
     Ok(AxumJson(RunStatusDto {
         id: run.id,
         run_key: run.dedup_key,

@@ -9,16 +9,17 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use axum::Json as AxumJson;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
 use datajump_shared::TaskStatus;
 use datajump_shared::entities::{dag_run, execution, task_instance};
+use futures::TryStreamExt;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use self::dto::{Gantt, GanttBar, Grid, GridCell, GridQuery, GridRun, GridTask};
 use super::shared::{find_dag, find_run};
 use crate::AppState;
+use crate::chunked::ChunkedJson;
 use crate::definition;
 
 use crate::error::{Error, Result};
@@ -37,7 +38,7 @@ pub async fn grid(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
     Query(query): Query<GridQuery>,
-) -> Result<AxumJson<Grid>> {
+) -> Result<ChunkedJson<Grid>> {
     let dag = find_dag(&state, dag_id).await?;
     let limit = query.runs.unwrap_or(DEFAULT_GRID_RUNS);
     if !(1..=MAX_GRID_RUNS).contains(&limit) {
@@ -71,6 +72,13 @@ pub async fn grid(
         .unwrap_or_else(|_| names.iter().map(|n| (*n).to_owned()).collect());
     let by_name: HashMap<&str, &datajump_shared::entities::task::Model> =
         task_rows.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut upstream: HashMap<&str, Vec<String>> = HashMap::new();
+    for (parent, child) in &same_run_edges {
+        upstream
+            .entry(child)
+            .or_default()
+            .push((*parent).to_owned());
+    }
     let mut tasks: Vec<GridTask> = order
         .iter()
         .filter_map(|name| by_name.get(name.as_str()))
@@ -78,11 +86,7 @@ pub async fn grid(
             id: Some(task.id),
             name: task.name.clone(),
             task_type: Some(task.task_type.as_str().to_owned()),
-            upstream: same_run_edges
-                .iter()
-                .filter(|(_, child)| *child == task.name)
-                .map(|(parent, _)| (*parent).to_owned())
-                .collect(),
+            upstream: upstream.remove(task.name.as_str()).unwrap_or_default(),
         })
         .collect();
 
@@ -101,7 +105,9 @@ pub async fn grid(
                 .filter(task_instance::Column::DagId.eq(dag.id))
                 .filter(task_instance::Column::DagRunId.between(oldest.id, newest.id))
                 .into_tuple::<(i64, i64, String, TaskStatus, i32)>()
-                .all(&state.db)
+                .stream(&state.db)
+                .await?
+                .try_collect()
                 .await?
         }
         _ => Vec::new(),
@@ -145,7 +151,7 @@ pub async fn grid(
             end_time: run.finished_at,
         })
         .collect();
-    Ok(AxumJson(Grid {
+    Ok(ChunkedJson(Grid {
         dag_id: dag.id,
         tasks,
         runs,
@@ -158,7 +164,7 @@ pub async fn grid(
 pub async fn gantt(
     State(state): State<AppState>,
     Path(run_id): Path<i64>,
-) -> Result<AxumJson<Gantt>> {
+) -> Result<ChunkedJson<Gantt>> {
     let run = find_run(&state, run_id).await?;
     let names: HashMap<i64, String> = task_instance::Entity::find()
         .select_only()
@@ -207,7 +213,7 @@ pub async fn gantt(
         );
     }
     attempts.sort_by_key(|bar| (bar.start_time, bar.task_instance_id, bar.attempt));
-    Ok(AxumJson(Gantt {
+    Ok(ChunkedJson(Gantt {
         run_id: run.id,
         start_time: run.created_at,
         end_time: run.finished_at,
