@@ -12,7 +12,7 @@ use datajump_store::db::{WriteTxn, begin_write, per_row};
 use sea_orm::sea_query::{Expr, ExprTrait, Value};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, QueryFilter,
+    EntityTrait, QueryFilter, QuerySelect,
 };
 
 use crate::datasets::{Announcement, record_written};
@@ -285,11 +285,36 @@ pub struct Ended {
     pub requeued: Option<task_instance::Model>,
 }
 
+/// A claim won.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// The instance, RUNNING under the claiming runner.
+    pub instance: task_instance::Model,
+    /// The attempt's execution row.
+    pub execution: execution::Model,
+    /// What the tasks of the instance's run have declared so far (most
+    /// runs: nothing), which the attempt may read (docs/PARAMETERS.md,
+    /// "Values between tasks"): read in the claim's transaction, so an
+    /// attempt in a run without outputs costs no query of its own.
+    pub run_outputs: Vec<DeclaredOutputs>,
+}
+
+/// The outputs one task instance declared (`$DJ_OUTPUT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredOutputs {
+    /// Its task.
+    pub task_id: i64,
+    /// Its task's name.
+    pub task_name: String,
+    /// What it declared: an object of strings.
+    pub outputs: serde_json::Value,
+}
+
 /// What [`record`] committed, by instance id.
 #[derive(Debug, Default)]
 pub struct Recorded {
-    /// Each claim won, with its new execution row.
-    pub claimed: HashMap<TaskInstanceId, (task_instance::Model, execution::Model)>,
+    /// Each claim won.
+    pub claimed: HashMap<TaskInstanceId, Claimed>,
     /// What each end did.
     pub ended: HashMap<TaskInstanceId, Ended>,
 }
@@ -356,8 +381,71 @@ fn announcements_of(ended: &HashMap<TaskInstanceId, Ended>, ends: &[&End]) -> Ve
 }
 
 /// Claims the instances and inserts an execution row for each one won, all
-/// started now; returns them by instance.
+/// started now; returns them by instance, each with its run's outputs.
 async fn apply_claims(
+    txn: &WriteTxn,
+    owner: &str,
+    claims: &[&Claim],
+) -> Result<HashMap<TaskInstanceId, Claimed>, DbErr> {
+    let claimed = claim_with_executions(txn, owner, claims).await?;
+    if claimed.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let by_run = declared_outputs(txn, claimed.values().map(|(row, _)| row.dag_run_id)).await?;
+    Ok(claimed
+        .into_iter()
+        .map(|(id, (instance, execution))| {
+            let run_outputs = by_run
+                .get(&instance.dag_run_id)
+                .cloned()
+                .unwrap_or_default();
+            let claimed = Claimed {
+                instance,
+                execution,
+                run_outputs,
+            };
+            (id, claimed)
+        })
+        .collect())
+}
+
+/// The outputs declared in `runs`, by run: one statement, which the partial
+/// index on `outputs IS NOT NULL` answers from the few instances that
+/// declared any, however large the runs.
+async fn declared_outputs(
+    txn: &WriteTxn,
+    runs: impl Iterator<Item = i64>,
+) -> Result<HashMap<i64, Vec<DeclaredOutputs>>, DbErr> {
+    let runs: std::collections::BTreeSet<i64> = runs.collect();
+    let rows: Vec<(i64, i64, String, Option<serde_json::Value>)> = Ti::find()
+        .select_only()
+        .columns([
+            TiCol::DagRunId,
+            TiCol::TaskId,
+            TiCol::TaskName,
+            TiCol::Outputs,
+        ])
+        .filter(TiCol::DagRunId.is_in(runs))
+        .filter(TiCol::Outputs.is_not_null())
+        .into_tuple()
+        .all(&**txn)
+        .await?;
+    let mut by_run: HashMap<i64, Vec<DeclaredOutputs>> = HashMap::new();
+    for (run, task_id, task_name, outputs) in rows {
+        if let Some(outputs) = outputs {
+            by_run.entry(run).or_default().push(DeclaredOutputs {
+                task_id,
+                task_name,
+                outputs,
+            });
+        }
+    }
+    Ok(by_run)
+}
+
+/// Claims the instances and inserts an execution row for each one won, all
+/// started now; returns them by instance.
+async fn claim_with_executions(
     txn: &WriteTxn,
     owner: &str,
     claims: &[&Claim],

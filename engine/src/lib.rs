@@ -39,7 +39,7 @@ pub mod transitions;
 mod triggers;
 mod waits;
 
-pub use claims::{AttemptEnd, Claim, End, Ended, Recorded, record};
+pub use claims::{AttemptEnd, Claim, Claimed, DeclaredOutputs, End, Ended, Recorded, record};
 pub use datasets::{Announcement, announce};
 pub use effects::Effects;
 pub use operator::{

@@ -28,6 +28,7 @@ mod m20261203_000018_datasets;
 mod m20261204_000019_sensors;
 mod m20261204_000020_session_token_hash;
 mod m20261205_000021_schedule_active_since;
+mod m20261206_000022_declared_outputs_index;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -56,6 +57,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000019_sensors::Migration),
             Box::new(m20261204_000020_session_token_hash::Migration),
             Box::new(m20261205_000021_schedule_active_since::Migration),
+            Box::new(m20261206_000022_declared_outputs_index::Migration),
         ]
     }
 }

@@ -21,7 +21,6 @@
 
 use datajump_engine::{Claim, Effects, End, Ended, Recorded};
 use datajump_nats::Bus;
-use datajump_shared::entities::{execution, task_instance};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::{mpsc, oneshot};
 use tracing::warn;
@@ -29,8 +28,9 @@ use tracing::warn;
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 128;
 
-/// The instance and its new execution row, if this runner won the claim.
-pub(crate) type ClaimOutcome = Option<(task_instance::Model, execution::Model)>;
+/// The instance, its new execution row and its run's outputs, if this
+/// runner won the claim.
+pub(crate) type ClaimOutcome = Option<datajump_engine::Claimed>;
 
 enum Write {
     Claim(Claim),

@@ -38,6 +38,8 @@ struct ClaimedAttempt<'a> {
     unreadable: Option<String>,
     row: &'a task_instance::Model,
     exec_row: &'a execution::Model,
+    /// What the tasks of its run had declared when it was claimed.
+    run_outputs: &'a [datajump_engine::DeclaredOutputs],
     /// Pulled by a kill.
     kill: &'a CancellationToken,
 }
@@ -111,7 +113,12 @@ impl Runner {
         slot: OwnedSemaphorePermit,
         kill: &CancellationToken,
     ) -> Result<AckKind, DbErr> {
-        let Some((row, exec_row)) = self.committer.claim(claim).await? else {
+        let Some(datajump_engine::Claimed {
+            instance: row,
+            execution: exec_row,
+            run_outputs,
+        }) = self.committer.claim(claim).await?
+        else {
             return self.not_claimed(work).await;
         };
         // What runs is what the database queued: the message only said which
@@ -145,6 +152,7 @@ impl Runner {
             unreadable,
             row: &row,
             exec_row: &exec_row,
+            run_outputs: &run_outputs,
             kill,
         };
         self.run_claimed(&claimed, slot).await

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use datajump_cron::parse_time_zone;
+use datajump_engine::DeclaredOutputs;
 use datajump_shared::content::TaskContent;
 use datajump_shared::datasets::{self, Written};
 use datajump_shared::entities::task_instance;
@@ -43,6 +44,7 @@ impl Runner {
             ref unreadable,
             row,
             exec_row,
+            run_outputs,
             kill,
             ..
         } = *claimed;
@@ -83,7 +85,11 @@ impl Runner {
             }
         });
         let upstream = match content {
-            Ok(_) => upstream_outputs_retrying(&config.db, row, &task.content, kill).await,
+            // Most runs declare no outputs: nothing to read, no query.
+            Ok(_) if run_outputs.is_empty() => Ok(Params::new()),
+            Ok(_) => {
+                upstream_outputs_retrying(&config.db, row, run_outputs, &task.content, kill).await
+            }
             Err(_) => Ok(Params::new()),
         };
         let content = match upstream {
@@ -130,33 +136,20 @@ impl Runner {
 }
 
 /// The outputs a task may read, as parameters (`task.output.name`): those
-/// of every task of `row`'s run that it runs after (its same-run parents,
-/// directly or through others: they have ended before it starts), and of
-/// any other its content names (`${task.output.name}`; `apply` refuses
-/// those, but a DAG stored before that rule may have one). Each is exported
-/// as `$DJ_PARAM_<TASK>_OUTPUT_<NAME>` whether or not the content names it
-/// (docs/PARAMETERS.md, "Values between tasks"). One query when no task of
-/// the run declared outputs, as most runs; two otherwise.
+/// `declared` (its run's, read with the claim) by every task of `row`'s
+/// run that it runs after (its same-run parents, directly or through
+/// others: they have ended before it starts), and by any other its content
+/// names (`${task.output.name}`; `apply` refuses those, but a DAG stored
+/// before that rule may have one). Each is exported as
+/// `$DJ_PARAM_<TASK>_OUTPUT_<NAME>` whether or not the content names it
+/// (docs/PARAMETERS.md, "Values between tasks"). One query, for the run's
+/// edges: made only when some task of the run declared outputs.
 async fn upstream_outputs(
     db: &DatabaseConnection,
     row: &task_instance::Model,
+    declared: &[DeclaredOutputs],
     content: &serde_json::Value,
 ) -> Result<Params, DbErr> {
-    let declared: Vec<(i64, String, Option<serde_json::Value>)> = task_instance::Entity::find()
-        .select_only()
-        .columns([
-            task_instance::Column::TaskId,
-            task_instance::Column::TaskName,
-            task_instance::Column::Outputs,
-        ])
-        .filter(task_instance::Column::DagRunId.eq(row.dag_run_id))
-        .filter(task_instance::Column::Outputs.is_not_null())
-        .into_tuple()
-        .all(db)
-        .await?;
-    if declared.is_empty() {
-        return Ok(Params::new());
-    }
     let text = content.to_string();
     let read = outputs::tasks_read(&text);
     let edges: Vec<(i64, serde_json::Value)> = task_instance::Entity::find()
@@ -171,12 +164,14 @@ async fn upstream_outputs(
         .await?;
     let before = ancestors(row.task_id, &edges);
     Ok(declared
-        .into_iter()
-        .filter(|(task_id, task, _)| before.contains(task_id) || read.contains(&task.as_str()))
-        .flat_map(|(_, task, declared)| {
-            params_from_json(&declared.unwrap_or_default())
+        .iter()
+        .filter(|declared| {
+            before.contains(&declared.task_id) || read.contains(&declared.task_name.as_str())
+        })
+        .flat_map(|declared| {
+            params_from_json(&declared.outputs)
                 .into_iter()
-                .map(move |(name, value)| (outputs::param_name(&task, &name), value))
+                .map(|(name, value)| (outputs::param_name(&declared.task_name, &name), value))
         })
         .collect())
 }
@@ -186,19 +181,20 @@ async fn upstream_outputs(
 const OUTPUTS_RETRY_FOR: Duration = Duration::from_secs(60);
 
 /// [`upstream_outputs`], retried with backoff while the database is out
-/// (a restart, a failover), as recording the attempt's end is: every
-/// attempt reads them, and a transient error is not the task's failure.
+/// (a restart, a failover), as recording the attempt's end is: a transient
+/// error is not the task's failure.
 /// Gives up after [`OUTPUTS_RETRY_FOR`] or when the attempt is stopped.
 async fn upstream_outputs_retrying(
     db: &DatabaseConnection,
     row: &task_instance::Model,
+    declared: &[DeclaredOutputs],
     content: &serde_json::Value,
     kill: &tokio_util::sync::CancellationToken,
 ) -> Result<Params, DbErr> {
     let give_up = tokio::time::Instant::now() + OUTPUTS_RETRY_FOR;
     let mut wait = Duration::from_millis(200);
     loop {
-        match upstream_outputs(db, row, content).await {
+        match upstream_outputs(db, row, declared, content).await {
             Ok(params) => return Ok(params),
             Err(e) if tokio::time::Instant::now() + wait < give_up => {
                 tracing::warn!(error = %e, retry_in = ?wait, "cannot read the outputs of the tasks before it; retrying");

@@ -18,8 +18,13 @@
 //! A process joins its group by writing its id to `cgroup.procs` before it
 //! starts anything; only the runner's user may write there (moving a
 //! process needs write access to the group the source and destination
-//! share), so a `sh` of the runner's user joins, then becomes `setpriv`,
-//! which drops to the task user.
+//! share), so the attempt's guard joins while it is still the runner's
+//! user, and drops to the task user only for the program it starts
+//! (`executor/process.rs`).
+//!
+//! A group whose processes have all exited is kept for the next attempt:
+//! creating and removing a group costs the kernel more than the rest of a
+//! short task's start.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -67,13 +72,17 @@ pub enum CgroupsUnavailable {
 #[derive(Debug)]
 pub struct Cgroups {
     folder: PathBuf,
-    /// `sh` on the runner's `PATH`, by absolute path (see
-    /// [`Cgroups::join_command`]).
-    sh: PathBuf,
     next: AtomicU64,
-    /// Attempt groups whose processes were still exiting when the attempt
-    /// ended: removed on the next attempt.
-    stale: Mutex<Vec<PathBuf>>,
+    /// Groups of ended attempts, for the next ones.
+    free: Mutex<FreeGroups>,
+}
+
+/// Groups no attempt holds: `empty` had no process left when their
+/// attempt ended, `exiting` still had some dying.
+#[derive(Debug, Default)]
+struct FreeGroups {
+    empty: Vec<PathBuf>,
+    exiting: Vec<PathBuf>,
 }
 
 /// How many attempt folders this process opened: a process running two
@@ -104,17 +113,10 @@ impl Cgroups {
             let _ = std::fs::remove_dir(&folder);
             return Err(CgroupsUnavailable::NoKill);
         }
-        let sh = std::env::var_os("PATH")
-            .iter()
-            .flat_map(std::env::split_paths)
-            .map(|dir| dir.join("sh"))
-            .find(|path| path.is_file())
-            .unwrap_or_else(|| PathBuf::from("/bin/sh"));
         Ok(Cgroups {
             folder,
-            sh,
             next: AtomicU64::new(0),
-            stale: Mutex::new(Vec::new()),
+            free: Mutex::new(FreeGroups::default()),
         })
     }
 
@@ -123,42 +125,38 @@ impl Cgroups {
         &self.folder
     }
 
-    /// A new, empty group for one attempt.
+    /// An empty group for one attempt: one an earlier attempt left empty,
+    /// or a new one.
     ///
     /// # Errors
     ///
-    /// The group cannot be created.
+    /// A new group cannot be created.
     pub fn attempt(&self) -> std::io::Result<AttemptCgroup<'_>> {
-        if let Ok(mut stale) = self.stale.lock() {
-            stale.retain(|path| {
-                std::fs::remove_dir(path).is_err_and(|e| e.kind() != ErrorKind::NotFound)
-            });
-        }
-        let path = self
-            .folder
-            .join(self.next.fetch_add(1, Ordering::Relaxed).to_string());
-        std::fs::create_dir(&path)?;
+        let reused = self.free.lock().ok().and_then(|mut free| {
+            let FreeGroups { empty, exiting } = &mut *free;
+            // Those that were still exiting have usually ended since.
+            let (ended, dying): (Vec<_>, Vec<_>) =
+                exiting.drain(..).partition(|path| is_empty(path));
+            empty.extend(ended);
+            *exiting = dying;
+            empty.pop()
+        });
+        let path = match reused {
+            Some(path) => path,
+            None => {
+                let path = self
+                    .folder
+                    .join(self.next.fetch_add(1, Ordering::Relaxed).to_string());
+                std::fs::create_dir(&path)?;
+                path
+            }
+        };
         Ok(AttemptCgroup {
             parent: self,
             procs: path.join("cgroup.procs"),
             kill: path.join("cgroup.kill"),
             path,
         })
-    }
-
-    /// The program and leading arguments that start `rest` (the `setpriv`
-    /// command line) inside `group`: a `sh` that writes its own id into the
-    /// group, then becomes `rest`. It exits 125 without starting anything
-    /// when it cannot join.
-    pub fn join_command<'a>(
-        &'a self,
-        group: &'a AttemptCgroup<'_>,
-    ) -> (&'a Path, [&'a std::ffi::OsStr; 3]) {
-        const JOIN: &str = r#"{ echo $$ > "$0"; } 2>/dev/null || { echo "[datajump] cannot join the attempt's control group $0" >&2; exit 125; }; exec "$@""#;
-        (
-            &self.sh,
-            ["-c".as_ref(), JOIN.as_ref(), group.procs.as_os_str()],
-        )
     }
 }
 
@@ -168,7 +166,8 @@ impl Drop for Cgroups {
     }
 }
 
-/// One attempt's control group: killed whole and removed when dropped.
+/// One attempt's control group: killed whole when dropped, and kept for
+/// the next attempt.
 #[derive(Debug)]
 pub struct AttemptCgroup<'a> {
     parent: &'a Cgroups,
@@ -178,6 +177,11 @@ pub struct AttemptCgroup<'a> {
 }
 
 impl AttemptCgroup<'_> {
+    /// `cgroup.procs`: a process that writes its id there joins the group.
+    pub fn procs_file(&self) -> &Path {
+        &self.procs
+    }
+
     /// `cgroup.kill`: writing `1` there kills every process in the group.
     pub fn kill_file(&self) -> &Path {
         &self.kill
@@ -193,13 +197,22 @@ impl Drop for AttemptCgroup<'_> {
     fn drop(&mut self) {
         self.kill();
         // The kill is delivered at once, but processes take a moment to
-        // exit; a group not yet empty is removed on the next attempt.
-        if std::fs::remove_dir(&self.path).is_err()
-            && let Ok(mut stale) = self.parent.stale.lock()
-        {
-            stale.push(self.path.clone());
+        // exit: a group not yet empty waits before another attempt gets it.
+        let empty = is_empty(&self.path);
+        if let Ok(mut free) = self.parent.free.lock() {
+            let list = if empty {
+                &mut free.empty
+            } else {
+                &mut free.exiting
+            };
+            list.push(std::mem::take(&mut self.path));
         }
     }
+}
+
+/// Whether no process is left in the group at `path`.
+fn is_empty(path: &Path) -> bool {
+    std::fs::read_to_string(path.join("cgroup.procs")).is_ok_and(|procs| procs.trim().is_empty())
 }
 
 /// Kills every process of the group whose `cgroup.kill` is `file`. Used by

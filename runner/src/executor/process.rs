@@ -41,11 +41,12 @@ fn failed(message: String) -> ExecOutcome {
 }
 
 /// The guard between the runner and the program: `$0` is a file of ours
-/// to remove (or empty), `$@` the program and its arguments. On SIGTERM
-/// (the runner died) it removes the file, which the runner can no longer
-/// remove, and kills its process group.
-const GUARD: &str =
-    r#"trap '[ -z "$0" ] || rm -f -- "$0"; kill -KILL 0' TERM; "$@" & wait $!; exit $?"#;
+/// to remove (or empty), `$1` the attempt's `cgroup.procs` to join before
+/// anything starts (or empty), the rest the program and its arguments. On
+/// SIGTERM (the runner died) it removes the file, which the runner can no
+/// longer remove, and kills its process group. It exits 125 without
+/// starting anything when it cannot join the group.
+const GUARD: &str = r#"trap '[ -z "$0" ] || rm -f -- "$0"; kill -KILL 0' TERM; [ -z "$1" ] || { echo $$ > "$1"; } 2>/dev/null || { echo "[datajump] cannot join the attempt's control group $1" >&2; exit 125; }; shift; "$@" & wait $!; exit $?"#;
 
 /// How long the output is read after the task's process has exited and
 /// its process and control groups were killed: without a control group, a
@@ -157,19 +158,31 @@ pub async fn run(
         Some(Ok(group)) => Some(group),
         Some(Err(e)) => return failed(format!("cannot create the attempt's control group: {e}")),
     };
-    let mut command = match (&ctx.cgroups, &cgroup) {
-        (Some(cgroups), Some(group)) => {
-            let (sh, join) = cgroups.join_command(group);
-            let mut command = Command::new(sh);
-            command.args(join).arg(ctx.process.setpriv());
+    let mut command = Command::new(ctx.process.setpriv());
+    match &cgroup {
+        // The guard joins the group as the runner's user (only it may move
+        // a process there), then starts the program as the task user.
+        Some(group) => {
             command
+                .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
+                .arg(program.owned_file.unwrap_or(Path::new("")))
+                .arg(group.procs_file());
+            if ctx.process.user().is_some() {
+                command
+                    .arg(ctx.process.setpriv())
+                    .args(ctx.process.setpriv_args())
+                    .arg("--");
+            }
         }
-        _ => Command::new(ctx.process.setpriv()),
-    };
+        None => {
+            command
+                .args(ctx.process.setpriv_args())
+                .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
+                .arg(program.owned_file.unwrap_or(Path::new("")))
+                .arg("");
+        }
+    }
     command
-        .args(ctx.process.setpriv_args())
-        .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
-        .arg(program.owned_file.unwrap_or(Path::new("")))
         .arg(program.executable)
         .args(program.args)
         .env_clear()
