@@ -1,0 +1,240 @@
+//! Engine rules, each tested by calling the engine directly on a real
+//! database (SQLite; PostgreSQL where a server answers): no NATS, no role,
+//! no clock but the test's. See `env/mod.rs`.
+
+mod env;
+
+use datajump_engine::AttemptEnd;
+use datajump_shared::{RunStatus, TaskStatus};
+use env::{EngineEnv, date, failure, status_of, success};
+
+const DIAMOND: &str = r#"
+name: diamond
+tasks:
+  - { name: extract, type: NOOP }
+  - { name: clean, type: NOOP, depends_on: [extract] }
+  - { name: enrich, type: NOOP, depends_on: [extract] }
+  - { name: report, type: NOOP, depends_on: [clean, enrich] }
+"#;
+
+/// Every backend a rule is checked on here.
+async fn envs() -> Vec<EngineEnv> {
+    let mut envs = vec![EngineEnv::sqlite().await];
+    envs.extend(EngineEnv::postgres().await);
+    envs
+}
+
+fn assert_invariants(
+    env: &EngineEnv,
+    runs: &[datajump_shared::entities::dag_run::Model],
+    rows: &[datajump_shared::entities::task_instance::Model],
+) {
+    let broken = env::invariants::violations(runs, rows);
+    assert!(broken.is_empty(), "{:?}: {broken:#?}", env.backend);
+}
+
+async fn check_invariants(env: &EngineEnv) {
+    let (runs, rows) = (env.all_runs().await, env.all_instances().await);
+    assert_invariants(env, &runs, &rows);
+}
+
+#[tokio::test]
+async fn a_join_is_released_once_its_last_parent_succeeds_and_the_run_ends_with_it() {
+    for env in envs().await {
+        let dag = env.apply(DIAMOND).await;
+        let (run, effects) = env.fire(dag, date("2026-01-04")).await;
+        let run = run.expect("a run");
+        let queued: Vec<&str> = effects
+            .queued()
+            .iter()
+            .map(|r| r.task_name.as_str())
+            .collect();
+        assert_eq!(
+            queued,
+            ["extract"],
+            "{:?}: only the root is released",
+            env.backend
+        );
+
+        let effects = env.run_task(run, "extract", success()).await;
+        let mut queued: Vec<&str> = effects
+            .queued()
+            .iter()
+            .map(|r| r.task_name.as_str())
+            .collect();
+        queued.sort_unstable();
+        assert_eq!(queued, ["clean", "enrich"], "{:?}", env.backend);
+        check_invariants(&env).await;
+
+        let effects = env.run_task(run, "clean", success()).await;
+        assert!(
+            effects.queued().is_empty(),
+            "{:?}: the join waits for enrich",
+            env.backend
+        );
+        assert_eq!(env.instance(run, "report").await.pending_parents, 1);
+        check_invariants(&env).await;
+
+        let effects = env.run_task(run, "enrich", success()).await;
+        let queued: Vec<&str> = effects
+            .queued()
+            .iter()
+            .map(|r| r.task_name.as_str())
+            .collect();
+        assert_eq!(queued, ["report"], "{:?}", env.backend);
+
+        let effects = env.run_task(run, "report", success()).await;
+        assert_eq!(
+            effects.finished_runs(),
+            [(run.0, RunStatus::Success)],
+            "{:?}",
+            env.backend
+        );
+        assert_eq!(env.run(run).await.status, RunStatus::Success);
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn a_failed_strong_parent_fails_its_join_upstream_and_the_run() {
+    for env in envs().await {
+        let dag = env.apply(DIAMOND).await;
+        let (run, _) = env.fire(dag, date("2026-01-04")).await;
+        let run = run.expect("a run");
+        let _released = env.run_task(run, "extract", success()).await;
+        let _released = env.run_task(run, "clean", failure()).await;
+        check_invariants(&env).await;
+        let effects = env.run_task(run, "enrich", success()).await;
+        let settled: Vec<(&str, TaskStatus)> = effects
+            .settled()
+            .iter()
+            .map(|r| (r.task_name.as_str(), r.status))
+            .collect();
+        assert_eq!(
+            settled,
+            [("report", TaskStatus::UpstreamFailed)],
+            "{:?}",
+            env.backend
+        );
+        let statuses = env.statuses(run).await;
+        assert_eq!(status_of(&statuses, "report"), TaskStatus::UpstreamFailed);
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Failed,
+            "{:?}",
+            env.backend
+        );
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn a_weak_parent_releases_its_child_whatever_its_result() {
+    for env in envs().await {
+        let dag = env
+            .apply(
+                r#"
+name: weak
+tasks:
+  - { name: audit, type: NOOP }
+  - name: report
+    type: NOOP
+    depends_on: [{ task: audit, type: WEAK }]
+"#,
+            )
+            .await;
+        let (run, _) = env.fire(dag, date("2026-01-04")).await;
+        let run = run.expect("a run");
+        let effects = env.run_task(run, "audit", failure()).await;
+        let queued: Vec<&str> = effects
+            .queued()
+            .iter()
+            .map(|r| r.task_name.as_str())
+            .collect();
+        assert_eq!(queued, ["report"], "{:?}", env.backend);
+        let _released = env.run_task(run, "report", success()).await;
+        // The run's result is its tasks': one failed.
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Failed,
+            "{:?}",
+            env.backend
+        );
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn a_retry_is_queued_when_its_time_comes_and_runs_as_the_next_attempt() {
+    for mut env in envs().await {
+        let dag = env
+            .apply(
+                r#"
+name: retried
+tasks:
+  - { name: flaky, type: NOOP, retry: { max: 1, interval: 60 } }
+"#,
+            )
+            .await;
+        let (run, _) = env.fire(dag, date("2026-01-04")).await;
+        let run = run.expect("a run");
+        let retry_at = env.now + chrono::Duration::seconds(60);
+        let effects = env
+            .run_task(run, "flaky", AttemptEnd::Retry { retry_at })
+            .await;
+        assert!(effects.queued().is_empty(), "{:?}", env.backend);
+        let row = env.instance(run, "flaky").await;
+        assert_eq!((row.status, row.retries_used), (TaskStatus::UpForRetry, 1));
+        assert_eq!(row.deadline_at, Some(retry_at));
+        check_invariants(&env).await;
+
+        env.now = retry_at;
+        let effects = datajump_engine::retry_due(&env.db, row.instance_id(), row.status, env.now)
+            .await
+            .expect("retry_due")
+            .expect("it was waiting for its retry");
+        assert_eq!(effects.queued().len(), 1, "{:?}", env.backend);
+        let row = env.instance(run, "flaky").await;
+        assert_eq!((row.status, row.attempt), (TaskStatus::Queued, 1));
+
+        let _released = env.run_task(run, "flaky", success()).await;
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Success,
+            "{:?}",
+            env.backend
+        );
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn a_claim_is_won_once_and_an_end_counts_only_for_its_own_attempt() {
+    for env in envs().await {
+        let dag = env.apply(DIAMOND).await;
+        let (run, _) = env.fire(dag, date("2026-01-04")).await;
+        let run = run.expect("a run");
+        let queued = env.instance(run, "extract").await;
+        let (first, _) = env.claim(&queued).await;
+        let (second, _) = env.claim(&queued).await;
+        assert!(first.is_some(), "{:?}: the first claim wins", env.backend);
+        assert!(
+            second.is_none(),
+            "{:?}: a second copy of the work loses",
+            env.backend
+        );
+        let running = env.instance(run, "extract").await;
+        // An end for an attempt that is not the running one changes nothing.
+        let mut stale = running.clone();
+        stale.attempt += 1;
+        let effects = env
+            .end(&stale, first.expect("an execution"), success())
+            .await;
+        assert!(effects.queued().is_empty(), "{:?}", env.backend);
+        assert_eq!(
+            env.instance(run, "extract").await.status,
+            TaskStatus::Running
+        );
+        check_invariants(&env).await;
+    }
+}
