@@ -98,9 +98,7 @@ async fn a_join_is_released_once_its_last_parent_succeeds_and_the_run_ends_with_
 #[tokio::test]
 async fn a_failed_strong_parent_fails_its_join_upstream_and_the_run() {
     for env in envs().await {
-        let dag = env.apply(DIAMOND).await;
-        let (run, _) = env.fire(dag, date("2026-01-04")).await;
-        let run = run.expect("a run");
+        let run = env.start(DIAMOND).await;
         let _released = env.run_task(run, "extract", success()).await;
         let _released = env.run_task(run, "clean", failure()).await;
         check_invariants(&env).await;
@@ -131,8 +129,8 @@ async fn a_failed_strong_parent_fails_its_join_upstream_and_the_run() {
 #[tokio::test]
 async fn a_weak_parent_releases_its_child_whatever_its_result() {
     for env in envs().await {
-        let dag = env
-            .apply(
+        let run = env
+            .start(
                 r#"
 name: weak
 tasks:
@@ -143,8 +141,6 @@ tasks:
 "#,
             )
             .await;
-        let (run, _) = env.fire(dag, date("2026-01-04")).await;
-        let run = run.expect("a run");
         let effects = env.run_task(run, "audit", failure()).await;
         let queued: Vec<&str> = effects
             .queued()
@@ -167,8 +163,8 @@ tasks:
 #[tokio::test]
 async fn a_retry_is_queued_when_its_time_comes_and_runs_as_the_next_attempt() {
     for mut env in envs().await {
-        let dag = env
-            .apply(
+        let run = env
+            .start(
                 r#"
 name: retried
 tasks:
@@ -176,8 +172,6 @@ tasks:
 "#,
             )
             .await;
-        let (run, _) = env.fire(dag, date("2026-01-04")).await;
-        let run = run.expect("a run");
         let retry_at = env.now + chrono::Duration::seconds(60);
         let effects = env
             .run_task(run, "flaky", AttemptEnd::Retry { retry_at })
@@ -211,9 +205,7 @@ tasks:
 #[tokio::test]
 async fn a_claim_is_won_once_and_an_end_counts_only_for_its_own_attempt() {
     for env in envs().await {
-        let dag = env.apply(DIAMOND).await;
-        let (run, _) = env.fire(dag, date("2026-01-04")).await;
-        let run = run.expect("a run");
+        let run = env.start(DIAMOND).await;
         let queued = env.instance(run, "extract").await;
         let (first, _) = env.claim(&queued).await;
         let (second, _) = env.claim(&queued).await;

@@ -137,6 +137,13 @@ impl EngineEnv {
         (run, effects)
     }
 
+    /// Applies `yaml` and starts a manual run of it for 2026-01-04.
+    pub async fn start(&self, yaml: &str) -> RunId {
+        let dag = self.apply(yaml).await;
+        let (run, _released) = self.fire(dag, date("2026-01-04")).await;
+        run.unwrap_or_else(|| panic!("{:?}: the fire created no run", self.backend))
+    }
+
     /// A run's task instances by task name.
     pub async fn instances(&self, run: RunId) -> BTreeMap<String, task_instance::Model> {
         task_instance::Entity::find()

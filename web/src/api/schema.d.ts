@@ -2959,7 +2959,8 @@ export interface components {
             /**
              * @description Notes that are not errors: parameters pasted bare into a script or
              *     SQL, which refuse values from triggers and events
-             *     ([`DagFile::untrusted_param_notes`]).
+             *     ([`DagFile::untrusted_param_notes`]), and credentials written in a
+             *     SPARK or FLINK `conf` ([`DagFile::credential_notes`]).
              */
             notes: string[];
             /** @description Schedules added. */
