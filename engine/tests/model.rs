@@ -67,6 +67,10 @@ enum Step {
     RetryDue,
     /// An operator kills it (the resolver then propagates the kill).
     Kill,
+    /// An operator marks it SUCCESS or FAILED by hand.
+    Mark(TaskStatus),
+    /// An operator kills its whole run.
+    KillRun,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -77,7 +81,32 @@ enum Outcome {
 }
 
 /// The steps `row` allows.
-fn steps(row: &task_instance::Model, retries_left: bool) -> Vec<Step> {
+fn steps(row: &task_instance::Model, retries_left: bool, operator: bool) -> Vec<Step> {
+    let mut steps = if operator {
+        operator_steps(row)
+    } else {
+        Vec::new()
+    };
+    steps.extend(runner_steps(row, retries_left));
+    steps
+}
+
+/// What an operator may do to `row`: mark anything but a RUNNING instance,
+/// kill its run while it is live.
+fn operator_steps(row: &task_instance::Model) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if row.status != TaskStatus::Running {
+        steps.push(Step::Mark(TaskStatus::Success));
+        steps.push(Step::Mark(TaskStatus::Failed));
+    }
+    if !row.status.is_terminal() {
+        steps.push(Step::KillRun);
+    }
+    steps
+}
+
+/// What runners and the deadline scan may do to `row`.
+fn runner_steps(row: &task_instance::Model, retries_left: bool) -> Vec<Step> {
     match row.status {
         TaskStatus::Queued => {
             let mut steps = vec![
@@ -96,6 +125,24 @@ fn steps(row: &task_instance::Model, retries_left: bool) -> Vec<Step> {
     }
 }
 
+/// Records the instances `effects` queued, by attempt: one queued twice
+/// for the same attempt is an error.
+fn note(
+    queued_once: &mut HashSet<(i64, i32)>,
+    effects: &Effects,
+    trail: &[String],
+) -> Result<(), String> {
+    for row in effects.queued() {
+        if !queued_once.insert((row.id, row.attempt)) {
+            return Err(format!(
+                "'{}' queued twice for attempt {} after {trail:?}",
+                row.task_name, row.attempt
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the sequence of `seed` in `env`; what went wrong, if anything.
 async fn sequence(env: &mut EngineEnv, seed: u64) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -104,25 +151,16 @@ async fn sequence(env: &mut EngineEnv, seed: u64) -> Result<(), String> {
     let (run, effects) = env.fire(dag, env::date("2026-01-04")).await;
     let run = run.ok_or("the fire created no run")?;
     let mut queued_once = HashSet::new();
-    let mut note = |effects: &Effects, trail: &[String]| -> Result<(), String> {
-        for row in effects.queued() {
-            if !queued_once.insert((row.id, row.attempt)) {
-                return Err(format!(
-                    "'{}' queued twice for attempt {} after {trail:?}",
-                    row.task_name, row.attempt
-                ));
-            }
-        }
-        Ok(())
-    };
     let mut trail = Vec::new();
-    note(&effects, &trail)?;
+    // An operator acts a few times at most, so every sequence can end.
+    let mut operator_acts = rng.random_range(0..=6);
+    note(&mut queued_once, &effects, &trail)?;
     for _ in 0..200 {
         let rows = env.instances(run).await;
         let mut choices = Vec::new();
         for row in rows.values() {
             let left = row.retries_used < retries[&row.task_name];
-            for step in steps(row, left) {
+            for step in steps(row, left, operator_acts > 0) {
                 choices.push((row.clone(), step));
             }
         }
@@ -131,8 +169,16 @@ async fn sequence(env: &mut EngineEnv, seed: u64) -> Result<(), String> {
         }
         let (row, step) = choices[rng.random_range(0..choices.len())].clone();
         trail.push(format!("{step:?} {}", row.task_name));
+        if matches!(step, Step::Mark(_) | Step::KillRun) {
+            operator_acts -= 1;
+        }
         let effects = apply(env, run, &row, step).await?;
-        note(&effects, &trail)?;
+        // A mark puts what follows the marked task back to be run again:
+        // each is queued at most once per such reset.
+        if matches!(step, Step::Mark(_)) {
+            queued_once.clear();
+        }
+        note(&mut queued_once, &effects, &trail)?;
         let (runs, instances) = (env.all_runs().await, env.all_instances().await);
         let runs: Vec<_> = runs.into_iter().filter(|r| r.id == run.0).collect();
         let instances: Vec<_> = instances
@@ -189,6 +235,32 @@ async fn apply(
                 .await
                 .map_err(|e| e.to_string())?
                 .unwrap_or_default()
+        }
+        // An instance a mark may not settle (QUEUED, waiting on another
+        // run) is refused with a reason, and nothing changes.
+        Step::Mark(to) => datajump_engine::mark(&env.db, row.instance_id(), to)
+            .await
+            .unwrap_or_default(),
+        // The killed instances' completions are the resolver's to
+        // propagate, as for one kill.
+        Step::KillRun => {
+            let mut effects = Effects::default();
+            if let Some((killed, kill_effects)) = datajump_engine::kill_run(&env.db, run)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                effects.merge(kill_effects);
+                let ids = killed
+                    .iter()
+                    .map(task_instance::Model::instance_id)
+                    .collect();
+                effects.merge(
+                    datajump_engine::propagate(&env.db, ids)
+                        .await
+                        .map_err(|e| e.to_string())?,
+                );
+            }
+            effects
         }
         Step::Kill => {
             let killed = datajump_engine::kill_instance(&env.db, row.instance_id())
