@@ -230,3 +230,37 @@ async fn a_claim_is_won_once_and_an_end_counts_only_for_its_own_attempt() {
         check_invariants(&env).await;
     }
 }
+
+#[tokio::test]
+async fn a_claim_carries_the_outputs_its_run_has_declared() {
+    for env in envs().await {
+        let run = env.start(DIAMOND).await;
+        let extract = env.instance(run, "extract").await;
+        let (execution, _) = env.claim(&extract).await;
+        let claimed = env.instance(run, "extract").await;
+        let outputs = serde_json::json!({ "rows": "42" });
+        let _released = env
+            .end_declaring(
+                &claimed,
+                execution.expect("an execution"),
+                success(),
+                Some(outputs.clone()),
+            )
+            .await;
+        let clean = env.instance(run, "clean").await;
+        let claim = datajump_engine::Claim {
+            task_instance_id: clean.instance_id(),
+            attempt: clean.attempt,
+        };
+        let (recorded, _released) = datajump_engine::record(&env.db, env::RUNNER, &[&claim], &[])
+            .await
+            .expect("the claim");
+        let won = &recorded.claimed[&clean.instance_id()];
+        let declared: Vec<(&str, &serde_json::Value)> = won
+            .run_outputs
+            .iter()
+            .map(|d| (d.task_name.as_str(), &d.outputs))
+            .collect();
+        assert_eq!(declared, [("extract", &outputs)], "{:?}", env.backend);
+    }
+}

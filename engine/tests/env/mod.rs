@@ -216,6 +216,17 @@ impl EngineEnv {
         execution_id: i64,
         end: AttemptEnd,
     ) -> Effects {
+        self.end_declaring(row, execution_id, end, None).await
+    }
+
+    /// [`EngineEnv::end`], the attempt having declared `outputs`.
+    pub async fn end_declaring(
+        &self,
+        row: &task_instance::Model,
+        execution_id: i64,
+        end: AttemptEnd,
+        outputs: Option<serde_json::Value>,
+    ) -> Effects {
         let status = match &end {
             AttemptEnd::Terminal(status) => *status,
             AttemptEnd::Retry { .. } => TaskStatus::Failed,
@@ -234,7 +245,7 @@ impl EngineEnv {
             exit_code: None,
             log_tail: String::new(),
             log_path: None,
-            outputs: None,
+            outputs,
             written: Vec::new(),
         };
         let (_, effects) = datajump_engine::record(&self.db, RUNNER, &[], &[&ended])
