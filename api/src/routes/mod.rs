@@ -90,18 +90,39 @@ pub fn router(state: AppState) -> Router {
 /// Serves a route whose answer grows with a whole DAG once one of
 /// [`table::WHOLE_DAG_READS`] permits is free: readers beyond them wait
 /// their turn rather than each building a DAG's answer in memory at once.
+///
+/// The permit is held until the answer has been sent, not only built: an
+/// answer waiting in memory for its reader to take it costs as much as one
+/// being built, so forty readers that take their answers at once would
+/// otherwise hold forty. A reader slower than [`table::WHOLE_DAG_TURN`]
+/// gives its turn up, so one stalled connection does not stop the others.
 async fn one_of_a_few_whole_dag_reads(
     State(state): State<AppState>,
     request: axum::extract::Request,
     next: middleware::Next,
 ) -> axum::response::Response {
-    match state.whole_dag_reads.acquire().await {
-        Ok(_permit) => next.run(request).await,
+    let permit = match state.whole_dag_reads.clone().acquire_owned().await {
+        Ok(permit) => permit,
         // The semaphore is never closed.
-        Err(e) => axum::response::IntoResponse::into_response(crate::error::Error::Internal(
-            e.to_string(),
-        )),
-    }
+        Err(e) => {
+            return axum::response::IntoResponse::into_response(crate::error::Error::Internal(
+                e.to_string(),
+            ));
+        }
+    };
+    let response = next.run(request).await;
+    let (sent, turn_over) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _permit = permit;
+        // Ends when the answer's body is dropped: sent, or its reader gone.
+        let _ = tokio::time::timeout(table::WHOLE_DAG_TURN, turn_over).await;
+    });
+    let (parts, body) = response.into_parts();
+    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _turn = &sent;
+        chunk
+    });
+    axum::response::Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// `router` (a router of its own state, such as `/metrics`'s) behind the

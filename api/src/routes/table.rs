@@ -205,9 +205,15 @@ pub struct Endpoint {
 
 /// Answers that grow with a whole DAG built at once: each holds the DAG's
 /// rows, the DTOs and their JSON (tens of MB for a DAG of thousands of
-/// tasks) while it is built, which takes milliseconds, so a queue of
-/// readers costs them little wait and the memory stays that of two.
+/// tasks) while it is built and its JSON until sent, which takes
+/// milliseconds on a local link, so a queue of readers costs them little
+/// wait and the memory stays that of two.
 pub const WHOLE_DAG_READS: usize = 2;
+
+/// How long a whole-DAG answer keeps its permit while its reader takes
+/// it: long enough for a 10 MB answer over a slow link, short enough that a
+/// reader that stops reading does not keep every other one waiting.
+pub const WHOLE_DAG_TURN: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Endpoint {
     fn new<H, T>(

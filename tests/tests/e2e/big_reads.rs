@@ -2,7 +2,15 @@
 //! once of a 3,000-task DAG whose tasks wait for 50 others each — ten each
 //! of its definition, canvas, grid and run (a dashboard left open in many
 //! tabs, or anyone with a viewer token) — keep the real `datajump api`
-//! process under 300 MB, and every reader gets the whole answer.
+//! process under 400 MB, and every reader gets the whole answer.
+//!
+//! Served unbounded, the forty would hold some 2 GB (about 50 MB each).
+//! Served two at a time, the live memory is that of two reads, but the
+//! peak resident set is higher and varies from run to run (230 to 300 MB
+//! seen in a debug build): glibc keeps memory a thread freed in that
+//! thread's arena, up to 64 MB each once large blocks have been freed, so
+//! it depends on how many threads the reads happened to run on. The limit
+//! leaves room for that spread and fails long before readers add up.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,7 +23,7 @@ use crate::harness::{Backend, TestEnv, free_port};
 const TASKS: usize = 3_000;
 const DEPENDENCIES: usize = 50;
 const READERS: usize = 40;
-const LIMIT_BYTES: u64 = 300 * 1024 * 1024;
+const LIMIT_BYTES: u64 = 400 * 1024 * 1024;
 
 /// The process's peak resident set (`VmHWM`), in bytes.
 fn peak_rss(pid: u32) -> u64 {
@@ -44,7 +52,7 @@ fn task(i: usize) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn forty_readers_of_a_3000_task_dag_stay_under_300_mb() {
+async fn forty_readers_of_a_3000_task_dag_stay_under_400_mb() {
     let env = TestEnv::new(Backend::Sqlite).await;
     // Applied as `datajump up` applies its DAG files: such a definition is
     // larger than the API takes in one request.
