@@ -9,20 +9,24 @@
 # if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's heading says when it started (minutes:seconds since this
+# script did), so a slow CI run shows where its time went.
+SECONDS=0
+step() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 export DATAJUMP_NEED_POSTGRES=1 DATAJUMP_NEED_MARIADB=1 DATAJUMP_NEED_CURRENT_NATS=1 DATAJUMP_NEED_NEXTEST=1 DATAJUMP_NEED_BROWSER=1 DATAJUMP_NEED_PROMETHEUS=1 DATAJUMP_NEED_BIGDATA=1
 source scripts/setup-services.sh
 
 # The front end first: the binary the tests build embeds web/dist.
-echo "== web UI: lint, unit tests, build"
+step "web UI: lint, unit tests, build"
 build_web_ui
 npm --prefix web run --silent lint
 npm --prefix web test --silent
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
-echo "== the web UI's API types match the API (scripts/api-types.sh)"
+step "the web UI's API types match the API (scripts/api-types.sh)"
 bash scripts/api-types.sh --check
 
 # Every transition the engine applies in either run is logged here, and
@@ -33,23 +37,24 @@ export DATAJUMP_TRANSITION_LOG="$transitions"
 
 oldest=/usr/sbin/nats-server
 [ -x "$oldest" ] || oldest="$(command -v nats-server)"
-echo "== tests with $("$oldest" --version)"
+step "tests with $("$oldest" --version)"
 # The cluster tests (cluster::) run below on the current server only: 2.9's
 # replicated streams have known recovery bugs (docs/ARCHITECTURE.md "Testing").
 DATAJUMP_TEST_NATS_SERVER="$oldest" cargo nextest run --workspace --no-fail-fast -E 'not test(/^cluster::/)'
 
-echo "== end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
+step "end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
 # The fault tests (faults::), the dashboard test (dashboard::) and the real
 # Spark and Flink jobs (bigdata::) ran above; docs/ARCHITECTURE.md "Testing"
 # runs them with one server version, so this second pass leaves them out,
 # and runs the cluster tests.
 DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not (test(/^faults::/) or test(/^dashboard::/) or test(/^bigdata::/))'
+step "the API fuzzed from its OpenAPI document (scripts/schemathesis.sh)"
 bash scripts/schemathesis.sh
-echo "== Kubernetes manifests against the Kubernetes and KEDA schemas (scripts/check-deploy.sh)"
+step "Kubernetes manifests against the Kubernetes and KEDA schemas (scripts/check-deploy.sh)"
 bash scripts/check-deploy.sh
-echo "== web UI in a real browser (Playwright, Debian's chromium, against datajump up)"
+step "web UI in a real browser (Playwright, Debian's chromium, against datajump up)"
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 DATAJUMP_BIN="$target_dir/debug/datajump" DATAJUMP_TEST_NATS_SERVER="$oldest" npm --prefix web run --silent e2e
-echo "== transition coverage (engine/src/transitions.rs)"
+step "transition coverage (engine/src/transitions.rs)"
 cargo run -q -p datajump-tests --bin transition-coverage -- "$transitions"
-echo "== all tests passed"
+step "all tests passed"
