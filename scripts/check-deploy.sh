@@ -17,18 +17,14 @@
 #     this folder on its own queue's consumers with its --slots as target.
 # A schema says nothing of what an API server would do with the objects
 # (admission, quotas, the KEDA operator's own checks): that needs a cluster.
-# kubernetes-validate is installed into the project's virtualenv target/venv
-# when missing. Exits non-zero if anything fails.
+# kubernetes-validate is installed into a virtualenv of its own under
+# ~/.cache/datajump-ci when missing (scripts/setup-services.sh). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup-services.sh
-ensure_venv
-if [ ! -x "$DATAJUMP_VENV/bin/kubernetes-validate" ]; then
-  echo "== installing kubernetes-validate into $DATAJUMP_VENV"
-  "$DATAJUMP_VENV/bin/pip" install -q --disable-pip-version-check 'kubernetes-validate==1.37.0'
-fi
+venv="$(cached_venv kubernetes-validate 1.37.0)"
 
-exec "$DATAJUMP_VENV/bin/python" - deploy/kubernetes ${DATAJUMP_K8S_VERSIONS:-1.30 1.37} <<'EOF'
+exec "$venv/bin/python" - deploy/kubernetes ${DATAJUMP_K8S_VERSIONS:-1.30 1.37} <<'EOF'
 import json
 import pathlib
 import re

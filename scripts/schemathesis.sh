@@ -5,18 +5,15 @@
 # replayed) that fails on any 5xx answer. The API runs alone on a fresh
 # PostgreSQL database (the stricter of the two about what it stores) and its
 # own nats-server, with no resolver and no runner, so the SHELL tasks the
-# fuzzer creates and triggers never execute. schemathesis lives in the
-# project's own virtualenv (target/venv), never in the system Python.
+# fuzzer creates and triggers never execute. schemathesis lives in a
+# virtualenv of its own under ~/.cache/datajump-ci, never in the system
+# Python (scripts/setup-services.sh).
 # Called by scripts/test.sh; needs PostgreSQL (scripts/setup-services.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv="${DATAJUMP_VENV:-target/venv}"
-if [ ! -x "$venv/bin/schemathesis" ]; then
-  echo "== installing schemathesis into $venv"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check 'schemathesis==4.32.5'
-fi
+source scripts/setup-services.sh
+venv="$(cached_venv schemathesis 4.32.5)"
 
 cargo build -q -p datajump
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"

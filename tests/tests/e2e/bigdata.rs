@@ -34,12 +34,15 @@ fn java_present() -> bool {
         .is_ok_and(|output| output.status.success())
 }
 
-/// The virtualenv `scripts/setup-services.sh` installs `engine` into, and
-/// the engine's home in it (the installed Python package's folder).
-fn installed(venv: &str, package: &str) -> (PathBuf, PathBuf) {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target")
-        .join(venv);
+/// The virtualenv `scripts/setup-services.sh` installed `package` into
+/// and named in `variable`, and the package's home in it (the installed
+/// Python package's folder).
+fn installed(variable: &str, package: &str) -> (PathBuf, PathBuf) {
+    let venv = PathBuf::from(std::env::var_os(variable).unwrap_or_else(|| {
+        panic!(
+            "{variable} is not set: run `DATAJUMP_NEED_BIGDATA=1 source scripts/setup-services.sh` first (scripts/test.sh does)"
+        )
+    }));
     let home = std::fs::read_dir(venv.join("lib"))
         .ok()
         .into_iter()
@@ -47,12 +50,7 @@ fn installed(venv: &str, package: &str) -> (PathBuf, PathBuf) {
         .filter_map(Result::ok)
         .map(|python| python.path().join("site-packages").join(package))
         .find(|home| home.join("bin").is_dir())
-        .unwrap_or_else(|| {
-            panic!(
-                "{package} is not installed in {}: run `DATAJUMP_NEED_BIGDATA=1 bash scripts/setup-services.sh` (scripts/test.sh does)",
-                venv.display()
-            )
-        });
+        .unwrap_or_else(|| panic!("{package} is not installed in {}", venv.display()));
     (venv.join("bin"), home)
 }
 
@@ -123,8 +121,8 @@ async fn spark_and_flink_tasks_run_real_jobs() {
         eprintln!("SKIPPED: no java on PATH; the SPARK and FLINK tasks need a JVM");
         return;
     }
-    let (spark_bin, spark_home) = installed("venv-spark", "pyspark");
-    let (flink_bin, flink_home) = installed("venv-flink", "pyflink");
+    let (spark_bin, spark_home) = installed("DATAJUMP_SPARK_VENV", "pyspark");
+    let (flink_bin, flink_home) = installed("DATAJUMP_FLINK_VENV", "pyflink");
     let env = TestEnv::new(Backend::Postgres).await;
     // The jobs print the secret reversed: proof it arrived, which the log
     // may show, unlike the value itself.
