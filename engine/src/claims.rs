@@ -332,9 +332,10 @@ pub async fn record(
     owner: &str,
     claims: &[&Claim],
     ends: &[&End],
+    now: DateTime<Utc>,
 ) -> Result<(Recorded, Effects), DbErr> {
     let txn = begin_write(db).await?;
-    let claimed = apply_claims(&txn, owner, claims).await?;
+    let claimed = apply_claims(&txn, owner, claims, now).await?;
     let ended = apply_ends(&txn, owner, ends).await?;
     let mut effects = Effects::default();
     let finished: Vec<i64> = ended
@@ -343,7 +344,6 @@ pub async fn record(
         .filter(|row| row.status.is_terminal())
         .map(|row| row.id)
         .collect();
-    let now = Utc::now();
     let announcements = announcements_of(&ended, ends);
     record_written(&txn, announcements, now, &mut effects).await?;
     propagate_all(&txn, finished, now, &mut effects).await?;
@@ -381,13 +381,14 @@ fn announcements_of(ended: &HashMap<TaskInstanceId, Ended>, ends: &[&End]) -> Ve
 }
 
 /// Claims the instances and inserts an execution row for each one won, all
-/// started now; returns them by instance, each with its run's outputs.
+/// started `now`; returns them by instance, each with its run's outputs.
 async fn apply_claims(
     txn: &WriteTxn,
     owner: &str,
     claims: &[&Claim],
+    now: DateTime<Utc>,
 ) -> Result<HashMap<TaskInstanceId, Claimed>, DbErr> {
-    let claimed = claim_with_executions(txn, owner, claims).await?;
+    let claimed = claim_with_executions(txn, owner, claims, now).await?;
     if claimed.is_empty() {
         return Ok(HashMap::new());
     }
@@ -444,13 +445,13 @@ async fn declared_outputs(
 }
 
 /// Claims the instances and inserts an execution row for each one won, all
-/// started now; returns them by instance.
+/// started `now`; returns them by instance.
 async fn claim_with_executions(
     txn: &WriteTxn,
     owner: &str,
     claims: &[&Claim],
+    now: DateTime<Utc>,
 ) -> Result<HashMap<TaskInstanceId, (task_instance::Model, execution::Model)>, DbErr> {
-    let now = Utc::now();
     let keys: Vec<(i64, i32)> = claims
         .iter()
         .map(|claim| (claim.task_instance_id.0, claim.attempt))

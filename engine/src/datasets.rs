@@ -68,10 +68,11 @@ pub struct Announcement {
 pub async fn announce(
     db: &DatabaseConnection,
     announcements: Vec<Announcement>,
+    now: DateTime<Utc>,
 ) -> Result<(Vec<dataset_event::Model>, Effects), DbErr> {
     let txn = begin_write(db).await?;
     let mut effects = Effects::default();
-    let events = record_written(&txn, announcements, Utc::now(), &mut effects).await?;
+    let events = record_written(&txn, announcements, now, &mut effects).await?;
     txn.commit().await?;
     Ok((events, effects))
 }

@@ -22,6 +22,10 @@
 //!   [`reset`] and [`mark`], and [`announce`] for datasets written
 //!   elsewhere.
 //!
+//! Every entry point that stamps or compares a time takes `now` from its
+//! caller rather than reading the clock, so `engine/tests/` can drive the
+//! state machine through hours of retries and timeouts in milliseconds.
+//!
 //! docs/ARCHITECTURE.md describes the state machine, propagation and the
 //! crash cases these functions are built for.
 

@@ -44,11 +44,12 @@ use crate::waits::start_awaited_runs;
 pub async fn propagate(
     db: &DatabaseConnection,
     ids: Vec<TaskInstanceId>,
+    now: DateTime<Utc>,
 ) -> Result<Effects, DbErr> {
     let txn = begin_write(db).await?;
     let mut effects = Effects::default();
     let ids = ids.into_iter().map(|id| id.0).collect();
-    propagate_all(&txn, ids, Utc::now(), &mut effects).await?;
+    propagate_all(&txn, ids, now, &mut effects).await?;
     txn.commit().await?;
     Ok(effects)
 }
@@ -80,6 +81,7 @@ pub enum CompletionCheck {
 pub async fn propagate_completions(
     db: &DatabaseConnection,
     completions: &[Completion],
+    now: DateTime<Utc>,
 ) -> Result<(Vec<CompletionCheck>, Effects), DbErr> {
     let mut effects = Effects::default();
     if completions.is_empty() {
@@ -87,7 +89,7 @@ pub async fn propagate_completions(
     }
     let txn = begin_write(db).await?;
     let ids: Vec<i64> = completions.iter().map(|c| c.task_instance_id.0).collect();
-    propagate_all(&txn, ids, Utc::now(), &mut effects).await?;
+    propagate_all(&txn, ids, now, &mut effects).await?;
     // A completion its propagation counted names a real instance; only the
     // rest (repeats, and ids that may not exist) are looked up, so a batch
     // of fresh completions pays no extra round trip for the check.

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag, dag_run, dag_run_plan, schedule, task_instance};
 use datajump_shared::kinds::DepType;
 use datajump_shared::kinds::OverlapPolicy;
@@ -85,6 +85,7 @@ const INSERT_CHUNK: usize = 200;
 pub async fn create_runs(
     db: &DatabaseConnection,
     fires: &[&FireMsg],
+    now: DateTime<Utc>,
 ) -> Result<(Vec<FireOutcome>, Effects), DbErr> {
     let mut released = Effects::default();
     let mut outcomes = vec![FireOutcome::Ignored; fires.len()];
@@ -104,7 +105,6 @@ pub async fn create_runs(
     // committed and seen by then.
     let free_slots = lock_run_slots(&txn, &runnable).await?;
     let existing = existing_dedup_keys(&txn, runnable.iter().map(|(_, fire, _)| *fire)).await?;
-    let now = Utc::now();
     let new_runs = admit_fires(
         &txn,
         runnable,

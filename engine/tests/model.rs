@@ -1,6 +1,8 @@
 //! The seeded model test: random DAGs and random orders of whole engine
 //! calls — claims, duplicate claims, ends (success, failure, retry), kills,
-//! retries coming due — on one database, with the invariants of
+//! retries coming due, the deadline scan's look at a QUEUED instance
+//! (republish or queue timeout), an operator's marks, run kills, reruns
+//! and clears — on one database, with the invariants of
 //! `env/invariants.rs` checked after every step and every run required to
 //! end. A sequence is decided by its seed alone, so a failure prints the
 //! seed and the command that replays it.
@@ -14,7 +16,7 @@ mod env;
 use std::collections::{BTreeMap, HashSet};
 
 use chrono::Duration;
-use datajump_engine::{AttemptEnd, Effects};
+use datajump_engine::{AttemptEnd, Effects, ResetScope};
 use datajump_shared::entities::task_instance;
 use datajump_shared::{RunId, TaskStatus};
 use env::EngineEnv;
@@ -36,6 +38,8 @@ fn random_dag(rng: &mut StdRng, name: &str) -> (String, BTreeMap<String, i32>) {
         };
         let enabled = rng.random_range(0..10) != 0;
         let max = rng.random_range(0..=2);
+        // Two minutes: the deadline scan's second look ends it TIMEOUT.
+        let queue_timeout = if rng.random_bool(0.25) { 120 } else { 0 };
         retries.insert(task.clone(), max);
         let mut deps = Vec::new();
         for parent in 0..i {
@@ -49,7 +53,7 @@ fn random_dag(rng: &mut StdRng, name: &str) -> (String, BTreeMap<String, i32>) {
             }
         }
         yaml.push_str(&format!(
-            "  - name: {task}\n    type: NOOP\n    strategy: {strategy}\n    enabled: {enabled}\n    retry: {{ max: {max}, interval: 60 }}\n    depends_on: [{}]\n",
+            "  - name: {task}\n    type: NOOP\n    strategy: {strategy}\n    enabled: {enabled}\n    queue_timeout: {queue_timeout}\n    retry: {{ max: {max}, interval: 60 }}\n    depends_on: [{}]\n",
             deps.join(", ")
         ));
     }
@@ -65,12 +69,25 @@ enum Step {
     DuplicateClaim,
     /// The retry's time comes.
     RetryDue,
+    /// The deadline scan finds it still QUEUED: its work is sent again,
+    /// or it ends TIMEOUT once its queue timeout has passed.
+    QueuedDue,
     /// An operator kills it (the resolver then propagates the kill).
     Kill,
     /// An operator marks it SUCCESS or FAILED by hand.
     Mark(TaskStatus),
     /// An operator kills its whole run.
     KillRun,
+    /// An operator reruns the ended run, or clears this task (with its
+    /// downstream or alone).
+    Rerun(Rerun),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Rerun {
+    All,
+    FailedOnly,
+    Task { downstream: bool },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -81,9 +98,14 @@ enum Outcome {
 }
 
 /// The steps `row` allows.
-fn steps(row: &task_instance::Model, retries_left: bool, operator: bool) -> Vec<Step> {
+fn steps(
+    row: &task_instance::Model,
+    retries_left: bool,
+    operator: bool,
+    run_ended: bool,
+) -> Vec<Step> {
     let mut steps = if operator {
-        operator_steps(row)
+        operator_steps(row, run_ended)
     } else {
         Vec::new()
     };
@@ -92,8 +114,8 @@ fn steps(row: &task_instance::Model, retries_left: bool, operator: bool) -> Vec<
 }
 
 /// What an operator may do to `row`: mark anything but a RUNNING instance,
-/// kill its run while it is live.
-fn operator_steps(row: &task_instance::Model) -> Vec<Step> {
+/// kill its run while it is live, rerun or clear once it has ended.
+fn operator_steps(row: &task_instance::Model, run_ended: bool) -> Vec<Step> {
     let mut steps = Vec::new();
     if row.status != TaskStatus::Running {
         steps.push(Step::Mark(TaskStatus::Success));
@@ -101,6 +123,14 @@ fn operator_steps(row: &task_instance::Model) -> Vec<Step> {
     }
     if !row.status.is_terminal() {
         steps.push(Step::KillRun);
+    }
+    if run_ended {
+        steps.extend([
+            Step::Rerun(Rerun::All),
+            Step::Rerun(Rerun::FailedOnly),
+            Step::Rerun(Rerun::Task { downstream: true }),
+            Step::Rerun(Rerun::Task { downstream: false }),
+        ]);
     }
     steps
 }
@@ -113,6 +143,7 @@ fn runner_steps(row: &task_instance::Model, retries_left: bool) -> Vec<Step> {
                 Step::Run(Outcome::Success),
                 Step::Run(Outcome::Failure),
                 Step::Kill,
+                Step::QueuedDue,
             ];
             if retries_left {
                 steps.push(Step::Run(Outcome::Retry));
@@ -157,10 +188,11 @@ async fn sequence(env: &mut EngineEnv, seed: u64) -> Result<(), String> {
     note(&mut queued_once, &effects, &trail)?;
     for _ in 0..200 {
         let rows = env.instances(run).await;
+        let run_ended = env.run(run).await.status.is_terminal();
         let mut choices = Vec::new();
         for row in rows.values() {
             let left = row.retries_used < retries[&row.task_name];
-            for step in steps(row, left, operator_acts > 0) {
+            for step in steps(row, left, operator_acts > 0, run_ended) {
                 choices.push((row.clone(), step));
             }
         }
@@ -169,22 +201,18 @@ async fn sequence(env: &mut EngineEnv, seed: u64) -> Result<(), String> {
         }
         let (row, step) = choices[rng.random_range(0..choices.len())].clone();
         trail.push(format!("{step:?} {}", row.task_name));
-        if matches!(step, Step::Mark(_) | Step::KillRun) {
+        if matches!(step, Step::Mark(_) | Step::KillRun | Step::Rerun(_)) {
             operator_acts -= 1;
         }
         let effects = apply(env, run, &row, step).await?;
-        // A mark puts what follows the marked task back to be run again:
-        // each is queued at most once per such reset.
-        if matches!(step, Step::Mark(_)) {
+        // A mark, rerun or clear puts tasks back to be run again: each is
+        // queued at most once per such reset.
+        if matches!(step, Step::Mark(_) | Step::Rerun(_)) {
             queued_once.clear();
         }
         note(&mut queued_once, &effects, &trail)?;
-        let (runs, instances) = (env.all_runs().await, env.all_instances().await);
-        let runs: Vec<_> = runs.into_iter().filter(|r| r.id == run.0).collect();
-        let instances: Vec<_> = instances
-            .into_iter()
-            .filter(|r| r.dag_run_id == run.0)
-            .collect();
+        let runs = [env.run(run).await];
+        let instances: Vec<_> = env.instances(run).await.into_values().collect();
         let broken = env::invariants::violations(&runs, &instances);
         if !broken.is_empty() {
             return Err(format!("after {trail:?}:\n{broken:#?}\n{yaml}"));
@@ -236,16 +264,38 @@ async fn apply(
                 .map_err(|e| e.to_string())?
                 .unwrap_or_default()
         }
+        Step::QueuedDue => {
+            env.now = row.deadline_at.unwrap_or(env.now).max(env.now);
+            datajump_engine::queued_due(&env.db, row, env.now)
+                .await
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default()
+        }
+        // A rerun or clear of what is still live is refused with a reason,
+        // and nothing changes.
+        Step::Rerun(rerun) => {
+            let scope = match rerun {
+                Rerun::All => ResetScope::All,
+                Rerun::FailedOnly => ResetScope::FailedOnly,
+                Rerun::Task { downstream } => ResetScope::Task {
+                    task_id: row.task_id,
+                    downstream,
+                },
+            };
+            datajump_engine::reset(&env.db, run, scope, env.now)
+                .await
+                .unwrap_or_default()
+        }
         // An instance a mark may not settle (QUEUED, waiting on another
         // run) is refused with a reason, and nothing changes.
-        Step::Mark(to) => datajump_engine::mark(&env.db, row.instance_id(), to)
+        Step::Mark(to) => datajump_engine::mark(&env.db, row.instance_id(), to, env.now)
             .await
             .unwrap_or_default(),
         // The killed instances' completions are the resolver's to
         // propagate, as for one kill.
         Step::KillRun => {
             let mut effects = Effects::default();
-            if let Some((killed, kill_effects)) = datajump_engine::kill_run(&env.db, run)
+            if let Some((killed, kill_effects)) = datajump_engine::kill_run(&env.db, run, env.now)
                 .await
                 .map_err(|e| e.to_string())?
             {
@@ -255,7 +305,7 @@ async fn apply(
                     .map(task_instance::Model::instance_id)
                     .collect();
                 effects.merge(
-                    datajump_engine::propagate(&env.db, ids)
+                    datajump_engine::propagate(&env.db, ids, env.now)
                         .await
                         .map_err(|e| e.to_string())?,
                 );
@@ -263,14 +313,14 @@ async fn apply(
             effects
         }
         Step::Kill => {
-            let killed = datajump_engine::kill_instance(&env.db, row.instance_id())
+            let killed = datajump_engine::kill_instance(&env.db, row.instance_id(), env.now)
                 .await
                 .map_err(|e| e.to_string())?;
             let mut effects = Effects::default();
             if let Some((killed, kill_effects)) = killed {
                 effects.merge(kill_effects);
                 effects.merge(
-                    datajump_engine::propagate(&env.db, vec![killed.instance_id()])
+                    datajump_engine::propagate(&env.db, vec![killed.instance_id()], env.now)
                         .await
                         .map_err(|e| e.to_string())?,
                 );

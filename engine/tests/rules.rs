@@ -252,9 +252,10 @@ async fn a_claim_carries_the_outputs_its_run_has_declared() {
             task_instance_id: clean.instance_id(),
             attempt: clean.attempt,
         };
-        let (recorded, _released) = datajump_engine::record(&env.db, env::RUNNER, &[&claim], &[])
-            .await
-            .expect("the claim");
+        let (recorded, _released) =
+            datajump_engine::record(&env.db, env::RUNNER, &[&claim], &[], env.now)
+                .await
+                .expect("the claim");
         let won = &recorded.claimed[&clean.instance_id()];
         let declared: Vec<(&str, &serde_json::Value)> = won
             .run_outputs

@@ -8,6 +8,7 @@
 //! after a crash records nothing twice.
 
 use async_nats::jetstream;
+use chrono::Utc;
 use datajump_engine::Announcement;
 use datajump_nats::Bus;
 use datajump_shared::datasets::{self, Announced, EventSource, Written};
@@ -72,7 +73,7 @@ pub(crate) async fn handle_dataset(
         metadata: announced.metadata,
         origin: Some(format!("nats:{sequence}")),
     };
-    match datajump_engine::announce(&config.db, vec![announcement]).await {
+    match datajump_engine::announce(&config.db, vec![announcement], Utc::now()).await {
         Ok((recorded, effects)) => {
             for event in &recorded {
                 info!(dataset = %event.dataset, partition = event.partition.as_deref().unwrap_or(""), sequence, "dataset announced on NATS recorded");

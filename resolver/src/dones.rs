@@ -3,6 +3,7 @@
 //! after a crash. Propagating one twice is a no-op.
 
 use async_nats::jetstream;
+use chrono::Utc;
 use datajump_engine::{Completion, CompletionCheck, Effects};
 use datajump_shared::messages::DoneMsg;
 
@@ -20,31 +21,32 @@ pub(crate) async fn commit_dones(config: &Config, messages: &[jetstream::Message
             dag_run_id: done.dag_run_id,
         })
         .collect();
-    let effects = match datajump_engine::propagate_completions(&config.db, &completions).await {
-        Ok((checks, effects)) => {
-            for ((index, done), check) in dones.iter().zip(checks) {
-                settlements[*index] = Some(match check {
-                    CompletionCheck::Known => Settlement::Ack,
-                    CompletionCheck::UnknownInstance => Settlement::Poison(format!(
-                        "task instance {} does not exist",
-                        done.task_instance_id
-                    )),
-                    CompletionCheck::WrongRun => Settlement::Poison(format!(
-                        "task instance {} is not in run {}",
-                        done.task_instance_id, done.dag_run_id
-                    )),
-                });
+    let effects =
+        match datajump_engine::propagate_completions(&config.db, &completions, Utc::now()).await {
+            Ok((checks, effects)) => {
+                for ((index, done), check) in dones.iter().zip(checks) {
+                    settlements[*index] = Some(match check {
+                        CompletionCheck::Known => Settlement::Ack,
+                        CompletionCheck::UnknownInstance => Settlement::Poison(format!(
+                            "task instance {} does not exist",
+                            done.task_instance_id
+                        )),
+                        CompletionCheck::WrongRun => Settlement::Poison(format!(
+                            "task instance {} is not in run {}",
+                            done.task_instance_id, done.dag_run_id
+                        )),
+                    });
+                }
+                effects
             }
-            effects
-        }
-        Err(e) => {
-            let why = format!("database: {e}");
-            for (index, _) in &dones {
-                settlements[*index] = Some(Settlement::Retry(why.clone()));
+            Err(e) => {
+                let why = format!("database: {e}");
+                for (index, _) in &dones {
+                    settlements[*index] = Some(Settlement::Retry(why.clone()));
+                }
+                Effects::default()
             }
-            Effects::default()
-        }
-    };
+        };
     Committed {
         settlements,
         effects,

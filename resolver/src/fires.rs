@@ -2,6 +2,7 @@
 //! become runs, a batch per transaction.
 
 use async_nats::jetstream;
+use chrono::Utc;
 use datajump_engine::{Effects, FireOutcome};
 use datajump_shared::messages::FireMsg;
 use tracing::warn;
@@ -16,8 +17,12 @@ pub(crate) async fn commit_fires(config: &Config, messages: &[jetstream::Message
     let (mut settlements, fires) = decode_batch::<FireMsg>(messages);
     let all: Vec<&FireMsg> = fires.iter().map(|(_, fire)| fire).collect();
     let mut effects = Effects::default();
-    let outcomes: Vec<(usize, FireOutcome)> = match datajump_engine::create_runs(&config.db, &all)
-        .await
+    let outcomes: Vec<(usize, FireOutcome)> = match datajump_engine::create_runs(
+        &config.db,
+        &all,
+        Utc::now(),
+    )
+    .await
     {
         Ok((outcomes, created)) => {
             effects = created;
@@ -35,7 +40,7 @@ pub(crate) async fn commit_fires(config: &Config, messages: &[jetstream::Message
             warn!(error = %e, fires = fires.len(), "a batch of fires failed; creating their runs one at a time");
             let mut outcomes = Vec::with_capacity(fires.len());
             for (index, fire) in &fires {
-                match datajump_engine::create_runs(&config.db, &[fire]).await {
+                match datajump_engine::create_runs(&config.db, &[fire], Utc::now()).await {
                     Ok((one, created)) => {
                         outcomes.extend(one.into_iter().map(|outcome| (*index, outcome)));
                         effects.merge(created);

@@ -207,7 +207,7 @@ async fn write_all(
         }
     }
     let (mut recorded, effects): (Recorded, Effects) =
-        datajump_engine::record(db, owner, &claims, &ends).await?;
+        datajump_engine::record(db, owner, &claims, &ends, chrono::Utc::now()).await?;
     let written = writes
         .iter()
         .map(|write| match write {

@@ -266,7 +266,7 @@ async fn time_out_runs(
     let more_due = due.len() as u64 == BATCH;
     for run_id in due {
         let Some((killed, effects)) =
-            datajump_engine::run_timed_out(&config.db, RunId(run_id)).await?
+            datajump_engine::run_timed_out(&config.db, RunId(run_id), now).await?
         else {
             continue;
         };

@@ -29,12 +29,13 @@ use crate::waits::start_awaited_runs;
 pub async fn kill_instance(
     db: &DatabaseConnection,
     id: TaskInstanceId,
+    now: DateTime<Utc>,
 ) -> Result<Option<(task_instance::Model, Effects)>, OperatorError> {
     let killed = retried(
         || async {
             let txn = begin_write(db).await?;
             refuse_in_waiting_run(&txn, id.0).await?;
-            let killed = kill(&txn, id.0, Utc::now()).await?;
+            let killed = kill(&txn, id.0, now).await?;
             txn.commit().await?;
             Ok(killed)
         },
@@ -145,8 +146,9 @@ impl RunCut {
 pub async fn kill_run(
     db: &DatabaseConnection,
     run_id: RunId,
+    now: DateTime<Utc>,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
-    cut_run(db, run_id, RunCut::Killed).await
+    cut_run(db, run_id, RunCut::Killed, now).await
 }
 
 /// RUNNING run past its `timeout_at` → TIMEOUT, its live instances killed
@@ -156,19 +158,21 @@ pub async fn kill_run(
 pub async fn run_timed_out(
     db: &DatabaseConnection,
     run_id: RunId,
+    now: DateTime<Utc>,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
-    cut_run(db, run_id, RunCut::TimedOut).await
+    cut_run(db, run_id, RunCut::TimedOut, now).await
 }
 
 async fn cut_run(
     db: &DatabaseConnection,
     run_id: RunId,
     cut: RunCut,
+    now: DateTime<Utc>,
 ) -> Result<Option<(Vec<task_instance::Model>, Effects)>, DbErr> {
     retried(
         || async {
             let txn = begin_write(db).await?;
-            let killed = kill_run_in(&txn, run_id.0, cut, Utc::now()).await?;
+            let killed = kill_run_in(&txn, run_id.0, cut, now).await?;
             txn.commit().await?;
             Ok(killed)
         },

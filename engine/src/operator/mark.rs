@@ -24,11 +24,12 @@ pub async fn mark(
     db: &DatabaseConnection,
     id: TaskInstanceId,
     to: TaskStatus,
+    now: DateTime<Utc>,
 ) -> Result<Effects, OperatorError> {
     retried(
         || async {
             let txn = begin_write(db).await?;
-            let effects = mark_in(&txn, id.0, to, Utc::now()).await?;
+            let effects = mark_in(&txn, id.0, to, now).await?;
             txn.commit().await?;
             Ok(effects)
         },

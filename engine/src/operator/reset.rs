@@ -53,11 +53,12 @@ pub async fn reset(
     db: &DatabaseConnection,
     run_id: RunId,
     scope: ResetScope,
+    now: DateTime<Utc>,
 ) -> Result<Effects, OperatorError> {
     retried(
         || async {
             let txn = begin_write(db).await?;
-            let effects = reset_in(&txn, run_id.0, scope, Utc::now()).await?;
+            let effects = reset_in(&txn, run_id.0, scope, now).await?;
             txn.commit().await?;
             Ok(effects)
         },

@@ -121,7 +121,7 @@ impl EngineEnv {
     /// when one was created, and what the commit released.
     pub async fn fire(&self, dag_id: i64, biz_date: NaiveDate) -> (Option<RunId>, Effects) {
         let fire = FireMsg::manual(dag_id, self.now, biz_date, Default::default());
-        let (outcomes, effects) = datajump_engine::create_runs(&self.db, &[&fire])
+        let (outcomes, effects) = datajump_engine::create_runs(&self.db, &[&fire], self.now)
             .await
             .expect("create_runs");
         let run = match outcomes.first() {
@@ -199,7 +199,7 @@ impl EngineEnv {
             attempt: row.attempt,
         };
         let (recorded, effects): (Recorded, Effects) =
-            datajump_engine::record(&self.db, RUNNER, &[&claim], &[])
+            datajump_engine::record(&self.db, RUNNER, &[&claim], &[], self.now)
                 .await
                 .expect("record a claim");
         let execution = recorded
@@ -248,7 +248,7 @@ impl EngineEnv {
             outputs,
             written: Vec::new(),
         };
-        let (_, effects) = datajump_engine::record(&self.db, RUNNER, &[], &[&ended])
+        let (_, effects) = datajump_engine::record(&self.db, RUNNER, &[], &[&ended], self.now)
             .await
             .expect("record an end");
         effects

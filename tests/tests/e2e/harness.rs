@@ -867,8 +867,12 @@ impl TestEnv {
         &self,
         id: i64,
     ) -> Result<Option<task_instance::Model>, OperatorError> {
-        let Some((row, effects)) =
-            datajump_engine::kill_instance(&self.db, datajump_shared::TaskInstanceId(id)).await?
+        let Some((row, effects)) = datajump_engine::kill_instance(
+            &self.db,
+            datajump_shared::TaskInstanceId(id),
+            chrono::Utc::now(),
+        )
+        .await?
         else {
             return Ok(None);
         };
@@ -879,7 +883,8 @@ impl TestEnv {
     /// Kills a run as an operator does; `None` if it had already ended.
     pub async fn kill_run(&self, id: i64) -> Result<Option<KilledRun>, DbErr> {
         let Some((_, effects)) =
-            datajump_engine::kill_run(&self.db, datajump_shared::RunId(id)).await?
+            datajump_engine::kill_run(&self.db, datajump_shared::RunId(id), chrono::Utc::now())
+                .await?
         else {
             return Ok(None);
         };
@@ -895,8 +900,13 @@ impl TestEnv {
         run_id: i64,
         scope: ResetScope,
     ) -> Result<Vec<task_instance::Model>, OperatorError> {
-        let effects =
-            datajump_engine::reset(&self.db, datajump_shared::RunId(run_id), scope).await?;
+        let effects = datajump_engine::reset(
+            &self.db,
+            datajump_shared::RunId(run_id),
+            scope,
+            chrono::Utc::now(),
+        )
+        .await?;
         self.publish(effects).await
     }
 
@@ -907,8 +917,13 @@ impl TestEnv {
         id: i64,
         to: TaskStatus,
     ) -> Result<Vec<task_instance::Model>, OperatorError> {
-        let effects =
-            datajump_engine::mark(&self.db, datajump_shared::TaskInstanceId(id), to).await?;
+        let effects = datajump_engine::mark(
+            &self.db,
+            datajump_shared::TaskInstanceId(id),
+            to,
+            chrono::Utc::now(),
+        )
+        .await?;
         self.publish(effects).await
     }
 

@@ -139,7 +139,7 @@ tasks:
                 .expect("end a parent");
         }
         let propagate = || async {
-            datajump_engine::propagate(&env.db, ids.clone())
+            datajump_engine::propagate(&env.db, ids.clone(), chrono::Utc::now())
                 .await
                 .expect("propagate")
         };

@@ -523,10 +523,11 @@ both_dbs!(a_killed_run_counts_its_killed_attempts, |env| async move {
     })
     .await;
     let run = env.wait_run_created(&key, TIMEOUT).await;
-    let (killed, effects) = datajump_engine::kill_run(&env.db, datajump_shared::RunId(run.id))
-        .await
-        .expect("kill the run")
-        .expect("the run was live");
+    let (killed, effects) =
+        datajump_engine::kill_run(&env.db, datajump_shared::RunId(run.id), chrono::Utc::now())
+            .await
+            .expect("kill the run")
+            .expect("the run was live");
     assert_eq!(killed.len(), 1);
     effects.publish(&env.bus).await.expect("publish the kill");
     let killed = |s: &Scrape, name: &str| s.get(name, &[("status", "KILLED")]).unwrap_or(0.0);

@@ -1020,9 +1020,10 @@ both_dbs!(
             task_instance_id: queued.instance_id(),
             attempt: 0,
         };
-        let (recorded, _) = datajump_engine::record(&env.db, "r1", &[&claim], &[])
-            .await
-            .expect("the claim commits");
+        let (recorded, _) =
+            datajump_engine::record(&env.db, "r1", &[&claim], &[], chrono::Utc::now())
+                .await
+                .expect("the claim commits");
         assert_eq!(recorded.claimed.len(), 1, "the claim was won");
 
         let _runner = env.spawn_runner("r1", &["default"], 2).await;

@@ -34,6 +34,7 @@ async fn announce(env: &TestEnv, dataset: &str, partition: Option<&str>) {
             metadata: None,
             origin: None,
         }],
+        chrono::Utc::now(),
     )
     .await
     .expect("announce");

@@ -829,7 +829,7 @@ pub async fn backfill(
     }
     let mut runs = Vec::with_capacity(fires.len() + again.len());
     for (run, scope) in again {
-        match datajump_engine::reset(&state.db, RunId(run.id), scope).await {
+        match datajump_engine::reset(&state.db, RunId(run.id), scope, Utc::now()).await {
             Ok(effects) => {
                 effects.publish(&state.bus).await?;
                 runs.push(BackfillRun {

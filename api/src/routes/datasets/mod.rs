@@ -8,6 +8,7 @@ use axum::Json as AxumJson;
 use axum::body::Bytes;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
+use chrono::Utc;
 use datajump_engine::Announcement;
 use datajump_shared::datasets::{self, Announced, EventSource, Written};
 use datajump_shared::entities::dag;
@@ -136,6 +137,7 @@ pub async fn announce(
             metadata: body.metadata,
             origin: None,
         }],
+        Utc::now(),
     )
     .await?;
     let dag_ids: Vec<i64> = effects.fires().iter().map(|fire| fire.dag_id).collect();

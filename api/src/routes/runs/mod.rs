@@ -6,6 +6,7 @@
 //!
 //! The product's API calls a run a "DAG instance"; the paths keep its names.
 
+use chrono::Utc;
 use std::collections::BTreeMap;
 
 use axum::Json as AxumJson;
@@ -264,7 +265,7 @@ pub async fn kill_task(
     Path(id): Path<i64>,
 ) -> Result<AxumJson<KillResponse>> {
     let instance = find_task_instance(&state, id).await?;
-    let killed = datajump_engine::kill_instance(&state.db, TaskInstanceId(id))
+    let killed = datajump_engine::kill_instance(&state.db, TaskInstanceId(id), Utc::now())
         .await
         .map_err(|e| reset_failed(e, "cannot kill this task"))?;
     match killed {
@@ -294,7 +295,7 @@ pub async fn kill(
     Path(id): Path<i64>,
 ) -> Result<AxumJson<KillResponse>> {
     find_run(&state, id).await?;
-    match datajump_engine::kill_run(&state.db, RunId(id)).await? {
+    match datajump_engine::kill_run(&state.db, RunId(id), Utc::now()).await? {
         Some((killed, effects)) => {
             effects.publish(&state.bus).await?;
             info!(run = id, "run killed through the API");
@@ -329,7 +330,7 @@ pub async fn rerun(
     } else {
         ResetScope::All
     };
-    let effects = datajump_engine::reset(&state.db, RunId(id), scope)
+    let effects = datajump_engine::reset(&state.db, RunId(id), scope, Utc::now())
         .await
         .map_err(|e| reset_failed(e, &format!("run {id} cannot be rerun now")))?;
     let queued = effects.queued().to_vec();
@@ -393,7 +394,7 @@ pub async fn clear_task(
         task_id: instance.task_id,
         downstream: body.downstream,
     };
-    let effects = datajump_engine::reset(&state.db, instance.run_id(), scope)
+    let effects = datajump_engine::reset(&state.db, instance.run_id(), scope, Utc::now())
         .await
         .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be cleared now")))?;
     let queued = effects.queued().to_vec();
@@ -422,7 +423,7 @@ pub async fn mark_task(
         )));
     }
     find_task_instance(&state, id).await?;
-    let effects = datajump_engine::mark(&state.db, TaskInstanceId(id), body.status)
+    let effects = datajump_engine::mark(&state.db, TaskInstanceId(id), body.status, Utc::now())
         .await
         .map_err(|e| reset_failed(e, &format!("task instance {id} cannot be marked now")))?;
     let queued = effects.queued().to_vec();
