@@ -8,12 +8,15 @@
 //! docs/ARCHITECTURE.md "State machine" prints.
 //!
 //! Coverage: with `DATAJUMP_TRANSITION_LOG=<file>` in its environment, every
-//! process appends one line per transition it applies (`task Claim QUEUED
-//! RUNNING`), and `scripts/test.sh` runs the end-to-end suite that way and
-//! then `transition-coverage` (in `datajump-tests`), which fails when a
-//! `(transition, from, to)` of the table was never applied, or one was
-//! applied that the table does not hold. The setting costs one branch per
-//! transition when unset; never set it in production.
+//! process appends one line per transition it applies, after the name of
+//! the program that applied it (`model\ttask Claim QUEUED RUNNING`: the
+//! engine's model test; `datajump` or `e2e` for the end-to-end suite), and
+//! `scripts/test.sh` runs every test that way and then
+//! `transition-coverage` (in `datajump-tests`), which reports the engine
+//! tests and the end-to-end suite apart and fails when a `(transition,
+//! from, to)` of the table was never applied, or one was applied that the
+//! table does not hold. The setting costs one branch per transition when
+//! unset; never set it in production.
 
 use std::io::Write as _;
 use std::sync::{Mutex, OnceLock};
@@ -245,13 +248,32 @@ fn log() -> Option<&'static Mutex<std::fs::File>> {
     .as_ref()
 }
 
+/// The program this process runs, as the coverage log names it: its
+/// file's name without the `-<hash>` cargo gives test binaries.
+fn program() -> &'static str {
+    static PROGRAM: OnceLock<String> = OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let name = exe
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match name.rsplit_once('-') {
+            Some((program, hash)) if hash.chars().all(|c| c.is_ascii_hexdigit()) => {
+                program.to_owned()
+            }
+            _ => name,
+        }
+    })
+}
+
 /// Appends one line; each line is one `write` on a file opened for
 /// appending, so the lines of concurrent processes do not interleave.
 fn record(line: impl FnOnce() -> String) {
     if let Some(log) = log()
         && let Ok(mut file) = log.lock()
     {
-        let _ = file.write_all(format!("{}\n", line()).as_bytes());
+        let _ = file.write_all(format!("{}\t{}\n", program(), line()).as_bytes());
     }
 }
 

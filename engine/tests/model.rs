@@ -7,7 +7,7 @@
 //! end. A sequence is decided by its seed alone, so a failure prints the
 //! seed and the command that replays it.
 //!
-//! `DATAJUMP_MODEL_SEQUENCES` (default 300) sets how many sequences run;
+//! `DATAJUMP_MODEL_SEQUENCES` (default 2,000) sets how many sequences run;
 //! `DATAJUMP_MODEL_SEED` the first seed (default 1), for a replay or a long
 //! local run.
 
@@ -63,8 +63,10 @@ fn random_dag(rng: &mut StdRng, name: &str) -> (String, BTreeMap<String, i32>) {
 /// What a sequence may do next to one instance.
 #[derive(Debug, Clone, Copy)]
 enum Step {
-    /// Claim and end the attempt: success, failure, or a retry.
-    Run(Outcome),
+    /// A runner claims its next attempt.
+    Claim,
+    /// Its running attempt ends: success, failure, or a retry.
+    End(Outcome),
     /// A second copy of a work message claims a running instance.
     DuplicateClaim,
     /// The retry's time comes.
@@ -138,19 +140,19 @@ fn operator_steps(row: &task_instance::Model, run_ended: bool) -> Vec<Step> {
 /// What runners and the deadline scan may do to `row`.
 fn runner_steps(row: &task_instance::Model, retries_left: bool) -> Vec<Step> {
     match row.status {
-        TaskStatus::Queued => {
+        TaskStatus::Queued => vec![Step::Claim, Step::Kill, Step::QueuedDue],
+        TaskStatus::Running => {
             let mut steps = vec![
-                Step::Run(Outcome::Success),
-                Step::Run(Outcome::Failure),
+                Step::End(Outcome::Success),
+                Step::End(Outcome::Failure),
+                Step::DuplicateClaim,
                 Step::Kill,
-                Step::QueuedDue,
             ];
             if retries_left {
-                steps.push(Step::Run(Outcome::Retry));
+                steps.push(Step::End(Outcome::Retry));
             }
             steps
         }
-        TaskStatus::Running => vec![Step::DuplicateClaim, Step::Kill],
         TaskStatus::UpForRetry => vec![Step::RetryDue, Step::Kill],
         _ => Vec::new(),
     }
@@ -237,7 +239,14 @@ async fn apply(
     step: Step,
 ) -> Result<Effects, String> {
     let effects = match step {
-        Step::Run(outcome) => {
+        Step::Claim => {
+            let (won, effects) = env.claim(row).await;
+            if won.is_none() {
+                return Err(format!("the only claim of '{}' lost", row.task_name));
+            }
+            effects
+        }
+        Step::End(outcome) => {
             let end = match outcome {
                 Outcome::Success => AttemptEnd::Terminal(TaskStatus::Success),
                 Outcome::Failure => AttemptEnd::Terminal(TaskStatus::Failed),
@@ -245,7 +254,8 @@ async fn apply(
                     retry_at: env.now + Duration::seconds(60),
                 },
             };
-            env.run_task(run, &row.task_name, end).await
+            let execution = env.open_execution(row).await;
+            env.end(row, execution, end).await
         }
         Step::DuplicateClaim => {
             let mut copy = row.clone();
@@ -313,6 +323,11 @@ async fn apply(
             effects
         }
         Step::Kill => {
+            let running = (row.status == TaskStatus::Running).then_some(row);
+            let execution = match running {
+                Some(row) => Some(env.open_execution(row).await),
+                None => None,
+            };
             let killed = datajump_engine::kill_instance(&env.db, row.instance_id(), env.now)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -324,6 +339,11 @@ async fn apply(
                         .await
                         .map_err(|e| e.to_string())?,
                 );
+            }
+            // The runner of a killed attempt stops it and still records its
+            // end, which must change nothing now.
+            if let (Some(row), Some(execution)) = (running, execution) {
+                effects.merge(env.end(row, execution, env::failure()).await);
             }
             effects
         }
@@ -341,7 +361,7 @@ fn knob(name: &str, default: u64) -> u64 {
 #[tokio::test]
 async fn random_dags_and_call_orders_keep_the_invariants() {
     let first = knob("DATAJUMP_MODEL_SEED", 1);
-    let count = knob("DATAJUMP_MODEL_SEQUENCES", 300);
+    let count = knob("DATAJUMP_MODEL_SEQUENCES", 2000);
     let mut env = EngineEnv::sqlite().await;
     for seed in first..first + count {
         if let Err(e) = sequence(&mut env, seed).await {

@@ -18,7 +18,7 @@ use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use datajump_engine::{AttemptEnd, Claim, Effects, End, FireOutcome, Recorded};
 use datajump_migrations::{Migrator, MigratorTrait};
 use datajump_shared::dag_file::DagFile;
-use datajump_shared::entities::{dag_run, task_instance};
+use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::messages::FireMsg;
 use datajump_shared::{RunId, TaskStatus};
 use datajump_store::catalog::{self, Origin};
@@ -47,6 +47,18 @@ pub struct EngineEnv {
     postgres: Option<(String, String)>,
 }
 
+/// Where SQLite files go: memory (`/dev/shm`) where the machine has it,
+/// since a test's database never outlives it and each commit's sync to a
+/// disk is most of a step's time.
+fn memory_folder() -> std::path::PathBuf {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_owned()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// The PostgreSQL server to create test databases on: the one the
 /// end-to-end harness reads.
 fn postgres_admin_url() -> String {
@@ -57,7 +69,7 @@ fn postgres_admin_url() -> String {
 impl EngineEnv {
     /// A migrated SQLite database in a temporary file.
     pub async fn sqlite() -> EngineEnv {
-        let dir = tempfile::tempdir().expect("a temporary folder");
+        let dir = tempfile::tempdir_in(memory_folder()).expect("a temporary folder");
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("dj.db").display());
         let db = datajump_store::db::connect(&url).await.expect("SQLite");
         Migrator::up(&db, None).await.expect("migrations");
@@ -207,6 +219,18 @@ impl EngineEnv {
             .get(&row.instance_id())
             .map(|claimed| claimed.execution.id);
         (execution, effects)
+    }
+
+    /// The execution row of the attempt `row` (RUNNING, as last read) runs.
+    pub async fn open_execution(&self, row: &task_instance::Model) -> i64 {
+        execution::Entity::find()
+            .filter(execution::Column::TaskInstanceId.eq(row.id))
+            .filter(execution::Column::Attempt.eq(row.last_attempt()))
+            .one(&self.db)
+            .await
+            .expect("the execution")
+            .unwrap_or_else(|| panic!("'{}' runs no attempt", row.task_name))
+            .id
     }
 
     /// The running attempt of `row` (as last read) ends as `end` says.
