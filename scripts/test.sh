@@ -29,6 +29,24 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "the web UI's API types match the API (scripts/api-types.sh)"
 bash scripts/api-types.sh --check
 
+target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+# keep_report NAME: keeps the JUnit report of the nextest run just ended
+# (.config/nextest.toml, profile ci) as NAME.xml and prints its ten
+# slowest tests, so a slow CI run shows which tests its time went to.
+keep_report() {
+  local report="$target_dir/nextest/ci/$1.xml"
+  mv "$target_dir/nextest/ci/junit.xml" "$report"
+  python3 - "$report" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+cases = ET.parse(sys.argv[1]).getroot().iter("testcase")
+timed = sorted(((float(c.get("time", 0)), f"{c.get('classname', '')} {c.get('name', '')}") for c in cases), reverse=True)
+print(f"slowest of {len(timed)} tests ({sum(t for t, _ in timed):.0f} s in all; report {sys.argv[1]}):")
+for seconds, name in timed[:10]:
+    print(f"  {seconds:7.1f} s  {name}")
+EOF
+}
+
 # Every transition the engine applies in either run is logged here, and
 # transition-coverage checks the log against the engine's table at the end.
 transitions="$PWD/target/transition-coverage.log"
@@ -40,20 +58,21 @@ oldest=/usr/sbin/nats-server
 step "tests with $("$oldest" --version)"
 # The cluster tests (cluster::) run below on the current server only: 2.9's
 # replicated streams have known recovery bugs (docs/ARCHITECTURE.md "Testing").
-DATAJUMP_TEST_NATS_SERVER="$oldest" cargo nextest run --workspace --no-fail-fast -E 'not test(/^cluster::/)'
+DATAJUMP_TEST_NATS_SERVER="$oldest" cargo nextest run --profile ci --workspace -E 'not test(/^cluster::/)'
+keep_report nats-oldest
 
 step "end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
 # The fault tests (faults::), the dashboard test (dashboard::) and the real
 # Spark and Flink jobs (bigdata::) ran above; docs/ARCHITECTURE.md "Testing"
 # runs them with one server version, so this second pass leaves them out,
 # and runs the cluster tests.
-DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run -p datajump-tests --no-fail-fast -E 'not (test(/^faults::/) or test(/^dashboard::/) or test(/^bigdata::/))'
+DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run --profile ci -p datajump-tests -E 'not (test(/^faults::/) or test(/^dashboard::/) or test(/^bigdata::/))'
+keep_report nats-current
 step "the API fuzzed from its OpenAPI document (scripts/schemathesis.sh)"
 bash scripts/schemathesis.sh
 step "Kubernetes manifests against the Kubernetes and KEDA schemas (scripts/check-deploy.sh)"
 bash scripts/check-deploy.sh
 step "web UI in a real browser (Playwright, Debian's chromium, against datajump up)"
-target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 DATAJUMP_BIN="$target_dir/debug/datajump" DATAJUMP_TEST_NATS_SERVER="$oldest" npm --prefix web run --silent e2e
 step "transition coverage (engine/src/transitions.rs)"
 cargo run -q -p datajump-tests --bin transition-coverage -- "$transitions"
