@@ -70,14 +70,22 @@ impl EngineEnv {
     /// A migrated SQLite database in a temporary file.
     pub async fn sqlite() -> EngineEnv {
         let dir = tempfile::tempdir_in(memory_folder()).expect("a temporary folder");
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("dj.db").display());
+        let mut env = EngineEnv::sqlite_at(&dir.path().join("dj.db")).await;
+        env._file = Some(dir);
+        env
+    }
+
+    /// The SQLite database in `file` (created if missing), migrated to
+    /// this release's schema; the caller keeps the file.
+    pub async fn sqlite_at(file: &std::path::Path) -> EngineEnv {
+        let url = format!("sqlite://{}?mode=rwc", file.display());
         let db = datajump_store::db::connect(&url).await.expect("SQLite");
         Migrator::up(&db, None).await.expect("migrations");
         EngineEnv {
             db,
             backend: Backend::Sqlite,
             now: start_of_time(),
-            _file: Some(dir),
+            _file: None,
             postgres: None,
         }
     }
