@@ -533,6 +533,111 @@ proptest! {
     }
 }
 
+/// The instants in `year` at which `tz` changes its UTC offset, to the second.
+fn offset_changes(tz: Tz, year: i32) -> Vec<i64> {
+    let offset = |secs: i64| {
+        let utc = DateTime::from_timestamp(secs, 0)
+            .expect("in range")
+            .naive_utc();
+        tz.offset_from_utc_datetime(&utc).fix().local_minus_utc()
+    };
+    let start = NaiveDate::from_ymd_opt(year, 1, 1)
+        .expect("valid")
+        .and_hms_opt(0, 0, 0)
+        .expect("valid")
+        .and_utc()
+        .timestamp();
+    let mut changes = Vec::new();
+    for day in 0..366 {
+        let (mut low, mut high) = (start + day * 86_400, start + (day + 1) * 86_400);
+        if offset(low) == offset(high) {
+            continue;
+        }
+        while high - low > 1 {
+            let mid = low + (high - low) / 2;
+            if offset(mid) == offset(low) {
+                low = mid;
+            } else {
+                high = mid;
+            }
+        }
+        changes.push(high);
+    }
+    changes
+}
+
+/// A fixed-time job, and a start near one of a zone's offset changes: mostly a wall time
+/// inside the change's gap or overlap, where the DST rule decides, searched from the
+/// seconds just before and after the change.
+fn near_a_change() -> impl Strategy<Value = (String, DateTime<Tz>)> {
+    (
+        prop::sample::select(vec![
+            "Europe/Berlin",
+            "America/New_York",
+            "Australia/Lord_Howe",
+            "America/Santiago",
+        ]),
+        1975i32..2090,
+        any::<prop::sample::Index>(),
+        prop_oneof![3 => -3i64..3, 1 => -200_000i64..200_000],
+        any::<bool>(),
+        0u32..86_400,
+        0u32..3_600,
+    )
+        .prop_filter_map(
+            "a zone without changes that year",
+            |(zone, year, pick, from, in_change, time, into)| {
+                let tz = parse_time_zone(zone).expect("known");
+                let changes = offset_changes(tz, year);
+                if changes.is_empty() {
+                    return None;
+                }
+                let change = changes[pick.index(changes.len())];
+                let wall = |secs: i64| {
+                    DateTime::from_timestamp(secs, 0)
+                        .expect("in range")
+                        .with_timezone(&tz)
+                        .naive_local()
+                };
+                // The wall time just before the change: the gap or the overlap starts there.
+                let first = wall(change - 1) + TimeDelta::seconds(1);
+                let time = if in_change {
+                    first + TimeDelta::seconds(i64::from(into % 1_800))
+                } else {
+                    first
+                        .date()
+                        .and_hms_opt(time / 3600, time / 60 % 60, time % 60)
+                        .expect("valid")
+                };
+                let expr = format!("{} {} {} * * ?", time.second(), time.minute(), time.hour());
+                let after = DateTime::from_timestamp(change + from, 0)
+                    .expect("in range")
+                    .with_timezone(&tz);
+                Some((expr, after))
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(config(512))]
+
+    #[test]
+    fn fixed_time_jobs_keep_the_dst_rule_around_offset_changes(
+        (expr, after) in near_a_change(),
+        between in 0.0f64..1.0,
+    ) {
+        let parsed = CronExpr::parse(&expr).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        check_search(&parsed, &after, between)?;
+        let fire = parsed.next_after(&after);
+        let fire = fire.ok_or_else(|| TestCaseError::fail(format!("{expr} never fires")))?;
+        // Once a day: never more than a day and an hour (an offset change) apart.
+        prop_assert!(fire - after <= TimeDelta::hours(25) + TimeDelta::minutes(30), "{} after {}: {}", expr, after, fire);
+        let wall = fire.naive_local();
+        let named = wall.format("%-S %-M %-H * * ?").to_string() == expr;
+        prop_assert!(named || offset_changes_at(&fire), "{} after {} fired at {}", expr, after, fire);
+    }
+}
+
 #[test]
 fn the_model_agrees_with_hand_checked_dates() {
     // `shift_numbers` and the W/L rules in the model are test code too: pin them.
