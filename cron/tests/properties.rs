@@ -638,6 +638,37 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(128))]
+
+    #[test]
+    fn an_interval_job_fires_every_interval_of_real_time_across_offset_changes(
+        zone in prop::sample::select(vec!["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago"]),
+        year in 1975i32..2090,
+        pick in any::<prop::sample::Index>(),
+        minutes in prop::sample::select(vec![1u32, 5, 10, 15, 30]),
+    ) {
+        // Every offset in these zones is a whole number of half hours, so every
+        // `minutes`-th minute of real time is such a minute on the wall too: an interval
+        // job skips no real instant in a gap and repeats none in an overlap.
+        let tz = parse_time_zone(zone).expect("known");
+        let changes = offset_changes(tz, year);
+        prop_assume!(!changes.is_empty());
+        let change = changes[pick.index(changes.len())];
+        let expr = CronExpr::parse(&format!("0 */{minutes} * * * ?")).expect("valid");
+        let step = i64::from(minutes) * 60;
+        let start = (change - 3 * 3600).div_euclid(step) * step;
+        let after = DateTime::from_timestamp(start, 0).expect("in range").with_timezone(&tz);
+        let fires: Vec<i64> = expr
+            .iter_after(&after)
+            .take_while(|fire| fire.timestamp() <= change + 3 * 3600)
+            .map(|fire| fire.timestamp())
+            .collect();
+        let expected: Vec<i64> = (1..).map(|i| start + i * step).take_while(|t| *t <= change + 3 * 3600).collect();
+        prop_assert_eq!(fires, expected, "{} every {} minutes around {}", zone, minutes, change);
+    }
+}
+
 #[test]
 fn the_model_agrees_with_hand_checked_dates() {
     // `shift_numbers` and the W/L rules in the model are test code too: pin them.
