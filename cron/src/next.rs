@@ -32,6 +32,9 @@ const WEEKLY: u64 = 1 | 1 << 7 | 1 << 14 | 1 << 21 | 1 << 28;
 impl CronExpr {
     /// The first fire instant (Unix seconds) at or after `start`.
     pub(super) fn next_instant<Tz: TimeZone>(&self, tz: &Tz, start: i64) -> Option<i64> {
+        if self.fixed_time && self.is_in_gap_ending_at(tz, start)? {
+            return Some(start);
+        }
         let mut at = start;
         let mut horizon = None;
         for _ in 0..MAX_SEGMENTS {
@@ -61,6 +64,24 @@ impl CronExpr {
             }
         }
         None
+    }
+
+    /// Whether `start` is the end of a spring-forward gap that holds this (fixed-time) job's
+    /// wall time. The search below reads wall times in the offset at `start`, which is past
+    /// such a gap, while a search that crosses the gap fires at its end (the DST rule), so a
+    /// search that begins exactly there would skip that day.
+    fn is_in_gap_ending_at<Tz: TimeZone>(&self, tz: &Tz, start: i64) -> Option<bool> {
+        let before = offset_at(tz, start.checked_sub(1)?)?;
+        let after = offset_at(tz, start)?;
+        if after <= before {
+            return Some(false);
+        }
+        let gap_start = naive(start.checked_add(before)?)?;
+        let gap_end = start.checked_add(after)?;
+        Some(
+            self.first_match(gap_start, gap_start.year())
+                .is_some_and(|wall| wall.and_utc().timestamp() < gap_end),
+        )
     }
 
     /// The first matching wall time at or after `start`, in a year no later than `horizon`.
@@ -250,5 +271,51 @@ fn is_second_pass<Tz: TimeZone>(
             candidate > first
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+
+    use crate::{CronExpr, parse_time_zone};
+
+    fn next(expr: &str, zone: &str, after: &str) -> Option<String> {
+        let tz = parse_time_zone(zone).ok()?;
+        let after = after.parse::<DateTime<Utc>>().ok()?.with_timezone(&tz);
+        let fire = CronExpr::parse(expr).ok()?.next_after(&after)?;
+        Some(fire.to_rfc3339())
+    }
+
+    #[test]
+    fn a_search_from_the_last_second_before_a_gap_fires_at_its_end() {
+        // Found by tests/properties.rs: from 01:59:59 EST on 2024-03-10 the 02:30 job
+        // skipped that day, though from 01:59:58 it fired at 03:00 EDT.
+        for after in ["2024-03-10T06:59:58Z", "2024-03-10T06:59:59Z"] {
+            assert_eq!(
+                next("0 30 2 * * ?", "America/New_York", after).as_deref(),
+                Some("2024-03-10T03:00:00-04:00"),
+                "after {after}"
+            );
+        }
+        assert_eq!(
+            next("0 30 2 * * ?", "Europe/Berlin", "2024-03-31T00:59:59Z").as_deref(),
+            Some("2024-03-31T03:00:00+02:00")
+        );
+        // Santiago's clocks went from 00:00 to 01:00 on Sunday 1978-10-15.
+        assert_eq!(
+            next("@weekly", "America/Santiago", "1978-10-15T03:59:59Z").as_deref(),
+            Some("1978-10-15T01:00:00-03:00")
+        );
+        // A job whose time is not in the gap still waits for its time.
+        assert_eq!(
+            next("0 30 4 * * ?", "America/New_York", "2024-03-10T06:59:59Z").as_deref(),
+            Some("2024-03-10T04:30:00-04:00")
+        );
+        // An interval job skips the gap's wall times (the DST rule).
+        assert_eq!(
+            next("0 30 2,5 * * ?", "America/New_York", "2024-03-10T06:59:59Z").as_deref(),
+            Some("2024-03-10T05:30:00-04:00")
+        );
     }
 }

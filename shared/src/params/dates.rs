@@ -25,7 +25,7 @@
 //! Anything else is an error naming the expression: no unknown function,
 //! format letter or stray character is passed through.
 
-use chrono::{DateTime, Datelike, Months, NaiveDateTime, TimeDelta, Utc};
+use chrono::{DateTime, Datelike, Months, NaiveDateTime, Offset, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 
 use super::ParamError;
@@ -72,7 +72,7 @@ fn eval(expr: &str, logical: DateTime<Utc>, tz: Tz) -> Result<String, String> {
     if expr.is_empty() {
         return Err("empty expression".to_string());
     }
-    let local = logical.with_timezone(&tz).naive_local();
+    let local = local_time(logical, tz)?;
     let Some((function, args)) = expr.split_once('(') else {
         return with_offset(expr, logical, tz, local);
     };
@@ -129,11 +129,10 @@ fn with_offset(
         if seconds % divisor != 0 {
             return Err(format!("`{offset}` days is not a whole number of seconds"));
         }
-        TimeDelta::try_seconds(seconds / divisor)
+        let instant = TimeDelta::try_seconds(seconds / divisor)
             .and_then(|delta| logical.checked_add_signed(delta))
-            .ok_or_else(out_of_range)?
-            .with_timezone(&tz)
-            .naive_local()
+            .ok_or_else(out_of_range)?;
+        local_time(instant, tz)?
     };
     Ok(format_fields(&fields, time))
 }
@@ -301,6 +300,17 @@ fn shift_months(time: NaiveDateTime, months: i64) -> Result<NaiveDateTime, Strin
                 time.checked_sub_months(magnitude)
             }
         })
+        .ok_or_else(out_of_range)
+}
+
+/// `instant`'s wall-clock time in `tz`. chrono's `naive_local` panics where
+/// the instant is representable but its local time is not (the last hours of
+/// its range east of Greenwich), and an offset such as `+2280154157/24` gets
+/// there.
+fn local_time(instant: DateTime<Utc>, tz: Tz) -> Result<NaiveDateTime, String> {
+    instant
+        .naive_utc()
+        .checked_add_offset(tz.offset_from_utc_datetime(&instant.naive_utc()).fix())
         .ok_or_else(out_of_range)
 }
 
@@ -499,6 +509,28 @@ mod tests {
         assert!(
             message.starts_with("bad date expression $[bogus(x)]: unknown function"),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn an_offset_past_the_last_local_time_is_an_error() {
+        // Found by tests/param_properties.rs: 2_280_154_157 hours after the
+        // fixture is within chrono's UTC range, but 8 hours later in Shanghai
+        // is not; chrono's `naive_local` panicked there.
+        for hours in 2_280_154_150_i64..2_280_154_170 {
+            let expr = format!("yyyyMMddHH+{hours}/24");
+            match at("2024-03-31T18:30:00Z", chrono_tz::Asia::Shanghai, &expr) {
+                Ok(_) => {}
+                Err(err) => assert!(err.to_string().contains("out of the supported date range")),
+            }
+        }
+        assert!(
+            at(
+                "2024-03-31T18:30:00Z",
+                chrono_tz::Asia::Shanghai,
+                "yyyyMMddHH+2280154157/24"
+            )
+            .is_err()
         );
     }
 }

@@ -424,6 +424,10 @@ fn next_word<'a>(sql: &'a str, tokens: &[Token]) -> Option<&'a str> {
 }
 
 #[cfg(test)]
+#[path = "split_properties.rs"]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
