@@ -265,3 +265,123 @@ async fn a_claim_carries_the_outputs_its_run_has_declared() {
         assert_eq!(declared, [("extract", &outputs)], "{:?}", env.backend);
     }
 }
+
+#[tokio::test]
+async fn a_failure_fails_its_strong_line_a_weak_child_still_runs_and_a_disabled_task_is_skipped() {
+    for env in envs().await {
+        let run = env
+            .start(
+                r#"
+name: rules
+tasks:
+  - { name: root, type: NOOP }
+  - { name: broken, type: NOOP, retry: { max: 0 }, depends_on: [root] }
+  - { name: strong_child, type: NOOP, depends_on: [broken] }
+  - { name: strong_grandchild, type: NOOP, depends_on: [strong_child] }
+  - { name: weak_child, type: NOOP, depends_on: [{ task: broken, type: WEAK }] }
+  - { name: disabled, type: NOOP, enabled: false, depends_on: [root] }
+  - { name: after_disabled, type: NOOP, depends_on: [disabled] }
+"#,
+            )
+            .await;
+        let _released = env.run_task(run, "root", success()).await;
+        // The disabled task settles SKIPPED without running, which counts
+        // as a success for what follows it.
+        let statuses = env.statuses(run).await;
+        assert_eq!(status_of(&statuses, "disabled"), TaskStatus::Skipped);
+        assert_eq!(status_of(&statuses, "after_disabled"), TaskStatus::Queued);
+        let _released = env.run_task(run, "broken", failure()).await;
+        let _released = env.run_task(run, "weak_child", success()).await;
+        let _released = env.run_task(run, "after_disabled", success()).await;
+        let rows = env.instances(run).await;
+        for (name, want) in [
+            ("root", TaskStatus::Success),
+            ("broken", TaskStatus::Failed),
+            ("strong_child", TaskStatus::UpstreamFailed),
+            ("strong_grandchild", TaskStatus::UpstreamFailed),
+            ("weak_child", TaskStatus::Success),
+            ("disabled", TaskStatus::Skipped),
+            ("after_disabled", TaskStatus::Success),
+        ] {
+            assert_eq!(rows[name].status, want, "{:?}: task {name}", env.backend);
+            assert!(
+                rows[name].propagated,
+                "{:?}: {name} propagated",
+                env.backend
+            );
+        }
+        for never_claimed in ["strong_child", "strong_grandchild", "disabled"] {
+            assert_eq!(rows[never_claimed].attempt, 0, "{never_claimed} never ran");
+        }
+        let ended = env.run(run).await;
+        assert_eq!(ended.status, RunStatus::Failed, "{:?}", env.backend);
+        assert_eq!(ended.pending_instances, 0);
+        assert_eq!(
+            ended.failed_instances, 3,
+            "FAILED and the two UPSTREAM_FAILED"
+        );
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn one_success_starts_on_the_first_success_and_none_on_every_end() {
+    for env in envs().await {
+        let run = env
+            .start(
+                r#"
+name: strategies
+tasks:
+  - { name: ok, type: NOOP }
+  - { name: slow, type: NOOP }
+  - { name: bad, type: NOOP, retry: { max: 0 } }
+  - { name: first_of, type: NOOP, strategy: ONE_SUCCESS, depends_on: [ok, slow] }
+  - { name: none_of, type: NOOP, strategy: NONE, depends_on: [bad, ok] }
+  - { name: bad_only, type: NOOP, strategy: ONE_SUCCESS, depends_on: [bad] }
+"#,
+            )
+            .await;
+        let effects = env.run_task(run, "ok", success()).await;
+        let queued: Vec<&str> = effects
+            .queued()
+            .iter()
+            .map(|r| r.task_name.as_str())
+            .collect();
+        assert_eq!(
+            queued,
+            ["first_of"],
+            "{:?}: before slow has run",
+            env.backend
+        );
+        assert_eq!(
+            status_of(&env.statuses(run).await, "none_of"),
+            TaskStatus::Pending,
+            "NONE waits for bad to end"
+        );
+        let effects = env.run_task(run, "bad", failure()).await;
+        let mut moved: Vec<(&str, TaskStatus)> = effects
+            .queued()
+            .iter()
+            .chain(effects.settled())
+            .map(|r| (r.task_name.as_str(), r.status))
+            .collect();
+        moved.sort_unstable_by_key(|(name, _)| *name);
+        assert_eq!(
+            moved,
+            [
+                ("bad_only", TaskStatus::UpstreamFailed),
+                ("none_of", TaskStatus::Queued)
+            ],
+            "{:?}",
+            env.backend
+        );
+        for task in ["slow", "first_of", "none_of"] {
+            let _released = env.run_task(run, task, success()).await;
+        }
+        let ended = env.run(run).await;
+        assert_eq!(ended.status, RunStatus::Failed, "{:?}", env.backend);
+        assert_eq!(ended.failed_instances, 2, "bad and bad_only");
+        assert_eq!(env.instance(run, "first_of").await.attempt, 1, "ran once");
+        check_invariants(&env).await;
+    }
+}

@@ -1,4 +1,6 @@
-//! Running DAGs: ordering, dependency rules, several runners, long chains, retries.
+//! Running DAGs through the real roles: ordering, several runners, long chains,
+//! retries. The dependency rules themselves (strategies, WEAK, disabled tasks)
+//! are engine decisions, tested in `engine/tests/rules.rs`.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -67,109 +69,6 @@ tasks:
         d.0 >= b.1 && d.0 >= c.1,
         "d starts after b and c end: {b:?} {c:?} {d:?}"
     );
-});
-
-both_dbs!(failure_and_skip_rules, |env| async move {
-    env.apply(
-        r#"
-name: rules
-tasks:
-  - { name: root, command: "true" }
-  - name: broken
-    command: "exit 3"
-    retry: { max: 0 }
-    depends_on: [root]
-  - { name: strong_child, command: "true", depends_on: [broken] }
-  - { name: strong_grandchild, command: "true", depends_on: [strong_child] }
-  - name: weak_child
-    command: "true"
-    depends_on: [{ task: broken, type: WEAK }]
-  - { name: disabled, command: "exit 9", enabled: false, depends_on: [root] }
-  - { name: after_disabled, command: "true", depends_on: [disabled] }
-"#,
-    )
-    .await;
-    let _resolver = env.spawn_resolver().await;
-    let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
-
-    let run = env.run_to_end("rules", RunStatus::Failed, MINUTE).await;
-    assert_eq!(run.pending_instances, 0);
-
-    let instances = env.instances_by_name(run.id).await;
-    for (name, want) in [
-        ("root", TaskStatus::Success),
-        ("broken", TaskStatus::Failed),
-        ("strong_child", TaskStatus::UpstreamFailed),
-        ("strong_grandchild", TaskStatus::UpstreamFailed),
-        ("weak_child", TaskStatus::Success),
-        ("disabled", TaskStatus::Skipped),
-        ("after_disabled", TaskStatus::Success),
-    ] {
-        assert_eq!(instances[name].status, want, "task {name}");
-        assert!(instances[name].propagated, "task {name} propagated");
-    }
-    // FAILED and the two UPSTREAM_FAILED.
-    assert_eq!(run.failed_instances, 3);
-
-    let executions = env.executions_by_name(run.id).await;
-    let broken = &executions["broken"];
-    assert_eq!(broken.len(), 1, "no retry with max 0: {broken:?}");
-    assert_eq!(broken[0].status, TaskStatus::Failed);
-    assert_eq!(broken[0].exit_code, Some(3));
-    for never_ran in ["strong_child", "strong_grandchild", "disabled"] {
-        assert!(
-            !executions.contains_key(never_ran),
-            "{never_ran} must not run: {:?}",
-            executions.get(never_ran)
-        );
-    }
-    for ran in ["root", "weak_child", "after_disabled"] {
-        assert_eq!(executions[ran].len(), 1, "task {ran}");
-    }
-});
-
-both_dbs!(one_success_and_none_strategies, |env| async move {
-    env.apply(
-        r#"
-name: strategies
-tasks:
-  - { name: ok, command: "true" }
-  - { name: slow, command: "sleep 2" }
-  - { name: bad, command: "exit 1", retry: { max: 0 } }
-  - { name: first_of, command: "true", strategy: ONE_SUCCESS, depends_on: [ok, slow] }
-  - { name: none_of, command: "true", strategy: NONE, depends_on: [bad, ok] }
-  - { name: bad_only, command: "true", strategy: ONE_SUCCESS, depends_on: [bad] }
-"#,
-    )
-    .await;
-    let _resolver = env.spawn_resolver().await;
-    let _runner = env.spawn_runner("runner-1", &["default"], 4).await;
-
-    let run = env
-        .run_to_end("strategies", RunStatus::Failed, MINUTE)
-        .await;
-    let instances = env.instances_by_name(run.id).await;
-    for (name, want) in [
-        ("ok", TaskStatus::Success),
-        ("slow", TaskStatus::Success),
-        ("bad", TaskStatus::Failed),
-        ("first_of", TaskStatus::Success),
-        ("none_of", TaskStatus::Success),
-        ("bad_only", TaskStatus::UpstreamFailed),
-    ] {
-        assert_eq!(instances[name].status, want, "task {name}");
-    }
-    assert_eq!(run.failed_instances, 2, "bad and bad_only");
-    let executions = env.executions_by_name(run.id).await;
-    let slow_end = executions["slow"][0].end_time.expect("slow ended");
-    let first_of = &executions["first_of"];
-    assert_eq!(first_of.len(), 1, "ONE_SUCCESS runs once: {first_of:?}");
-    assert!(
-        first_of[0].start_time < slow_end,
-        "ONE_SUCCESS starts on the first success, before slow ends"
-    );
-    assert_eq!(executions["none_of"].len(), 1);
-    assert!(!executions.contains_key("bad_only"));
 });
 
 both_dbs!(three_runners_share_a_wide_dag, |env| async move {
