@@ -215,26 +215,36 @@ async fn connect(url: &ConnectionUrl) -> Result<DatabaseConnection, sea_orm::DbE
 
 /// Connects to `source` (its password opened) as a SQL task would and
 /// runs `SELECT 1`: what `datajump datasource add` and `datasource test`
-/// check. The error is the driver's reason, passwords redacted.
+/// check. One direct connection, not a pool: a pool retries a refused
+/// connection until its timeout, so a mistyped port would take 15 s to
+/// report. The error is the driver's reason, passwords redacted.
 pub async fn check_datasource(source: &datasource::Model) -> Result<(), String> {
+    use sea_orm::sqlx::{Connection, Executor, MySqlConnection, PgConnection, SqliteConnection};
     let url = datasources::connection_url(source).map_err(|e| e.to_string())?;
-    let db = match connect(&url).await {
-        Ok(db) => db,
-        Err(e) => {
-            let why = connect_error(source.kind, &url)
-                .await
-                .unwrap_or_else(|| e.to_string());
-            return Err(datasources::redact(source, &why));
+    let probe = async {
+        match source.kind {
+            DatasourceKind::Postgresql => {
+                let mut connection = PgConnection::connect(url.expose()).await?;
+                connection.execute("SELECT 1").await?;
+                connection.close().await
+            }
+            DatasourceKind::Mysql => {
+                let mut connection = MySqlConnection::connect(url.expose()).await?;
+                connection.execute("SELECT 1").await?;
+                connection.close().await
+            }
+            DatasourceKind::Sqlite => {
+                let mut connection = SqliteConnection::connect(url.expose()).await?;
+                connection.execute("SELECT 1").await?;
+                connection.close().await
+            }
         }
     };
-    let probe = sea_orm::Statement::from_string(db.get_database_backend(), "SELECT 1");
-    let answered = tokio::time::timeout(CONNECT_TIMEOUT, db.query_one_raw(probe)).await;
-    let _ = db.close().await;
-    match answered {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(datasources::redact(source, &database_message(&e, ""))),
+    match tokio::time::timeout(CONNECT_TIMEOUT, probe).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(datasources::redact(source, &e.to_string())),
         Err(_) => Err(format!(
-            "connected, but `SELECT 1` did not answer within {}s",
+            "no answer within {}s (connecting and `SELECT 1`)",
             CONNECT_TIMEOUT.as_secs()
         )),
     }
