@@ -101,11 +101,7 @@ async fn runner(env: &EngineEnv, runs: &[RunId], seed: u64, released: &Released)
             continue; // the other runner won it
         };
         won += 1;
-        let claimed = task_instance::Entity::find_by_id(row.id)
-            .one(&env.db)
-            .await
-            .expect("the claimed instance")
-            .expect("a row");
+        let claimed = env.instance_by_id(row.id).await;
         let end = if rng.random_bool(0.1) && claimed.retries_used == 0 {
             AttemptEnd::Retry { retry_at: env.now }
         } else {
@@ -114,15 +110,8 @@ async fn runner(env: &EngineEnv, runs: &[RunId], seed: u64, released: &Released)
         let retried = matches!(end, AttemptEnd::Retry { .. });
         released.note(&env.end(&claimed, execution, end).await);
         if retried {
-            let due = datajump_engine::retry_due(
-                &env.db,
-                claimed.instance_id(),
-                TaskStatus::UpForRetry,
-                env.now,
-            )
-            .await
-            .expect("the retry comes due");
-            released.note(&due.unwrap_or_default());
+            let waiting = env.instance_by_id(claimed.id).await;
+            released.note(&env.retry_due(&waiting).await);
         }
     }
 }

@@ -203,14 +203,8 @@ async fn run_to_the_end(env: &EngineEnv, run: RunId, turn: usize) {
             .then(|| serde_json::json!({ "rows": format!("{step}") }));
         let _ = env.end_declaring(&claimed, execution, end, outputs).await;
         if retried {
-            datajump_engine::retry_due(
-                &env.db,
-                claimed.instance_id(),
-                TaskStatus::UpForRetry,
-                env.now,
-            )
-            .await
-            .expect("the retry comes due");
+            let waiting = env.instance(run, &row.task_name).await;
+            let _ = env.retry_due(&waiting).await;
         }
     }
 }

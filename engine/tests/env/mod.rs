@@ -202,6 +202,15 @@ impl EngineEnv {
             .unwrap_or_else(|| panic!("no task '{task}' in run {}", run.0))
     }
 
+    /// The instance with id `id`, as stored now.
+    pub async fn instance_by_id(&self, id: i64) -> task_instance::Model {
+        task_instance::Entity::find_by_id(id)
+            .one(&self.db)
+            .await
+            .expect("the instance")
+            .unwrap_or_else(|| panic!("no task instance {id}"))
+    }
+
     /// The run's row.
     pub async fn run(&self, run: RunId) -> dag_run::Model {
         dag_run::Entity::find_by_id(run.0)
@@ -296,6 +305,15 @@ impl EngineEnv {
         let claimed = self.instance(run, task).await;
         effects.merge(self.end(&claimed, execution, end).await);
         effects
+    }
+
+    /// The retry (or next check) `row` waits for comes due at
+    /// [`EngineEnv::now`]: what the deadline scan does.
+    pub async fn retry_due(&self, row: &task_instance::Model) -> Effects {
+        datajump_engine::retry_due(&self.db, row.instance_id(), row.status, self.now)
+            .await
+            .expect("retry_due")
+            .unwrap_or_default()
     }
 
     /// Statuses of a run's instances by task name.
