@@ -194,6 +194,25 @@ tasks:
             .expect_error(400, "BAD_REQUEST", "NUL character");
         assert_eq!(events_of(&env, "ods.orders").await.len(), 3);
 
+        // Any number JSON holds is kept and read back as sent, the largest
+        // and smallest too: PostgreSQL returns them as exact decimals of up
+        // to 309 digits, which a JSON reader rounding carelessly finds out
+        // of range, making the event and every list holding it unreadable.
+        let extremes = json!({ "max": f64::MAX, "min": -f64::MAX, "tiny": 5e-324, "big": 1e300 });
+        let stored = api
+            .post(
+                "/api/v1/datasets/ext.numbers/events",
+                json!({ "metadata": extremes }),
+            )
+            .await
+            .expect(201);
+        assert_eq!(stored["event"]["metadata"], extremes, "{stored}");
+        let listed = api
+            .get("/api/v1/datasets/ext.numbers/events")
+            .await
+            .expect(200);
+        assert_eq!(listed["items"][0]["metadata"], extremes, "{listed}");
+
         // Lineage and history, as `datajump dataset` shows them.
         let listed = api.get("/api/v1/datasets").await.expect(200);
         let orders = listed["items"]
