@@ -40,14 +40,7 @@ const DIALECTS: [SqlDialect; 4] = [
     SqlDialect::Spark,
 ];
 
-const BUILTINS: [&str; 6] = [
-    "bizdate",
-    "biz_date",
-    "today",
-    "yesterday",
-    "run_id",
-    "task_name",
-];
+use datajump_shared::params::BUILTINS;
 
 fn every_mode() -> Vec<Mode> {
     let mut modes = vec![
