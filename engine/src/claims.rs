@@ -6,7 +6,10 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use datajump_shared::datasets::{EventSource, Written};
-use datajump_shared::entities::{execution, task_instance};
+use datajump_shared::entities::{StoredJson, execution, task_instance};
+use datajump_shared::metrics::{self, StoredField};
+use datajump_shared::outputs::Outputs;
+use datajump_shared::params::params_to_json;
 use datajump_shared::{TaskInstanceId, TaskStatus};
 use datajump_store::db::{WriteTxn, begin_write, per_row};
 use sea_orm::sea_query::{Expr, ExprTrait, Value};
@@ -115,7 +118,7 @@ struct Finish<'a> {
     /// When it ended.
     at: DateTime<Utc>,
     /// What it declared, if anything.
-    outputs: Option<&'a serde_json::Value>,
+    outputs: Option<&'a Outputs>,
 }
 
 /// RUNNING → each attempt's end, only for attempts `owner` runs: a terminal
@@ -212,12 +215,13 @@ async fn finish_many<C: ConnectionTrait>(
             .find(|f| f.id == row.id)
             .and_then(|f| f.outputs)
         {
+            let outputs = StoredJson::new(outputs.clone());
             Ti::update_many()
-                .col_expr(TiCol::Outputs, Expr::value(outputs.clone()))
+                .col_expr(TiCol::Outputs, Expr::value(outputs.json().clone()))
                 .filter(TiCol::Id.eq(row.id))
                 .exec(conn)
                 .await?;
-            row.outputs = Some(outputs.clone());
+            row.outputs = Some(outputs);
         }
     }
     for row in &ended {
@@ -267,9 +271,9 @@ pub struct End {
     pub log_tail: String,
     /// Where the full log is, when the tail could not hold it.
     pub log_path: Option<String>,
-    /// What the attempt declared (`datajump_shared::outputs`), as an
-    /// object of strings; `None` when it declared nothing.
-    pub outputs: Option<serde_json::Value>,
+    /// What the attempt declared (`datajump_shared::outputs`); `None` when
+    /// it declared nothing.
+    pub outputs: Option<Outputs>,
     /// The datasets its task writes, partitions substituted: recorded as
     /// dataset events if the attempt ends the instance SUCCESS.
     pub written: Vec<Written>,
@@ -306,8 +310,8 @@ pub struct DeclaredOutputs {
     pub task_id: i64,
     /// Its task's name.
     pub task_name: String,
-    /// What it declared: an object of strings.
-    pub outputs: serde_json::Value,
+    /// What it declared.
+    pub outputs: Outputs,
 }
 
 /// What [`record`] committed, by instance id.
@@ -364,16 +368,19 @@ fn announcements_of(ended: &HashMap<TaskInstanceId, Ended>, ends: &[&End]) -> Ve
             (row.status == TaskStatus::Success).then_some((end, row))
         })
         .flat_map(|(end, row)| {
-            let project_id = row.spec["project_id"]
-                .as_i64()
-                .unwrap_or(datajump_shared::dag_file::DEFAULT_PROJECT);
+            let project_id = row
+                .spec
+                .read()
+                .map_or(datajump_shared::dag_file::DEFAULT_PROJECT, |spec| {
+                    spec.project_id
+                });
             end.written.iter().map(move |written| Announcement {
                 project_id,
                 written: written.clone(),
                 source: EventSource::Task,
                 dag_run_id: Some(row.dag_run_id),
                 task_instance_id: Some(row.id),
-                metadata: end.outputs.clone(),
+                metadata: end.outputs.as_ref().map(params_to_json),
                 origin: None,
             })
         })
@@ -418,7 +425,7 @@ async fn declared_outputs(
     runs: impl Iterator<Item = i64>,
 ) -> Result<HashMap<i64, Vec<DeclaredOutputs>>, DbErr> {
     let runs: std::collections::BTreeSet<i64> = runs.collect();
-    let rows: Vec<(i64, i64, String, Option<serde_json::Value>)> = Ti::find()
+    let rows: Vec<(i64, i64, String, Option<StoredJson<Outputs>>)> = Ti::find()
         .select_only()
         .columns([
             TiCol::DagRunId,
@@ -433,12 +440,18 @@ async fn declared_outputs(
         .await?;
     let mut by_run: HashMap<i64, Vec<DeclaredOutputs>> = HashMap::new();
     for (run, task_id, task_name, outputs) in rows {
-        if let Some(outputs) = outputs {
-            by_run.entry(run).or_default().push(DeclaredOutputs {
+        let Some(outputs) = outputs else { continue };
+        match outputs.read() {
+            Ok(outputs) => by_run.entry(run).or_default().push(DeclaredOutputs {
                 task_id,
                 task_name,
-                outputs,
-            });
+                outputs: outputs.clone(),
+            }),
+            // Read as nothing declared (docs/ARCHITECTURE.md "Stored JSON").
+            Err(e) => {
+                tracing::error!(dag_run_id = run, task_id, error = %e, "stored outputs do not read: read as none");
+                metrics::unreadable_stored_json(StoredField::InstanceOutputs);
+            }
         }
     }
     Ok(by_run)
@@ -471,7 +484,7 @@ async fn claim_with_executions(
             dag_run_id: Set(row.dag_run_id),
             task_id: Set(row.task_id),
             // From the spec the run was created with (the fire's schedule).
-            schedule_id: Set(row.spec["schedule_id"].as_i64()),
+            schedule_id: Set(row.spec.read().ok().and_then(|spec| spec.schedule_id)),
             biz_date: Set(row.biz_date),
             status: Set(TaskStatus::Running),
             attempt: Set(row.last_attempt()),

@@ -34,6 +34,7 @@ mod datasets;
 mod effects;
 mod operator;
 mod propagation;
+mod quarantine;
 mod queue;
 mod redelivery;
 mod runs;

@@ -16,15 +16,16 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::kinds::{DepType, Strategy};
+use datajump_shared::metrics::{self, StoredField};
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use datajump_store::db::begin_write;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
 };
-use serde::Deserialize as _;
 
 use crate::effects::Effects;
+use crate::quarantine::quarantine;
 use crate::queue::queue_many;
 use crate::slots::{lock_dags, pending_roots, start_waiting_run};
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_chunked};
@@ -165,9 +166,16 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
 ) -> Result<(), DbErr> {
     let (mut run, mut disabled, mut upstream_failed) = (Vec::new(), Vec::new(), Vec::new());
     for row in rows.iter().filter(|r| r.status == TaskStatus::Pending) {
-        match decide(row, spec_strategy(row)) {
+        let task = match row.spec.read() {
+            Ok(spec) => &spec.task,
+            Err(e) => {
+                quarantine(conn, row, e, now, out, settled).await?;
+                continue;
+            }
+        };
+        match decide(row, task.strategy) {
             Decision::Wait => {}
-            Decision::Run if spec_enabled(row) => run.push(row.id),
+            Decision::Run if task.enabled => run.push(row.id),
             Decision::Run => disabled.push(row.id),
             Decision::UpstreamFailed => upstream_failed.push(row.id),
         }
@@ -215,19 +223,25 @@ fn decide(row: &task_instance::Model, strategy: Strategy) -> Decision {
     }
 }
 
-/// The strategy in the instance's spec (as the plan serialized it); a spec
-/// without one reads as the default.
-fn spec_strategy(row: &task_instance::Model) -> Strategy {
-    Strategy::deserialize(&row.spec["task"]["strategy"]).unwrap_or_default()
-}
-
-fn spec_enabled(row: &task_instance::Model) -> bool {
-    row.spec["task"]["enabled"].as_bool().unwrap_or(true)
-}
-
-/// Children of an instance in its run: `(task_id, edge type)`.
-pub(crate) fn children(row: &task_instance::Model) -> Vec<(i64, DepType)> {
-    serde_json::from_value(row.children.clone()).unwrap_or_default()
+/// Children of an instance in its run: `(task_id, edge type)`. A list
+/// that does not read is logged and counted, and read as none: the
+/// instance has ended, so there is nothing left to quarantine, and its
+/// children wait for the run's timeout or an operator (docs/ARCHITECTURE.md
+/// "Stored JSON").
+pub(crate) fn children(row: &task_instance::Model) -> &[(i64, DepType)] {
+    match row.children.read() {
+        Ok(children) => children,
+        Err(e) => {
+            tracing::error!(
+                task_instance_id = row.id,
+                dag_run_id = row.dag_run_id,
+                error = %e,
+                "stored children do not read: none of them is counted"
+            );
+            metrics::unreadable_stored_json(StoredField::InstanceChildren);
+            &[]
+        }
+    }
 }
 
 /// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running.
@@ -307,7 +321,7 @@ async fn count_into_children<C: ConnectionTrait>(
     let mut counted: BTreeMap<(i64, i64), ParentResults> = BTreeMap::new();
     for parent in parents {
         let ok = parent.status.counts_as_success();
-        for (child_task_id, dep_type) in children(parent) {
+        for &(child_task_id, dep_type) in children(parent) {
             let child = counted
                 .entry((parent.dag_run_id, child_task_id))
                 .or_default();
@@ -483,6 +497,7 @@ async fn count_off_runs<C: ConnectionTrait>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datajump_shared::entities::StoredJson;
 
     fn row(pending: i32, strong: i32, ok: i32, failed: i32) -> task_instance::Model {
         task_instance::Model {
@@ -505,8 +520,8 @@ mod tests {
             strong_ok: ok,
             strong_failed: failed,
             propagated: false,
-            children: serde_json::json!([]),
-            spec: serde_json::json!({}),
+            children: StoredJson::new(Vec::new()),
+            spec: StoredJson::from_json(serde_json::json!({})),
             reason: None,
             created_at: Utc::now(),
             queued_at: None,

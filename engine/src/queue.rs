@@ -1,7 +1,7 @@
 //! Transitions into QUEUED: a new run's ready roots, a retry whose time has
 //! come, a republish of work that may have been lost, an attempt given back
 //! at a runner's drain timeout; and out of it when no runner took the
-//! instance within its `queue_timeout`.
+//! instance within its `queue_timeout`, or when its spec does not read.
 //!
 //! A QUEUED instance's `deadline_at` is when the ticker next looks at it:
 //! its next republish, or the end of its queue timeout when that comes
@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use datajump_shared::duration;
-use datajump_shared::entities::task_instance;
+use datajump_shared::entities::{UnreadableJson, task_instance};
 use datajump_shared::plan::TaskSpec;
 use datajump_shared::{TaskInstanceId, TaskStatus};
 use sea_orm::sea_query::Expr;
@@ -20,6 +20,7 @@ use sea_orm::{
 
 use crate::effects::Effects;
 use crate::propagation::propagate_all;
+use crate::quarantine::quarantine;
 use crate::sql::{Ti, TiCol, update_chunked, update_instance};
 use crate::transitions::TaskTransition;
 
@@ -46,11 +47,19 @@ fn next_republish(queued_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> DateT
 
 /// How long an instance may wait QUEUED, as its spec says (its task's
 /// `queue_timeout`, else its DAG's); `None`: no limit.
-pub(crate) fn queue_timeout(spec: &serde_json::Value) -> Option<Duration> {
-    spec["task"]["queue_timeout_secs"]
-        .as_i64()
+pub(crate) fn queue_timeout(task: &TaskSpec) -> Option<Duration> {
+    task.queue_timeout_secs
         .filter(|secs| *secs > 0)
-        .map(Duration::seconds)
+        .map(|secs| Duration::seconds(secs.into()))
+}
+
+/// [`queue_timeout`] of an instance's spec; none when it does not read
+/// (the deadline scan quarantines it: [`queued_due`]).
+pub(crate) fn queue_timeout_of(row: &task_instance::Model) -> Option<Duration> {
+    row.spec
+        .read()
+        .ok()
+        .and_then(|spec| queue_timeout(&spec.task))
 }
 
 /// When the ticker next looks at an instance QUEUED at `queued_at`: at
@@ -75,7 +84,7 @@ async fn shorten_to_queue_timeouts<C: ConnectionTrait>(
 ) -> Result<(), DbErr> {
     for row in rows {
         let (Some(timeout), Some(queued_at), Some(deadline)) =
-            (queue_timeout(&row.spec), row.queued_at, row.deadline_at)
+            (queue_timeout_of(row), row.queued_at, row.deadline_at)
         else {
             continue;
         };
@@ -139,7 +148,11 @@ pub async fn queued_due(
     row: &task_instance::Model,
     now: DateTime<Utc>,
 ) -> Result<Option<Effects>, DbErr> {
-    let timeout = queue_timeout(&row.spec);
+    let spec = match row.spec.read() {
+        Ok(spec) => spec,
+        Err(e) => return quarantine_queued(db, row, e, now).await,
+    };
+    let timeout = queue_timeout(&spec.task);
     let queued_at = row.queued_at.unwrap_or(now);
     if let Some(timeout) = timeout
         && queued_at + timeout <= now
@@ -165,6 +178,28 @@ pub async fn queued_due(
         republished: vec![row],
         ..Effects::default()
     }))
+}
+
+/// QUEUED → FAILED for an instance whose spec does not read, which no work
+/// message can be built for ([`crate::quarantine`]), with its end
+/// propagated in the same transaction. `None` if it is no longer QUEUED.
+async fn quarantine_queued(
+    db: &DatabaseConnection,
+    row: &task_instance::Model,
+    error: &UnreadableJson,
+    now: DateTime<Utc>,
+) -> Result<Option<Effects>, DbErr> {
+    let txn = datajump_store::db::begin_write(db).await?;
+    let mut effects = Effects::default();
+    let mut settled = Vec::new();
+    quarantine(&txn, row, error, now, &mut effects, &mut settled).await?;
+    if settled.is_empty() {
+        txn.rollback().await?;
+        return Ok(None);
+    }
+    propagate_all(&txn, settled, now, &mut effects).await?;
+    txn.commit().await?;
+    Ok(Some(effects))
 }
 
 /// QUEUED → TIMEOUT for an instance no runner took within its queue
@@ -227,10 +262,11 @@ pub(crate) fn queue_new(
     if ready && task.enabled {
         row.status = Set(TaskStatus::Queued);
         row.queued_at = Set(Some(now));
-        let timeout = task
-            .queue_timeout_secs
-            .map(|secs| Duration::seconds(secs.into()));
-        row.deadline_at = Set(Some(queued_deadline(now + REPUBLISH_AFTER, now, timeout)));
+        row.deadline_at = Set(Some(queued_deadline(
+            now + REPUBLISH_AFTER,
+            now,
+            queue_timeout(task),
+        )));
     }
     ready && task.enabled
 }

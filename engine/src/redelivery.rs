@@ -13,7 +13,7 @@ use sea_orm::{
 
 use crate::effects::Effects;
 use crate::propagation::children;
-use crate::queue::{REPUBLISH_AFTER, queue_timeout, queued_deadline};
+use crate::queue::{REPUBLISH_AFTER, queue_timeout_of, queued_deadline};
 use crate::sql::{Ti, TiCol, update_instance};
 use crate::transitions::TaskTransition;
 
@@ -91,7 +91,7 @@ async fn take_over_in<C: ConnectionTrait>(
                 Expr::value(queued_deadline(
                     now + REPUBLISH_AFTER,
                     now,
-                    queue_timeout(&row.spec),
+                    queue_timeout_of(row),
                 )),
             )
     };
@@ -124,7 +124,7 @@ pub async fn owed_by_finished(
     db: &DatabaseConnection,
     row: &task_instance::Model,
 ) -> Result<Effects, DbErr> {
-    let child_tasks: Vec<i64> = children(row).into_iter().map(|(task, _)| task).collect();
+    let child_tasks: Vec<i64> = children(row).iter().map(|(task, _)| *task).collect();
     let queued = if child_tasks.is_empty() {
         Vec::new()
     } else {

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use datajump_shared::entities::{dag, dag_run, dag_run_plan, schedule, task_instance};
+use datajump_shared::entities::{StoredJson, dag, dag_run, dag_run_plan, schedule, task_instance};
 use datajump_shared::kinds::DepType;
 use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
@@ -475,14 +475,13 @@ fn instance_rows(
                 strong_ok: Set(0),
                 strong_failed: Set(0),
                 propagated: Set(false),
-                children: Set(serde_json::to_value(
+                children: Set(StoredJson::new(
                     children
                         .get(task.name.as_str())
                         .cloned()
                         .unwrap_or_default(),
-                )
-                .unwrap_or_default()),
-                spec: Set(serde_json::to_value(&spec).unwrap_or_default()),
+                )),
+                spec: Set(StoredJson::new(spec)),
                 reason: Set(None),
                 created_at: Set(now),
                 queued_at: Set(None),
@@ -503,7 +502,7 @@ async fn insert_plan_snapshots(
         dag_run_plan::Entity::insert_many(chunk.iter().map(|(run, run_id)| {
             dag_run_plan::ActiveModel {
                 dag_run_id: Set(*run_id),
-                plan: Set(serde_json::to_value(run.plan).unwrap_or_default()),
+                plan: Set(StoredJson::new(run.plan.clone())),
             }
         }))
         .exec_without_returning(txn)

@@ -62,6 +62,9 @@ pub enum TaskTransition {
     /// It waited QUEUED longer than its `queue_timeout` without a runner
     /// taking it.
     QueueTimeout,
+    /// Its stored spec does not read: it can be neither decided nor run
+    /// (docs/ARCHITECTURE.md "Stored JSON").
+    Quarantine,
     /// An operator reran its run or cleared it: back to PENDING.
     Reset,
     /// An operator marked it SUCCESS or FAILED.
@@ -135,6 +138,7 @@ impl TaskTransition {
             ],
             Self::Reset => RESETTABLE,
             Self::Mark => MARKABLE,
+            Self::Quarantine => &[T::Pending, T::Queued],
         }
     }
 
@@ -149,7 +153,7 @@ impl TaskTransition {
             Self::End => &[T::Success, T::Failed, T::Timeout, T::Skipped],
             Self::EndForRetry => &[T::UpForRetry],
             Self::EndForReschedule => &[T::UpForReschedule],
-            Self::TakeOverLostTooOften => &[T::Failed],
+            Self::TakeOverLostTooOften | Self::Quarantine => &[T::Failed],
             Self::WaitTimeout | Self::QueueTimeout => &[T::Timeout],
             Self::Kill => &[T::Killed],
             Self::Reset => &[T::Pending],

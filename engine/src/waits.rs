@@ -94,11 +94,10 @@ async fn link_external_parent<C: ConnectionTrait>(
     })
     .exec_without_returning(conn)
     .await?;
-    let wait_secs = waiter.spec["task"]["wait_timeout_secs"]
-        .as_i64()
-        .unwrap_or(i64::from(
-            datajump_shared::dag_file::DEFAULT_WAIT_TIMEOUT_SECS,
-        ));
+    let wait_secs = i64::from(waiter.spec.read().map_or(
+        datajump_shared::dag_file::DEFAULT_WAIT_TIMEOUT_SECS,
+        |spec| spec.task.wait_timeout_secs,
+    ));
     Ti::update_many()
         .col_expr(
             TiCol::DeadlineAt,

@@ -238,7 +238,7 @@ async fn a_claim_carries_the_outputs_its_run_has_declared() {
         let extract = env.instance(run, "extract").await;
         let (execution, _) = env.claim(&extract).await;
         let claimed = env.instance(run, "extract").await;
-        let outputs = serde_json::json!({ "rows": "42" });
+        let outputs = datajump_shared::outputs::Outputs::from([("rows".into(), "42".into())]);
         let _released = env
             .end_declaring(
                 &claimed,
@@ -257,7 +257,7 @@ async fn a_claim_carries_the_outputs_its_run_has_declared() {
                 .await
                 .expect("the claim");
         let won = &recorded.claimed[&clean.instance_id()];
-        let declared: Vec<(&str, &serde_json::Value)> = won
+        let declared: Vec<(&str, &datajump_shared::outputs::Outputs)> = won
             .run_outputs
             .iter()
             .map(|d| (d.task_name.as_str(), &d.outputs))
@@ -382,6 +382,102 @@ tasks:
         assert_eq!(ended.status, RunStatus::Failed, "{:?}", env.backend);
         assert_eq!(ended.failed_instances, 2, "bad and bad_only");
         assert_eq!(env.instance(run, "first_of").await.attempt, 1, "ran once");
+        check_invariants(&env).await;
+    }
+}
+
+/// Replaces the stored spec of `row` with one a release that spelled the
+/// strategy otherwise could have written.
+async fn corrupt_spec(env: &EngineEnv, row: &datajump_shared::entities::task_instance::Model) {
+    let mut spec = row.spec.json().clone();
+    spec["task"]["strategy"] = serde_json::json!("SOMETIMES");
+    env.execute(&format!(
+        "UPDATE task_instance SET spec = '{}' WHERE id = {}",
+        spec.to_string().replace('\'', "''"),
+        row.id
+    ))
+    .await;
+}
+
+#[tokio::test]
+async fn a_join_whose_spec_does_not_read_fails_alone_and_its_sibling_still_runs() {
+    for env in envs().await {
+        let run = env.start(DIAMOND).await;
+        let clean = env.instance(run, "clean").await;
+        corrupt_spec(&env, &clean).await;
+
+        // The batch that releases clean and enrich goes on without clean.
+        let effects = env.run_task(run, "extract", success()).await;
+        let queued: Vec<&str> = effects
+            .queued()
+            .iter()
+            .map(|r| r.task_name.as_str())
+            .collect();
+        assert_eq!(queued, ["enrich"], "{:?}", env.backend);
+        let clean = env.instance(run, "clean").await;
+        assert_eq!(clean.status, TaskStatus::Failed, "{:?}", env.backend);
+        let reason = clean.reason.unwrap_or_default();
+        assert!(
+            reason.starts_with(&format!(
+                "quarantined: the stored spec of task_instance {} does not read (at task.strategy: unknown variant `SOMETIMES`",
+                clean.id
+            )),
+            "{:?}: {reason}",
+            env.backend
+        );
+        check_invariants(&env).await;
+
+        // Its end counts as a failure: the join it fed fails upstream.
+        let effects = env.run_task(run, "enrich", success()).await;
+        assert_eq!(
+            effects.finished_runs(),
+            [(run.0, RunStatus::Failed)],
+            "{:?}",
+            env.backend
+        );
+        assert_eq!(
+            status_of(&env.statuses(run).await, "report"),
+            TaskStatus::UpstreamFailed
+        );
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn a_queued_task_whose_spec_does_not_read_is_failed_by_the_deadline_scan() {
+    for env in envs().await {
+        let run = env.start(DIAMOND).await;
+        let extract = env.instance(run, "extract").await;
+        assert_eq!(extract.status, TaskStatus::Queued);
+        corrupt_spec(&env, &extract).await;
+        let extract = env.instance(run, "extract").await;
+        assert!(
+            datajump_shared::messages::WorkMsg::for_queued(&extract).is_err(),
+            "no work message can be built for it"
+        );
+
+        let effects = datajump_engine::queued_due(&env.db, &extract, env.now)
+            .await
+            .expect("queued_due")
+            .expect("still QUEUED");
+        let mut settled: Vec<(&str, TaskStatus)> = effects
+            .settled()
+            .iter()
+            .map(|r| (r.task_name.as_str(), r.status))
+            .collect();
+        settled.sort_unstable_by_key(|(name, _)| *name);
+        assert_eq!(
+            settled,
+            [
+                ("clean", TaskStatus::UpstreamFailed),
+                ("enrich", TaskStatus::UpstreamFailed),
+                ("extract", TaskStatus::Failed),
+                ("report", TaskStatus::UpstreamFailed),
+            ],
+            "{:?}",
+            env.backend
+        );
+        assert_eq!(env.run(run).await.status, RunStatus::Failed);
         check_invariants(&env).await;
     }
 }

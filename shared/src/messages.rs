@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use thiserror::Error;
 
 use crate::datasets::EventSource;
-use crate::entities::{dag_run, schedule, task_instance};
+use crate::entities::{UnreadableJson, dag_run, schedule, task_instance};
 use crate::params::Params;
 use crate::plan::InstanceSpec;
 use crate::{RunId, TaskInstanceId, TaskStatus, TriggerType};
@@ -283,8 +283,9 @@ pub struct WorkMsg {
 }
 
 impl WorkMsg {
-    /// The work message of a QUEUED instance: its next attempt, from its spec.
-    pub fn for_queued(row: &task_instance::Model) -> Result<WorkMsg, serde_json::Error> {
+    /// The work message of a QUEUED instance: its next attempt, from its
+    /// spec; none when the stored spec does not read.
+    pub fn for_queued(row: &task_instance::Model) -> Result<WorkMsg, UnreadableJson> {
         Ok(WorkMsg {
             v: VERSION,
             task_instance_id: row.instance_id(),
@@ -292,7 +293,7 @@ impl WorkMsg {
             attempt: row.attempt,
             biz_date: row.biz_date,
             trigger_type: row.trigger_type,
-            spec: serde_json::from_value(row.spec.clone())?,
+            spec: row.spec.read().map_err(UnreadableJson::clone)?.clone(),
         })
     }
 }
@@ -303,7 +304,7 @@ impl WorkMsg {
     pub fn for_claimed(
         row: &task_instance::Model,
         attempt: i32,
-    ) -> Result<WorkMsg, serde_json::Error> {
+    ) -> Result<WorkMsg, UnreadableJson> {
         Ok(WorkMsg {
             attempt,
             ..WorkMsg::for_queued(row)?

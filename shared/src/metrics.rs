@@ -236,6 +236,35 @@ impl RetryCause {
     }
 }
 
+/// A typed JSON column whose stored value did not read
+/// (`crate::entities::StoredJson`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredField {
+    /// `task_instance.spec`: the instance was quarantined (FAILED).
+    InstanceSpec,
+    /// `task_instance.children`: its children were not counted.
+    InstanceChildren,
+    /// `task_instance.outputs`: read as no outputs.
+    InstanceOutputs,
+}
+
+impl StoredField {
+    const ALL: [StoredField; 3] = [
+        StoredField::InstanceSpec,
+        StoredField::InstanceChildren,
+        StoredField::InstanceOutputs,
+    ];
+
+    /// `table.column`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StoredField::InstanceSpec => "task_instance.spec",
+            StoredField::InstanceChildren => "task_instance.children",
+            StoredField::InstanceOutputs => "task_instance.outputs",
+        }
+    }
+}
+
 /// The registry of every metric this process records, and the counters'
 /// series in it.
 struct Metrics {
@@ -250,6 +279,8 @@ struct Metrics {
     poison_messages: LabeledCounters<Stream, 5>,
     /// Publishes dropped as duplicates, by stream.
     duplicate_publishes: LabeledCounters<Stream, 5>,
+    /// Stored JSON values that did not read, by column.
+    unreadable_stored_json: LabeledCounters<StoredField, 3>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -317,6 +348,14 @@ impl Metrics {
             Stream::ALL,
             Stream::as_str,
         );
+        let unreadable_stored_json = LabeledCounters::register(
+            &mut registry,
+            "datajump_unreadable_stored_json",
+            "Stored JSON values a role could not read as their column's type (written by another release, or edited by hand), by column (table.column). task_instance.spec: the instance was ended FAILED with a reason naming the row; task_instance.children: a finished instance's children could not be counted, and its run waits for its timeout or an operator; task_instance.outputs: read as no outputs. Any is worth a look.",
+            "column",
+            StoredField::ALL,
+            StoredField::as_str,
+        );
         for (name, help, histogram) in [
             (
                 "datajump_dispatch_latency_seconds",
@@ -344,6 +383,7 @@ impl Metrics {
             runs_finished,
             poison_messages,
             duplicate_publishes,
+            unreadable_stored_json,
         }
     }
 }
@@ -387,6 +427,11 @@ pub fn poison_message(stream: Stream) {
 /// JetStream dropped a publish to `stream` as a duplicate.
 pub fn duplicate_publish(stream: Stream) {
     METRICS.duplicate_publishes.inc(stream);
+}
+
+/// A stored JSON value of `field` did not read as its type.
+pub fn unreadable_stored_json(field: StoredField) {
+    METRICS.unreadable_stored_json.inc(field);
 }
 
 /// Records the ticker's latest check: waiting tasks per unserved queue.

@@ -153,7 +153,7 @@ fn downstream(by_task: &ByTask<'_>, seeds: Vec<i64>) -> HashSet<i64> {
         if set.insert(task)
             && let Some(row) = by_task.get(&task)
         {
-            stack.extend(children(row).into_iter().map(|(child, _)| child));
+            stack.extend(children(row).iter().map(|(child, _)| *child));
         }
     }
     set
@@ -190,7 +190,7 @@ async fn reset_instances<C: ConnectionTrait>(
     // Same-run parents of each selected instance, from the children lists.
     let mut parents: HashMap<i64, Vec<(i64, DepType)>> = HashMap::new();
     for row in instances {
-        for (child, dep_type) in children(row) {
+        for &(child, dep_type) in children(row) {
             parents
                 .entry(child)
                 .or_default()

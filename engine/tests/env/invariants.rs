@@ -31,7 +31,7 @@ fn by_run(
 
 /// `(child task id, STRONG?)` of each same-run child of `row`.
 fn children(row: &task_instance::Model) -> Vec<(i64, bool)> {
-    serde_json::from_value::<Vec<(i64, String)>>(row.children.clone())
+    serde_json::from_value::<Vec<(i64, String)>>(row.children.json().clone())
         .unwrap_or_default()
         .into_iter()
         .map(|(child, dep_type)| (child, dep_type != "WEAK"))

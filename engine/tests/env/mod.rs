@@ -266,7 +266,7 @@ impl EngineEnv {
         row: &task_instance::Model,
         execution_id: i64,
         end: AttemptEnd,
-        outputs: Option<serde_json::Value>,
+        outputs: Option<datajump_shared::outputs::Outputs>,
     ) -> Effects {
         let status = match &end {
             AttemptEnd::Terminal(status) => *status,

@@ -89,8 +89,7 @@ impl Runner {
             exit_code: outcome.exit_code(),
             log_tail: finished_log.tail,
             log_path,
-            outputs: (!finished_log.outputs.is_empty())
-                .then(|| datajump_shared::params::params_to_json(&finished_log.outputs)),
+            outputs: (!finished_log.outputs.is_empty()).then_some(finished_log.outputs),
             written,
         }
     }

@@ -10,11 +10,12 @@ use datajump_cron::parse_time_zone;
 use datajump_engine::DeclaredOutputs;
 use datajump_shared::content::TaskContent;
 use datajump_shared::datasets::{self, Written};
-use datajump_shared::entities::task_instance;
+use datajump_shared::entities::StoredJson;
+use datajump_shared::entities::task_instance::{self, Children};
 use datajump_shared::messages::WorkMsg;
 use datajump_shared::outputs;
+use datajump_shared::params::Params;
 use datajump_shared::params::{ParamContext, env_name};
-use datajump_shared::params::{Params, params_from_json};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
 
 use super::ClaimedAttempt;
@@ -152,7 +153,7 @@ async fn upstream_outputs(
 ) -> Result<Params, DbErr> {
     let text = content.to_string();
     let read = outputs::tasks_read(&text);
-    let edges: Vec<(i64, serde_json::Value)> = task_instance::Entity::find()
+    let edges: Vec<(i64, StoredJson<Children>)> = task_instance::Entity::find()
         .select_only()
         .columns([
             task_instance::Column::TaskId,
@@ -169,9 +170,12 @@ async fn upstream_outputs(
             before.contains(&declared.task_id) || read.contains(&declared.task_name.as_str())
         })
         .flat_map(|declared| {
-            params_from_json(&declared.outputs)
-                .into_iter()
-                .map(|(name, value)| (outputs::param_name(&declared.task_name, &name), value))
+            declared.outputs.iter().map(|(name, value)| {
+                (
+                    outputs::param_name(&declared.task_name, name),
+                    value.clone(),
+                )
+            })
         })
         .collect())
 }
@@ -212,13 +216,13 @@ async fn upstream_outputs_retrying(
 /// The tasks `task_id` runs after in its run, directly or through others,
 /// from each instance's `children` (`[[task_id, type], …]`: only same-run
 /// children are listed).
-fn ancestors(task_id: i64, edges: &[(i64, serde_json::Value)]) -> HashSet<i64> {
+fn ancestors(task_id: i64, edges: &[(i64, StoredJson<Children>)]) -> HashSet<i64> {
     let mut parents: HashMap<i64, Vec<i64>> = HashMap::new();
     for (parent, children) in edges {
-        let children: Vec<(i64, serde_json::Value)> =
-            serde_json::from_value(children.clone()).unwrap_or_default();
-        for (child, _) in children {
-            parents.entry(child).or_default().push(*parent);
+        // A list that does not read is the engine's to report
+        // (docs/ARCHITECTURE.md "Stored JSON"); here it adds no ancestor.
+        for (child, _) in children.read().into_iter().flatten() {
+            parents.entry(*child).or_default().push(*parent);
         }
     }
     let mut seen = HashSet::new();

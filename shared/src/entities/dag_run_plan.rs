@@ -5,6 +5,9 @@
 
 use sea_orm::entity::prelude::*;
 
+use super::stored_json::StoredJson;
+use crate::plan::Plan;
+
 /// A run's plan snapshot.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "dag_run_plan")]
@@ -12,8 +15,8 @@ pub struct Model {
     /// The run (`dag_run.id`).
     #[sea_orm(primary_key, auto_increment = false)]
     pub dag_run_id: i64,
-    /// Its tasks and edges, as [`crate::plan::Plan`].
-    pub plan: Json,
+    /// Its tasks and edges.
+    pub plan: StoredJson<Plan>,
 }
 
 /// No declared relations.

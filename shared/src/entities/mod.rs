@@ -1,7 +1,8 @@
 //! SeaORM entities: one module per table of docs/ARCHITECTURE.md "Tables".
 //!
 //! These are the only row types; [`crate::plan`] maps them to the domain
-//! types that travel in messages.
+//! types that travel in messages. JSON columns the engine acts on are typed
+//! ([`StoredJson`]): read once, where the row is read.
 
 pub mod alert;
 pub mod api_session;
@@ -19,6 +20,9 @@ pub mod installation;
 pub mod project;
 pub mod schedule;
 pub mod secret;
+mod stored_json;
 pub mod task;
 pub mod task_dependency;
 pub mod task_instance;
+
+pub use stored_json::{StoredJson, UnreadableJson};

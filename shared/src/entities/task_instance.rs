@@ -2,7 +2,15 @@
 
 use sea_orm::entity::prelude::*;
 
+use super::stored_json::StoredJson;
+use crate::kinds::DepType;
+use crate::outputs::Outputs;
+use crate::plan::InstanceSpec;
 use crate::{TaskStatus, TriggerType};
+
+/// An instance's children in its run: `(task_id, edge type)`; task ids, as
+/// a child instance is found by `(dag_run_id, task_id)`.
+pub type Children = Vec<(i64, DepType)>;
 
 /// A task in a run; `(dag_run_id, task_id)` is unique.
 ///
@@ -57,11 +65,10 @@ pub struct Model {
     pub strong_failed: i32,
     /// Its terminal state has been propagated to children and run.
     pub propagated: bool,
-    /// Children in this run: `[[task_id, "STRONG"|"WEAK"], …]`; task ids,
-    /// as a child instance is found by `(dag_run_id, task_id)`.
-    pub children: Json,
+    /// Children in this run: `[[task_id, "STRONG"|"WEAK"], …]`.
+    pub children: StoredJson<Children>,
     /// Everything a runner needs: the resolved task spec from the plan.
-    pub spec: Json,
+    pub spec: StoredJson<InstanceSpec>,
     /// Why it failed or was skipped, for people.
     pub reason: Option<String>,
     /// Row creation.
@@ -74,7 +81,7 @@ pub struct Model {
     pub finished_at: Option<DateTimeUtc>,
     /// What its last attempt declared (`crate::outputs`): an object of
     /// strings; `None` until an attempt that declared some ends.
-    pub outputs: Option<Json>,
+    pub outputs: Option<StoredJson<Outputs>>,
     /// Checks the current attempt of a sensor has made; 0 for any other
     /// task, and for a sensor before its first check ends not ready. A
     /// claim of an instance with checks continues its attempt rather

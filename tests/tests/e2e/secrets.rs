@@ -104,19 +104,21 @@ tasks:
     let rows = [
         serde_json::to_string(&task::Entity::find().all(&env.db).await.expect("tasks")[0].content),
         serde_json::to_string(
-            &dag_run_plan::Entity::find_by_id(run.id)
+            dag_run_plan::Entity::find_by_id(run.id)
                 .one(&env.db)
                 .await
                 .expect("run plan")
                 .expect("run plan")
-                .plan,
+                .plan
+                .json(),
         ),
         serde_json::to_string(
-            &task_instance::Entity::find()
+            task_instance::Entity::find()
                 .all(&env.db)
                 .await
                 .expect("instances")[0]
-                .spec,
+                .spec
+                .json(),
         ),
     ];
     for row in rows {

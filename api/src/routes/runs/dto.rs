@@ -203,7 +203,8 @@ impl From<&task_instance::Model> for TaskInstanceDto {
             outputs: row
                 .outputs
                 .as_ref()
-                .map(datajump_shared::params::params_from_json)
+                .and_then(|outputs| outputs.read().ok())
+                .cloned()
                 .unwrap_or_default(),
         }
     }
