@@ -14,6 +14,7 @@
 //! [`definition`] (DAG definitions as JSON), [`error`] (the error shape),
 //! [`extract`] (extractors answering bad input with that shape), [`auth`]
 //! (who may reach a route), [`reach`] (tokens limited to a project),
+//! [`features`] (no DAG using what a live role does not understand),
 //! [`browser`] (the rules that keep web pages
 //! out), [`metrics`] (`/metrics`, merged beside the route
 //! table's routes because the same router also serves a role's
@@ -38,6 +39,7 @@ pub mod definition;
 pub mod dto;
 pub mod error;
 pub mod extract;
+pub mod features;
 pub mod live;
 pub mod metrics;
 pub mod reach;

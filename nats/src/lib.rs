@@ -12,6 +12,7 @@ mod connection;
 mod consume;
 mod drift;
 mod error;
+mod heartbeats;
 mod queues;
 mod replicas;
 mod topology;
@@ -22,6 +23,10 @@ pub use connection::{NatsAuth, connect, connect_with};
 pub use consume::{pull_consumer, settle};
 pub use drift::Drift;
 pub use error::NatsError;
+pub use heartbeats::{
+    BUILD_VERSION, HEARTBEAT_EVERY, ResolverHeartbeat, RunnerHeartbeat, live_resolvers,
+    live_runners, write_heartbeat,
+};
 pub use queues::{QueueBacklog, served_queues, work_backlog};
 pub use replicas::{MAX_REPLICAS, Replicas, ReplicasError};
 pub use topology::{

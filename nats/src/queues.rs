@@ -6,42 +6,20 @@ use std::collections::BTreeSet;
 use async_nats::jetstream::Context;
 use datajump_shared::subjects::{Namespace, Priority, Stream};
 use futures::StreamExt;
-use tracing::warn;
 
 use crate::NatsError;
-use crate::buckets::key_value;
 use crate::error::js_err;
+use crate::heartbeats::live_runners;
 
 /// The queues live runners serve, read from their heartbeats in
 /// `dj_runners` (an expired heartbeat is gone from the bucket). A heartbeat
 /// that cannot be read is skipped.
 pub async fn served_queues(js: &Context, names: &Namespace) -> Result<BTreeSet<String>, NatsError> {
-    /// The part of a runner's heartbeat this needs.
-    #[derive(serde::Deserialize)]
-    struct Beat {
-        #[serde(default)]
-        queues: Vec<String>,
-    }
-    let bucket = names.runners_bucket();
-    let kv = key_value(js, &bucket).await?;
-    let mut keys = kv
-        .keys()
-        .await
-        .map_err(|e| js_err(format!("list {bucket}"))(e.into()))?;
-    let mut served = BTreeSet::new();
-    while let Some(key) = keys.next().await {
-        let key = key.map_err(|e| js_err(format!("list {bucket}"))(e.into()))?;
-        let value = kv
-            .get(&key)
-            .await
-            .map_err(|e| js_err(format!("read {bucket}/{key}"))(e.into()))?;
-        match value.map(|v| serde_json::from_slice::<Beat>(&v)) {
-            Some(Ok(beat)) => served.extend(beat.queues),
-            Some(Err(e)) => warn!(runner = %key, error = %e, "unreadable heartbeat skipped"),
-            None => {}
-        }
-    }
-    Ok(served)
+    Ok(live_runners(js, names)
+        .await?
+        .into_iter()
+        .flat_map(|runner| runner.queues)
+        .collect())
 }
 
 /// What one work consumer (`runner-<queue>-p<priority>`) holds.

@@ -35,7 +35,7 @@ pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 pub const ACK_WAIT: Duration = Duration::from_secs(30);
 /// Unacknowledged messages a consumer allows in flight.
 pub const MAX_ACK_PENDING: i64 = 20_000;
-/// A runner heartbeat older than this marks the runner dead.
+/// A runner's or resolver's heartbeat older than this marks it dead.
 pub const RUNNER_TTL: Duration = Duration::from_secs(15);
 /// Events are kept this long for audit.
 pub const EVENT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -272,7 +272,11 @@ fn stream_names(names: &Namespace) -> Vec<String> {
         .into_iter()
         .map(|c| c.name)
         .collect();
-    for bucket in [names.ticker_bucket(), names.runners_bucket()] {
+    for bucket in [
+        names.ticker_bucket(),
+        names.runners_bucket(),
+        names.resolvers_bucket(),
+    ] {
         streams.push(kv_stream(&bucket, Duration::ZERO, 1).name);
     }
     streams.push(object_store_stream(&names.logs_bucket()));
@@ -425,6 +429,7 @@ async fn topology(
     for (bucket, max_age) in [
         (names.ticker_bucket(), Duration::ZERO),
         (names.runners_bucket(), RUNNER_TTL),
+        (names.resolvers_bucket(), RUNNER_TTL),
     ] {
         drift.extend(ensure_stream(js, kv_stream(&bucket, max_age, replicas), mode).await?);
     }

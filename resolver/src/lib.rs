@@ -1,6 +1,8 @@
 //! The resolver: consumer plumbing that turns fires into runs ([`fires`]),
 //! completions into releases ([`dones`]), events into fires ([`events`])
-//! and producers' dataset announcements into dataset events ([`datasets`]).
+//! and producers' dataset announcements into dataset events ([`datasets`]),
+//! and keeps a heartbeat in `dj_resolvers` that says which build it is
+//! ([`heartbeat`]).
 //!
 //! Stateless; any number of replicas share the durable consumers
 //! `resolver-fire`, `resolver-done`, `resolver-event` and
@@ -33,6 +35,7 @@ mod datasets;
 mod dones;
 mod events;
 mod fires;
+mod heartbeat;
 
 use std::time::Duration;
 
@@ -124,7 +127,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
         config.names.clone(),
         installation::identity(&config.db).await?,
     );
-    info!(installation = %bus.installation(), "resolver started");
+    let id = datajump_shared::ids::role_process_id();
+    info!(installation = %bus.installation(), resolver = %id, "resolver started");
+    let beating = shutdown.child_token();
+    let heartbeat = tokio::spawn(heartbeat::heartbeat_loop(
+        bus.js().clone(),
+        config.names.clone(),
+        id,
+        beating.clone(),
+    ));
     let fires = consume(
         &config,
         &bus,
@@ -158,6 +169,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
         Kind::Dataset,
     );
     let (a, b, c, d) = tokio::join!(fires, dones, events, datasets);
+    // Its key is removed on the way out, so a stopped resolver leaves
+    // `dj_resolvers` at once rather than when the key expires.
+    beating.cancel();
+    let _ = heartbeat.await;
     a.and(b).and(c).and(d)?;
     info!("resolver stopped");
     Ok(())

@@ -1,11 +1,13 @@
 //! The heartbeat a runner keeps in `dj_runners`: how other runners tell a
-//! lost owner from a live one, and what `datajump runners` shows.
+//! lost owner from a live one, what `GET /api/v1/runners` shows, and what
+//! `dag apply` reads the runner's feature level from.
 
 use std::sync::Arc;
 
 use async_nats::jetstream::Context;
-use chrono::{DateTime, Utc};
-use serde::Serialize;
+use chrono::Utc;
+use datajump_nats::{BUILD_VERSION, RunnerHeartbeat, write_heartbeat};
+use datajump_shared::features::FeatureLevel;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -16,16 +18,6 @@ use crate::{Config, PROGRESS_EVERY};
 /// How soon a failed heartbeat is tried again: the lease lapses after two
 /// missed periods, so one failure is retried well before.
 const RETRY_AFTER_FAILURE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The heartbeat a runner keeps in `dj_runners`.
-#[derive(Debug, Serialize)]
-struct Heartbeat<'a> {
-    id: &'a str,
-    queues: &'a [String],
-    slots: usize,
-    running: usize,
-    at: DateTime<Utc>,
-}
 
 /// What the heartbeat counts a runner's running tasks from.
 pub(crate) struct Occupancy {
@@ -58,22 +50,17 @@ pub(crate) async fn heartbeat_loop(
         return;
     };
     while !shutdown.is_cancelled() {
-        let beat = Heartbeat {
-            id: &config.id,
-            queues: &config.queues,
-            slots: config.slots,
-            running: occupancy.running(config.slots),
+        let beat = RunnerHeartbeat {
+            id: config.id.clone(),
+            queues: config.queues.clone(),
+            slots: config.slots as u64,
+            running: occupancy.running(config.slots) as u64,
             at: Utc::now(),
+            version: Some(BUILD_VERSION.to_owned()),
+            features: FeatureLevel::CURRENT,
         };
         let began = std::time::Instant::now();
-        let written = match serde_json::to_vec(&beat) {
-            Ok(body) => kv
-                .put(&config.id, body.into())
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        let next = match written {
+        let next = match write_heartbeat(&kv, &config.id, &beat).await {
             Ok(_) => {
                 lease.renewed(began);
                 PROGRESS_EVERY

@@ -102,7 +102,7 @@ pub enum RunnerError {
 }
 
 /// How often a running task sends AckProgress and heartbeats are written.
-const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+const PROGRESS_EVERY: Duration = datajump_nats::HEARTBEAT_EVERY;
 
 /// What every attempt of one runner needs; each stage of an attempt is a
 /// method on it.

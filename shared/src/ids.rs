@@ -1,7 +1,8 @@
 //! Ids of runs and task instances as types of their own, in messages and
 //! in the engine's functions, so a run's id cannot be passed where a task
 //! instance's is meant. Rows keep plain `i64` columns; [`run_id`] and
-//! [`instance_id`] on the row types give the typed ids.
+//! [`instance_id`] on the row types give the typed ids. Also the id of a
+//! role process ([`role_process_id`]).
 //!
 //! [`run_id`]: crate::entities::task_instance::Model::run_id
 //! [`instance_id`]: crate::entities::task_instance::Model::instance_id
@@ -28,4 +29,15 @@ impl std::fmt::Display for TaskInstanceId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.fmt(f)
     }
+}
+
+/// `host-pid-xxxx`: the id a runner or resolver process writes its
+/// heartbeat under (and a runner its `execution.worker`), unique per
+/// process.
+pub fn role_process_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "datajump".to_owned());
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &suffix[..4])
 }

@@ -28,6 +28,7 @@ pub mod datasets;
 pub mod datasources;
 pub mod duration;
 pub mod entities;
+pub mod features;
 pub mod graph;
 pub mod ids;
 pub mod kinds;

@@ -212,6 +212,12 @@ impl Namespace {
         format!("{}_runners", self.prefix)
     }
 
+    /// KV bucket of resolver heartbeats, with the same liveness window as
+    /// [`Self::runners_bucket`]: `dj_resolvers`.
+    pub fn resolvers_bucket(&self) -> String {
+        format!("{}_resolvers", self.prefix)
+    }
+
     /// Object store of full task logs: `dj_logs`.
     pub fn logs_bucket(&self) -> String {
         format!("{}_logs", self.prefix)

@@ -225,7 +225,11 @@ test('a backfill of three dates says what will run, then shows three runs', asyn
   await expect(page.getByTestId('backfill-preview')).toContainText('3', { timeout: 10_000 });
   await shot(page, '08-backfill');
   await page.getByTestId('backfill-submit').click();
-  await page.goto(`${base()}/dags/${dagId}?tab=grid`);
+  // The answer first, as a user reads it: leaving the page before it
+  // arrives would abort the request and start nothing.
+  await expect(page.getByTestId('backfill-result')).toContainText('Backfill started', { timeout: 10_000 });
+  await page.getByRole('link', { name: /Watch them in the grid/ }).click();
+  await expect(page).toHaveURL(new RegExp(`/dags/${dagId}\\?tab=grid`));
   await expect(page.locator('[data-testid="grid-run"][data-status="SUCCESS"]')).toHaveCount(3, { timeout: 30_000 });
   await shot(page, '09-backfill-grid');
 });

@@ -59,8 +59,11 @@ pub fn paging(page: Option<u64>, page_size: Option<u64>, size_field: &str) -> Re
 }
 
 /// Stores a validated definition as `dag apply` does, then tells tickers
-/// to reload when schedules changed.
+/// to reload when schedules changed. A definition using a feature some live
+/// role does not understand is refused first
+/// ([`crate::features::refuse_features_live_roles_lack`]).
 pub async fn store(state: &AppState, file: &DagFile, origin: Origin<'_>) -> Result<ApplyReport> {
+    crate::features::refuse_features_live_roles_lack(&state.bus, file).await?;
     let report = catalog::apply(&state.db, file, &state.timezone, origin)
         .await
         .map_err(catalog_error)?;
@@ -70,8 +73,10 @@ pub async fn store(state: &AppState, file: &DagFile, origin: Origin<'_>) -> Resu
     Ok(report)
 }
 
-/// What [`store`] would change, storing nothing (`?dryRun=true`).
+/// What [`store`] would change, storing nothing (`?dryRun=true`); refused
+/// as [`store`] would be.
 pub async fn preview(state: &AppState, file: &DagFile, origin: Origin<'_>) -> Result<ApplyReport> {
+    crate::features::refuse_features_live_roles_lack(&state.bus, file).await?;
     catalog::preview(&state.db, file, &state.timezone, origin)
         .await
         .map_err(catalog_error)

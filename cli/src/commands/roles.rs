@@ -412,7 +412,7 @@ pub fn runner_config(
         names: names.clone(),
         replicas,
         default_timezone,
-        id: runner_id(),
+        id: datajump_shared::ids::role_process_id(),
         queues: args.queues.clone(),
         slots: args.slots,
         drain_timeout: Duration::from_secs(args.drain_timeout),
@@ -478,15 +478,6 @@ where
     }
     result?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// `host-pid-xxxx`: unique per process, readable in `execution.worker`.
-fn runner_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "runner".to_owned());
-    let suffix = uuid::Uuid::new_v4().simple().to_string();
-    format!("{host}-{}-{}", std::process::id(), &suffix[..4])
 }
 
 /// `ticker`.

@@ -394,7 +394,7 @@ impl TaskFile {
     /// The task's content as its type reads it; `None` when it does not
     /// read, which [`Self::content_problems`] reports, so the checks that
     /// look inside a script have nothing to add.
-    fn parsed_content(&self) -> Option<TaskContent> {
+    pub(crate) fn parsed_content(&self) -> Option<TaskContent> {
         self.task_type()
             .and_then(|t| TaskContent::parse(t, &self.content_json()).ok())
     }

@@ -1148,3 +1148,129 @@ async fn the_example_dags_run_as_their_comments_say() {
     );
     up.kill9();
 }
+
+/// The heartbeat a runner built before heartbeats carried a version wrote
+/// to `dj_runners`: no `version`, no `features`.
+fn heartbeat_of_an_older_runner(id: &str, queue: &str) -> String {
+    serde_json::json!({
+        "id": id,
+        "queues": [queue],
+        "slots": 2,
+        "running": 0,
+        "at": chrono::Utc::now().to_rfc3339(),
+    })
+    .to_string()
+}
+
+/// A DAG whose task on `queue` names a secret in its Spark conf: a feature
+/// of feature level 1 (`datajump_shared::features`).
+fn spark_dag_with_a_secret_conf(name: &str, queue: &str) -> String {
+    format!(
+        r#"
+name: {name}
+tasks:
+  - name: load
+    type: SPARK
+    queue: {queue}
+    content:
+      jar: /jobs/load.jar
+      conf: {{ spark.hadoop.fs.s3a.secret.key: "${{secret:s3_key}}" }}
+"#
+    )
+}
+
+both_dbs!(
+    dag_apply_refuses_a_feature_a_live_role_is_too_old_for,
+    |env| async move {
+        use datajump_shared::features::FeatureLevel;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r-new", &["bigdata"], 1).await;
+        let api = Api::start(&env, Some(TOKEN)).await;
+
+        // Both roles of this build say which build they are.
+        let runners = api.get("/api/v1/runners").await.expect(200);
+        let new = runners["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|r| r["id"] == "r-new"))
+            .unwrap_or_else(|| panic!("r-new is listed: {runners}"));
+        assert_eq!(new["version"], env!("CARGO_PKG_VERSION"), "{new}");
+        assert_eq!(new["featureLevel"], FeatureLevel::CURRENT.get(), "{new}");
+        let deadline = Instant::now() + TIMEOUT;
+        let resolvers = loop {
+            let live = datajump_nats::live_resolvers(env.bus.js(), env.bus.names())
+                .await
+                .expect("read dj_resolvers");
+            if !live.is_empty() || Instant::now() > deadline {
+                break live;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(resolvers.len(), 1, "{resolvers:?}");
+        assert_eq!(resolvers[0].features, FeatureLevel::CURRENT);
+        assert_eq!(resolvers[0].version, env!("CARGO_PKG_VERSION"));
+
+        // A runner of an older build serves `bigdata` beside it.
+        let heartbeats = datajump_nats::key_value(env.bus.js(), "dj_runners")
+            .await
+            .expect("dj_runners");
+        heartbeats
+            .put(
+                "old-7-ab12",
+                heartbeat_of_an_older_runner("old-7-ab12", "bigdata").into(),
+            )
+            .await
+            .expect("write the older runner's heartbeat");
+
+        let dags = env.path("dags");
+        let file = dags.join("jobs.yaml").display().to_string();
+        write_dag(
+            &dags,
+            "jobs",
+            &spark_dag_with_a_secret_conf("jobs", "bigdata"),
+        );
+        // A dry run is refused as the apply is, and neither stores anything.
+        for args in [
+            vec!["dag", "apply", "-f", &file, "--dry-run"],
+            vec!["dag", "apply", "-f", &file],
+        ] {
+            let refused = datajump(&api, &args).await;
+            assert!(!refused.success, "{args:?} succeeded:\n{}", refused.stdout);
+            for needle in [
+                "task 'load' uses a SPARK or FLINK conf value naming ${secret:…}",
+                "runners understand from feature level 1 on",
+                "live runner old-7-ab12, serving queue 'bigdata', is a build from before \
+                 roles reported their version",
+                "upgrade every runner and resolver before applying this DAG",
+            ] {
+                assert!(
+                    refused.stderr.contains(needle),
+                    "{args:?}: no {needle:?} in:\n{}",
+                    refused.stderr
+                );
+            }
+        }
+        api.get("/api/v1/dags/by-name/jobs").await.expect_error(
+            404,
+            "NOT_FOUND",
+            "no DAG named 'jobs'",
+        );
+
+        // The older runner does not serve `etl`, so a task there is no
+        // business of its.
+        write_dag(
+            &dags,
+            "jobs_etl",
+            &spark_dag_with_a_secret_conf("jobs_etl", "etl"),
+        );
+        let etl = dags.join("jobs_etl.yaml").display().to_string();
+        datajump(&api, &["dag", "apply", "-f", &etl]).await.ok();
+
+        // Once the older runner has stopped, the DAG is applied.
+        heartbeats
+            .purge("old-7-ab12")
+            .await
+            .expect("the older runner stops");
+        let applied = datajump(&api, &["dag", "apply", "-f", &file]).await.ok();
+        assert!(applied.contains("created (version 1)"), "{applied}");
+    }
+);

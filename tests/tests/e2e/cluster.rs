@@ -22,7 +22,7 @@ use crate::harness::process::{
 use crate::harness::{Backend, TestEnv, dj};
 
 /// Every stream behind an installation's topology: its own streams, its
-/// two buckets' and its log store's.
+/// three buckets' and its log store's.
 fn streams_of(names: &Namespace) -> Vec<String> {
     let mut streams: Vec<String> = Stream::ALL
         .into_iter()
@@ -30,6 +30,7 @@ fn streams_of(names: &Namespace) -> Vec<String> {
         .collect();
     streams.push(format!("KV_{}", names.ticker_bucket()));
     streams.push(format!("KV_{}", names.runners_bucket()));
+    streams.push(format!("KV_{}", names.resolvers_bucket()));
     streams.push(format!("OBJ_{}", names.logs_bucket()));
     streams
 }

@@ -5267,6 +5267,14 @@ export interface components {
         };
         /** @description A runner, from its heartbeat in `dj_runners`. */
         RunnerDto: {
+            /**
+             * Format: uint32
+             * @description What its build understands of DAG definitions: `dag apply` refuses
+             *     a DAG using a feature newer than a live runner of its queue
+             *     understands (docs/OPERATIONS.md, "Upgrading DataJump"). 0 for runners built
+             *     before heartbeats carried it.
+             */
+            featureLevel: number;
             /** @description Runner id. */
             id: string;
             /**
@@ -5286,6 +5294,11 @@ export interface components {
              * @description Tasks it can run at once.
              */
             slots: number;
+            /**
+             * @description Its build's version; absent for runners built before heartbeats
+             *     carried it.
+             */
+            version: string | null;
         };
         /**
          * @description A schedule of the `/schedules` collection, as sent: `POST` creates one

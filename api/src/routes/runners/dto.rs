@@ -18,6 +18,14 @@ pub struct RunnerDto {
     pub running: u64,
     /// Its last heartbeat.
     pub last_seen: Option<DateTime<Utc>>,
+    /// Its build's version; absent for runners built before heartbeats
+    /// carried it.
+    pub version: Option<String>,
+    /// What its build understands of DAG definitions: `dag apply` refuses
+    /// a DAG using a feature newer than a live runner of its queue
+    /// understands (docs/OPERATIONS.md, "Upgrading DataJump"). 0 for runners built
+    /// before heartbeats carried it.
+    pub feature_level: u32,
 }
 
 /// A queue: who serves it and what waits in it, from the runners'

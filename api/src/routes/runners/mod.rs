@@ -8,11 +8,6 @@
 
 use axum::Json as AxumJson;
 use axum::extract::{Extension, State};
-use chrono::{DateTime, Utc};
-use futures::StreamExt;
-use serde::Deserialize;
-use tracing::warn;
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use datajump_shared::TaskStatus;
@@ -30,20 +25,6 @@ use crate::extract::Query as QueryParams;
 use crate::metrics::tasks_by_queue;
 
 pub mod dto;
-
-/// A heartbeat as the runner writes it.
-#[derive(Debug, Deserialize)]
-struct Heartbeat {
-    id: String,
-    #[serde(default)]
-    queues: Vec<String>,
-    #[serde(default)]
-    slots: u64,
-    #[serde(default)]
-    running: u64,
-    #[serde(default)]
-    at: Option<DateTime<Utc>>,
-}
 
 /// `GET /api/v1/runners?page=&pageSize=`: id, queues, slots, running
 /// tasks and last heartbeat of each live runner, by id.
@@ -162,35 +143,19 @@ fn entry<'q>(queues: &'q mut BTreeMap<String, QueueDto>, queue: &str) -> &'q mut
 
 /// The live runners, by id.
 pub(crate) async fn live_runners(bus: &datajump_nats::Bus) -> Result<Vec<RunnerDto>> {
-    let bucket = bus.names().runners_bucket();
-    let kv = datajump_nats::key_value(bus.js(), &bucket).await?;
-    let mut keys = kv
-        .keys()
-        .await
-        .map_err(|e| Error::Nats(format!("list {bucket}: {e}")))?;
-    let mut items = Vec::new();
-    while let Some(key) = keys.next().await {
-        let key = key.map_err(|e| Error::Nats(format!("list {bucket}: {e}")))?;
-        let Some(value) = kv
-            .get(&key)
-            .await
-            .map_err(|e| Error::Nats(format!("read {bucket}/{key}: {e}")))?
-        else {
-            continue;
-        };
-        match serde_json::from_slice::<Heartbeat>(&value) {
-            Ok(beat) => items.push(RunnerDto {
-                id: beat.id,
-                queues: beat.queues,
-                slots: beat.slots,
-                running: beat.running,
-                last_seen: beat.at,
-            }),
-            Err(e) => warn!(runner = %key, error = %e, "unreadable heartbeat skipped"),
-        }
-    }
-    items.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(items)
+    Ok(datajump_nats::live_runners(bus.js(), bus.names())
+        .await?
+        .into_iter()
+        .map(|beat| RunnerDto {
+            id: beat.id,
+            queues: beat.queues,
+            slots: beat.slots,
+            running: beat.running,
+            last_seen: Some(beat.at),
+            version: beat.version,
+            feature_level: beat.features.get(),
+        })
+        .collect())
 }
 
 /// `(queue, online DAGs with a task on it)`, of `project`'s DAGs only

@@ -161,6 +161,7 @@ function RunnersTable({ runners, now }: { runners: RunnerDto[]; now: number }) {
           <th className="num">Slots</th>
           <th className="num">Running</th>
           <th>Load</th>
+          <th>Version</th>
           <th>Last heartbeat</th>
         </tr>
       </thead>
@@ -183,6 +184,12 @@ function RunnersTable({ runners, now }: { runners: RunnerDto[]; now: number }) {
                 <span className="meter" title={`${Math.round(load * 100)}%`}>
                   <span className={`meter-fill${load >= 1 ? ' full' : ''}`} style={{ width: `${load * 100}%` }} />
                 </span>
+              </td>
+              <td
+                className="small mono"
+                title="Feature level: what this runner's build understands of DAGs; apply refuses features newer than a live runner of their queue"
+              >
+                {r.version ? `${r.version} · level ${r.featureLevel}` : 'older build'}
               </td>
               <td className="small" title={formatTime(r.lastSeen)}>
                 {relativeTime(r.lastSeen, now)}
