@@ -32,7 +32,7 @@ fn fixtures() -> PathBuf {
 }
 
 /// Says which row's typed column did not read, if it did not.
-fn typed<T>(problems: &mut Vec<String>, at: &str, stored: &StoredJson<T>) {
+fn typed<T: DeserializeOwned>(problems: &mut Vec<String>, at: &str, stored: &StoredJson<T>) {
     if let Err(e) = stored.read() {
         problems.push(format!("{at}: {e}"));
     }

@@ -2,28 +2,42 @@
 //! letting one unreadable value fail the statement that read it.
 //!
 //! A column typed [`StoredJson<T>`] holds the JSON as stored and what it
-//! read as: a `T`, or the reason it did not (the path inside the value and
-//! serde's words). Reading a row never fails on such a column, so a batch
-//! of rows is never held up by one written by a release that stored another
-//! shape, or edited by hand: the code that acts on the row asks
-//! [`StoredJson::read`] and quarantines that row alone
+//! reads as: a `T`, or the reason it does not (the path inside the value
+//! and serde's words), worked out the first time it is asked
+//! ([`StoredJson::read`]) and kept. Reading a row never fails on such a
+//! column, so a batch of rows is never held up by one written by a release
+//! that stored another shape, or edited by hand: the code that acts on the
+//! row asks [`StoredJson::read`] and quarantines that row alone
 //! (docs/ARCHITECTURE.md, "Stored JSON"). sea-orm's `FromJsonQueryResult`
-//! would fail the whole statement instead.
+//! would fail the whole statement instead. The value is read as a `T` when
+//! first asked rather than with the row because most statements return
+//! whole rows whose spec nobody then reads: a propagation's parents, an
+//! attempt's end.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use sea_orm::sea_query::{ArrayType, ColumnType, Nullable, ValueType, ValueTypeErr};
 use sea_orm::{ColIdx, QueryResult, TryGetError, TryGetable};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// A JSON column's value and what it reads as (boxed: a spec is large, and
-/// rows are moved about in batches).
-#[derive(Clone, PartialEq, Eq)]
+/// A JSON column's value and, once asked, what it reads as (boxed: a spec
+/// is large, and rows are moved about in batches).
+#[derive(Clone)]
 pub struct StoredJson<T> {
     json: serde_json::Value,
-    read: Result<Box<T>, UnreadableJson>,
+    read: OnceLock<Result<Box<T>, UnreadableJson>>,
 }
+
+/// Two values are equal when what was stored is: what they read as follows.
+impl<T> PartialEq for StoredJson<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.json == other.json
+    }
+}
+
+impl<T> Eq for StoredJson<T> {}
 
 /// Why a stored JSON value does not read as its column's type: where in the
 /// value, and what is wrong there.
@@ -32,18 +46,29 @@ pub struct StoredJson<T> {
 pub struct UnreadableJson(String);
 
 impl<T: DeserializeOwned> StoredJson<T> {
-    /// Reads `json` as a `T`, keeping it either way.
+    /// `json` as stored, to be read as a `T` when first asked.
     pub fn from_json(json: serde_json::Value) -> StoredJson<T> {
-        let read = serde_path_to_error::deserialize::<_, Box<T>>(&json).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            UnreadableJson(if path == "." {
-                inner.to_string()
-            } else {
-                format!("at {path}: {inner}")
+        StoredJson {
+            json,
+            read: OnceLock::new(),
+        }
+    }
+
+    /// What the value reads as, or why it does not; worked out once.
+    pub fn read(&self) -> Result<&T, &UnreadableJson> {
+        self.read
+            .get_or_init(|| {
+                serde_path_to_error::deserialize::<_, Box<T>>(&self.json).map_err(|e| {
+                    let path = e.path().to_string();
+                    let inner = e.into_inner();
+                    UnreadableJson(if path == "." {
+                        inner.to_string()
+                    } else {
+                        format!("at {path}: {inner}")
+                    })
+                })
             })
-        });
-        StoredJson { json, read }
+            .as_deref()
     }
 }
 
@@ -58,28 +83,23 @@ impl<T: Serialize> StoredJson<T> {
             .unwrap_or_else(|e| panic!("a stored JSON type encodes as JSON: {e}"));
         StoredJson {
             json,
-            read: Ok(Box::new(value)),
+            read: OnceLock::from(Ok(Box::new(value))),
         }
     }
 }
 
 impl<T> StoredJson<T> {
-    /// What the value read as, or why it did not.
-    pub fn read(&self) -> Result<&T, &UnreadableJson> {
-        self.read.as_deref()
-    }
-
     /// The value as stored.
     pub fn json(&self) -> &serde_json::Value {
         &self.json
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for StoredJson<T> {
+impl<T> fmt::Debug for StoredJson<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.read {
-            Ok(value) => value.fmt(f),
-            Err(e) => write!(f, "unreadable ({e}): {}", self.json),
+        match self.read.get() {
+            Some(Err(e)) => write!(f, "unreadable ({e}): {}", self.json),
+            _ => self.json.fmt(f),
         }
     }
 }
