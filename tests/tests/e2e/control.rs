@@ -191,7 +191,9 @@ tasks:
         assert_eq!(instances["sleeper"].status, TaskStatus::Killed);
         assert_eq!(instances["strong_child"].status, TaskStatus::UpstreamFailed);
         assert_eq!(instances["weak_child"].status, TaskStatus::Success);
-        let executions = env.executions_by_name(run.id).await;
+        let executions = env
+            .ended_executions_by_name(run.id, Duration::from_secs(10))
+            .await;
         assert_eq!(executions["sleeper"].len(), 1, "a kill is not retried");
         assert_eq!(executions["sleeper"][0].status, TaskStatus::Killed);
         // The whole process group died, background child included.

@@ -120,7 +120,7 @@ tasks:
     let run = env.wait_run(&key, TIMEOUT).await;
     let killed = env.instances_by_name(run.id).await;
     assert_eq!(killed["load"].status, TaskStatus::Killed, "{run:?}");
-    let executions = env.executions_by_name(run.id).await;
+    let executions = env.ended_executions_by_name(run.id, TIMEOUT).await;
     let log = executions["load"][0].log_tail.clone().expect("log");
     assert!(
         !log.contains("load finished"),

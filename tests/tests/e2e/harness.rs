@@ -828,6 +828,36 @@ impl TestEnv {
         by_name
     }
 
+    /// The executions of a run grouped by task name, once every attempt's
+    /// end is recorded. A kill ends the instance (and so can end the run)
+    /// in the database first; the runner records the attempt's exit code
+    /// and log when its process is gone, a moment later.
+    pub async fn ended_executions_by_name(
+        &self,
+        run_id: i64,
+        timeout: Duration,
+    ) -> BTreeMap<String, Vec<execution::Model>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_roles();
+            let executions = self.executions_by_name(run_id).await;
+            let running: Vec<_> = executions
+                .iter()
+                .flat_map(|(name, attempts)| attempts.iter().map(move |e| (name, e)))
+                .filter(|(_, e)| e.end_time.is_none())
+                .map(|(name, e)| format!("{name} attempt {}", e.attempt))
+                .collect();
+            if running.is_empty() {
+                return executions;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "attempts of run {run_id} not recorded as ended after {timeout:?}: {running:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A durable consumer's current state.
     pub async fn consumer_info(&self, stream: &str, name: &str) -> consumer::Info {
         let mut consumer: consumer::PullConsumer = self
