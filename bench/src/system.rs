@@ -389,6 +389,7 @@ impl<'b> System<'b> {
             default_timezone: chrono_tz::UTC,
             retention: None,
             network: std::sync::Arc::default(),
+            periods: datajump_ticker::Periods::default(),
         };
         let resolver = datajump_resolver::Config {
             db,

@@ -26,11 +26,6 @@ const SCAN_EVERY: Duration = Duration::from_secs(1);
 const WAKE_MARGIN: Duration = Duration::from_millis(2);
 /// Rows handled per scan; the rest wait a second.
 const BATCH: u64 = 500;
-/// How often queues are checked for a live runner.
-const QUEUE_CHECK_EVERY: Duration = Duration::from_secs(10);
-/// Work queued more recently is not counted as unserved: a runner that has
-/// just started may not have written its first heartbeat yet.
-const UNSERVED_AFTER: chrono::Duration = chrono::Duration::seconds(10);
 
 pub(crate) async fn run(
     config: &Config,
@@ -48,7 +43,7 @@ pub(crate) async fn run(
             }
         };
         if Instant::now() >= next_queue_check {
-            next_queue_check = Instant::now() + QUEUE_CHECK_EVERY;
+            next_queue_check = Instant::now() + config.periods.queue_check_every;
             if let Err(e) = send_owed_trigger_fires(config, bus).await {
                 warn!(error = %e, "cannot look for owed triggers; retrying");
             }
@@ -79,9 +74,6 @@ pub(crate) async fn run(
     Ok(())
 }
 
-/// Runs that ended SUCCESS this recently may still have their dependency
-/// fires in flight: not looked at yet.
-const OWED_FIRES_AFTER: chrono::Duration = chrono::Duration::seconds(20);
 /// Runs that ended longer ago are not looked at: inside the fire stream's
 /// ten-minute duplicate window, a fire that was sent is dropped again by
 /// its id.
@@ -95,7 +87,7 @@ async fn send_owed_trigger_fires(config: &Config, bus: &Bus) -> Result<(), Queue
     let owed = datajump_engine::owed_trigger_fires(
         &config.db,
         now - OWED_FIRES_WITHIN,
-        now - OWED_FIRES_AFTER,
+        now - chrono_duration(config.periods.owed_fires_after),
     )
     .await?;
     for fire in owed {
@@ -138,7 +130,10 @@ async fn unserved_queues(
         .column(task_instance::Column::Queue)
         .column_as(Expr::col(task_instance::Column::Id).count(), "waiting")
         .filter(task_instance::Column::Status.eq(TaskStatus::Queued))
-        .filter(task_instance::Column::QueuedAt.lte(Utc::now() - UNSERVED_AFTER))
+        .filter(
+            task_instance::Column::QueuedAt
+                .lte(Utc::now() - chrono_duration(config.periods.unserved_after)),
+        )
         .group_by(task_instance::Column::Queue)
         .into_tuple()
         .all(&config.db)
@@ -280,4 +275,10 @@ async fn time_out_runs(
         }
     }
     Ok(more_due)
+}
+
+/// `period` as a span of wall-clock time; the periods are seconds, far
+/// inside chrono's range.
+fn chrono_duration(period: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(period).unwrap_or(chrono::Duration::MAX)
 }

@@ -53,6 +53,40 @@ pub struct Config {
     /// the ticker's `--http-allow` and the API's address
     /// (`datajump_shared::network`).
     pub network: std::sync::Arc<datajump_shared::network::NetworkPolicy>,
+    /// How long the ticker's checks wait; [`Periods::default`] outside tests.
+    pub periods: Periods,
+}
+
+/// The fixed waits of the ticker's checks. Each is a trade between how soon
+/// a rare loss is repaired and how much the check costs; tests shorten them
+/// so that a repair they wait for comes in seconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Periods {
+    /// How long after a fire was dropped as a duplicate it is checked for
+    /// a run ([`suppressed`]): a resolver makes the run of a fire it
+    /// received within milliseconds, so by then a run is there unless the
+    /// fire never reached one.
+    pub duplicate_check_after: std::time::Duration,
+    /// How often owed trigger fires are looked for and queues are checked
+    /// for a live runner.
+    pub queue_check_every: std::time::Duration,
+    /// Work queued more recently is not counted as unserved: a runner that
+    /// has just started may not have written its first heartbeat yet.
+    pub unserved_after: std::time::Duration,
+    /// Runs that ended SUCCESS this recently may still have their
+    /// dependency fires in flight: not looked at for owed fires yet.
+    pub owed_fires_after: std::time::Duration,
+}
+
+impl Default for Periods {
+    fn default() -> Self {
+        Self {
+            duplicate_check_after: std::time::Duration::from_secs(30),
+            queue_check_every: std::time::Duration::from_secs(10),
+            unserved_after: std::time::Duration::from_secs(10),
+            owed_fires_after: std::time::Duration::from_secs(20),
+        }
+    }
 }
 
 /// Why the ticker stopped.

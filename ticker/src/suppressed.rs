@@ -3,7 +3,8 @@
 //! ticker's high availability — but a message published earlier under the
 //! fire's id by anything else drops the real fire just the same, and no run
 //! would come of it until the duplicate window passed. So each such fire
-//! is checked once, [`CHECK_AFTER`] after its publish: if the database has
+//! is checked once, `duplicate_check_after` ([`crate::Periods`]) after its
+//! publish: if the database has
 //! no run of its `dedup_key`, it is published again under a fresh id,
 //! which nothing can have used first (docs/ARCHITECTURE.md "Message ids").
 
@@ -20,11 +21,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::Config;
-
-/// How long after a dropped publish its fire is checked: a resolver makes
-/// the run of a fire it received within milliseconds, so by then a run is
-/// there unless the fire never reached it.
-pub(crate) const CHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Fires waiting for their check at most. A second ticker sees every fire
 /// as a duplicate, so a million schedules sharing a minute fill this; the
@@ -59,17 +55,18 @@ impl Dropped {
     }
 }
 
-/// Checks each dropped fire [`CHECK_AFTER`] after it was dropped, until
-/// `shutdown`.
+/// Checks each dropped fire `duplicate_check_after` after it was dropped,
+/// until `shutdown`.
 pub(crate) async fn run(
     config: &Config,
     bus: &Bus,
     mut to_check: ToCheck,
     shutdown: &CancellationToken,
 ) {
+    let check_after = config.periods.duplicate_check_after;
     let mut waiting: VecDeque<(Instant, FireMsg)> = VecDeque::new();
     loop {
-        let next_due = waiting.front().map(|(dropped, _)| *dropped + CHECK_AFTER);
+        let next_due = waiting.front().map(|(dropped, _)| *dropped + check_after);
         let due = async {
             match next_due {
                 Some(at) => tokio::time::sleep_until(at).await,
@@ -86,7 +83,7 @@ pub(crate) async fn run(
                 let ready = waiting
                     .iter()
                     .take(CHECK_BATCH)
-                    .take_while(|(dropped, _)| *dropped + CHECK_AFTER <= now)
+                    .take_while(|(dropped, _)| *dropped + check_after <= now)
                     .count();
                 let batch: Vec<(Instant, FireMsg)> = waiting.drain(..ready).collect();
                 if let Err(e) = check(config, bus, batch.iter().map(|(_, fire)| fire)).await {

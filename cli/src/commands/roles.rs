@@ -385,6 +385,7 @@ pub fn ticker_config(
         default_timezone: parse_time_zone(&global.timezone)?,
         retention: retention.period(),
         network: network.policy(api_url, Caller::Webhook)?,
+        periods: datajump_ticker::Periods::default(),
     })
 }
 

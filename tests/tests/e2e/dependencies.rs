@@ -638,10 +638,16 @@ both_dbs!(
         env.apply(&dependant("put_online", true, true)).await;
         env.apply(&dependant("made_later", true, true)).await;
 
-        // The ticker looks for owed fires every 10 s among runs that ended
-        // more than 20 s ago: by 35 s after the end it has looked.
+        // The ticker looks for owed fires every `queue_check_every` among
+        // runs that ended more than `owed_fires_after` ago: three looks
+        // later, and a margin for a loaded machine, it has looked.
         let finished_at = ended.finished_at.expect("an ended run has its end");
-        let looked = finished_at + chrono::Duration::seconds(35);
+        let periods = crate::harness::TICKER_PERIODS;
+        let looked = finished_at
+            + chrono::Duration::from_std(
+                periods.owed_fires_after + 3 * periods.queue_check_every + Duration::from_secs(3),
+            )
+            .expect("seconds");
         if let Ok(left) = (looked - chrono::Utc::now()).to_std() {
             tokio::time::sleep(left).await;
         }

@@ -50,6 +50,15 @@ use nats_cluster::NatsCluster;
 
 /// The default time zone of schedules applied by tests.
 pub const TIMEZONE: &str = "Asia/Shanghai";
+/// The periods of the tickers tests start: the same checks as in
+/// production, seconds apart instead of tens of seconds, so a test waiting
+/// for a repair waits seconds. Tests derive their waits from these.
+pub const TICKER_PERIODS: datajump_ticker::Periods = datajump_ticker::Periods {
+    duplicate_check_after: Duration::from_secs(3),
+    queue_check_every: Duration::from_secs(1),
+    unserved_after: Duration::from_secs(2),
+    owed_fires_after: Duration::from_secs(2),
+};
 /// Admin URL of the shared PostgreSQL server (overridden by `DATAJUMP_TEST_PG_URL`).
 const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -539,6 +548,7 @@ impl TestEnv {
             default_timezone: chrono_tz::Asia::Shanghai,
             retention: None,
             network,
+            periods: TICKER_PERIODS,
         };
         self.spawn_role(name, |token| datajump_ticker::run(config, token))
     }

@@ -57,6 +57,7 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
         default_timezone: chrono_tz::UTC,
         retention: Some(chrono::Duration::days(30)),
         network: std::sync::Arc::default(),
+        periods: datajump_ticker::Periods::default(),
     };
     let removed =
         datajump_ticker::cleanup::remove_old_runs(&config, &env.bus, chrono::Duration::days(30))
