@@ -65,12 +65,14 @@ step "end-to-end tests with $("$DATAJUMP_CURRENT_NATS_SERVER" --version)"
 # This second pass is about the server: it runs the tests whose outcome
 # rests on JetStream's behaviour (streams, consumers, acks, duplicate
 # windows, key-value and object stores, core subscriptions, clustering)
-# and the cluster tests, which 2.9 is not run with. The API's, the CLI's
+# and the cluster tests, which 2.9 is not run with; on SQLite alone, as
+# the server does not see which database the roles use and the first pass
+# ran both. The API's, the CLI's
 # and the security boundaries' own tests, the fault tests, the dashboard
 # and the Spark and Flink jobs ran above and take the same NATS paths as
 # the tests here (docs/ARCHITECTURE.md "Testing").
 DATAJUMP_TEST_NATS_SERVER="$DATAJUMP_CURRENT_NATS_SERVER" cargo nextest run --profile ci -p datajump-tests \
-  -E 'test(/^(cluster|topology|nats_auth|nats_roles|message_ids|forged_messages|idempotence|reliability|engine|joins|control|rerun|timeouts|schedule|sensors|datasets|dependencies|logs|pages|metrics)::/)'
+  -E 'test(/^(cluster|topology|nats_auth|nats_roles|message_ids|forged_messages|idempotence|reliability|engine|joins|control|rerun|timeouts|schedule|sensors|datasets|dependencies|logs|pages|metrics)::/) and not test(/::postgres$/)'
 keep_report nats-current
 step "the API fuzzed from its OpenAPI document (scripts/schemathesis.sh)"
 bash scripts/schemathesis.sh
