@@ -12,8 +12,8 @@ use datajump_shared::features::{FeatureLevel, FeatureUse, RoleKind, features_use
 
 use crate::error::{Error, Result};
 
-/// A live role too old for a feature.
-struct OldRole {
+/// A live role, as its heartbeat describes it.
+struct LiveRole {
     kind: RoleKind,
     id: String,
     version: Option<String>,
@@ -34,7 +34,7 @@ pub async fn refuse_features_live_roles_lack(bus: &Bus, file: &DagFile) -> Resul
     let runners = datajump_nats::live_runners(bus.js(), bus.names())
         .await?
         .into_iter()
-        .map(|beat| OldRole {
+        .map(|beat| LiveRole {
             kind: RoleKind::Runner,
             id: beat.id,
             version: beat.version,
@@ -44,14 +44,14 @@ pub async fn refuse_features_live_roles_lack(bus: &Bus, file: &DagFile) -> Resul
     let resolvers = datajump_nats::live_resolvers(bus.js(), bus.names())
         .await?
         .into_iter()
-        .map(|beat| OldRole {
+        .map(|beat| LiveRole {
             kind: RoleKind::Resolver,
             id: beat.id,
             version: Some(beat.version),
             features: beat.features,
             queues: Vec::new(),
         });
-    let roles: Vec<OldRole> = runners.chain(resolvers).collect();
+    let roles: Vec<LiveRole> = runners.chain(resolvers).collect();
     for used in &uses {
         if let Some(role) = roles.iter().find(|role| lacks(role, used)) {
             return Err(Error::conflict(refusal(used, role)));
@@ -62,7 +62,7 @@ pub async fn refuse_features_live_roles_lack(bus: &Bus, file: &DagFile) -> Resul
 
 /// Whether `role` acts on `used` and does not understand it: a runner acts
 /// on the tasks of the queues it serves, a resolver on every DAG.
-fn lacks(role: &OldRole, used: &FeatureUse) -> bool {
+fn lacks(role: &LiveRole, used: &FeatureUse) -> bool {
     let acts_on = role.kind == used.feature.role()
         && match (&used.queue, role.kind) {
             (Some(queue), RoleKind::Runner) => role.queues.contains(queue),
@@ -72,7 +72,7 @@ fn lacks(role: &OldRole, used: &FeatureUse) -> bool {
 }
 
 /// What the 409 says.
-fn refusal(used: &FeatureUse, role: &OldRole) -> String {
+fn refusal(used: &FeatureUse, role: &LiveRole) -> String {
     let user = used
         .task
         .as_deref()
