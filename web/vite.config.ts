@@ -35,6 +35,7 @@ export default defineConfig({
   test: {
     environment: 'jsdom',
     include: ['src/**/*.test.{ts,tsx}'],
+    setupFiles: ['src/i18n/testSetup.ts'],
     css: false,
   },
 });

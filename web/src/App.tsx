@@ -1,4 +1,5 @@
 import { Component, lazy, Suspense, useEffect, type ComponentType, type ReactNode } from 'react';
+import { Translation } from 'react-i18next';
 import { BrowserRouter, Navigate, Outlet, Route, Routes, useLocation, useNavigate } from 'react-router';
 import { onUnauthorized, signInPath } from './api/client';
 import { SessionProvider, useSessionContext } from './auth/session';
@@ -68,7 +69,9 @@ class PageErrors extends Component<PageErrorsProps, PageErrorsState> {
     if (!this.state.error) return this.props.children;
     return (
       <div className="page">
-        <ErrorBox error={this.state.error} title="This page could not be shown" onRetry={() => window.location.reload()} />
+        <Translation>
+          {(t) => <ErrorBox error={this.state.error} title={t('states.pageFailed')} onRetry={() => window.location.reload()} />}
+        </Translation>
       </div>
     );
   }

@@ -15,7 +15,7 @@ import {
 } from '@xyflow/react';
 import type { Edge } from '../api/types';
 import { NODE_HEIGHT, NODE_WIDTH, positionsFor, type Point } from '../lib/layout';
-import { normalizeStatus, statusClass, statusStyle } from '../lib/status';
+import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
 
 export interface GraphTask {
   name: string;
@@ -49,7 +49,7 @@ const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
       data-testid="graph-node"
       data-task={data.name}
       data-status={status}
-      title={`${data.name}: ${s.label}${data.attempts > 1 ? ` (${data.attempts} attempts)` : ''}`}
+      title={`${data.name}: ${statusLabel(data.status)}${data.attempts > 1 ? ` (${data.attempts} attempts)` : ''}`}
     >
       <Handle type="target" position={Position.Left} isConnectable={false} />
       <span className="gnode-bar" style={{ background: s.outline ? 'transparent' : s.fill, borderColor: s.border }} />
@@ -57,7 +57,7 @@ const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
         <span className="gnode-name">{data.name}</span>
         <span className="gnode-meta">
           <span className="gnode-type">{data.type}</span>
-          <span className="gnode-status">{status === 'NONE' ? '' : s.label}</span>
+          <span className="gnode-status">{status === 'NONE' ? '' : statusLabel(data.status)}</span>
         </span>
       </span>
       <Handle type="source" position={Position.Right} isConnectable={false} />

@@ -7,7 +7,7 @@ import type { GanttAttempt } from '../api/types';
 import { formatClock, formatDuration, formatTime } from '../lib/format';
 import { ganttLayout } from '../lib/gantt';
 import { useNow } from '../lib/hooks';
-import { normalizeStatus, statusClass, statusStyle } from '../lib/status';
+import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
 
 export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runStart: string | null }) {
   const open = attempts.some((a) => !a.endTime);
@@ -47,7 +47,7 @@ export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runSta
                   className={`gantt-bar ${statusClass(bar.status)}`}
                   style={{ left: pct(bar.start), width: `${width}%`, background: s.fill, borderColor: s.border }}
                   title={[
-                    `${bar.taskName} · attempt ${bar.attempt + 1} · ${s.label}`,
+                    `${bar.taskName} · attempt ${bar.attempt + 1} · ${statusLabel(bar.status)}`,
                     `start ${formatTime(bar.startTime)}`,
                     `end   ${bar.open ? 'running' : formatTime(bar.endTime)}`,
                     `took  ${formatDuration(bar.end - bar.start)}`,

@@ -1,25 +1,43 @@
+import { useTranslation } from 'react-i18next';
 import { NavLink, Outlet, useNavigate } from 'react-router';
 import { useCan, useSession, useSessionContext } from '../auth/session';
+import { chooseLanguage, LANGUAGES, type Language } from '../i18n';
 import { useStreamStatus } from '../live/stream';
 
-const LIVE_LABEL = {
-  connecting: 'connecting',
-  live: 'live',
-  reconnecting: 'reconnecting…',
-  down: 'offline',
-} as const;
-
 function LiveIndicator() {
+  const { t } = useTranslation();
   const status = useStreamStatus();
+  const state = t(`live.${status}`);
   return (
-    <span className={`live live-${status}`} title={`Live updates: ${LIVE_LABEL[status]}`}>
+    <span className={`live live-${status}`} title={t('live.title', { state })}>
       <span className="live-dot" aria-hidden />
-      {LIVE_LABEL[status]}
+      {state}
     </span>
   );
 }
 
+/** English / 简体中文: each language named in itself, so anyone finds theirs. */
+function LanguageSwitch() {
+  const { t, i18n } = useTranslation();
+  return (
+    <select
+      className="language-switch"
+      aria-label={t('language.label')}
+      data-testid="language"
+      value={i18n.resolvedLanguage}
+      onChange={(e) => void chooseLanguage(e.target.value as Language)}
+    >
+      {LANGUAGES.map((language) => (
+        <option key={language.code} value={language.code} lang={language.code} translate="no">
+          {language.name}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 export function Layout() {
+  const { t } = useTranslation();
   const session = useSession();
   const { signOut } = useSessionContext();
   const navigate = useNavigate();
@@ -28,37 +46,44 @@ export function Layout() {
   return (
     <div className="app">
       <header className="topbar">
-        <NavLink to="/dags" className="brand">
+        <NavLink to="/dags" className="brand" translate="no">
           <span className="brand-mark" aria-hidden>
             ◆
           </span>
           DataJump
         </NavLink>
-        <nav className="nav">
+        <nav className="nav" aria-label={t('nav.main')}>
           <NavLink to="/dags" className={link}>
-            DAGs
+            {t('nav.dags')}
           </NavLink>
           <NavLink to="/datasets" className={link}>
-            Datasets
+            {t('nav.datasets')}
           </NavLink>
           <NavLink to="/runners" className={link}>
-            Runners
+            {t('nav.runners')}
           </NavLink>
           <NavLink to="/alerts" className={link}>
-            Alerts
+            {t('nav.alerts')}
           </NavLink>
           {audit && (
             <NavLink to="/audit" className={link}>
-              Audit
+              {t('nav.audit')}
             </NavLink>
           )}
         </nav>
         <div className="topbar-right">
           <LiveIndicator />
+          <LanguageSwitch />
           {session && (
-            <span className="whoami" data-testid="whoami" title={session.projectId ? `project ${session.projectId}` : 'every project'}>
-              <span className="whoami-name">{session.name}</span>{' '}
-              <span className={`role role-${session.role}`}>{session.role}</span>
+            <span
+              className="whoami"
+              data-testid="whoami"
+              title={session.projectId ? t('session.project', { id: session.projectId }) : t('session.everyProject')}
+            >
+              <span className="whoami-name" translate="no">
+                {session.name}
+              </span>{' '}
+              <span className={`role role-${session.role}`}>{t(`session.roles.${session.role}`)}</span>
             </span>
           )}
           {session?.tokensRequired && (
@@ -70,7 +95,7 @@ export function Layout() {
                 void signOut().finally(() => navigate('/signin'));
               }}
             >
-              Sign out
+              {t('session.signOut')}
             </button>
           )}
         </div>

@@ -1,6 +1,6 @@
 import { Link } from 'react-router';
 import type { RecentRun } from '../api/types';
-import { normalizeStatus, statusClass, statusStyle } from '../lib/status';
+import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
 
 /** The last runs' states as small squares, oldest left, newest right; each links to its run. */
 export function RunStrip({ runs, slots = 10 }: { runs: RecentRun[]; slots?: number }) {
@@ -19,7 +19,7 @@ export function RunStrip({ runs, slots = 10 }: { runs: RecentRun[]; slots?: numb
             to={`/runs/${run.id}`}
             className={`sq ${statusClass(run.status)}`}
             style={{ background: s.fill, borderColor: s.border }}
-            title={`${run.bizDate} · ${s.label} · run ${run.id}`}
+            title={`${run.bizDate} · ${statusLabel(run.status)} · run ${run.id}`}
             data-status={normalizeStatus(run.status)}
             data-testid="strip-run"
           />

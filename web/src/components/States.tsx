@@ -1,22 +1,25 @@
 import type { ReactNode } from 'react';
+import { useTranslation } from 'react-i18next';
 import { ApiError, errorMessage } from '../api/client';
 
-export function Loading({ label = 'Loading…' }: { label?: string }) {
+export function Loading({ label }: { label?: string }) {
+  const { t } = useTranslation();
   return (
     <div className="state state-loading" role="status">
-      <span className="spinner" aria-hidden /> {label}
+      <span className="spinner" aria-hidden /> {label ?? t('states.loading')}
     </div>
   );
 }
 
 /** An error answer: its message, the API's details, and a retry. */
 export function ErrorBox({ error, onRetry, title }: { error: unknown; onRetry?: () => void; title?: string }) {
+  const { t } = useTranslation();
   const details = error instanceof ApiError ? error.details : [];
   const code = error instanceof ApiError ? error.code : null;
   return (
     <div className="state state-error" role="alert">
       <div className="state-error-head">
-        <strong>{title ?? 'Could not load'}</strong>
+        <strong>{title ?? t('states.couldNotLoad')}</strong>
         {code && <span className="mono muted"> {code}</span>}
       </div>
       <div>{errorMessage(error)}</div>
@@ -29,7 +32,7 @@ export function ErrorBox({ error, onRetry, title }: { error: unknown; onRetry?: 
       )}
       {onRetry && (
         <button type="button" className="btn btn-sm" onClick={onRetry}>
-          Retry
+          {t('states.retry')}
         </button>
       )}
     </div>
@@ -77,6 +80,7 @@ export function Loadable<T>({
   label?: string;
   children: (data: T) => ReactNode;
 }) {
+  const { t } = useTranslation();
   if (data === undefined) {
     if (error) return <ErrorBox error={error} onRetry={reload} />;
     if (loading) return <Loading label={label} />;
@@ -84,7 +88,7 @@ export function Loadable<T>({
   }
   return (
     <>
-      {error ? <ErrorBox error={error} onRetry={reload} title="Could not refresh" /> : null}
+      {error ? <ErrorBox error={error} onRetry={reload} title={t('states.couldNotRefresh')} /> : null}
       {children(data)}
     </>
   );

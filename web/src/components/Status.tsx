@@ -1,5 +1,5 @@
 import type { CSSProperties } from 'react';
-import { normalizeStatus, statusClass, statusStyle } from '../lib/status';
+import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
 
 /** A status as a small coloured pill with its name. */
 export function StatusBadge({ status, testId }: { status: string | null | undefined; testId?: string }) {
@@ -12,7 +12,7 @@ export function StatusBadge({ status, testId }: { status: string | null | undefi
       data-testid={testId}
       data-status={normalizeStatus(status)}
     >
-      {s.label}
+      {statusLabel(status)}
     </span>
   );
 }
@@ -32,7 +32,7 @@ export function StatusSquare({
     <span
       className={`sq ${statusClass(status)}`}
       style={{ background: s.fill, borderColor: s.border, width: size, height: size }}
-      title={title ?? s.label}
+      title={title ?? statusLabel(status)}
       data-status={normalizeStatus(status)}
     />
   );

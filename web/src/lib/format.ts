@@ -1,5 +1,7 @@
 // Times and durations as an operator reads them: local wall-clock times,
-// short durations.
+// short durations in the UI's language.
+
+import i18next from 'i18next';
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');
 
@@ -19,19 +21,26 @@ export function formatClock(iso: string | null | undefined): string {
   return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
-/** `850ms`, `12.3s`, `3m 05s`, `2h 04m`, `3d 02h`. */
+/** `850ms`, `12.3s`, `3m 05s`, `2h 04m`, `3d 02h` (in English). */
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
   if (ms < 0) ms = 0;
-  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const t = i18next.t;
+  if (ms < 1000) return t('duration.milliseconds', { ms: Math.round(ms) });
   const s = ms / 1000;
-  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.floor(s)}s`;
-  const totalSeconds = Math.floor(s);
+  if (s < 60) return t('duration.seconds', { s: s < 10 ? s.toFixed(1) : Math.floor(s) });
+  return formatSpan(Math.floor(s));
+}
+
+/** Whole seconds as minutes, hours or days and the next unit down. */
+function formatSpan(totalSeconds: number): string {
+  const t = i18next.t;
   const m = Math.floor(totalSeconds / 60);
-  if (m < 60) return `${m}m ${pad(totalSeconds % 60)}s`;
+  if (m < 1) return t('duration.seconds', { s: totalSeconds });
+  if (m < 60) return t('duration.minutes', { m, s: pad(totalSeconds % 60) });
   const h = Math.floor(m / 60);
-  if (h < 24) return `${h}h ${pad(m % 60)}m`;
-  return `${Math.floor(h / 24)}d ${pad(h % 24)}h`;
+  if (h < 24) return t('duration.hours', { h, m: pad(m % 60) });
+  return t('duration.days', { d: Math.floor(h / 24), h: pad(h % 24) });
 }
 
 /** Milliseconds from `start` to `end` (or to `now` while it runs). */
@@ -47,16 +56,25 @@ export function durationMs(
   return Math.max(0, b - a);
 }
 
-/** `12s ago`, `5m ago`, `in 3h`. */
+/** `12s ago`, `5m ago`, `in 3h` (in English): the largest unit only. */
 export function relativeTime(iso: string | null | undefined, now: number): string {
   if (!iso) return '—';
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
   const diff = t - now;
-  const text = formatDuration(Math.abs(diff)).replace(/\.\d/, '').split(' ')[0] ?? '';
-  if (Math.abs(diff) < 1000) return 'now';
-  return diff < 0 ? `${text} ago` : `in ${text}`;
+  if (Math.abs(diff) < 1000) return i18next.t('relative.now');
+  const seconds = Math.floor(Math.abs(diff) / 1000);
+  const [key, size] = RELATIVE_UNITS.find(([, size]) => seconds >= size) ?? RELATIVE_UNITS[3];
+  const span = i18next.t(key, { n: Math.floor(seconds / size) });
+  return i18next.t(diff < 0 ? 'relative.past' : 'relative.future', { span });
 }
+
+const RELATIVE_UNITS = [
+  ['relative.days', 86_400],
+  ['relative.hours', 3_600],
+  ['relative.minutes', 60],
+  ['relative.seconds', 1],
+] as const;
 
 /** Today's date, `YYYY-MM-DD`, in the browser's zone. */
 export function today(now: Date = new Date()): string {

@@ -1,6 +1,7 @@
 // Status colours: one palette for every status of a task instance or a
 // run, used by squares, badges, graph nodes and Gantt bars alike.
 
+import i18next from 'i18next';
 import type { RunStatus, TaskStatus } from '../api/types';
 
 /** A task or run status, `WAITING`, or `NONE` (no instance: not started). */
@@ -13,43 +14,39 @@ export interface StatusStyle {
   border: string;
   /** Text colour on the fill. */
   text: string;
-  /** Words for people. */
-  label: string;
   /** Drawn as an outline (nothing happened yet) rather than filled. */
   outline: boolean;
 }
 
-const solid = (fill: string, label: string, text = '#ffffff'): StatusStyle => ({
+const solid = (fill: string, text = '#ffffff'): StatusStyle => ({
   fill,
   border: fill,
   text,
-  label,
   outline: false,
 });
 
-const outline = (fill: string, border: string, label: string): StatusStyle => ({
+const outline = (fill: string, border: string): StatusStyle => ({
   fill,
   border,
   text: '#4b5563',
-  label,
   outline: true,
 });
 
 export const STATUS_STYLES: Record<AnyStatus, StatusStyle> = {
-  SUCCESS: solid('#1e9e52', 'success'),
-  FAILED: solid('#d92d20', 'failed'),
-  RUNNING: solid('#2563eb', 'running'),
-  QUEUED: solid('#8a9bb8', 'queued'),
-  WAITING: solid('#e0a526', 'waiting', '#3b2a00'),
-  UP_FOR_RETRY: solid('#f0b429', 'up for retry', '#3b2a00'),
-  UP_FOR_RESCHEDULE: outline('#e6f4f1', '#2a9d8f', 'waiting to check'),
-  KILLED: solid('#7a2048', 'killed'),
-  TIMEOUT: solid('#f07a10', 'timeout'),
-  SKIPPED: solid('#c9ced6', 'skipped', '#374151'),
-  UPSTREAM_FAILED: solid('#f5b58d', 'upstream failed', '#5c2a0b'),
-  PENDING: outline('#eef1f6', '#a9b4c4', 'pending'),
-  CREATED: outline('#f4f5f7', '#c3cad5', 'created'),
-  NONE: outline('transparent', '#c3cad5', 'no status'),
+  SUCCESS: solid('#1e9e52'),
+  FAILED: solid('#d92d20'),
+  RUNNING: solid('#2563eb'),
+  QUEUED: solid('#8a9bb8'),
+  WAITING: solid('#e0a526', '#3b2a00'),
+  UP_FOR_RETRY: solid('#f0b429', '#3b2a00'),
+  UP_FOR_RESCHEDULE: outline('#e6f4f1', '#2a9d8f'),
+  KILLED: solid('#7a2048'),
+  TIMEOUT: solid('#f07a10'),
+  SKIPPED: solid('#c9ced6', '#374151'),
+  UPSTREAM_FAILED: solid('#f5b58d', '#5c2a0b'),
+  PENDING: outline('#eef1f6', '#a9b4c4'),
+  CREATED: outline('#f4f5f7', '#c3cad5'),
+  NONE: outline('transparent', '#c3cad5'),
 };
 
 /** The known status of `status`, or `NONE`. */
@@ -59,6 +56,11 @@ export function normalizeStatus(status: string | null | undefined): AnyStatus {
 
 export function statusStyle(status: string | null | undefined): StatusStyle {
   return STATUS_STYLES[normalizeStatus(status)];
+}
+
+/** A status in words, in the UI's language. */
+export function statusLabel(status: string | null | undefined): string {
+  return i18next.t(`status.${normalizeStatus(status)}`);
 }
 
 /** The fill colour of a status. */

@@ -22,7 +22,7 @@ import {
   type GridRun,
 } from '../../lib/grid';
 import { useAsync, useNow } from '../../lib/hooks';
-import { isTerminalRun, normalizeStatus, STATUS_STYLES, statusClass, statusStyle } from '../../lib/status';
+import { isTerminalRun, normalizeStatus, STATUS_STYLES, statusClass, statusLabel, statusStyle } from '../../lib/status';
 import { useStream } from '../../live/stream';
 
 const COL_W = 18;
@@ -82,7 +82,7 @@ const GridColumn = memo(function GridColumn({
         data-task={task.name}
         data-run-id={run.id}
         data-status={normalizeStatus(cell.status)}
-        title={`${task.name} · ${run.bizDate} · ${s.label}${cell.attempts > 1 ? ` · ${cell.attempts} attempts` : ''}`}
+        title={`${task.name} · ${run.bizDate} · ${statusLabel(cell.status)}${cell.attempts > 1 ? ` · ${cell.attempts} attempts` : ''}`}
       />,
     );
   }
@@ -334,7 +334,7 @@ function RunPanel({ run, model, onClose }: { run: GridRun | null; model: GridMod
           {(['SUCCESS', 'FAILED', 'RUNNING', 'QUEUED', 'UP_FOR_RETRY', 'UP_FOR_RESCHEDULE', 'TIMEOUT', 'KILLED', 'UPSTREAM_FAILED', 'SKIPPED', 'PENDING', 'NONE'] as const).map((st) => (
             <li key={st}>
               <span className={`sq ${statusClass(st)}`} style={{ background: STATUS_STYLES[st].fill, borderColor: STATUS_STYLES[st].border }} />
-              {STATUS_STYLES[st].label}
+              {statusLabel(st)}
             </li>
           ))}
         </ul>
@@ -379,7 +379,7 @@ function RunPanel({ run, model, onClose }: { run: GridRun | null; model: GridMod
         {[...counts.entries()].map(([st, n]) => (
           <span key={st} className="count-chip">
             <span className={`sq ${statusClass(st)}`} style={{ background: statusStyle(st).fill, borderColor: statusStyle(st).border }} />
-            {n} {statusStyle(st).label}
+            {n} {statusLabel(st)}
           </span>
         ))}
         {counts.size === 0 && <span className="muted small">no task instances yet ({model.tasks.length} tasks)</span>}
