@@ -88,11 +88,12 @@ if [ "${DATAJUMP_NEED_BIGDATA:-0}" = 1 ]; then
 fi
 
 # The browser tests drive Debian's Chromium (browsers cannot be downloaded
-# by Playwright here).
-if [ "${DATAJUMP_NEED_BROWSER:-0}" = 1 ] && [ ! -x /usr/bin/chromium ]; then
-  echo "== installing chromium (Debian package) for the browser tests"
+# by Playwright here), with a Chinese font (WenQuanYi Micro Hei, 5 MB) so
+# the zh-CN pages are drawn in characters, not empty boxes.
+if [ "${DATAJUMP_NEED_BROWSER:-0}" = 1 ] && { [ ! -x /usr/bin/chromium ] || ! fc-list :lang=zh family 2>/dev/null | grep -q .; }; then
+  echo "== installing chromium and a Chinese font (Debian packages) for the browser tests"
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null
 fi
 
 # The web UI's front end (web/): its packages from the committed lockfile,

@@ -2,68 +2,8 @@
 // what a data engineer does in the first hour, asserting what they would see.
 // Every page visited leaves a screenshot in test-results/screenshots/.
 
-import { type APIRequestContext, type Page, expect, request, test } from '@playwright/test';
-
-const base = () => {
-  const url = process.env.DATAJUMP_UI_URL;
-  if (!url) throw new Error('DATAJUMP_UI_URL is not set: e2e/global-setup.ts did not run');
-  return url;
-};
-const token = (role: 'ADMIN' | 'OPERATOR' | 'VIEWER') => {
-  const value = process.env[`DJ_${role}_TOKEN`];
-  if (!value) throw new Error(`DJ_${role}_TOKEN is not set`);
-  return value;
-};
-
-async function shot(page: Page, name: string) {
-  await page.screenshot({ path: `test-results/screenshots/${name}.png`, fullPage: false });
-}
-
-async function signIn(page: Page, role: 'ADMIN' | 'OPERATOR' | 'VIEWER', next = '/dags') {
-  await page.goto(`${base()}/signin?next=${encodeURIComponent(next)}`);
-  await page.getByTestId('signin-token').fill(token(role));
-  await page.getByTestId('signin-submit').click();
-  await expect(page.getByTestId('whoami')).toContainText(`ui-${role.toLowerCase()}`);
-}
-
-/** The API as a script would use it, with the admin's bearer token. */
-async function api(): Promise<APIRequestContext> {
-  return request.newContext({
-    baseURL: base(),
-    extraHTTPHeaders: { Authorization: `Bearer ${token('ADMIN')}` },
-  });
-}
-
-async function createDag(dag: object): Promise<number> {
-  const client = await api();
-  const answer = await client.post('/api/v1/dags', { data: dag });
-  expect(answer.status(), await answer.text()).toBe(201);
-  const id = (await answer.json()).id as number;
-  await client.dispose();
-  return id;
-}
-
-/** Triggers `dagId` through the API and waits until its first task instance runs. */
-async function startAndWaitRunning(dagId: number): Promise<{ runId: number; taskInstanceId: number }> {
-  const client = await api();
-  const started = await client.post(`/api/v1/dags/${dagId}/trigger`, { data: {} });
-  expect(started.status(), await started.text()).toBe(202);
-  const { runKey } = await started.json();
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const answer = await client.get(`/api/v1/dags/instances/by-key/${encodeURIComponent(runKey)}`);
-    if (answer.ok()) {
-      const run = await answer.json();
-      const running = run.taskInstances.find((t: { status: string }) => t.status === 'RUNNING');
-      if (running) {
-        await client.dispose();
-        return { runId: run.id, taskInstanceId: running.id };
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`run ${runKey} never had a running task`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+import { type Page, expect, test } from '@playwright/test';
+import { api, base, createDag, shot, signIn, startAndWaitRunning, token } from './support';
 
 /** A React Flow node's position on the canvas (flow coordinates, not the screen's). */
 async function flowPosition(page: Page, task: string) {

@@ -1,5 +1,5 @@
 import { Component, lazy, Suspense, useEffect, type ComponentType, type ReactNode } from 'react';
-import { Translation } from 'react-i18next';
+import { Trans, Translation, useTranslation } from 'react-i18next';
 import { BrowserRouter, Navigate, Outlet, Route, Routes, useLocation, useNavigate } from 'react-router';
 import { onUnauthorized, signInPath } from './api/client';
 import { SessionProvider, useSessionContext } from './auth/session';
@@ -90,16 +90,16 @@ function PageOutlet() {
 
 /** The app's pages need a session; without one, sign in first. */
 function RequireSession({ children }: { children: ReactNode }) {
+  const { t } = useTranslation();
   const { state, refresh } = useSessionContext();
   const location = useLocation();
-  if (state.status === 'loading') return <Loading label="Connecting to DataJump…" />;
+  if (state.status === 'loading') return <Loading label={t('app.connecting')} />;
   if (state.status === 'error') {
     return (
       <div className="center-page">
-        <ErrorBox error={state.error} onRetry={refresh} title="The DataJump API does not answer" />
+        <ErrorBox error={state.error} onRetry={refresh} title={t('app.apiDown')} />
         <p className="muted small">
-          The page asks <code>GET /api/v1/session</code> on its own address. Is <code>datajump up</code> (or the API
-          role) running? In development, <code>npm run dev</code> proxies <code>/api</code> to 127.0.0.1:8080.
+          <Trans t={t} i18nKey="app.apiDownHint" components={{ code: <code translate="no" /> }} />
         </p>
       </div>
     );

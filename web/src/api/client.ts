@@ -3,6 +3,7 @@
 // refuses a body without it), errors turned into `ApiError`, and a 401
 // sending the browser to the sign-in page.
 
+import i18next from 'i18next';
 import type { ErrorBody } from './types';
 
 export const API = '/api/v1';
@@ -85,7 +86,11 @@ async function errorOf(response: Response): Promise<ApiError> {
   }
   const message =
     body?.message ??
-    (text && text.length < 300 ? text : `${response.status} ${response.statusText || 'error'}`);
+    (text && text.length < 300
+      ? text
+      : response.statusText
+        ? `${response.status} ${response.statusText}`
+        : i18next.t('common:errors.httpStatus', { status: response.status }));
   return new ApiError(
     response.status,
     body?.error ?? `HTTP_${response.status}`,
@@ -114,7 +119,7 @@ async function send(path: string, options: RequestOptions): Promise<Response> {
     });
   } catch (e) {
     if (e instanceof DOMException && e.name === 'AbortError') throw e;
-    throw new ApiError(0, 'NETWORK', 'the DataJump API cannot be reached (network error)');
+    throw new ApiError(0, 'NETWORK', i18next.t('common:errors.network'));
   }
   if (!response.ok) {
     const error = await errorOf(response);
@@ -133,7 +138,7 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
   try {
     return JSON.parse(text) as T;
   } catch {
-    throw new ApiError(response.status, 'BAD_ANSWER', 'the API answered something that is not JSON');
+    throw new ApiError(response.status, 'BAD_ANSWER', i18next.t('common:errors.notJson'));
   }
 }
 
@@ -146,9 +151,18 @@ export async function requestText(
   return { text: await response.text(), headers: response.headers };
 }
 
+/** The UI's own messages, by code, in the language in force when they are shown. */
+const LOCAL_MESSAGES = {
+  NETWORK: 'common:errors.network',
+  BAD_ANSWER: 'common:errors.notJson',
+} as const;
+
 /** A human sentence for any error a request may throw. */
 export function errorMessage(e: unknown): string {
-  if (e instanceof ApiError) return e.message;
+  if (e instanceof ApiError) {
+    if (e.code === 'NETWORK' || e.code === 'BAD_ANSWER') return i18next.t(LOCAL_MESSAGES[e.code]);
+    return e.message;
+  }
   if (e instanceof Error) return e.message;
   return String(e);
 }

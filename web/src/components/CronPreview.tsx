@@ -1,3 +1,4 @@
+import { useTranslation } from 'react-i18next';
 import { validateCron } from '../api/endpoints';
 import { errorMessage } from '../api/client';
 import { formatZoned } from '../lib/format';
@@ -8,30 +9,37 @@ import { useAsync, useDebounced } from '../lib/hooks';
  * as it is typed (debounced).
  */
 export function CronPreview({ expression, timezone }: { expression: string; timezone?: string }) {
+  const { t } = useTranslation('dag');
   const expr = useDebounced(expression.trim(), 300);
   const zone = useDebounced((timezone ?? '').trim(), 300);
   const check = useAsync(expr ? JSON.stringify([expr, zone]) : null, (signal) =>
     validateCron({ cronExpression: expr, timezone: zone || undefined, count: 5 }, { signal }),
   );
-  if (!expr) return <div className="cron-preview muted small">Quartz (6–7 fields), Spring (6), Unix (5) or @daily.</div>;
+  if (!expr) return <div className="cron-preview muted small">{t('cron.hint')}</div>;
   const pending = check.loading || expr !== expression.trim();
   if (check.error) {
     return <div className="cron-preview inline-error">{errorMessage(check.error)}</div>;
   }
   const v = check.data;
-  if (!v) return <div className="cron-preview muted small">Checking…</div>;
+  if (!v) return <div className="cron-preview muted small">{t('cron.checking')}</div>;
   return (
     <div className={`cron-preview${pending ? ' stale' : ''}`} data-testid="cron-preview">
       {v.valid ? (
         <>
-          <div className="cron-desc">{v.description}</div>
-          {v.warning && <div className="inline-warn">{v.warning}</div>}
+          <div className="cron-desc" data-server-text>
+            {v.description}
+          </div>
+          {v.warning && (
+            <div className="inline-warn" data-server-text>
+              {v.warning}
+            </div>
+          )}
           {v.nextFireTimes && v.nextFireTimes.length > 0 && (
             <div className="small muted">
-              next ({v.timezone}):{' '}
-              {v.nextFireTimes.map((t) => (
-                <span key={t} className="mono fire" title={t}>
-                  {formatZoned(t)}
+              {t('cron.next', { zone: v.timezone })}{' '}
+              {v.nextFireTimes.map((time) => (
+                <span key={time} className="mono fire" title={time} translate="no">
+                  {formatZoned(time)}
                 </span>
               ))}
             </div>
@@ -39,7 +47,7 @@ export function CronPreview({ expression, timezone }: { expression: string; time
         </>
       ) : (
         <div className="inline-error" data-testid="cron-error">
-          {v.error ?? 'invalid expression'}
+          {v.error ?? t('cron.invalid')}
         </div>
       )}
     </div>

@@ -2,6 +2,7 @@
 // positions), each node coloured by its task's status in the chosen run.
 
 import { memo, useMemo } from 'react';
+import { useTranslation } from 'react-i18next';
 import {
   Background,
   Controls,
@@ -14,6 +15,7 @@ import {
   type NodeProps,
 } from '@xyflow/react';
 import type { Edge } from '../api/types';
+import { edgeLabel, flowLabels } from './flowLabels';
 import { NODE_HEIGHT, NODE_WIDTH, positionsFor, type Point } from '../lib/layout';
 import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
 
@@ -40,6 +42,7 @@ type TaskNodeData = {
 type TaskNodeType = Node<TaskNodeData, 'task'>;
 
 const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
+  const { t } = useTranslation('dag');
   const s = statusStyle(data.status);
   const status = normalizeStatus(data.status);
   return (
@@ -49,14 +52,22 @@ const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
       data-testid="graph-node"
       data-task={data.name}
       data-status={status}
-      title={`${data.name}: ${statusLabel(data.status)}${data.attempts > 1 ? ` (${data.attempts} attempts)` : ''}`}
+      title={t(data.attempts > 1 ? 'graph.nodeTitleAttempts' : 'graph.nodeTitle', {
+        name: data.name,
+        status: statusLabel(data.status),
+        attempts: data.attempts,
+      })}
     >
       <Handle type="target" position={Position.Left} isConnectable={false} />
       <span className="gnode-bar" style={{ background: s.outline ? 'transparent' : s.fill, borderColor: s.border }} />
       <span className="gnode-body">
-        <span className="gnode-name">{data.name}</span>
+        <span className="gnode-name" translate="no">
+          {data.name}
+        </span>
         <span className="gnode-meta">
-          <span className="gnode-type">{data.type}</span>
+          <span className="gnode-type" translate="no">
+            {data.type}
+          </span>
           <span className="gnode-status">{status === 'NONE' ? '' : statusLabel(data.status)}</span>
         </span>
       </span>
@@ -83,6 +94,7 @@ export function DagGraph({
   onOpen?: (taskInstanceId: number) => void;
   height?: number | string;
 }) {
+  const { t, i18n } = useTranslation('dag');
   const positions = useMemo(
     () =>
       positionsFor(
@@ -124,13 +136,15 @@ export function DagGraph({
         style: edgeStyle,
         markerEnd: marker,
         focusable: false,
+        ariaLabel: edgeLabel(i18n.language, e.source, e.target),
       })),
-    [edges],
+    [edges, i18n.language],
   );
+  const ariaLabelConfig = useMemo(() => flowLabels(i18n.language), [i18n.language]);
   // A new shape is fitted to the view again.
   const shape = useMemo(() => tasks.map((t) => t.name).join('\u0000'), [tasks]);
   if (tasks.length === 0) {
-    return <div className="state state-empty">This DAG has no tasks.</div>;
+    return <div className="state state-empty">{t('noTasks')}</div>;
   }
   return (
     <div className="graph-box" style={{ height }}>
@@ -147,6 +161,7 @@ export function DagGraph({
         elementsSelectable={false}
         onlyRenderVisibleElements={tasks.length > 200}
         proOptions={{ hideAttribution: true }}
+        ariaLabelConfig={ariaLabelConfig}
         onNodeClick={(_, node) => {
           const id = (node.data as TaskNodeData).taskInstanceId;
           if (id && onOpen) onOpen(id);

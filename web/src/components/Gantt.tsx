@@ -2,6 +2,7 @@
 // attempt coloured by its status; hovering a bar shows its times.
 
 import { useMemo } from 'react';
+import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 import type { GanttAttempt } from '../api/types';
 import { formatClock, formatDuration, formatTime } from '../lib/format';
@@ -10,20 +11,21 @@ import { useNow } from '../lib/hooks';
 import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
 
 export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runStart: string | null }) {
+  const { t } = useTranslation('dag');
   const open = attempts.some((a) => !a.endTime);
   const now = useNow(1000, open);
   const g = useMemo(() => ganttLayout(attempts, runStart, now), [attempts, runStart, now]);
-  if (g.rows.length === 0) return <div className="state state-empty">No attempt has started yet.</div>;
+  if (g.rows.length === 0) return <div className="state state-empty">{t('gantt.empty')}</div>;
   const span = g.max - g.min;
-  const pct = (t: number) => `${((t - g.min) / span) * 100}%`;
+  const pct = (time: number) => `${((time - g.min) / span) * 100}%`;
   return (
     <div className="gantt" data-testid="gantt">
       <div className="gantt-axis">
         <div className="gantt-label" />
         <div className="gantt-track">
-          {g.ticks.map((t) => (
-            <span key={t} className="gantt-tick" style={{ left: pct(t) }}>
-              {formatClock(new Date(t).toISOString())}
+          {g.ticks.map((tick) => (
+            <span key={tick} className="gantt-tick" style={{ left: pct(tick) }}>
+              {formatClock(new Date(tick).toISOString())}
             </span>
           ))}
         </div>
@@ -31,11 +33,13 @@ export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runSta
       {g.rows.map((row) => (
         <div className="gantt-row" key={row.taskInstanceId}>
           <div className="gantt-label ellipsis">
-            <Link to={`/task-instances/${row.taskInstanceId}`}>{row.taskName}</Link>
+            <Link to={`/task-instances/${row.taskInstanceId}`} translate="no">
+              {row.taskName}
+            </Link>
           </div>
           <div className="gantt-track">
-            {g.ticks.map((t) => (
-              <span key={t} className="gantt-grid" style={{ left: pct(t) }} />
+            {g.ticks.map((tick) => (
+              <span key={tick} className="gantt-grid" style={{ left: pct(tick) }} />
             ))}
             {row.bars.map((bar) => {
               const s = statusStyle(bar.status);
@@ -47,11 +51,11 @@ export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runSta
                   className={`gantt-bar ${statusClass(bar.status)}`}
                   style={{ left: pct(bar.start), width: `${width}%`, background: s.fill, borderColor: s.border }}
                   title={[
-                    `${bar.taskName} · attempt ${bar.attempt + 1} · ${statusLabel(bar.status)}`,
-                    `start ${formatTime(bar.startTime)}`,
-                    `end   ${bar.open ? 'running' : formatTime(bar.endTime)}`,
-                    `took  ${formatDuration(bar.end - bar.start)}`,
-                    bar.workerId ? `runner ${bar.workerId}` : '',
+                    t('gantt.barTitle', { task: bar.taskName, attempt: bar.attempt + 1, status: statusLabel(bar.status) }),
+                    t('gantt.start', { time: formatTime(bar.startTime) }),
+                    bar.open ? t('gantt.endOpen') : t('gantt.end', { time: formatTime(bar.endTime) }),
+                    t('gantt.took', { duration: formatDuration(bar.end - bar.start) }),
+                    bar.workerId ? t('gantt.runner', { runner: bar.workerId }) : '',
                   ]
                     .filter(Boolean)
                     .join('\n')}
@@ -66,8 +70,13 @@ export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runSta
         </div>
       ))}
       <div className="gantt-foot muted small">
-        {formatTime(new Date(g.min).toISOString())} → {open ? 'now' : formatTime(new Date(g.max).toISOString())} ·{' '}
-        {formatDuration(span)}
+        {open
+          ? t('gantt.spanOpen', { from: formatTime(new Date(g.min).toISOString()), duration: formatDuration(span) })
+          : t('gantt.span', {
+              from: formatTime(new Date(g.min).toISOString()),
+              to: formatTime(new Date(g.max).toISOString()),
+              duration: formatDuration(span),
+            })}
       </div>
     </div>
   );

@@ -3,6 +3,7 @@
 // while the attempt runs, searchable, copyable and downloadable.
 
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import { useTranslation } from 'react-i18next';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { errorMessage } from '../api/client';
 import { getLog, logStreamUrl, logUrl } from '../api/endpoints';
@@ -50,6 +51,7 @@ export function LogViewer({
   /** The live stream said the attempt ended. */
   onEnded?: () => void;
 }) {
+  const { t } = useTranslation('task');
   const [log] = useState(() => new WatchedLog());
   const version = useSyncExternalStore(log.subscribe, log.snapshot);
   const [phase, setPhase] = useState<Phase>({ kind: 'loading' });
@@ -166,19 +168,27 @@ export function LogViewer({
   const matchSet = useMemo(() => new Set(matches), [matches]);
   const currentEntry = current >= 0 ? matches[current] : -1;
   const downloadName = `task-${taskInstanceId}-attempt-${attempt}.log`;
+  const phaseLabel =
+    phase.kind === 'loading'
+      ? t('log.phase.loading')
+      : live
+        ? t('log.phase.live')
+        : phase.kind === 'stored'
+          ? phase.source === 'full' || phase.source === 'tail'
+            ? t(`log.phase.${phase.source}`)
+            : t('log.phase.other', { source: phase.source })
+          : t('log.phase.error');
 
   return (
     <div className="logview">
       <div className="log-toolbar">
-        <span className={`tag ${live ? 'tag-live' : 'tag-muted'}`}>
-          {phase.kind === 'loading' ? 'loading' : live ? 'live' : phase.kind === 'stored' ? `${phase.source} log` : 'error'}
-        </span>
-        <span className="muted small">{entries.length.toLocaleString()} lines</span>
+        <span className={`tag ${live ? 'tag-live' : 'tag-muted'}`}>{phaseLabel}</span>
+        <span className="muted small">{t('log.lines', { n: entries.length.toLocaleString() })}</span>
         <div className="log-search">
           <input
             type="search"
             className="input input-sm mono"
-            placeholder="Search the log…"
+            placeholder={t('log.searchPlaceholder')}
             value={query}
             onChange={(e) => {
               setQuery(e.target.value);
@@ -192,13 +202,13 @@ export function LogViewer({
           />
           {q && (
             <span className="small muted" data-testid="log-matches">
-              {matches.length ? `${current + 1}/${matches.length}` : 'no match'}
+              {matches.length ? `${current + 1}/${matches.length}` : t('log.noMatch')}
             </span>
           )}
-          <button type="button" className="btn btn-sm" disabled={!matches.length} onClick={() => goTo(current - 1)} aria-label="Previous match">
+          <button type="button" className="btn btn-sm" disabled={!matches.length} onClick={() => goTo(current - 1)} aria-label={t('log.previousMatch')}>
             ↑
           </button>
-          <button type="button" className="btn btn-sm" disabled={!matches.length} onClick={() => goTo(current + 1)} aria-label="Next match">
+          <button type="button" className="btn btn-sm" disabled={!matches.length} onClick={() => goTo(current + 1)} aria-label={t('log.nextMatch')}>
             ↓
           </button>
         </div>
@@ -206,7 +216,7 @@ export function LogViewer({
         {live && (
           <label className="check small">
             <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} data-testid="log-follow" />
-            follow
+            {t('log.follow')}
           </label>
         )}
         <button
@@ -221,16 +231,15 @@ export function LogViewer({
           }}
           data-testid="log-copy"
         >
-          {copied ? 'Copied' : 'Copy'}
+          {copied ? t('log.copied') : t('log.copy')}
         </button>
         <a className="btn btn-sm" href={logUrl(taskInstanceId, attempt)} download={downloadName} data-testid="log-download">
-          Download
+          {t('log.download')}
         </a>
       </div>
       {log.earlierNotShown > 0 && (
         <div className="log-note" data-testid="log-earlier">
-          {log.earlierNotShown.toLocaleString()} earlier lines not shown —{' '}
-          {live ? 'download the full log when the attempt ends' : 'download the full log'}
+          {t(live ? 'log.earlierLive' : 'log.earlierStored', { n: log.earlierNotShown.toLocaleString() })}
         </div>
       )}
       {phase.kind === 'error' && <div className="inline-error">{errorMessage(phase.error)}</div>}
@@ -243,9 +252,7 @@ export function LogViewer({
               return (
                 <div key={row.key} className="log-line log-gap" style={style} data-testid="log-line">
                   <span className="log-no">…</span>
-                  <span className="log-text">
-                    lines {entry.from}–{entry.to} were not received from the live stream
-                  </span>
+                  <span className="log-text">{t('log.gap', { from: entry.from, to: entry.to })}</span>
                 </div>
               );
             }
@@ -257,6 +264,7 @@ export function LogViewer({
                 style={style}
                 data-testid="log-line"
                 data-line={entry.no}
+                translate="no"
               >
                 <span className="log-no">{entry.no}</span>
                 <span className="log-text">
@@ -269,7 +277,7 @@ export function LogViewer({
           })}
         </div>
         {entries.length === 0 && phase.kind !== 'loading' && (
-          <div className="log-empty muted">{live ? 'Waiting for output…' : 'This attempt wrote no output.'}</div>
+          <div className="log-empty muted">{live ? t('log.waiting') : t('log.noOutput')}</div>
         )}
       </div>
     </div>

@@ -1,4 +1,5 @@
 import { useEffect, useEffectEvent, useRef, type ReactNode } from 'react';
+import { useTranslation } from 'react-i18next';
 
 /** A dialog over the page; Escape or the backdrop closes it. */
 export function Modal({
@@ -14,6 +15,7 @@ export function Modal({
   footer?: ReactNode;
   wide?: boolean;
 }) {
+  const { t } = useTranslation('dags');
   const box = useRef<HTMLDivElement>(null);
   const close = useEffectEvent(() => onClose());
   useEffect(() => {
@@ -34,7 +36,7 @@ export function Modal({
       <div className={`modal${wide ? ' modal-wide' : ''}`} role="dialog" aria-modal aria-label={title} ref={box}>
         <div className="modal-head">
           <h2>{title}</h2>
-          <button type="button" className="btn-icon" aria-label="Close" onClick={onClose}>
+          <button type="button" className="btn-icon" aria-label={t('modal.close')} onClick={onClose}>
             ×
           </button>
         </div>
@@ -67,6 +69,7 @@ export function ConfirmDialog({
   onClose: () => void;
   testId?: string;
 }) {
+  const { t } = useTranslation('dags');
   return (
     <Modal
       title={title}
@@ -74,7 +77,7 @@ export function ConfirmDialog({
       footer={
         <>
           <button type="button" className="btn" onClick={onClose}>
-            Cancel
+            {t('modal.cancel')}
           </button>
           <button
             type="button"
@@ -83,7 +86,7 @@ export function ConfirmDialog({
             onClick={onConfirm}
             data-testid={testId}
           >
-            {busy ? 'Working…' : confirmLabel}
+            {busy ? t('modal.working') : confirmLabel}
           </button>
         </>
       }

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { useTranslation } from 'react-i18next';
 import { errorMessage } from '../api/client';
 import { setDagOnline } from '../api/endpoints';
 import type { DagSummary } from '../api/types';
@@ -17,11 +18,12 @@ export function OnlineToggle({
   online: boolean;
   onChanged: (dag: Pick<DagSummary, 'online'>) => void;
 }) {
+  const { t } = useTranslation('dag');
   const allowed = useCan('toggleOnline');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   if (!allowed) {
-    return <span className={`tag ${online ? 'tag-on' : 'tag-muted'}`}>{online ? 'online' : 'offline'}</span>;
+    return <span className={`tag ${online ? 'tag-on' : 'tag-muted'}`}>{online ? t('online.on') : t('online.off')}</span>;
   }
   const flip = async () => {
     setBusy(true);
@@ -41,8 +43,8 @@ export function OnlineToggle({
         type="button"
         role="switch"
         aria-checked={online}
-        aria-label={online ? 'Online: take offline' : 'Offline: put online'}
-        title={online ? 'Online: schedules fire it. Click to take it offline.' : 'Offline: schedules do not fire it. Click to put it online.'}
+        aria-label={online ? t('online.takeOffline') : t('online.putOnline')}
+        title={online ? t('online.onTitle') : t('online.offTitle')}
         className={`switch${online ? ' on' : ''}`}
         disabled={busy}
         onClick={flip}

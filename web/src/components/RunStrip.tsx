@@ -1,9 +1,11 @@
+import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 import type { RecentRun } from '../api/types';
 import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
 
 /** The last runs' states as small squares, oldest left, newest right; each links to its run. */
 export function RunStrip({ runs, slots = 10 }: { runs: RecentRun[]; slots?: number }) {
+  const { t } = useTranslation('dag');
   const shown = runs.slice(0, slots).reverse();
   const empty = Math.max(0, slots - shown.length);
   return (
@@ -19,7 +21,7 @@ export function RunStrip({ runs, slots = 10 }: { runs: RecentRun[]; slots?: numb
             to={`/runs/${run.id}`}
             className={`sq ${statusClass(run.status)}`}
             style={{ background: s.fill, borderColor: s.border }}
-            title={`${run.bizDate} · ${statusLabel(run.status)} · run ${run.id}`}
+            title={t('runStrip.title', { bizDate: run.bizDate, status: statusLabel(run.status), id: run.id })}
             data-status={normalizeStatus(run.status)}
             data-testid="strip-run"
           />

@@ -22,9 +22,9 @@ export function ErrorBox({ error, onRetry, title }: { error: unknown; onRetry?: 
         <strong>{title ?? t('states.couldNotLoad')}</strong>
         {code && <span className="mono muted"> {code}</span>}
       </div>
-      <div>{errorMessage(error)}</div>
+      <div data-server-text>{errorMessage(error)}</div>
       {details.length > 0 && (
-        <ul className="error-details">
+        <ul className="error-details" data-server-text>
           {details.map((d, i) => (
             <li key={i}>{d}</li>
           ))}
@@ -45,9 +45,9 @@ export function InlineError({ error }: { error: unknown }) {
   const details = error instanceof ApiError ? error.details : [];
   return (
     <div className="inline-error" role="alert">
-      {errorMessage(error)}
+      <span data-server-text>{errorMessage(error)}</span>
       {details.length > 0 && (
-        <ul className="error-details">
+        <ul className="error-details" data-server-text>
           {details.map((d, i) => (
             <li key={i}>{d}</li>
           ))}

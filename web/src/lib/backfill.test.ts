@@ -17,7 +17,7 @@ describe('backfill preview text', () => {
       runs: [run('2026-11-01'), run('2026-11-03'), run('2026-11-04')],
       skipped: [{ bizDate: '2026-11-02', reason: 'already has run 12 (SUCCESS)', runId: 12 }],
     };
-    expect(previewText(answer)).toBe('3 dates will run, 1 skipped: 2026-11-02 already ran (SUCCESS)');
+    expect(previewText(answer)).toBe('3 dates will run, 1 skipped: 2026-11-02 already ran (success)');
   });
 
   it('says when nothing is skipped, and counts reprocessed dates', () => {
@@ -35,7 +35,7 @@ describe('backfill preview text', () => {
       runId: i,
     }));
     const text = previewText({ dagId: 1, dryRun: true, runs: [], skipped });
-    expect(text).toMatch(/^0 dates will run, 7 skipped: 2026-11-01 already ran \(FAILED\);/);
+    expect(text).toMatch(/^0 dates will run, 7 skipped: 2026-11-01 already ran \(failed\);/);
     expect(text).toMatch(/and 2 more$/);
   });
 

@@ -1,18 +1,21 @@
 // The sentence a backfill's dry run becomes: what would run, what would be
-// skipped and why.
+// skipped and why, in the UI's language.
 
+import i18next from 'i18next';
 import type { BackfillResponse, BackfillSkip } from '../api/types';
-import { plural } from './format';
+import { statusLabel } from './status';
 
 /** Most skipped dates named one by one. */
 const NAMED = 5;
 
-/** A skip's reason, short: `already ran (SUCCESS)`. */
+/** A skip's reason, short: `already ran (success)`; the API's own reason when it is none of the known ones. */
 export function skipReason(skip: BackfillSkip): string {
   const ran = /^already has run \d+ \(([A-Z_]+)\)/.exec(skip.reason);
-  if (ran) return `already ran (${ran[1]})`;
+  if (ran) {
+    return i18next.t('backfill:skip.alreadyRan', { status: statusLabel(ran[1]) });
+  }
   const noFire = /^schedule '([^']*)' does not fire/.exec(skip.reason);
-  if (noFire) return `schedule '${noFire[1]}' does not fire then`;
+  if (noFire) return i18next.t('backfill:skip.noFire', { schedule: noFire[1] });
   return skip.reason;
 }
 
@@ -21,17 +24,21 @@ export function skipReason(skip: BackfillSkip): string {
  * reprocessed dates are counted as running again in place.
  */
 export function previewText(answer: BackfillResponse): string {
-  const runs = answer.runs.length;
+  const t = i18next.t;
+  const count = answer.runs.length;
   const skipped = answer.skipped.length;
-  if (runs === 0 && skipped === 0) return 'No business dates in this range.';
+  if (count === 0 && skipped === 0) return t('backfill:preview.none');
   const again = answer.runs.filter((r) => r.reprocessed).length;
-  let text = `${plural(runs, 'date')} will run`;
-  if (again > 0) text += ` (${again} again in place)`;
-  if (skipped === 0) return text;
+  if (skipped === 0) {
+    return again > 0 ? t('backfill:preview.runAgain', { count, again }) : t('backfill:preview.run', { count });
+  }
   const named = [...answer.skipped]
     .sort((a, b) => a.bizDate.localeCompare(b.bizDate))
     .slice(0, NAMED)
-    .map((s) => `${s.bizDate} ${skipReason(s)}`);
-  if (skipped > NAMED) named.push(`and ${skipped - NAMED} more`);
-  return `${text}, ${skipped} skipped: ${named.join('; ')}`;
+    .map((s) => t('backfill:preview.skippedDate', { date: s.bizDate, reason: skipReason(s) }));
+  if (skipped > NAMED) named.push(t('backfill:preview.more', { n: skipped - NAMED }));
+  const list = named.join(t('backfill:preview.separator'));
+  return again > 0
+    ? t('backfill:preview.runAgainSkipped', { count, again, skipped, list })
+    : t('backfill:preview.runSkipped', { count, skipped, list });
 }

@@ -1,5 +1,7 @@
+import i18next from 'i18next';
 import { describe, expect, it } from 'vitest';
-import { durationMs, formatDuration, formatZoned, plural, relativeTime } from './format';
+import zh from '../i18n/locales/zh-CN/index.ts';
+import { durationMs, formatDuration, formatZoned, relativeTime } from './format';
 
 describe('formatting', () => {
   it('shortens durations', () => {
@@ -9,6 +11,21 @@ describe('formatting', () => {
     expect(formatDuration(185_000)).toBe('3m 05s');
     expect(formatDuration(2 * 3600_000 + 4 * 60_000)).toBe('2h 04m');
     expect(formatDuration(null)).toBe('—');
+  });
+
+  it('writes durations and relative times in Chinese when the UI is', async () => {
+    i18next.addResourceBundle('zh-CN', 'common', zh.common);
+    await i18next.changeLanguage('zh-CN');
+    try {
+      expect(formatDuration(850)).toBe('850毫秒');
+      expect(formatDuration(185_000)).toBe('3分05秒');
+      expect(formatDuration(2 * 3600_000 + 4 * 60_000)).toBe('2小时04分');
+      const now = Date.parse('2026-01-01T00:10:00Z');
+      expect(relativeTime('2026-01-01T00:09:30Z', now)).toBe('30秒前');
+      expect(relativeTime('2026-01-01T03:10:00Z', now)).toBe('3小时后');
+    } finally {
+      await i18next.changeLanguage('en');
+    }
   });
 
   it('measures running durations to now', () => {
@@ -22,8 +39,6 @@ describe('formatting', () => {
     const now = Date.parse('2026-01-01T00:10:00Z');
     expect(relativeTime('2026-01-01T00:09:30Z', now)).toBe('30s ago');
     expect(relativeTime('2026-01-01T03:10:00Z', now)).toBe('in 3h');
-    expect(plural(1, 'date')).toBe('1 date');
-    expect(plural(3, 'date')).toBe('3 dates');
   });
 
   it('shows a zoned time as written', () => {

@@ -81,11 +81,6 @@ export function today(now: Date = new Date()): string {
   return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
 }
 
-/** `n thing` / `n things`. */
-export function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
-
 /**
  * An RFC 3339 time as written in its own zone (`2026-12-03 02:00:00 +08:00`):
  * the API gives fire times in the schedule's zone, which may not be the

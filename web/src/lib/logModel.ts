@@ -4,6 +4,8 @@
 // lines that are not held. Mutable on purpose: a 100,000-line log is
 // appended to in place, and `version` tells React it changed.
 
+import i18next from 'i18next';
+
 export type LogEntry =
   | { kind: 'line'; no: number; text: string }
   | { kind: 'gap'; from: number; to: number };
@@ -100,12 +102,10 @@ export class LogBuffer {
     return out;
   }
 
-  /** The held lines as text (gaps as a note), for copying. */
+  /** The held lines as text (gaps as a note in the UI's language), for copying. */
   text(): string {
     return this.entries
-      .map((e) =>
-        e.kind === 'line' ? e.text : `[lines ${e.from}-${e.to} missing from the live stream]`,
-      )
+      .map((e) => (e.kind === 'line' ? e.text : i18next.t('task:log.gapCopied', { from: e.from, to: e.to })))
       .join('\n');
   }
 }

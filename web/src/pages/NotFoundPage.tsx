@@ -1,11 +1,13 @@
+import { Trans, useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 
 export function NotFoundPage() {
+  const { t } = useTranslation();
   return (
     <div className="page">
-      <h1>Not found</h1>
+      <h1>{t('notFound.title')}</h1>
       <p>
-        There is no page here. <Link to="/dags">Go to the DAGs</Link>.
+        <Trans t={t} i18nKey="notFound.text" components={{ dags: <Link to="/dags" /> }} />
       </p>
     </div>
   );

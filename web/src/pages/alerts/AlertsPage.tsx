@@ -1,4 +1,5 @@
 import { Fragment, useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link, useSearchParams } from 'react-router';
 import { errorMessage } from '../../api/client';
 import { listAlerts, listDags } from '../../api/endpoints';
@@ -13,10 +14,13 @@ const PER_DAG = 20;
 
 type Row = AlertDto & { dag: DagListItem };
 
+/** A DAG whose alerts could not be read, and why. */
+type Failure = { dag: string; message: string };
+
 /** The alerts of every DAG (their latest), newest first, a few requests at a time. */
-async function alertsOfAll(dags: DagListItem[], signal: AbortSignal): Promise<{ rows: Row[]; failed: string[] }> {
+async function alertsOfAll(dags: DagListItem[], signal: AbortSignal): Promise<{ rows: Row[]; failed: Failure[] }> {
   const rows: Row[] = [];
-  const failed: string[] = [];
+  const failed: Failure[] = [];
   const queue = [...dags];
   const worker = async () => {
     for (let dag = queue.shift(); dag; dag = queue.shift()) {
@@ -25,7 +29,7 @@ async function alertsOfAll(dags: DagListItem[], signal: AbortSignal): Promise<{ 
         for (const a of page.items) rows.push({ ...a, dag });
       } catch (e) {
         if (signal.aborted) throw e;
-        failed.push(`${dag.name}: ${errorMessage(e)}`);
+        failed.push({ dag: dag.name, message: errorMessage(e) });
       }
     }
   };
@@ -42,6 +46,7 @@ const STATE_CLASS: Record<string, string> = {
 };
 
 export function AlertsPage() {
+  const { t } = useTranslation(['alerts', 'common']);
   const [params, setParams] = useSearchParams();
   const dagParam = params.get('dag') ?? '';
   const dags = useAsync('alert-dags', (signal) => listDags({ pageSize: MAX_DAGS }, { signal }));
@@ -55,8 +60,8 @@ export function AlertsPage() {
   return (
     <div className="page">
       <div className="page-head">
-        <h1>Alerts</h1>
-        <span className="muted">what was noticed, and how its webhooks answered</span>
+        <h1>{t('page.title')}</h1>
+        <span className="muted">{t('page.subtitle')}</span>
         <div className="spacer" />
         {dags.data && (
           <select
@@ -65,43 +70,56 @@ export function AlertsPage() {
             onChange={(e) => setParams(e.target.value ? { dag: e.target.value } : {}, { replace: true })}
             data-testid="alerts-dag"
           >
-            <option value="">All DAGs{dags.data.total > MAX_DAGS ? ` (first ${MAX_DAGS})` : ''}</option>
+            <option value="">
+              {dags.data.total > MAX_DAGS ? t('page.allDagsFirst', { max: MAX_DAGS }) : t('page.allDags')}
+            </option>
             {dags.data.items.map((d) => (
-              <option key={d.id} value={d.id}>
+              <option key={d.id} value={d.id} translate="no">
                 {d.name}
               </option>
             ))}
           </select>
         )}
         <button type="button" className="btn btn-sm" onClick={alerts.reload}>
-          Refresh
+          {t('page.refresh')}
         </button>
       </div>
       {dags.error ? (
         <ErrorBox error={dags.error} onRetry={dags.reload} />
       ) : !alerts.data ? (
-        alerts.error ? <ErrorBox error={alerts.error} onRetry={alerts.reload} /> : <Loading label="Loading alerts…" />
+        alerts.error ? <ErrorBox error={alerts.error} onRetry={alerts.reload} /> : <Loading label={t('page.loading')} />
       ) : (
         <>
           {alerts.data.failed.length > 0 && (
             <div className="inline-error">
-              Some DAGs' alerts could not be read: {alerts.data.failed.join('; ')}
+              {t('page.someFailed', {
+                failures: alerts.data.failed
+                  .map((f) => t('page.failure', { dag: f.dag, message: f.message }))
+                  .join(t('common:list.semicolon')),
+              })}
             </div>
           )}
           {alerts.data.rows.length === 0 ? (
-            <Empty>No alerts. A DAG alerts when it names webhooks under alerts: in its definition.</Empty>
+            <Empty>
+              <Trans
+                t={t}
+                i18nKey="page.empty"
+                values={{ field: 'alerts:' }}
+                components={{ field: <span translate="no" /> }}
+              />
+            </Empty>
           ) : (
             <table className="table" data-testid="alerts-table">
               <thead>
                 <tr>
-                  <th>Noticed</th>
-                  <th>DAG</th>
-                  <th>Kind</th>
-                  <th>Delivery</th>
-                  <th>Run / task</th>
-                  <th>Webhook</th>
-                  <th className="num">Tries</th>
-                  <th>Answer</th>
+                  <th>{t('columns.noticed')}</th>
+                  <th>{t('columns.dag')}</th>
+                  <th>{t('columns.kind')}</th>
+                  <th>{t('columns.delivery')}</th>
+                  <th>{t('columns.runTask')}</th>
+                  <th>{t('columns.webhook')}</th>
+                  <th className="num">{t('columns.tries')}</th>
+                  <th>{t('columns.answer')}</th>
                 </tr>
               </thead>
               <tbody>
@@ -110,33 +128,44 @@ export function AlertsPage() {
                     <tr className="table-click" onClick={() => setOpen(open === a.id ? null : a.id)}>
                       <td className="mono small nowrap">{formatTime(a.createdAt)}</td>
                       <td>
-                        <Link to={`/dags/${a.dag.id}`}>{a.dag.name}</Link>
+                        <Link to={`/dags/${a.dag.id}`} translate="no">
+                          {a.dag.name}
+                        </Link>
                       </td>
-                      <td className="mono small">{a.kind}</td>
+                      <td className="mono small">{t(`kind.${a.kind}`)}</td>
                       <td>
-                        <span className={`tag ${STATE_CLASS[a.status] ?? ''}`}>{a.status}</span>
+                        <span className={`tag ${STATE_CLASS[a.status] ?? ''}`}>{t(`state.${a.status}`)}</span>
                       </td>
                       <td className="small">
-                        {a.runId && <Link to={`/runs/${a.runId}`}>run #{a.runId}</Link>}
+                        {a.runId && <Link to={`/runs/${a.runId}`}>{t('run', { id: a.runId })}</Link>}
                         {a.taskInstanceId && (
                           <>
                             {' · '}
-                            <Link to={`/task-instances/${a.taskInstanceId}`}>task #{a.taskInstanceId}</Link>
+                            <Link to={`/task-instances/${a.taskInstanceId}`}>{t('task', { id: a.taskInstanceId })}</Link>
                           </>
                         )}
                       </td>
-                      <td className="mono small ellipsis max-w-260" title={a.webhook}>
+                      <td className="mono small ellipsis max-w-260" title={a.webhook} translate="no">
                         {a.webhook}
                       </td>
                       <td className="num">{a.attempts}</td>
                       <td className="small ellipsis max-w-260" title={a.lastError ?? ''}>
-                        {a.responseStatus ? <span className="mono">{a.responseStatus}</span> : null} {a.lastError ?? (a.sentAt ? `sent ${formatTime(a.sentAt)}` : '')}
+                        {a.responseStatus ? <span className="mono">{a.responseStatus}</span> : null}{' '}
+                        {typeof a.lastError === 'string' ? (
+                          <span data-server-text>{a.lastError}</span>
+                        ) : a.sentAt ? (
+                          t('sent', { time: formatTime(a.sentAt) })
+                        ) : (
+                          ''
+                        )}
                       </td>
                     </tr>
                     {open === a.id && (
                       <tr className="row-detail">
                         <td colSpan={8}>
-                          <pre className="code code-sm">{JSON.stringify(a.payload, null, 2)}</pre>
+                          <pre className="code code-sm" translate="no">
+                            {JSON.stringify(a.payload, null, 2)}
+                          </pre>
                         </td>
                       </tr>
                     )}

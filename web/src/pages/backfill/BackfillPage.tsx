@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link, useParams } from 'react-router';
 import { errorMessage } from '../../api/client';
 import { backfill, getDag } from '../../api/endpoints';
@@ -12,13 +13,14 @@ import { useAsync, useDebounced } from '../../lib/hooks';
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 export function BackfillPage() {
+  const { t } = useTranslation(['backfill', 'common']);
   const dagId = Number(useParams().dagId);
   const allowed = useCan('backfill');
   const dag = useAsync(`dag:${dagId}`, (signal) => getDag(dagId, { signal }));
   if (!allowed) {
     return (
       <div className="page">
-        <ErrorBox title="Not allowed" error={new Error('A backfill needs the operator role.')} />
+        <ErrorBox title={t('page.notAllowed')} error={new Error(t('page.needsOperator'))} />
       </div>
     );
   }
@@ -28,15 +30,22 @@ export function BackfillPage() {
   return (
     <div className="page page-narrow">
       <div className="crumbs">
-        <Link to="/dags">DAGs</Link> / <Link to={`/dags/${dagId}`}>{dag.data.name}</Link> /
+        <Link to="/dags">{t('common:nav.dags')}</Link> /{' '}
+        <Link to={`/dags/${dagId}`} translate="no">
+          {dag.data.name}
+        </Link>{' '}
+        /
       </div>
-      <h1>Backfill {dag.data.name}</h1>
+      <h1>
+        <Trans t={t} i18nKey="page.title" values={{ dag: dag.data.name }} components={{ dag: <span translate="no" /> }} />
+      </h1>
       <BackfillForm dagId={dagId} maxActiveRuns={dag.data.maxActiveRuns} />
     </div>
   );
 }
 
 function BackfillForm({ dagId, maxActiveRuns }: { dagId: number; maxActiveRuns: number }) {
+  const { t } = useTranslation('backfill');
   const [from, setFrom] = useState(today());
   const [to, setTo] = useState(today());
   const [parallel, setParallel] = useState('');
@@ -76,61 +85,64 @@ function BackfillForm({ dagId, maxActiveRuns }: { dagId: number; maxActiveRuns: 
   if (done) {
     return (
       <div className="card" data-testid="backfill-result">
-        <h2>Backfill started</h2>
+        <h2>{t('result.title')}</h2>
         <p>{previewText(done)}</p>
         {done.runs.length > 0 && (
           <ul className="plain-list mono small">
             {done.runs.map((r) => (
               <li key={r.runKey}>
-                {r.bizDate} {r.reprocessed ? '(again in place)' : ''} <span className="muted">{r.runKey}</span>
+                {r.bizDate} {r.reprocessed ? t('result.again') : ''}{' '}
+                <span className="muted" translate="no">
+                  {r.runKey}
+                </span>
               </li>
             ))}
           </ul>
         )}
         <div className="form-actions">
           <button type="button" className="btn" onClick={() => setDone(null)}>
-            Another backfill
+            {t('result.another')}
           </button>
           <Link to={`/dags/${dagId}?tab=grid`} className="btn btn-primary">
-            Watch them in the grid →
+            {t('result.watch')}
           </Link>
         </div>
       </div>
     );
   }
 
-  const invalid = !body ? (from > to ? '“To” is before “from”.' : 'Give both dates.') : null;
+  const invalid = !body ? (from > to ? t('form.toBeforeFrom') : t('form.giveBothDates')) : null;
   return (
     <form className="form card" onSubmit={submit} data-testid="backfill-form">
       <div className="form-row">
         <label className="field">
-          <span>From (business date)</span>
+          <span>{t('form.from')}</span>
           <input type="date" className="input" value={from} onChange={(e) => setFrom(e.target.value)} required data-testid="backfill-from" />
         </label>
         <label className="field">
-          <span>To (inclusive)</span>
+          <span>{t('form.to')}</span>
           <input type="date" className="input" value={to} onChange={(e) => setTo(e.target.value)} required data-testid="backfill-to" />
         </label>
         <label className="field">
-          <span>Parallel runs</span>
+          <span>{t('form.parallel')}</span>
           <input
             type="number"
             min={1}
             max={1000}
             className="input"
             value={parallel}
-            placeholder={`DAG's ${maxActiveRuns}`}
+            placeholder={t('form.parallelDefault', { max: maxActiveRuns })}
             onChange={(e) => setParallel(e.target.value)}
             data-testid="backfill-parallel"
           />
         </label>
       </div>
       <label className="field">
-        <span>Dates that already ran</span>
+        <span>{t('form.reprocess')}</span>
         <select className="input" value={reprocess} onChange={(e) => setReprocess(e.target.value as Reprocess)} data-testid="backfill-reprocess">
-          <option value="none">skip them</option>
-          <option value="failed">run failed ones again (their failed tasks and below)</option>
-          <option value="all">run every finished one again</option>
+          <option value="none">{t('form.reprocessNone')}</option>
+          <option value="failed">{t('form.reprocessFailed')}</option>
+          <option value="all">{t('form.reprocessAll')}</option>
         </select>
       </label>
       <div className="preview" data-testid="backfill-preview" aria-live="polite">
@@ -143,7 +155,7 @@ function BackfillForm({ dagId, maxActiveRuns }: { dagId: number; maxActiveRuns: 
             <div className={preview.loading ? 'stale' : ''}>{previewText(preview.data)}</div>
             {preview.data.skipped.length > 5 && (
               <details className="small">
-                <summary>every skipped date</summary>
+                <summary>{t('form.everySkipped')}</summary>
                 <ul className="plain-list mono">
                   {preview.data.skipped.map((s) => (
                     <li key={s.bizDate}>
@@ -155,13 +167,13 @@ function BackfillForm({ dagId, maxActiveRuns }: { dagId: number; maxActiveRuns: 
             )}
           </>
         ) : (
-          <span className="muted">Checking what would run…</span>
+          <span className="muted">{t('form.checking')}</span>
         )}
       </div>
       <InlineError error={error} />
       <div className="form-actions">
         <Link to={`/dags/${dagId}`} className="btn">
-          Cancel
+          {t('form.cancel')}
         </Link>
         <button
           type="submit"
@@ -169,7 +181,7 @@ function BackfillForm({ dagId, maxActiveRuns }: { dagId: number; maxActiveRuns: 
           disabled={busy || !body || (preview.data ? preview.data.runs.length === 0 : false)}
           data-testid="backfill-submit"
         >
-          {busy ? 'Starting…' : 'Start backfill'}
+          {busy ? t('form.starting') : t('form.start')}
         </button>
       </div>
     </form>

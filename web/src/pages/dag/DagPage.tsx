@@ -1,3 +1,4 @@
+import { useTranslation } from 'react-i18next';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { getDag, listProjects } from '../../api/endpoints';
 import { useCan, useSession } from '../../auth/session';
@@ -14,6 +15,7 @@ const TABS = ['grid', 'graph', 'runs', 'schedules', 'definition'] as const;
 type Tab = (typeof TABS)[number];
 
 export function DagPage() {
+  const { t } = useTranslation(['dag', 'common']);
   const dagId = Number(useParams().dagId);
   const [params, setParams] = useSearchParams();
   const tab: Tab = (TABS as readonly string[]).includes(params.get('tab') ?? '')
@@ -28,9 +30,9 @@ export function DagPage() {
   const projects = useAsync(session?.projectId ? null : 'projects', (signal) => listProjects({ signal }));
   const projectName = projects.data?.items.find((p) => p.id === dag.data?.projectId)?.name;
 
-  const selectTab = (t: Tab) => {
+  const selectTab = (to: Tab) => {
     const next = new URLSearchParams(params);
-    next.set('tab', t);
+    next.set('tab', to);
     setParams(next);
   };
   const selectRun = (id: number | null) => {
@@ -40,11 +42,11 @@ export function DagPage() {
     setParams(next, { replace: true });
   };
 
-  if (!Number.isFinite(dagId)) return <div className="page"><ErrorBox error={new Error('not a DAG id')} /></div>;
+  if (!Number.isFinite(dagId)) return <div className="page"><ErrorBox error={new Error(t('page.notADagId'))} /></div>;
   if (!dag.data) {
     return (
       <div className="page">
-        {dag.error ? <ErrorBox error={dag.error} onRetry={dag.reload} /> : <Loading label="Loading DAG…" />}
+        {dag.error ? <ErrorBox error={dag.error} onRetry={dag.reload} /> : <Loading label={t('page.loading')} />}
       </div>
     );
   }
@@ -52,53 +54,63 @@ export function DagPage() {
   return (
     <div className="page">
       <div className="crumbs">
-        <Link to="/dags">DAGs</Link> / <Link to={`/dags?project=${d.projectId}`}>{projectName ?? `project #${d.projectId}`}</Link> /
+        <Link to="/dags">{t('common:nav.dags')}</Link> /{' '}
+        <Link to={`/dags?project=${d.projectId}`}>
+          {projectName ? <span translate="no">{projectName}</span> : t('page.project', { id: d.projectId })}
+        </Link>{' '}
+        /
       </div>
       <div className="page-head">
-        <h1 className="mono-title" data-testid="dag-name">{d.name}</h1>
+        <h1 className="mono-title" data-testid="dag-name" translate="no">
+          {d.name}
+        </h1>
         <OnlineToggle
           dagId={d.id}
           online={d.online}
           onChanged={({ online }) => dag.setData((x) => ({ ...x, online }))}
         />
         {d.sourceFile && (
-          <span className="tag tag-file" title={d.sourceFile}>
-            file-managed
+          <span className="tag tag-file" title={t('page.managedBy', { file: d.sourceFile })}>
+            {t('page.fileManaged')}
           </span>
         )}
         <span className="muted small">
-          v{d.version} · owner {d.owner ?? '—'} · max {d.maxActiveRuns} active ({d.overlap})
+          {t('page.meta', { version: d.version, owner: d.owner ?? '—', max: d.maxActiveRuns, overlap: d.overlap })}
         </span>
         <div className="spacer" />
         {canTrigger && (
           <Link to={`/dags/${d.id}/trigger`} className="btn btn-primary" data-testid="trigger-button">
-            ▶ Trigger
+            {t('page.trigger')}
           </Link>
         )}
         {canBackfill && (
           <Link to={`/dags/${d.id}/backfill`} className="btn" data-testid="backfill-button">
-            Backfill…
+            {t('page.backfill')}
           </Link>
         )}
         {canEdit && (
           <Link to={`/dags/${d.id}/edit`} className="btn" data-testid="edit-button">
-            Edit
+            {t('page.edit')}
           </Link>
         )}
       </div>
-      {d.description && <p className="muted desc">{d.description}</p>}
+      {d.description && (
+        <p className="muted desc" translate="no">
+          {d.description}
+        </p>
+      )}
       <div className="tabs" role="tablist">
-        {TABS.map((t) => (
+        {TABS.map((name) => (
           <button
-            key={t}
+            key={name}
             type="button"
             role="tab"
-            aria-selected={tab === t}
-            className={`tab${tab === t ? ' active' : ''}`}
-            onClick={() => selectTab(t)}
-            data-testid={`tab-${t}`}
+            aria-selected={tab === name}
+            className={`tab${tab === name ? ' active' : ''}`}
+            onClick={() => selectTab(name)}
+            data-testid={`tab-${name}`}
           >
-            {t[0]!.toUpperCase() + t.slice(1)}
+            {t(`page.tabs.${name}`)}
           </button>
         ))}
       </div>

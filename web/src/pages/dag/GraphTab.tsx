@@ -1,4 +1,5 @@
 import { useMemo } from 'react';
+import { useTranslation } from 'react-i18next';
 import { Link, useNavigate } from 'react-router';
 import { getCanvas, getRun, listRuns } from '../../api/endpoints';
 import { DagGraph } from '../../components/DagGraph';
@@ -8,7 +9,8 @@ import { formatTime } from '../../lib/format';
 import { useAsync } from '../../lib/hooks';
 import { useStream } from '../../live/stream';
 import { graphTasks, patchInstances, runStates } from './graphData';
-import { runFromEvent } from '../../lib/runs';
+import { runFromEvent, triggerLabel } from '../../lib/runs';
+import { statusLabel } from '../../lib/status';
 
 export function GraphTab({
   dagId,
@@ -19,6 +21,7 @@ export function GraphTab({
   selectedRun: number | null;
   onSelectRun: (id: number | null) => void;
 }) {
+  const { t } = useTranslation('dag');
   const navigate = useNavigate();
   const canvas = useAsync(`canvas:${dagId}`, (signal) => getCanvas(dagId, { signal }));
   const runs = useAsync(`runs:${dagId}`, (signal) => listRuns(dagId, 1, 25, { signal }));
@@ -55,7 +58,7 @@ export function GraphTab({
   const states = useMemo(() => (run.data ? runStates(run.data.taskInstances) : undefined), [run.data]);
 
   if (!canvas.data) {
-    return canvas.error ? <ErrorBox error={canvas.error} onRetry={canvas.reload} /> : <Loading label="Loading graph…" />;
+    return canvas.error ? <ErrorBox error={canvas.error} onRetry={canvas.reload} /> : <Loading label={t('graph.loading')} />;
   }
   const runItems = runs.data?.items ?? [];
   const shownInList = runItems.some((r) => r.id === selectedRun);
@@ -63,19 +66,23 @@ export function GraphTab({
     <div>
       <div className="toolbar">
         <label className="field-inline">
-          <span>Coloured by run</span>
+          <span>{t('graph.colouredBy')}</span>
           <select
             className="input"
             value={selectedRun ?? ''}
             onChange={(e) => onSelectRun(e.target.value ? Number(e.target.value) : null)}
             data-testid="graph-run-select"
           >
-            {runItems.length === 0 && <option value="">no runs yet</option>}
-            {selectedRun && !shownInList && <option value={selectedRun}>run #{selectedRun}</option>}
+            {runItems.length === 0 && <option value="">{t('graph.noRuns')}</option>}
+            {selectedRun && !shownInList && <option value={selectedRun}>{t('graph.runOnly', { id: selectedRun })}</option>}
             {runItems.map((r, i) => (
               <option key={r.id} value={i === 0 && selectedRun !== r.id ? '' : r.id}>
-                {r.bizDate} · {r.status} · {r.triggerType} · #{r.id}
-                {i === 0 ? ' (latest)' : ''}
+                {t(i === 0 ? 'graph.runOptionLatest' : 'graph.runOption', {
+                  bizDate: r.bizDate,
+                  status: statusLabel(r.status),
+                  trigger: triggerLabel(r.triggerType),
+                  id: r.id,
+                })}
               </option>
             ))}
           </select>
@@ -83,15 +90,15 @@ export function GraphTab({
         {run.data && (
           <>
             <StatusBadge status={run.data.status} />
-            <span className="muted small">started {formatTime(run.data.startTime)}</span>
+            <span className="muted small">{t('graph.started', { time: formatTime(run.data.startTime) })}</span>
             <Link to={`/runs/${run.data.id}`} className="small">
-              Open run #{run.data.id} →
+              {t('graph.openRun', { id: run.data.id })}
             </Link>
           </>
         )}
         {run.error ? <span className="inline-error">{String((run.error as Error).message)}</span> : null}
         <div className="spacer" />
-        <span className="muted small">Click a task to open its instance.</span>
+        <span className="muted small">{t('graph.clickHint')}</span>
       </div>
       <DagGraph
         tasks={tasks}

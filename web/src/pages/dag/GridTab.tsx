@@ -4,6 +4,7 @@
 // on screen.
 
 import { memo, useLayoutEffect, useMemo, useRef, useState, type MouseEvent } from 'react';
+import { useTranslation } from 'react-i18next';
 import { Link, useNavigate } from 'react-router';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { errorMessage } from '../../api/client';
@@ -22,6 +23,7 @@ import {
   type GridRun,
 } from '../../lib/grid';
 import { useAsync, useNow } from '../../lib/hooks';
+import { triggerLabel } from '../../lib/runs';
 import { isTerminalRun, normalizeStatus, STATUS_STYLES, statusClass, statusLabel, statusStyle } from '../../lib/status';
 import { useStream } from '../../live/stream';
 
@@ -49,6 +51,7 @@ const GridColumn = memo(function GridColumn({
   rowFrom: number;
   rowTo: number;
 }) {
+  const { t } = useTranslation('dag');
   const out = [];
   for (let i = rowFrom; i < rowTo; i++) {
     const task = tasks[i];
@@ -65,7 +68,7 @@ const GridColumn = memo(function GridColumn({
           data-task={task.name}
           data-run-id={run.id}
           data-status="NONE"
-          title={`${task.name} · ${run.bizDate}: no instance`}
+          title={t('grid.cellNone', { task: task.name, bizDate: run.bizDate })}
         />,
       );
       continue;
@@ -82,7 +85,12 @@ const GridColumn = memo(function GridColumn({
         data-task={task.name}
         data-run-id={run.id}
         data-status={normalizeStatus(cell.status)}
-        title={`${task.name} · ${run.bizDate} · ${statusLabel(cell.status)}${cell.attempts > 1 ? ` · ${cell.attempts} attempts` : ''}`}
+        title={t(cell.attempts > 1 ? 'grid.cellAttempts' : 'grid.cell', {
+          task: task.name,
+          bizDate: run.bizDate,
+          status: statusLabel(cell.status),
+          attempts: cell.attempts,
+        })}
       />,
     );
   }
@@ -102,6 +110,7 @@ export function GridTab({
   selectedRun: number | null;
   onSelectRun: (id: number | null) => void;
 }) {
+  const { t } = useTranslation(['dag', 'common']);
   const [size, setSize] = useState<number>(25);
   const grid = useAsync(`grid:${dagId}:${size}`, (signal) => getGrid(dagId, size, undefined, { signal }).then(fromGrid));
   const [older, setOlder] = useState<{ busy: boolean; error: unknown }>({ busy: false, error: null });
@@ -130,7 +139,7 @@ export function GridTab({
   };
 
   if (!grid.data) {
-    return grid.error ? <ErrorBox error={grid.error} onRetry={grid.reload} /> : <Loading label="Loading grid…" />;
+    return grid.error ? <ErrorBox error={grid.error} onRetry={grid.reload} /> : <Loading label={t('grid.loading')} />;
   }
   const model = grid.data;
   const selected = model.runs.find((r) => r.id === selectedRun) ?? null;
@@ -139,10 +148,10 @@ export function GridTab({
       <div className="grid-main">
         <div className="toolbar">
           <span className="muted small">
-            {model.runs.length} runs · {model.tasks.length} tasks
+            {t('grid.summary', { runs: model.runs.length, tasks: model.tasks.length })}
           </span>
           <label className="field-inline">
-            <span>Runs per page</span>
+            <span>{t('grid.perPage')}</span>
             <select className="input input-sm" value={size} onChange={(e) => setSize(Number(e.target.value))}>
               {SIZES.map((n) => (
                 <option key={n} value={n}>
@@ -153,16 +162,16 @@ export function GridTab({
           </label>
           {model.hasMore && (
             <button type="button" className="btn btn-sm" disabled={older.busy} onClick={loadOlder} data-testid="grid-load-older">
-              {older.busy ? 'Loading…' : '‹ Load older runs'}
+              {older.busy ? t('common:states.loading') : t('grid.loadOlder')}
             </button>
           )}
           {older.error ? <span className="inline-error">{errorMessage(older.error)}</span> : null}
-          {grid.error ? <span className="inline-error">refresh failed: {errorMessage(grid.error)}</span> : null}
+          {grid.error ? <span className="inline-error">{t('grid.refreshFailed', { message: errorMessage(grid.error) })}</span> : null}
         </div>
         {model.tasks.length === 0 ? (
-          <Empty>This DAG has no tasks.</Empty>
+          <Empty>{t('noTasks')}</Empty>
         ) : model.runs.length === 0 ? (
-          <Empty>No runs yet. Trigger one, or wait for its schedule.</Empty>
+          <Empty>{t('grid.noRuns')}</Empty>
         ) : (
           <GridView model={model} selectedRun={selectedRun} onSelectRun={onSelectRun} />
         )}
@@ -181,6 +190,7 @@ function GridView({
   selectedRun: number | null;
   onSelectRun: (id: number | null) => void;
 }) {
+  const { t } = useTranslation('dag');
   const navigate = useNavigate();
   const scroller = useRef<HTMLDivElement>(null);
   const anyRunning = model.runs.some((r) => !isTerminalRun(r.status));
@@ -271,7 +281,7 @@ function GridView({
       <div className="grid-inner" style={{ width: totalW, height: totalH }}>
         <div className="grid-header" style={{ width: totalW, height: HEADER_H }}>
           <div className="grid-corner" style={{ width: NAME_W, height: HEADER_H }}>
-            <span className="muted small">task \ run</span>
+            <span className="muted small">{t('grid.corner')}</span>
           </div>
           {vCols.map((c) => {
             const run = model.runs[c.index]!;
@@ -284,7 +294,13 @@ function GridView({
                 key={run.id}
                 className={`run-col${run.id === selectedRun ? ' selected' : ''}`}
                 style={{ left: c.start, width: COL_W, height: HEADER_H }}
-                title={`${run.bizDate} · ${run.status} · ${run.triggerType} · ${formatDuration(ms)} · #${run.id}`}
+                title={t('grid.runTitle', {
+                  bizDate: run.bizDate,
+                  status: statusLabel(run.status),
+                  trigger: triggerLabel(run.triggerType),
+                  duration: formatDuration(ms),
+                  id: run.id,
+                })}
                 onClick={() => onSelectRun(run.id === selectedRun ? null : run.id)}
                 data-testid="grid-run"
                 data-run-id={run.id}
@@ -299,9 +315,20 @@ function GridView({
           {vRows.map((r) => {
             const task = model.tasks[r.index]!;
             return (
-              <div key={task.name} className="grid-name" style={{ top: r.start - HEADER_H, height: ROW_H }} title={task.upstream.length ? `after ${task.upstream.join(', ')}` : 'no upstream'}>
-                <span className="ellipsis">{task.name}</span>
-                {task.taskType && <span className="type-tag">{task.taskType}</span>}
+              <div
+                key={task.name}
+                className="grid-name"
+                style={{ top: r.start - HEADER_H, height: ROW_H }}
+                title={task.upstream.length ? t('grid.after', { upstream: task.upstream.join(', ') }) : t('grid.noUpstream')}
+              >
+                <span className="ellipsis" translate="no">
+                  {task.name}
+                </span>
+                {task.taskType && (
+                  <span className="type-tag" translate="no">
+                    {task.taskType}
+                  </span>
+                )}
               </div>
             );
           })}
@@ -325,11 +352,12 @@ function GridView({
 }
 
 function RunPanel({ run, model, onClose }: { run: GridRun | null; model: GridModel; onClose: () => void }) {
+  const { t } = useTranslation('dag');
   const now = useNow(5000, !!run && !isTerminalRun(run.status));
   if (!run) {
     return (
       <aside className="side-panel">
-        <h3>Legend</h3>
+        <h3>{t('grid.legend')}</h3>
         <ul className="legend">
           {(['SUCCESS', 'FAILED', 'RUNNING', 'QUEUED', 'UP_FOR_RETRY', 'UP_FOR_RESCHEDULE', 'TIMEOUT', 'KILLED', 'UPSTREAM_FAILED', 'SKIPPED', 'PENDING', 'NONE'] as const).map((st) => (
             <li key={st}>
@@ -338,7 +366,7 @@ function RunPanel({ run, model, onClose }: { run: GridRun | null; model: GridMod
             </li>
           ))}
         </ul>
-        <p className="muted small">Click a run's bar to see it here; click a square to open that task instance.</p>
+        <p className="muted small">{t('grid.legendHint')}</p>
       </aside>
     );
   }
@@ -349,43 +377,45 @@ function RunPanel({ run, model, onClose }: { run: GridRun | null; model: GridMod
   return (
     <aside className="side-panel" data-testid="grid-run-panel">
       <div className="side-head">
-        <h3>Run #{run.id}</h3>
-        <button type="button" className="btn-icon" onClick={onClose} aria-label="Close">
+        <h3>{t('grid.runHead', { id: run.id })}</h3>
+        <button type="button" className="btn-icon" onClick={onClose} aria-label={t('grid.close')}>
           ×
         </button>
       </div>
       <StatusBadge status={run.status} />
       <dl className="kv">
-        <dt>Business date</dt>
+        <dt>{t('grid.bizDate')}</dt>
         <dd>{run.bizDate}</dd>
-        <dt>Run key</dt>
-        <dd className="mono small break">{run.runKey}</dd>
-        <dt>Trigger</dt>
-        <dd>{run.triggerType}</dd>
+        <dt>{t('grid.runKey')}</dt>
+        <dd className="mono small break" translate="no">
+          {run.runKey}
+        </dd>
+        <dt>{t('grid.trigger')}</dt>
+        <dd>{triggerLabel(run.triggerType)}</dd>
         {run.dagVersion > 0 && (
           <>
-            <dt>DAG version</dt>
-            <dd>v{run.dagVersion}</dd>
+            <dt>{t('grid.dagVersion')}</dt>
+            <dd>{t('version', { version: run.dagVersion })}</dd>
           </>
         )}
-        <dt>Started</dt>
+        <dt>{t('grid.started')}</dt>
         <dd>{formatTime(run.startTime)}</dd>
-        <dt>Ended</dt>
+        <dt>{t('grid.ended')}</dt>
         <dd>{formatTime(run.endTime)}</dd>
-        <dt>Duration</dt>
+        <dt>{t('grid.duration')}</dt>
         <dd>{formatDuration(durationMs(run.startTime, run.endTime, now))}</dd>
       </dl>
       <div className="counts">
         {[...counts.entries()].map(([st, n]) => (
           <span key={st} className="count-chip">
             <span className={`sq ${statusClass(st)}`} style={{ background: statusStyle(st).fill, borderColor: statusStyle(st).border }} />
-            {n} {statusLabel(st)}
+            {t('grid.statusCount', { n, status: statusLabel(st) })}
           </span>
         ))}
-        {counts.size === 0 && <span className="muted small">no task instances yet ({model.tasks.length} tasks)</span>}
+        {counts.size === 0 && <span className="muted small">{t('grid.noInstances', { tasks: model.tasks.length })}</span>}
       </div>
       <Link to={`/runs/${run.id}`} className="btn btn-block" data-testid="open-run">
-        Open run →
+        {t('grid.openRun')}
       </Link>
     </aside>
   );

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 import { listRuns } from '../../api/endpoints';
 import { Pager } from '../../components/Pager';
@@ -8,11 +9,12 @@ import { durationMs, formatDuration, formatTime } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { isTerminalRun } from '../../lib/status';
 import { useStream } from '../../live/stream';
-import { runFromEvent } from '../../lib/runs';
+import { runFromEvent, triggerLabel } from '../../lib/runs';
 
 const LIMIT = 50;
 
 export function RunsTab({ dagId }: { dagId: number }) {
+  const { t } = useTranslation('dag');
   const [page, setPage] = useState(1);
   const runs = useAsync(`runs:${dagId}:${page}`, (signal) => listRuns(dagId, page, LIMIT, { signal }));
   const anyRunning = runs.data?.items.some((r) => !isTerminalRun(r.status)) ?? false;
@@ -37,22 +39,22 @@ export function RunsTab({ dagId }: { dagId: number }) {
   });
 
   if (!runs.data) {
-    return runs.error ? <ErrorBox error={runs.error} onRetry={runs.reload} /> : <Loading label="Loading runs…" />;
+    return runs.error ? <ErrorBox error={runs.error} onRetry={runs.reload} /> : <Loading label={t('runs.loading')} />;
   }
-  if (runs.data.items.length === 0) return <Empty>No runs yet.</Empty>;
+  if (runs.data.items.length === 0) return <Empty>{t('noRunsYet')}</Empty>;
   return (
     <div>
       <table className="table" data-testid="runs-table">
         <thead>
           <tr>
-            <th>Run</th>
-            <th>Status</th>
-            <th>Business date</th>
-            <th>Trigger</th>
-            <th>Run key</th>
-            <th>Started</th>
-            <th className="num">Duration</th>
-            <th className="num">DAG version</th>
+            <th>{t('runs.run')}</th>
+            <th>{t('runs.status')}</th>
+            <th>{t('runs.bizDate')}</th>
+            <th>{t('runs.trigger')}</th>
+            <th>{t('runs.runKey')}</th>
+            <th>{t('runs.started')}</th>
+            <th className="num">{t('runs.duration')}</th>
+            <th className="num">{t('runs.dagVersion')}</th>
           </tr>
         </thead>
         <tbody>
@@ -65,13 +67,13 @@ export function RunsTab({ dagId }: { dagId: number }) {
                 <StatusBadge status={r.status} />
               </td>
               <td className="mono">{r.bizDate}</td>
-              <td>{r.triggerType}</td>
-              <td className="mono small ellipsis max-w-260" title={r.runKey}>
+              <td>{triggerLabel(r.triggerType)}</td>
+              <td className="mono small ellipsis max-w-260" title={r.runKey} translate="no">
                 {r.runKey}
               </td>
               <td className="mono small">{formatTime(r.startTime)}</td>
               <td className="num mono small">{formatDuration(durationMs(r.startTime, r.endTime, now))}</td>
-              <td className="num">{r.dagVersion > 0 ? `v${r.dagVersion}` : '—'}</td>
+              <td className="num">{r.dagVersion > 0 ? t('version', { version: r.dagVersion }) : '—'}</td>
             </tr>
           ))}
         </tbody>

@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import { useTranslation } from 'react-i18next';
 import { createSchedule, updateSchedule } from '../../api/endpoints';
 import type { ScheduleBody, ScheduleDto, ScheduleKind } from '../../api/types';
 import { CronPreview } from '../../components/CronPreview';
@@ -17,6 +18,7 @@ export function ScheduleForm({
   onSaved: (s: ScheduleDto) => void;
   onClose: () => void;
 }) {
+  const { t } = useTranslation('dag');
   const [name, setName] = useState(schedule?.name ?? '');
   const [kind, setKind] = useState<ScheduleKind>(schedule?.kind ?? 'CRON');
   const [cron, setCron] = useState(schedule?.cronExpression ?? '');
@@ -58,27 +60,32 @@ export function ScheduleForm({
   };
 
   return (
-    <Modal title={schedule ? `Schedule ${schedule.name}` : 'New schedule'} onClose={onClose} wide>
+    <Modal
+      title={schedule ? t('scheduleForm.editTitle', { name: schedule.name }) : t('scheduleForm.newTitle')}
+      onClose={onClose}
+      wide
+    >
       <form className="form" onSubmit={submit} data-testid="schedule-form">
         <div className="form-row">
           <label className="field">
-            <span>Name</span>
+            <span>{t('scheduleForm.name')}</span>
             <input
               className="input"
               value={name}
               disabled={!!schedule}
               onChange={(e) => setName(e.target.value)}
               placeholder="nightly"
+              translate="no"
               required
               data-testid="schedule-name"
             />
           </label>
           <label className="field">
-            <span>Fires on</span>
+            <span>{t('scheduleForm.firesOn')}</span>
             <select className="input" value={kind} onChange={(e) => setKind(e.target.value as ScheduleKind)} data-testid="schedule-kind">
-              <option value="CRON">a cron expression</option>
-              <option value="EVENT">an external event</option>
-              <option value="AFTER">another DAG's successful runs</option>
+              <option value="CRON">{t('scheduleForm.kindCron')}</option>
+              <option value="EVENT">{t('scheduleForm.kindEvent')}</option>
+              <option value="AFTER">{t('scheduleForm.kindAfter')}</option>
             </select>
           </label>
         </div>
@@ -86,19 +93,25 @@ export function ScheduleForm({
           <>
             <div className="form-row">
               <label className="field grow">
-                <span>Cron expression</span>
+                <span>{t('scheduleForm.cron')}</span>
                 <input
                   className="input mono"
                   value={cron}
                   onChange={(e) => setCron(e.target.value)}
                   placeholder="0 0 2 * * ?"
+                  translate="no"
                   required
                   data-testid="schedule-cron"
                 />
               </label>
               <label className="field">
-                <span>Time zone</span>
-                <input className="input" value={timezone} onChange={(e) => setTimezone(e.target.value)} placeholder="API default" />
+                <span>{t('scheduleForm.timezone')}</span>
+                <input
+                  className="input"
+                  value={timezone}
+                  onChange={(e) => setTimezone(e.target.value)}
+                  placeholder={t('scheduleForm.timezoneDefault')}
+                />
               </label>
             </div>
             <CronPreview expression={cron} timezone={timezone} />
@@ -106,53 +119,67 @@ export function ScheduleForm({
         )}
         {kind === 'EVENT' && (
           <label className="field">
-            <span>Event name</span>
-            <input className="input mono" value={eventName} onChange={(e) => setEventName(e.target.value)} placeholder="orders.ready" required />
-            <span className="hint">Fires on the NATS subject dj.event.&lt;project&gt;.&lt;name&gt;, for this DAG's project only.</span>
+            <span>{t('scheduleForm.eventName')}</span>
+            <input
+              className="input mono"
+              value={eventName}
+              onChange={(e) => setEventName(e.target.value)}
+              placeholder="orders.ready"
+              translate="no"
+              required
+            />
+            <span className="hint">{t('scheduleForm.eventHint')}</span>
           </label>
         )}
         {kind === 'AFTER' && (
           <label className="field">
-            <span>Upstream DAG</span>
-            <input className="input mono" value={after} onChange={(e) => setAfter(e.target.value)} placeholder="ods_orders" required />
-            <span className="hint">Each SUCCESS run of that DAG starts one run of this one, with its business date.</span>
+            <span>{t('scheduleForm.upstream')}</span>
+            <input
+              className="input mono"
+              value={after}
+              onChange={(e) => setAfter(e.target.value)}
+              placeholder="ods_orders"
+              translate="no"
+              required
+            />
+            <span className="hint">{t('scheduleForm.afterHint')}</span>
           </label>
         )}
         <div className="form-row">
           <label className="field">
-            <span>Start date</span>
+            <span>{t('scheduleForm.startDate')}</span>
             <input className="input" type="date" value={startDate} onChange={(e) => setStartDate(e.target.value)} />
           </label>
           <label className="field">
-            <span>End date</span>
+            <span>{t('scheduleForm.endDate')}</span>
             <input className="input" type="date" value={endDate} onChange={(e) => setEndDate(e.target.value)} />
           </label>
           {kind === 'CRON' && (
             <label className="field">
-              <span>Catch-up</span>
+              <span>{t('scheduleForm.catchup')}</span>
               <select className="input" value={catchup} onChange={(e) => setCatchup(e.target.value)}>
-                <option value="none">none</option>
-                <option value="latest">latest</option>
-                <option value="all">all</option>
+                <option value="none">{t('catchup.none')}</option>
+                <option value="latest">{t('catchup.latest')}</option>
+                <option value="all">{t('catchup.all')}</option>
               </select>
             </label>
           )}
           <label className="field">
-            <span>Biz date offset (days)</span>
+            <span>{t('scheduleForm.offset')}</span>
             <input className="input" type="number" value={offset} onChange={(e) => setOffset(e.target.value)} />
           </label>
         </div>
         <label className="check">
           <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} />
-          enabled
+          {t('scheduleForm.enabled')}
         </label>
         <InlineError error={error} />
         <div className="form-actions">
           <button type="button" className="btn" onClick={onClose}>
-            Cancel
+            {t('scheduleForm.cancel')}
           </button>
           <button type="submit" className="btn btn-primary" disabled={busy} data-testid="schedule-save">
-            {busy ? 'Saving…' : 'Save schedule'}
+            {busy ? t('scheduleForm.saving') : t('scheduleForm.save')}
           </button>
         </div>
       </form>

@@ -1,4 +1,6 @@
+import type { TFunction } from 'i18next';
 import { useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 import { errorMessage } from '../../api/client';
 import { deleteSchedule, listSchedules, setScheduleEnabled } from '../../api/endpoints';
@@ -11,26 +13,57 @@ import { formatZoned, relativeTime } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { ScheduleForm } from './ScheduleForm';
 
-function trigger(s: ScheduleDto) {
-  if (s.kind === 'EVENT') return <span>event <code>{s.eventName}</code></span>;
-  if (s.kind === 'AFTER') return <span>after DAG <code>{s.after}</code></span>;
+const CATCHUPS = ['none', 'latest', 'all'] as const;
+
+/** What fires a schedule: its cron expression, event, upstream DAG or datasets. */
+function ScheduleTrigger({ s }: { s: ScheduleDto }) {
+  const { t } = useTranslation('dag');
+  const code = { code: <code translate="no" /> };
+  if (s.kind === 'EVENT') {
+    return (
+      <span>
+        <Trans t={t} i18nKey="schedules.event" values={{ name: s.eventName }} components={code} />
+      </span>
+    );
+  }
+  if (s.kind === 'AFTER') {
+    return (
+      <span>
+        <Trans t={t} i18nKey="schedules.afterDag" values={{ name: s.after }} components={code} />
+      </span>
+    );
+  }
   if (s.kind === 'DATA' && s.on) {
     return (
       <span>
-        when written: <code>{describeCondition(s.on)}</code>
-        {s.onUpdate === 'rerun' && <span className="muted"> (reruns on restatement)</span>}{' '}
+        <Trans t={t} i18nKey="schedules.whenWritten" values={{ condition: describeCondition(s.on) }} components={code} />
+        {s.onUpdate === 'rerun' && <span className="muted"> {t('schedules.rerunsOnRestatement')}</span>}{' '}
         {conditionDatasets(s.on).map((name) => (
-          <Link key={name} to={`/datasets/${encodeURIComponent(name)}`} className="small">
+          <Link key={name} to={`/datasets/${encodeURIComponent(name)}`} className="small" translate="no">
             {name}{' '}
           </Link>
         ))}
       </span>
     );
   }
-  return <code>{s.cronExpression}</code>;
+  return <code translate="no">{s.cronExpression}</code>;
+}
+
+/** A schedule's dates, business-date offset and (cron) catch-up, in a line. */
+function scheduleWindow(s: ScheduleDto, t: TFunction<'dag'>): string {
+  const parts = [
+    s.startDate || s.endDate ? `${s.startDate ?? '…'} → ${s.endDate ?? '…'}` : t('schedules.always'),
+    t('schedules.offset', { offset: s.bizDateOffset }),
+  ];
+  if (s.kind === 'CRON') {
+    const known = CATCHUPS.find((c) => c === s.catchup);
+    parts.push(t('schedules.catchup', { catchup: known ? t(`catchup.${known}`) : s.catchup }));
+  }
+  return parts.join(' · ');
 }
 
 export function SchedulesTab({ dag }: { dag: DagDetail }) {
+  const { t } = useTranslation('dag');
   const list = useAsync(`schedules:${dag.id}`, (signal) => listSchedules(dag.id, { signal }));
   const canToggle = useCan('toggleSchedule');
   const canEdit = useCan('editSchedule') && !dag.sourceFile;
@@ -62,39 +95,43 @@ export function SchedulesTab({ dag }: { dag: DagDetail }) {
   };
 
   if (!list.data) {
-    return list.error ? <ErrorBox error={list.error} onRetry={list.reload} /> : <Loading label="Loading schedules…" />;
+    return list.error ? <ErrorBox error={list.error} onRetry={list.reload} /> : <Loading label={t('schedules.loading')} />;
   }
   return (
     <div>
       {dag.sourceFile && (
         <div className="banner banner-info">
-          Schedules of this DAG come from <code>{dag.sourceFile}</code>: change them in the file. Pausing and resuming
-          work here and survive re-applying the file.
+          <Trans
+            t={t}
+            i18nKey="schedules.fileBanner"
+            values={{ file: dag.sourceFile }}
+            components={{ file: <code translate="no" /> }}
+          />
         </div>
       )}
       <div className="toolbar">
-        <span className="muted small">{list.data.total} schedule(s)</span>
+        <span className="muted small">{t('schedules.count', { n: list.data.total })}</span>
         <div className="spacer" />
         {canEdit && (
           <button type="button" className="btn btn-primary btn-sm" onClick={() => setEditing('new')} data-testid="schedule-add">
-            + Add schedule
+            {t('schedules.add')}
           </button>
         )}
       </div>
       <InlineError error={error} />
       {list.data.items.length === 0 ? (
-        <Empty>No schedules: this DAG runs only when triggered.</Empty>
+        <Empty>{t('schedules.empty')}</Empty>
       ) : (
         <table className="table" data-testid="schedules-table">
           <thead>
             <tr>
-              <th>Enabled</th>
-              <th>Name</th>
-              <th>Trigger</th>
-              <th>Meaning</th>
-              <th>Zone</th>
-              <th>Next fire</th>
-              <th>Window</th>
+              <th>{t('schedules.enabled')}</th>
+              <th>{t('schedules.name')}</th>
+              <th>{t('schedules.trigger')}</th>
+              <th>{t('schedules.meaning')}</th>
+              <th>{t('schedules.zone')}</th>
+              <th>{t('schedules.nextFire')}</th>
+              <th>{t('schedules.window')}</th>
               <th />
             </tr>
           </thead>
@@ -110,46 +147,49 @@ export function SchedulesTab({ dag }: { dag: DagDetail }) {
                       className={`switch${s.enabled ? ' on' : ''}`}
                       disabled={busy === s.scheduleId}
                       onClick={() => toggle(s)}
-                      title={s.enabled ? 'Pause' : 'Resume'}
+                      title={s.enabled ? t('schedules.pause') : t('schedules.resume')}
                       data-testid="schedule-toggle"
                     >
                       <span className="switch-knob" />
                     </button>
                   ) : (
-                    <span className={`tag ${s.enabled ? 'tag-on' : 'tag-muted'}`}>{s.enabled ? 'on' : 'paused'}</span>
+                    <span className={`tag ${s.enabled ? 'tag-on' : 'tag-muted'}`}>{s.enabled ? t('schedules.on') : t('schedules.paused')}</span>
                   )}
                 </td>
-                <td className="mono">{s.name}</td>
-                <td>{trigger(s)}</td>
-                <td>{s.cronDescription ?? <span className="muted">—</span>}</td>
-                <td className="small">{s.timezone}</td>
+                <td className="mono" translate="no">
+                  {s.name}
+                </td>
+                <td>
+                  <ScheduleTrigger s={s} />
+                </td>
+                <td data-server-text>{s.cronDescription ?? <span className="muted">—</span>}</td>
+                <td className="small" translate="no">
+                  {s.timezone}
+                </td>
                 <td className="small">
                   {s.nextFireTime ? (
-                    <span title={s.nextFireTime}>
-                      {formatZoned(s.nextFireTime)} <span className="muted">({relativeTime(s.nextFireTime, now)})</span>
+                    <span>
+                      <span translate="no">{formatZoned(s.nextFireTime)}</span> <span className="muted">({relativeTime(s.nextFireTime, now)})</span>
                     </span>
                   ) : (
-                    <span className="muted">{s.enabled ? '—' : 'paused'}</span>
+                    <span className="muted">{s.enabled ? '—' : t('schedules.paused')}</span>
                   )}
                 </td>
-                <td className="small muted">
-                  {s.startDate || s.endDate ? `${s.startDate ?? '…'} → ${s.endDate ?? '…'}` : 'always'} · offset {s.bizDateOffset}d
-                  {s.kind === 'CRON' ? ` · catch-up ${s.catchup}` : ''}
-                </td>
+                <td className="small muted">{scheduleWindow(s, t)}</td>
                 <td className="col-actions">
                   {canEdit && (
                     <>
                       {s.kind === 'DATA' ? (
-                        <span className="muted small" title="A data schedule's condition is changed in the DAG's definition">
-                          edit in the definition
+                        <span className="muted small" title={t('schedules.dataEditTitle')}>
+                          {t('schedules.dataEdit')}
                         </span>
                       ) : (
                         <button type="button" className="btn btn-sm" onClick={() => setEditing(s)}>
-                          Edit
+                          {t('schedules.edit')}
                         </button>
                       )}
                       <button type="button" className="btn btn-sm btn-ghost-danger" onClick={() => setRemoving(s)}>
-                        Remove
+                        {t('schedules.remove')}
                       </button>
                     </>
                   )}
@@ -196,17 +236,21 @@ function RemoveSchedule({
   onClose: () => void;
   onRemoved: () => void;
 }) {
+  const { t } = useTranslation('dag');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   return (
     <ConfirmDialog
-      title="Remove schedule"
+      title={t('schedules.removeTitle')}
       message={
-        <>
-          Remove schedule <code>{schedule.name}</code>? The runs it started stay.
-        </>
+        <Trans
+          t={t}
+          i18nKey="schedules.removeMessage"
+          values={{ name: schedule.name }}
+          components={{ code: <code translate="no" /> }}
+        />
       }
-      confirmLabel="Remove"
+      confirmLabel={t('schedules.remove')}
       danger
       busy={busy}
       error={error && <div className="inline-error">{error}</div>}

@@ -1,4 +1,5 @@
 import { useMemo, useState } from 'react';
+import { useTranslation } from 'react-i18next';
 import { Link, useSearchParams } from 'react-router';
 import { listDags, listProjects } from '../../api/endpoints';
 import type { DagListItem, Page, RecentRun, RunEvent } from '../../api/types';
@@ -13,6 +14,9 @@ import { isFailure } from '../../lib/status';
 import { useStream } from '../../live/stream';
 
 const PAGE_SIZE = 50;
+
+/** The command that applies a DAG file, shown as is in every language. */
+const APPLY_COMMAND = 'datajump dag apply -f my_dag.yaml';
 
 /** A DAG list item's strip with a run event applied (newest first, ≤ 10). */
 export function patchRecentRuns(runs: RecentRun[], event: RunEvent): RecentRun[] {
@@ -29,6 +33,7 @@ export function patchRecentRuns(runs: RecentRun[], event: RunEvent): RecentRun[]
 }
 
 export function DagListPage() {
+  const { t } = useTranslation(['dags', 'common']);
   const [params, setParams] = useSearchParams();
   const session = useSession();
   const canCreate = useCan('createDag');
@@ -90,12 +95,12 @@ export function DagListPage() {
   return (
     <div className="page">
       <div className="page-head">
-        <h1>DAGs</h1>
+        <h1>{t('list.title')}</h1>
         {dags.data && <span className="muted count">{dags.data.total}</span>}
         <div className="spacer" />
         {canCreate && (
           <Link to="/dags/new" className="btn btn-primary" data-testid="new-dag">
-            + New DAG
+            {t('list.newDag')}
           </Link>
         )}
       </div>
@@ -103,7 +108,7 @@ export function DagListPage() {
         <input
           type="search"
           className="input search"
-          placeholder="Search DAGs by name…"
+          placeholder={t('list.searchPlaceholder')}
           value={searchText}
           onChange={(e) => {
             setSearchText(e.target.value);
@@ -114,15 +119,15 @@ export function DagListPage() {
         />
         {projects.data && projects.data.items.length > 1 && (
           <select className="input" value={project} onChange={(e) => set({ project: e.target.value, page: null })}>
-            <option value="">Default project</option>
+            <option value="">{t('list.defaultProject')}</option>
             {projects.data.items.map((p) => (
-              <option key={p.id} value={p.id}>
+              <option key={p.id} value={p.id} translate="no">
                 {p.name}
               </option>
             ))}
           </select>
         )}
-        <div className="segmented" role="group" aria-label="Online filter">
+        <div className="segmented" role="group" aria-label={t('list.onlineFilter')}>
           {(['all', 'online', 'offline'] as const).map((s) => (
             <button
               key={s}
@@ -131,7 +136,7 @@ export function DagListPage() {
               onClick={() => set({ state: s === 'all' ? null : s })}
               data-testid={`filter-${s}`}
             >
-              {s}
+              {t(`list.filter.${s}`)}
             </button>
           ))}
         </div>
@@ -142,37 +147,39 @@ export function DagListPage() {
             onChange={(e) => set({ failing: e.target.checked ? '1' : null })}
             data-testid="filter-failing"
           />
-          has failures
+          {t('list.hasFailures')}
         </label>
-        {dags.loading && dags.data && <span className="spinner" aria-label="refreshing" />}
+        {dags.loading && dags.data && <span className="spinner" aria-label={t('list.refreshing')} />}
       </div>
 
       {dags.error && !dags.data ? (
         <ErrorBox error={dags.error} onRetry={dags.reload} />
       ) : !dags.data ? (
-        <Loading label="Loading DAGs…" />
+        <Loading label={t('list.loading')} />
       ) : rows.length === 0 ? (
         <Empty>
           {search
-            ? `No DAG matches “${search}”.`
+            ? t('list.empty.search', { search })
             : filtered
-              ? 'No DAG on this page matches the filters.'
+              ? t('list.empty.filtered')
               : canCreate
-                ? 'No DAGs yet. Create one with “New DAG”, or apply a file: datajump dag apply -f my_dag.yaml'
-                : 'No DAGs yet. Apply a file with: datajump dag apply -f my_dag.yaml'}
+                ? t('list.empty.canCreate', { command: APPLY_COMMAND })
+                : t('list.empty.cannotCreate', { command: APPLY_COMMAND })}
         </Empty>
       ) : (
         <>
-          {dags.error ? <ErrorBox error={dags.error} onRetry={dags.reload} title="Could not refresh" /> : null}
+          {dags.error ? <ErrorBox error={dags.error} onRetry={dags.reload} title={t('common:states.couldNotRefresh')} /> : null}
           <table className="table" data-testid="dag-table">
             <thead>
               <tr>
-                <th className="col-toggle" title="Online: schedules fire it">On</th>
-                <th>DAG</th>
-                <th>Owner</th>
-                <th>Project</th>
-                <th>Schedules</th>
-                <th>Recent runs</th>
+                <th className="col-toggle" title={t('list.columns.onlineTitle')}>
+                  {t('list.columns.online')}
+                </th>
+                <th>{t('list.columns.dag')}</th>
+                <th>{t('list.columns.owner')}</th>
+                <th>{t('list.columns.project')}</th>
+                <th>{t('list.columns.schedules')}</th>
+                <th>{t('list.columns.recentRuns')}</th>
                 <th className="col-actions" />
               </tr>
             </thead>
@@ -192,21 +199,25 @@ export function DagListPage() {
                     />
                   </td>
                   <td className="col-name">
-                    <Link to={`/dags/${dag.id}`} className="dag-link">
+                    <Link to={`/dags/${dag.id}`} className="dag-link" translate="no">
                       {dag.name}
                     </Link>
                     {dag.sourceFile && (
-                      <span className="tag tag-file" title={`Managed by ${dag.sourceFile}`}>
-                        file
+                      <span className="tag tag-file" title={t('list.managedBy', { file: dag.sourceFile })}>
+                        {t('list.fileTag')}
                       </span>
                     )}
-                    {dag.description && <div className="muted small ellipsis">{dag.description}</div>}
+                    {dag.description && (
+                      <div className="muted small ellipsis" translate="no">
+                        {dag.description}
+                      </div>
+                    )}
                   </td>
-                  <td>{dag.owner ?? <span className="muted">—</span>}</td>
-                  <td>{projectName(dag.projectId)}</td>
+                  <td translate="no">{dag.owner ?? <span className="muted">—</span>}</td>
+                  <td translate="no">{projectName(dag.projectId)}</td>
                   <td className="col-sched">
                     {(dag.schedules ?? []).length === 0 ? (
-                      <span className="muted">manual only</span>
+                      <span className="muted">{t('list.manualOnly')}</span>
                     ) : (
                       (dag.schedules ?? []).map((s) => <ScheduleLine key={s.scheduleId} schedule={s} now={now} />)
                     )}
@@ -219,10 +230,10 @@ export function DagListPage() {
                       <Link
                         to={`/dags/${dag.id}/trigger`}
                         className="btn btn-sm"
-                        title="Trigger a manual run"
+                        title={t('list.triggerTitle')}
                         data-testid="trigger-button"
                       >
-                        ▶ Trigger
+                        {t('list.trigger')}
                       </Link>
                     )}
                   </td>
@@ -231,7 +242,7 @@ export function DagListPage() {
             </tbody>
           </table>
           <Pager page={page} pageSize={PAGE_SIZE} total={dags.data.total} onPage={(p) => set({ page: String(p) })} />
-          {filtered && <div className="muted small">Filters apply to the DAGs of this page.</div>}
+          {filtered && <div className="muted small">{t('list.filtersNote')}</div>}
         </>
       )}
     </div>

@@ -1,4 +1,5 @@
 import { type FormEvent, useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link, useParams } from 'react-router';
 import { errorMessage } from '../../api/client';
 import { announceDataset, getDataset, listDatasetEvents } from '../../api/endpoints';
@@ -13,8 +14,12 @@ import { DagLink } from './links';
 
 const PAGE_SIZE = 20;
 
+/** The metadata an example shows: JSON, not words. */
+const METADATA_EXAMPLE = '{"rows": 1200}';
+
 /** One dataset: its lineage (who writes it → it → whom it starts), its events, and an announce form. */
 export function DatasetPage() {
+  const { t } = useTranslation('datasets');
   const name = decodeURIComponent(useParams().name ?? '');
   const dataset = useAsync(`dataset:${name}`, (signal) => getDataset(name, { signal }));
   const [page, setPage] = useState(1);
@@ -35,30 +40,38 @@ export function DatasetPage() {
       <div className="page-head">
         <h1>
           <Link to="/datasets" className="muted">
-            Datasets
+            {t('list.title')}
           </Link>{' '}
-          / <span className="mono">{name}</span>
+          /{' '}
+          <span className="mono" translate="no">
+            {name}
+          </span>
         </h1>
       </div>
       {dataset.error ? (
         <ErrorBox error={dataset.error} onRetry={dataset.reload} />
       ) : !dataset.data ? (
-        <Loading label="Loading the dataset…" />
+        <Loading label={t('dataset.loading')} />
       ) : (
         <div className="panel" data-testid="lineage">
           <div className="panel-head">
-            <strong>Lineage</strong>
-            <span className="muted small">the tasks that write it, and the DAGs its events start</span>
+            <strong>{t('lineage.title')}</strong>
+            <span className="muted small">{t('lineage.hint')}</span>
           </div>
           <div className="lineage">
             <div className="lineage-col">
-              <div className="lineage-title">Written by</div>
-              {dataset.data.producers.length === 0 && <div className="lineage-node muted">outside DataJump</div>}
+              <div className="lineage-title">{t('lineage.writtenBy')}</div>
+              {dataset.data.producers.length === 0 && <div className="lineage-node muted">{t('lineage.outside')}</div>}
               {dataset.data.producers.map((p) => (
                 <div key={`${p.dag}/${p.task}`} className="lineage-node" data-testid="lineage-producer">
                   <DagLink name={p.dag} ids={dagIds} />
-                  <span className="muted"> / {p.task}</span>
-                  {p.partition && <div className="mono small muted">partition {p.partition}</div>}
+                  <span className="muted">
+                    {' / '}
+                    <span translate="no">{p.task}</span>
+                  </span>
+                  {p.partition && (
+                    <div className="mono small muted">{t('lineage.partition', { partition: p.partition })}</div>
+                  )}
                 </div>
               ))}
             </div>
@@ -66,12 +79,18 @@ export function DatasetPage() {
               →
             </div>
             <div className="lineage-col">
-              <div className="lineage-title">Dataset</div>
+              <div className="lineage-title">{t('lineage.dataset')}</div>
               <div className="lineage-node lineage-self">
-                <span className="mono">{dataset.data.name}</span>
+                <span className="mono" translate="no">
+                  {dataset.data.name}
+                </span>
                 <div className="small muted">
-                  {dataset.data.events} events
-                  {dataset.data.lastEvent && <>, last {relativeTime(dataset.data.lastEvent.createdAt, now)}</>}
+                  {dataset.data.lastEvent
+                    ? t('lineage.eventsLast', {
+                        count: dataset.data.events,
+                        when: relativeTime(dataset.data.lastEvent.createdAt, now),
+                      })
+                    : t('lineage.events', { count: dataset.data.events })}
                 </div>
               </div>
             </div>
@@ -79,13 +98,21 @@ export function DatasetPage() {
               →
             </div>
             <div className="lineage-col">
-              <div className="lineage-title">Starts</div>
-              {dataset.data.consumers.length === 0 && <div className="lineage-node muted">no data schedule</div>}
+              <div className="lineage-title">{t('lineage.starts')}</div>
+              {dataset.data.consumers.length === 0 && <div className="lineage-node muted">{t('lineage.noDataSchedule')}</div>}
               {dataset.data.consumers.map((c) => (
                 <div key={`${c.dag}/${c.schedule}`} className="lineage-node" data-testid="lineage-consumer">
                   <DagLink name={c.dag} ids={dagIds} />
-                  <span className="muted"> · schedule {c.schedule}</span>
-                  {!c.active && <span className="tag tag-muted">paused</span>}
+                  <span className="muted">
+                    {' '}
+                    <Trans
+                      t={t}
+                      i18nKey="lineage.schedule"
+                      values={{ schedule: c.schedule }}
+                      components={{ name: <span translate="no" /> }}
+                    />
+                  </span>
+                  {!c.active && <span className="tag tag-muted">{t('lineage.paused')}</span>}
                 </div>
               ))}
             </div>
@@ -95,12 +122,12 @@ export function DatasetPage() {
       {canAnnounce && <AnnounceForm name={name} onDone={reload} />}
       <div className="panel">
         <div className="panel-head">
-          <strong>Events</strong>
-          <span className="muted small">newest first</span>
+          <strong>{t('events.title')}</strong>
+          <span className="muted small">{t('events.hint')}</span>
           <div className="spacer" />
           <input
             className="input input-sm events-filter"
-            placeholder="partition, e.g. 2024-01-15"
+            placeholder={t('events.filter')}
             value={partition}
             onChange={(e) => {
               setPartition(e.target.value.trim());
@@ -112,19 +139,19 @@ export function DatasetPage() {
         {events.error ? (
           <ErrorBox error={events.error} onRetry={events.reload} />
         ) : !events.data ? (
-          <Loading label="Loading events…" />
+          <Loading label={t('events.loading')} />
         ) : events.data.items.length === 0 ? (
-          <Empty>No event{partition ? ` for partition ${partition}` : ''} yet.</Empty>
+          <Empty>{partition ? t('events.emptyPartition', { partition }) : t('events.empty')}</Empty>
         ) : (
           <>
             <table className="table" data-testid="dataset-events">
               <thead>
                 <tr>
-                  <th>Written</th>
-                  <th>Partition</th>
-                  <th>By</th>
-                  <th>Run</th>
-                  <th>Metadata</th>
+                  <th>{t('events.columns.written')}</th>
+                  <th>{t('events.columns.partition')}</th>
+                  <th>{t('events.columns.by')}</th>
+                  <th>{t('events.columns.run')}</th>
+                  <th>{t('events.columns.metadata')}</th>
                 </tr>
               </thead>
               <tbody>
@@ -133,14 +160,20 @@ export function DatasetPage() {
                     <td className="mono small nowrap" title={relativeTime(e.createdAt, now)}>
                       {formatTime(e.createdAt)}
                     </td>
-                    <td className="mono">{e.partition ?? <span className="muted">—</span>}</td>
+                    <td className="mono" translate="no">
+                      {e.partition ?? <span className="muted">—</span>}
+                    </td>
                     <td>
-                      <span className="tag">{e.source}</span>
+                      <span className="tag">{t(`events.source.${e.source}`)}</span>
                     </td>
                     <td className="small">
-                      {e.dagRunId ? <Link to={`/runs/${e.dagRunId}`}>run #{e.dagRunId}</Link> : <span className="muted">—</span>}
+                      {e.dagRunId ? <Link to={`/runs/${e.dagRunId}`}>{t('events.run', { id: e.dagRunId })}</Link> : <span className="muted">—</span>}
                     </td>
-                    <td className="mono small ellipsis max-w-260" title={e.metadata ? JSON.stringify(e.metadata) : ''}>
+                    <td
+                      className="mono small ellipsis max-w-260"
+                      title={e.metadata ? JSON.stringify(e.metadata) : ''}
+                      translate="no"
+                    >
                       {e.metadata ? JSON.stringify(e.metadata) : ''}
                     </td>
                   </tr>
@@ -155,12 +188,16 @@ export function DatasetPage() {
   );
 }
 
+/** Why an announcement was not sent, or what the API answered instead. */
+type AnnounceProblem = { kind: 'notJson' } | { kind: 'notObject' } | { kind: 'api'; message: string };
+
 /** Announce that the dataset (or a partition) was written outside DataJump. */
 function AnnounceForm({ name, onDone }: { name: string; onDone: () => void }) {
+  const { t } = useTranslation(['datasets', 'common']);
   const [partition, setPartition] = useState('');
   const [metadata, setMetadata] = useState('');
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<AnnounceProblem | null>(null);
   const [done, setDone] = useState<AnnouncedDto | null>(null);
 
   const submit = async (e: FormEvent) => {
@@ -172,11 +209,11 @@ function AnnounceForm({ name, onDone }: { name: string; onDone: () => void }) {
       try {
         parsed = JSON.parse(metadata);
       } catch {
-        setError('Metadata must be JSON, such as {"rows": 1200}.');
+        setError({ kind: 'notJson' });
         return;
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-        setError('Metadata must be a JSON object, such as {"rows": 1200}.');
+        setError({ kind: 'notObject' });
         return;
       }
     }
@@ -189,43 +226,67 @@ function AnnounceForm({ name, onDone }: { name: string; onDone: () => void }) {
       setDone(answer);
       onDone();
     } catch (err) {
-      setError(errorMessage(err));
+      setError({ kind: 'api', message: errorMessage(err) });
     } finally {
       setBusy(false);
     }
   };
 
+  const problem =
+    error === null
+      ? null
+      : error.kind === 'api'
+        ? error.message
+        : t(`announce.${error.kind}`, { example: METADATA_EXAMPLE });
+  const values = done && {
+    id: done.event.id,
+    partition: done.event.partition,
+    dags: done.starts.join(t('common:list.separator')),
+  };
+  const recorded = done
+    ? done.event.partition
+      ? done.starts.length === 0
+        ? 'announce.recordedPartition'
+        : 'announce.recordedPartitionStarted'
+      : done.starts.length === 0
+        ? 'announce.recorded'
+        : 'announce.recordedStarted'
+    : null;
+
   return (
     <form className="panel announce" onSubmit={submit} data-testid="announce-form">
       <div className="panel-head">
-        <strong>Announce</strong>
-        <span className="muted small">a partition written outside DataJump: starts every data schedule it completes</span>
+        <strong>{t('announce.title')}</strong>
+        <span className="muted small">{t('announce.hint')}</span>
       </div>
       <div className="announce-row">
         <input
           className="input"
-          placeholder="partition (optional), e.g. 2024-01-15"
+          placeholder={t('announce.partition')}
           value={partition}
           onChange={(e) => setPartition(e.target.value)}
           data-testid="announce-partition"
         />
         <input
           className="input mono"
-          placeholder='metadata (optional), e.g. {"rows": 1200}'
+          placeholder={t('announce.metadata', { example: METADATA_EXAMPLE })}
           value={metadata}
           onChange={(e) => setMetadata(e.target.value)}
           data-testid="announce-metadata"
         />
         <button type="submit" className="btn btn-primary" disabled={busy}>
-          {busy ? 'Announcing…' : 'Announce'}
+          {busy ? t('announce.busy') : t('announce.submit')}
         </button>
       </div>
-      {error && <div className="inline-error announce-msg">{error}</div>}
-      {done && (
+      {problem && <div className="inline-error announce-msg">{problem}</div>}
+      {recorded && values && (
         <div className="announce-msg" data-testid="announce-result">
-          Recorded event #{done.event.id}
-          {done.event.partition && <> of partition <span className="mono">{done.event.partition}</span></>}.{' '}
-          {done.starts.length === 0 ? 'It starts nothing yet.' : `Started: ${done.starts.join(', ')}.`}
+          <Trans
+            t={t}
+            i18nKey={recorded}
+            values={values}
+            components={{ partition: <span className="mono" translate="no" />, dags: <span translate="no" /> }}
+          />
         </div>
       )}
     </form>

@@ -1,13 +1,15 @@
+import { Trans, useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 import { listDatasets } from '../../api/endpoints';
 import { Empty, ErrorBox, Loading } from '../../components/States';
-import { formatTime, plural, relativeTime } from '../../lib/format';
+import { formatTime, relativeTime } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { useDagIds } from './dagIds';
 import { DagLink } from './links';
 
 /** Every dataset of the caller's project: who writes it, whom it starts, when it was last written. */
 export function DatasetsPage() {
+  const { t } = useTranslation('datasets');
   const datasets = useAsync('datasets', (signal) => listDatasets({ signal }));
   const dagIds = useDagIds();
   const now = useNow(30_000);
@@ -15,62 +17,71 @@ export function DatasetsPage() {
   return (
     <div className="page">
       <div className="page-head">
-        <h1>Datasets</h1>
-        <span className="muted">what tasks write, and the DAGs that start when it is written</span>
+        <h1>{t('list.title')}</h1>
+        <span className="muted">{t('list.subtitle')}</span>
         <div className="spacer" />
         <button type="button" className="btn btn-sm" onClick={datasets.reload}>
-          Refresh
+          {t('list.refresh')}
         </button>
       </div>
       {datasets.error ? (
         <ErrorBox error={datasets.error} onRetry={datasets.reload} />
       ) : !datasets.data ? (
-        <Loading label="Loading datasets…" />
+        <Loading label={t('list.loading')} />
       ) : datasets.data.items.length === 0 ? (
         <Empty>
-          No datasets yet. A task says what it writes with{' '}
-          <code>outputs: [dw.orders/${'{bizdate}'}]</code>, and a DAG starts when data is written with{' '}
-          <code>schedules: [{'{'} on: {'{'} all: [dw.orders, dw.users] {'}'} {'}'}]</code>.
+          <Trans
+            t={t}
+            i18nKey="list.empty"
+            values={{
+              outputs: 'outputs: [dw.orders/${bizdate}]',
+              schedules: 'schedules: [{ on: { all: [dw.orders, dw.users] } }]',
+            }}
+            components={{ code: <code translate="no" /> }}
+          />
         </Empty>
       ) : (
         <table className="table" data-testid="datasets-table">
           <thead>
             <tr>
-              <th>Dataset</th>
-              <th>Written by</th>
-              <th>Starts</th>
-              <th className="num">Events</th>
-              <th>Last written</th>
+              <th>{t('list.columns.dataset')}</th>
+              <th>{t('list.columns.writtenBy')}</th>
+              <th>{t('list.columns.starts')}</th>
+              <th className="num">{t('list.columns.events')}</th>
+              <th>{t('list.columns.lastWritten')}</th>
             </tr>
           </thead>
           <tbody>
             {datasets.data.items.map((d) => (
               <tr key={d.name} data-testid={`dataset-${d.name}`}>
                 <td>
-                  <Link to={`/datasets/${encodeURIComponent(d.name)}`} className="mono">
+                  <Link to={`/datasets/${encodeURIComponent(d.name)}`} className="mono" translate="no">
                     {d.name}
                   </Link>
                 </td>
                 <td className="small">
                   {d.producers.length === 0 ? (
-                    <span className="muted">outside DataJump</span>
+                    <span className="muted">{t('list.outside')}</span>
                   ) : (
                     d.producers.map((p) => (
                       <div key={`${p.dag}/${p.task}`}>
                         <DagLink name={p.dag} ids={dagIds} />
-                        <span className="muted"> / {p.task}</span>
+                        <span className="muted">
+                          {' / '}
+                          <span translate="no">{p.task}</span>
+                        </span>
                       </div>
                     ))
                   )}
                 </td>
                 <td className="small">
                   {d.consumers.length === 0 ? (
-                    <span className="muted">nothing</span>
+                    <span className="muted">{t('list.nothing')}</span>
                   ) : (
                     d.consumers.map((c) => (
                       <div key={`${c.dag}/${c.schedule}`}>
                         <DagLink name={c.dag} ids={dagIds} />
-                        {!c.active && <span className="tag tag-muted">paused</span>}
+                        {!c.active && <span className="tag tag-muted">{t('list.paused')}</span>}
                       </div>
                     ))
                   )}
@@ -79,12 +90,17 @@ export function DatasetsPage() {
                 <td className="small nowrap">
                   {d.lastEvent ? (
                     <span title={formatTime(d.lastEvent.createdAt)}>
-                      {d.lastEvent.partition && <span className="mono">{d.lastEvent.partition} · </span>}
+                      {d.lastEvent.partition && (
+                        <span className="mono">
+                          <span translate="no">{d.lastEvent.partition}</span>
+                          {' · '}
+                        </span>
+                      )}
                       {relativeTime(d.lastEvent.createdAt, now)}
-                      <span className="muted"> by {d.lastEvent.source.toLowerCase()}</span>
+                      <span className="muted"> {t(`list.by.${d.lastEvent.source}`)}</span>
                     </span>
                   ) : (
-                    <span className="muted">never</span>
+                    <span className="muted">{t('list.never')}</span>
                   )}
                 </td>
               </tr>
@@ -93,7 +109,7 @@ export function DatasetsPage() {
         </table>
       )}
       {datasets.data && datasets.data.items.length > 0 && (
-        <div className="pager muted">{plural(datasets.data.total, 'dataset')}</div>
+        <div className="pager muted">{t('list.total', { count: datasets.data.total })}</div>
       )}
     </div>
   );

@@ -1,3 +1,4 @@
+import { useTranslation } from 'react-i18next';
 import { Link, useParams } from 'react-router';
 import { getCanvas, getDag } from '../../api/endpoints';
 import { useCan } from '../../auth/session';
@@ -7,6 +8,7 @@ import { Editor } from './Editor';
 
 /** `/dags/new` and `/dags/:dagId/edit`. */
 export function CanvasEditorPage() {
+  const { t } = useTranslation('editor');
   const param = useParams().dagId;
   const dagId = param ? Number(param) : null;
   const allowed = useCan('editDag');
@@ -16,8 +18,8 @@ export function CanvasEditorPage() {
   if (!allowed) {
     return (
       <div className="page">
-        <ErrorBox title="Not allowed" error={new Error('Editing DAGs needs the admin role.')} />
-        {dagId && <Link to={`/dags/${dagId}`}>Back to the DAG</Link>}
+        <ErrorBox title={t('page.notAllowed')} error={new Error(t('page.needsAdmin'))} />
+        {dagId && <Link to={`/dags/${dagId}`}>{t('page.backToDag')}</Link>}
       </div>
     );
   }
@@ -35,7 +37,7 @@ export function CanvasEditorPage() {
             }}
           />
         ) : (
-          <Loading label="Loading the canvas…" />
+          <Loading label={t('page.loading')} />
         )}
       </div>
     );

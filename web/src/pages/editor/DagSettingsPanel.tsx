@@ -1,6 +1,7 @@
 // The side panel of the canvas editor when no task is selected: the DAG's
 // own fields and its parameters, saved with the canvas.
 
+import { Trans, useTranslation } from 'react-i18next';
 import type { DagDetail } from '../../api/types';
 import { OnlineToggle } from '../../components/OnlineToggle';
 import { maxActiveRunsOk, paramErrors, type DagSettings, type ParamRow } from './canvasModel';
@@ -21,8 +22,9 @@ export function DagSettingsPanel({
   onOnline: (online: boolean) => void;
   readOnly: boolean;
 }) {
+  const { t } = useTranslation('editor');
   const rows = settings.params;
-  const rowErrors = paramErrors(rows);
+  const rowErrors = paramErrors(rows, t);
   const runsBad = !maxActiveRunsOk(settings.maxActiveRuns);
   const setRows = (params: ParamRow[]) => onChange({ params });
   const setRow = (i: number, change: Partial<ParamRow>) =>
@@ -30,16 +32,18 @@ export function DagSettingsPanel({
 
   return (
     <div className="task-panel" data-testid="dag-settings">
-      <h3>DAG settings</h3>
+      <h3>{t('settings.title')}</h3>
       {dag && (
         <dl className="kv">
-          <dt>Name</dt>
-          <dd className="mono">{dag.name}</dd>
-          <dt>Version</dt>
-          <dd>v{dag.version}</dd>
-          <dt>Tasks</dt>
+          <dt>{t('settings.name')}</dt>
+          <dd className="mono" translate="no">
+            {dag.name}
+          </dd>
+          <dt>{t('settings.version')}</dt>
+          <dd>{t('settings.versionValue', { version: dag.version })}</dd>
+          <dt>{t('settings.tasks')}</dt>
           <dd>{taskCount}</dd>
-          <dt>Online</dt>
+          <dt>{t('settings.online')}</dt>
           <dd>
             <OnlineToggle dagId={dag.id} online={settings.online} onChanged={(d) => onOnline(d.online)} />
           </dd>
@@ -48,27 +52,28 @@ export function DagSettingsPanel({
       <fieldset disabled={readOnly} className="fieldset-plain">
         {!dag && (
           <label className="field">
-            <span>Name</span>
+            <span>{t('settings.name')}</span>
             <input
               className="input mono"
               value={settings.name}
               onChange={(e) => onChange({ name: e.target.value })}
               placeholder="nightly_orders"
+              translate="no"
               data-testid="dag-name-input"
             />
           </label>
         )}
         <label className="field">
-          <span>Description</span>
+          <span>{t('settings.description')}</span>
           <input className="input" value={settings.description} onChange={(e) => onChange({ description: e.target.value })} data-testid="dag-description-input" />
         </label>
         <div className="form-row">
           <label className="field">
-            <span>Owner</span>
+            <span>{t('settings.owner')}</span>
             <input className="input" value={settings.owner} onChange={(e) => onChange({ owner: e.target.value })} data-testid="dag-owner-input" />
           </label>
           <label className="field">
-            <span>Max active runs</span>
+            <span>{t('settings.maxActiveRuns')}</span>
             <input
               className="input"
               type="number"
@@ -79,24 +84,24 @@ export function DagSettingsPanel({
               aria-invalid={runsBad}
               data-testid="dag-max-active-runs"
             />
-            {runsBad && <span className="field-error">a whole number, at least 1</span>}
+            {runsBad && <span className="field-error">{t('settings.maxActiveRunsError')}</span>}
           </label>
         </div>
         {!dag && (
           <label className="check">
             <input type="checkbox" checked={settings.online} onChange={(e) => onChange({ online: e.target.checked })} data-testid="dag-online-input" />
-            online (its schedules fire it)
+            {t('settings.onlineNew')}
           </label>
         )}
         <fieldset className="fieldset" data-testid="dag-params">
-          <legend>Parameters</legend>
-          {rows.length === 0 && <div className="muted small">No parameters.</div>}
+          <legend>{t('settings.params.title')}</legend>
+          {rows.length === 0 && <div className="muted small">{t('settings.params.none')}</div>}
           {rows.map((row, i) => (
             <div key={i}>
               <div className="param-row">
                 <input
                   className="input mono param-name"
-                  placeholder="name"
+                  placeholder={t('settings.params.name')}
                   value={row.name}
                   onChange={(e) => setRow(i, { name: e.target.value })}
                   aria-invalid={rowErrors[i] !== null}
@@ -104,7 +109,7 @@ export function DagSettingsPanel({
                 />
                 <input
                   className="input mono grow"
-                  placeholder="value"
+                  placeholder={t('settings.params.value')}
                   value={row.value}
                   onChange={(e) => setRow(i, { value: e.target.value })}
                   data-testid="dag-param-value"
@@ -113,7 +118,7 @@ export function DagSettingsPanel({
                   type="button"
                   className="btn btn-sm"
                   onClick={() => setRows(rows.filter((_, j) => j !== i))}
-                  aria-label={`Remove parameter ${row.name}`}
+                  aria-label={t('settings.params.remove', { name: row.name })}
                   data-testid="dag-param-remove"
                 >
                   ×
@@ -127,16 +132,20 @@ export function DagSettingsPanel({
             </div>
           ))}
           <button type="button" className="btn btn-sm" onClick={() => setRows([...rows, { name: '', value: '' }])} data-testid="dag-param-add">
-            + Add parameter
+            {t('settings.params.add')}
           </button>
           <div className="hint">
-            Tasks read them as <code>{'${name}'}</code>; a task's or a trigger's own value of the same name wins.
+            <Trans
+              t={t}
+              i18nKey="settings.params.hint"
+              values={{ syntax: '${name}' }}
+              components={{ code: <code translate="no" /> }}
+            />
           </div>
         </fieldset>
       </fieldset>
       <div className="hint">
-        Add tasks, then drag from a task's right handle to another's left handle: the second runs after the first. Select
-        a task to edit it; Delete removes the selection. Schedules are set on the DAG's Schedules tab.
+        {t('settings.help')}
       </div>
     </div>
   );

@@ -3,6 +3,7 @@
 // Save.
 
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link, useNavigate } from 'react-router';
 import {
   addEdge,
@@ -41,6 +42,7 @@ import {
   type EditorNode,
   type Problem,
 } from './canvasModel';
+import { edgeLabel, flowLabels } from '../../components/flowLabels';
 import { DagSettingsPanel } from './DagSettingsPanel';
 import { TaskPanel } from './TaskPanel';
 
@@ -58,6 +60,7 @@ const TYPE_COLOR: Record<string, string> = {
 };
 
 const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>) {
+  const { t } = useTranslation('editor');
   const type = typeOf(data.task);
   return (
     <div
@@ -66,12 +69,20 @@ const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>)
       data-task={data.task.name}
     >
       <Handle type="target" position={Position.Left} className="ehandle" />
-      <span className="enode-type" style={{ background: TYPE_COLOR[type] }}>
+      <span className="enode-type" style={{ background: TYPE_COLOR[type] }} translate="no">
         {type}
       </span>
-      <span className="enode-name">{data.task.name || <em className="muted">unnamed</em>}</span>
+      {data.task.name ? (
+        <span className="enode-name" translate="no">
+          {data.task.name}
+        </span>
+      ) : (
+        <span className="enode-name">
+          <em className="muted">{t('node.unnamed')}</em>
+        </span>
+      )}
       {data.flagged && (
-        <span className="enode-flag" title="See the problems">
+        <span className="enode-flag" title={t('node.seeProblems')}>
           !
         </span>
       )}
@@ -135,6 +146,7 @@ export function Editor(props: { dag: DagDetail | null; canvas: Canvas | null }) 
 }
 
 function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | null }) {
+  const { t, i18n } = useTranslation('editor');
   const navigate = useNavigate();
   const flow = useReactFlow();
   const [initial] = useState(() => initialGraph(canvas));
@@ -145,7 +157,8 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
   const [settingsDirty, setSettingsDirty] = useState(false);
   const [apiIssues, setApiIssues] = useState<Problem[]>([]);
   const [saving, setSaving] = useState(false);
-  const [saved, setSaved] = useState<string | null>(null);
+  // The version the last save stored, shown until the next change.
+  const [saved, setSaved] = useState<number | null>(null);
   const [dirty, setDirty] = useState(false);
   const counter = useRef(0);
   const pane = useRef<HTMLDivElement>(null);
@@ -163,8 +176,8 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
     [nodes],
   );
   const modelEdges: EditorEdge[] = useMemo(() => edges.map((e) => ({ source: e.source, target: e.target })), [edges]);
-  const local = useMemo(() => localProblems(model, modelEdges), [model, modelEdges]);
-  const settingsIssues = useMemo(() => settingsProblems(settings), [settings]);
+  const local = useMemo(() => localProblems(model, modelEdges, t), [model, modelEdges, t]);
+  const settingsIssues = useMemo(() => settingsProblems(settings, t), [settings, t]);
   const problems = useMemo(() => [...apiIssues, ...settingsIssues, ...local], [apiIssues, settingsIssues, local]);
   const flaggedIds = useMemo(() => new Set(problems.flatMap((p) => p.nodeIds)), [problems]);
   const flowNodes = useMemo(
@@ -175,10 +188,17 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
     [nodes, flaggedIds],
   );
   const badEdges = useMemo(() => new Set(apiIssues.flatMap((p) => p.edgeIndexes ?? [])), [apiIssues]);
+  const nameOf = useMemo(() => new Map(model.map((n) => [n.id, n.task.name])), [model]);
   const flowEdges = useMemo(
-    () => edges.map((e, i) => (badEdges.has(i) ? { ...e, className: 'edge-bad' } : e)),
-    [edges, badEdges],
+    () =>
+      edges.map((e, i) => ({
+        ...e,
+        ariaLabel: edgeLabel(i18n.language, nameOf.get(e.source) ?? e.source, nameOf.get(e.target) ?? e.target),
+        ...(badEdges.has(i) ? { className: 'edge-bad' } : {}),
+      })),
+    [edges, badEdges, nameOf, i18n.language],
   );
+  const ariaLabelConfig = useMemo(() => flowLabels(i18n.language), [i18n.language]);
 
   const selectedNodes = nodes.filter((n) => n.selected);
   const selected = selectedNodes.length === 1 ? selectedNodes[0]! : null;
@@ -276,16 +296,16 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
           setSettingsDirty(false);
         }
         setDirty(false);
-        setSaved(`Saved · version ${version}`);
+        setSaved(version);
       } else {
         if (!settings.name.trim()) {
-          setApiIssues([{ message: 'the DAG needs a name', nodeIds: [], local: true }]);
+          setApiIssues([{ message: t('problems.dagNeedsName'), nodeIds: [], local: true }]);
           return;
         }
         const definition = definitionBody(settings, model, modelEdges);
         await createDag(definition, true);
         const created = (await createDag(definition)) as DagDetail;
-        if (typeof created?.id !== 'number') throw new Error('the API answered the create without the DAG');
+        if (typeof created?.id !== 'number') throw new Error(t('problems.createdWithoutDag'));
         setDirty(false);
         try {
           await saveCanvas(created.id, canvasBody(model, modelEdges));
@@ -308,30 +328,35 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
     setNodes((ns) => ns.map((n) => (n.selected === want.has(n.id) ? n : { ...n, selected: want.has(n.id) })));
   };
 
-  const title = dag ? `Edit ${dag.name}` : 'New DAG';
+  const title = dag ? t('head.edit', { name: dag.name }) : t('head.new');
   return (
     <div className="editor">
       <div className="editor-head">
         <div className="crumbs">
-          <Link to="/dags">DAGs</Link> / {dag && <Link to={`/dags/${dag.id}`}>{dag.name}</Link>}
+          <Link to="/dags">{t('nav.dags', { ns: 'common' })}</Link> /{' '}
+          {dag && (
+            <Link to={`/dags/${dag.id}`} translate="no">
+              {dag.name}
+            </Link>
+          )}
           {dag && ' /'}
         </div>
         <h1>{title}</h1>
         <div className="spacer" />
         <button type="button" className="btn" onClick={addTask} disabled={fileManaged} data-testid="canvas-add-task">
-          + Add task
+          {t('head.addTask')}
         </button>
         <button type="button" className="btn" onClick={deleteSelected} disabled={!anySelected || fileManaged} data-testid="canvas-delete">
-          Delete selected
+          {t('head.deleteSelected')}
         </button>
         <button type="button" className="btn" onClick={tidy} disabled={nodes.length === 0}>
-          Tidy layout
+          {t('head.tidy')}
         </button>
         <button type="button" className="btn" onClick={() => select([])} disabled={!selected} data-testid="canvas-dag-settings">
-          DAG settings
+          {t('head.dagSettings')}
         </button>
-        {saved && <span className="saved-note">{saved}</span>}
-        {dirty && !saved && <span className="muted small">unsaved changes</span>}
+        {saved !== null && <span className="saved-note">{t('head.saved', { version: saved })}</span>}
+        {dirty && saved === null && <span className="muted small">{t('head.unsaved')}</span>}
         <button
           type="button"
           className="btn btn-primary"
@@ -339,20 +364,24 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
           disabled={saving || fileManaged || (!dag && !settings.name.trim()) || settingsIssues.length > 0}
           title={
             fileManaged
-              ? 'This DAG is file-managed: the API refuses edits'
+              ? t('head.fileManagedTitle')
               : settingsIssues.length > 0
-                ? 'Fix the DAG settings first'
+                ? t('head.fixSettingsFirst')
                 : undefined
           }
           data-testid="canvas-save"
         >
-          {saving ? 'Saving…' : dag ? 'Save' : 'Create DAG'}
+          {saving ? t('head.saving') : dag ? t('head.save') : t('head.create')}
         </button>
       </div>
       {fileManaged && (
         <div className="banner banner-warn" data-testid="file-managed">
-          This DAG is managed by <code>{dag!.sourceFile}</code>: change the file and apply it again. The API refuses edits
-          (409), so saving is off.
+          <Trans
+            t={t}
+            i18nKey="head.fileManaged"
+            values={{ file: dag!.sourceFile }}
+            components={{ code: <code translate="no" /> }}
+          />
         </div>
       )}
       <div className="editor-body">
@@ -378,15 +407,16 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
             minZoom={0.1}
             defaultEdgeOptions={{ markerEnd: marker }}
             proOptions={{ hideAttribution: true }}
+            ariaLabelConfig={ariaLabelConfig}
           >
             <Background gap={16} size={1} color="#e3e7ed" />
             <Controls position="bottom-left" />
           </ReactFlow>
           {nodes.length === 0 && (
             <div className="editor-empty">
-              <p>No tasks yet.</p>
+              <p>{t('canvas.empty')}</p>
               <button type="button" className="btn btn-primary" onClick={addTask} disabled={fileManaged}>
-                + Add the first task
+                {t('canvas.addFirst')}
               </button>
             </div>
           )}
@@ -395,7 +425,7 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
           {problems.length > 0 && (
             <div className="canvas-errors" data-testid="canvas-errors">
               <div className="canvas-errors-head">
-                {apiIssues.length > 0 ? 'The API refused the save' : 'Problems'}
+                {apiIssues.length > 0 ? t('problems.refused') : t('problems.title')}
               </div>
               <ul>
                 {problems.map((p, i) => (

@@ -1,7 +1,8 @@
 // The side panel of the canvas editor: the selected task's fields, by type.
 
 import { useState } from 'react';
-import type { TaskDef } from '../../api/types';
+import { Trans, useTranslation } from 'react-i18next';
+import type { DependencyDef, TaskDef } from '../../api/types';
 import {
   changeSensorCheck,
   changeType,
@@ -17,14 +18,6 @@ import {
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'];
 
-const SENSOR_CHECK_LABELS: Record<SensorCheck, string> = {
-  dataset: 'a dataset partition has an event',
-  sql: 'a SQL query returns a row',
-  http: 'a URL answers with success',
-  file: 'a file or glob exists',
-  dag: "another DAG's task succeeded",
-};
-
 /** A text field holding JSON, committed when it parses. */
 function JsonField({
   label,
@@ -39,6 +32,7 @@ function JsonField({
   placeholder?: string;
   rows?: number;
 }) {
+  const { t } = useTranslation('editor');
   const [text, setText] = useState(() => (value === undefined ? '' : JSON.stringify(value, null, 2)));
   const [bad, setBad] = useState<string | null>(null);
   return (
@@ -49,6 +43,7 @@ function JsonField({
         rows={rows}
         value={text}
         placeholder={placeholder}
+        translate="no"
         spellCheck={false}
         onChange={(e) => {
           setText(e.target.value);
@@ -65,7 +60,7 @@ function JsonField({
           }
         }}
       />
-      {bad && <span className="field-error">not JSON yet: {bad}</span>}
+      {bad && <span className="field-error">{t('task.notJson', { error: bad })}</span>}
     </label>
   );
 }
@@ -91,6 +86,22 @@ const list = (text: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** A dependency the canvas does not draw: the task as the file names it, and when it is awaited. */
+function OtherDependency({ dep }: { dep: DependencyDef }) {
+  const { t } = useTranslation('editor');
+  if (typeof dep === 'string') return <span translate="no">{dep}</span>;
+  const what = `${dep.task}${dep.type && dep.type !== 'STRONG' ? ` ${dep.type}` : ''}`;
+  const key = dep.offsetDay
+    ? dep.previousRun
+      ? 'task.dependency.offsetPreviousRun'
+      : 'task.dependency.offset'
+    : dep.previousRun
+      ? 'task.dependency.previousRun'
+      : null;
+  if (!key) return <span translate="no">{what}</span>;
+  return <Trans t={t} i18nKey={key} values={{ dep: what, offset: dep.offsetDay }} components={{ name: <span translate="no" /> }} />;
+}
+
 export function TaskPanel({
   task,
   problems,
@@ -115,14 +126,15 @@ export function TaskPanel({
   };
   const [paramText, setParamText] = useState(() => paramsText(task.params));
   const otherDeps = task.dependsOn ?? [];
+  const { t } = useTranslation('editor');
 
   return (
     <div className="task-panel" data-testid="task-panel">
       <div className="side-head">
-        <h3>Task</h3>
+        <h3>{t('task.title')}</h3>
         {!readOnly && (
           <button type="button" className="btn btn-sm btn-ghost-danger" onClick={onDelete} data-testid="task-delete">
-            Delete task
+            {t('task.delete')}
           </button>
         )}
       </div>
@@ -135,38 +147,47 @@ export function TaskPanel({
       )}
       <fieldset disabled={readOnly} className="fieldset-plain">
         <label className="field">
-          <span>Name</span>
+          <span>{t('task.name')}</span>
           <input className="input mono" value={task.name} onChange={(e) => set({ name: e.target.value })} data-testid="task-name" />
         </label>
         <label className="field">
-          <span>Type</span>
+          <span>{t('task.type')}</span>
           <select
             className="input"
             value={type}
             onChange={(e) => onChange(changeType(task, e.target.value as EditorTaskType))}
+            translate="no"
             data-testid="task-type"
           >
-            {TASK_TYPES.map((t) => (
-              <option key={t} value={t}>
-                {t}
+            {TASK_TYPES.map((option) => (
+              <option key={option} value={option}>
+                {option}
               </option>
             ))}
           </select>
         </label>
         <label className="field">
-          <span>Description</span>
+          <span>{t('task.description')}</span>
           <input className="input" value={task.description ?? ''} onChange={(e) => set({ description: e.target.value || undefined })} />
         </label>
 
         {type === 'SQL' && (
           <label className="field">
-            <span>Datasource</span>
-            <input className="input mono" value={task.datasource ?? ''} placeholder="dw" onChange={(e) => set({ datasource: e.target.value || undefined })} data-testid="task-datasource" />
+            <span>{t('task.datasource')}</span>
+            <input className="input mono" value={task.datasource ?? ''} placeholder="dw" translate="no" onChange={(e) => set({ datasource: e.target.value || undefined })} data-testid="task-datasource" />
           </label>
         )}
         {field && (
           <label className="field">
-            <span>{type === 'SHELL' ? (field === 'script' ? 'Script (bash)' : 'Command (bash)') : type === 'PYTHON' ? 'Script (python3)' : 'SQL'}</span>
+            <span>
+              {type === 'SHELL'
+                ? field === 'script'
+                  ? t('task.scriptBash')
+                  : t('task.commandBash')
+                : type === 'PYTHON'
+                  ? t('task.scriptPython')
+                  : t('task.sql')}
+            </span>
             <textarea
               className="input mono code-input"
               rows={type === 'SHELL' ? 5 : 9}
@@ -174,6 +195,7 @@ export function TaskPanel({
               value={task[field] ?? ''}
               onChange={(e) => set({ [field]: e.target.value })}
               placeholder={type === 'SQL' ? "SELECT count(*) FROM orders WHERE dt = '${bizdate}';" : type === 'PYTHON' ? 'print("hello")' : 'echo "loading $DJ_BIZ_DATE"'}
+              translate="no"
               data-testid="task-command"
             />
           </label>
@@ -181,13 +203,13 @@ export function TaskPanel({
         {type === 'SQL' && (
           <label className="check">
             <input type="checkbox" checked={content.transaction === true} onChange={(e) => setContent({ transaction: e.target.checked || undefined })} />
-            run every statement in one transaction
+            {t('task.transaction')}
           </label>
         )}
         {(type === 'SPARK' || type === 'FLINK') && (
           <JsonField
             key={type}
-            label={type === 'SPARK' ? 'Content (JSON): jar, py_file or sql, and Spark settings' : 'Content (JSON): jar or py_file, and Flink settings'}
+            label={type === 'SPARK' ? t('task.sparkContent') : t('task.flinkContent')}
             value={task.content}
             rows={8}
             onChange={(v) => set({ content: (v ?? {}) as TaskDef['content'] })}
@@ -203,32 +225,33 @@ export function TaskPanel({
           <>
             <div className="form-row">
               <label className="field" style={{ flex: '0 0 90px' }}>
-                <span>Method</span>
-                <select className="input" value={String(content.method ?? 'GET')} onChange={(e) => setContent({ method: e.target.value })}>
+                <span>{t('task.http.method')}</span>
+                <select className="input" value={String(content.method ?? 'GET')} onChange={(e) => setContent({ method: e.target.value })} translate="no">
                   {HTTP_METHODS.map((m) => (
                     <option key={m}>{m}</option>
                   ))}
                 </select>
               </label>
               <label className="field grow">
-                <span>URL</span>
+                <span>{t('task.http.url')}</span>
                 <input
                   className="input mono"
                   value={String(content.url ?? '')}
                   placeholder="https://api.example.com/sync?date=${bizdate}"
+                  translate="no"
                   onChange={(e) => setContent({ url: e.target.value })}
                   data-testid="task-command"
                 />
               </label>
             </div>
-            <JsonField label="Headers (JSON object)" value={content.headers} onChange={(v) => setContent({ headers: v })} placeholder={'{ "Authorization": "Bearer ${secret:api_token}" }'} />
-            <JsonField label="Body (JSON)" value={content.body} onChange={(v) => setContent({ body: v })} />
+            <JsonField label={t('task.http.headers')} value={content.headers} onChange={(v) => setContent({ headers: v })} placeholder={'{ "Authorization": "Bearer ${secret:api_token}" }'} />
+            <JsonField label={t('task.http.body')} value={content.body} onChange={(v) => setContent({ body: v })} />
             <div className="form-row">
               <label className="field">
-                <span>Success codes</span>
+                <span>{t('task.http.successCodes')}</span>
                 <input
                   className="input mono"
-                  placeholder="any 2xx"
+                  placeholder={t('task.http.anySuccess')}
                   defaultValue={Array.isArray(content.success_codes) ? (content.success_codes as number[]).join(', ') : ''}
                   onChange={(e) => {
                     const codes = list(e.target.value).map(Number).filter(Number.isFinite);
@@ -237,7 +260,7 @@ export function TaskPanel({
                 />
               </label>
               <label className="field">
-                <span>Request timeout (s)</span>
+                <span>{t('task.http.requestTimeout')}</span>
                 <input
                   className="input"
                   type="number"
@@ -248,27 +271,29 @@ export function TaskPanel({
               </label>
             </div>
             <label className="field">
-              <span>Secret headers</span>
+              <span>{t('task.http.secretHeaders')}</span>
               <input
                 className="input mono"
                 placeholder="X-Token, X-Other"
+                translate="no"
                 defaultValue={Array.isArray(content.secret_headers) ? (content.secret_headers as string[]).join(', ') : ''}
                 onChange={(e) => {
                   const names = list(e.target.value);
                   setContent({ secret_headers: names.length ? names : undefined });
                 }}
               />
-              <span className="hint">Their values must come from a secret: ${'{'}secret:NAME{'}'}.</span>
+              <span className="hint">{t('task.http.secretHint', { syntax: '${secret:NAME}' })}</span>
             </label>
           </>
         )}
 
         {type !== 'SENSOR' && (
           <label className="field">
-            <span>Writes datasets</span>
+            <span>{t('task.outputs')}</span>
             <input
               className="input mono"
               placeholder="dw.orders/${bizdate}, dw.users"
+              translate="no"
               defaultValue={(task.outputs ?? []).join(', ')}
               onChange={(e) => {
                 const names = list(e.target.value);
@@ -276,30 +301,30 @@ export function TaskPanel({
               }}
               data-testid="task-outputs"
             />
-            <span className="hint">Recorded as dataset events when it succeeds; data schedules start on them.</span>
+            <span className="hint">{t('task.outputsHint')}</span>
           </label>
         )}
 
         <details className="more" open={false}>
-          <summary>Scheduling and retries</summary>
+          <summary>{t('task.more')}</summary>
           <div className="form-row">
             <label className="field">
-              <span>Priority (1–10)</span>
+              <span>{t('task.priority')}</span>
               <input className="input" type="number" min={1} max={10} value={task.priority ?? ''} placeholder="5" onChange={(e) => set({ priority: e.target.value ? Number(e.target.value) : undefined })} />
             </label>
             <label className="field">
-              <span>Queue</span>
-              <input className="input mono" value={task.queue ?? ''} placeholder="default" onChange={(e) => set({ queue: e.target.value || undefined })} />
+              <span>{t('task.queue')}</span>
+              <input className="input mono" value={task.queue ?? ''} placeholder="default" translate="no" onChange={(e) => set({ queue: e.target.value || undefined })} />
             </label>
           </div>
           <div className="form-row">
             <label className="field">
-              <span>Timeout (s, 0 none)</span>
+              <span>{t('task.timeout')}</span>
               <input className="input" type="number" min={0} value={task.timeout ?? ''} placeholder="3600" onChange={(e) => set({ timeout: e.target.value ? Number(e.target.value) : undefined })} />
             </label>
             <label className="field">
-              <span>Strategy</span>
-              <select className="input" value={task.strategy ?? 'ALL_SUCCESS'} onChange={(e) => set({ strategy: e.target.value as TaskDef['strategy'] })}>
+              <span>{t('task.strategy')}</span>
+              <select className="input" value={task.strategy ?? 'ALL_SUCCESS'} onChange={(e) => set({ strategy: e.target.value as TaskDef['strategy'] })} translate="no">
                 <option value="ALL_SUCCESS">ALL_SUCCESS</option>
                 <option value="ONE_SUCCESS">ONE_SUCCESS</option>
                 <option value="NONE">NONE</option>
@@ -308,7 +333,7 @@ export function TaskPanel({
           </div>
           <div className="form-row">
             <label className="field">
-              <span>Retries</span>
+              <span>{t('task.retries')}</span>
               <input
                 className="input"
                 type="number"
@@ -319,7 +344,7 @@ export function TaskPanel({
               />
             </label>
             <label className="field">
-              <span>Retry interval (s)</span>
+              <span>{t('task.retryInterval')}</span>
               <input
                 className="input"
                 type="number"
@@ -332,10 +357,10 @@ export function TaskPanel({
           </div>
           <label className="check">
             <input type="checkbox" checked={task.enabled !== false} onChange={(e) => set({ enabled: e.target.checked })} />
-            enabled (a disabled task ends SKIPPED)
+            {t('task.enabled')}
           </label>
           <label className="field">
-            <span>Parameters (name=value per line)</span>
+            <span>{t('task.params')}</span>
             <textarea
               className="input mono"
               rows={3}
@@ -349,13 +374,11 @@ export function TaskPanel({
         </details>
         {otherDeps.length > 0 && (
           <div className="small">
-            <div className="muted">Also waits for (not drawn):</div>
+            <div className="muted">{t('task.otherDeps')}</div>
             <ul className="plain-list mono">
               {otherDeps.map((d, i) => (
                 <li key={i}>
-                  {typeof d === 'string'
-                    ? d
-                    : `${d.task}${d.type && d.type !== 'STRONG' ? ` ${d.type}` : ''}${d.offsetDay ? ` day ${d.offsetDay}` : ''}${d.previousRun ? ' previous run' : ''}`}
+                  <OtherDependency dep={d} />
                 </li>
               ))}
             </ul>
@@ -379,45 +402,46 @@ function SensorFields({ content, replace }: { content: Record<string, unknown>; 
   const http = (content.http ?? {}) as Record<string, unknown>;
   const number = (key: string) => (content[key] === undefined ? '' : String(content[key]));
   const setNumber = (key: string, text: string) => setContent({ [key]: text ? Number(text) : undefined });
+  const { t } = useTranslation('editor');
   return (
     <>
       <label className="field">
-        <span>Wait until</span>
+        <span>{t('sensor.waitUntil')}</span>
         <select className="input" value={check} onChange={(e) => replace(changeSensorCheck(content, e.target.value as SensorCheck))} data-testid="sensor-check">
           {SENSOR_CHECKS.map((c) => (
             <option key={c} value={c}>
-              {SENSOR_CHECK_LABELS[c]}
+              {t(`sensor.checks.${c}`)}
             </option>
           ))}
         </select>
       </label>
       {check === 'dataset' && (
         <label className="field">
-          <span>Dataset (and partition)</span>
-          <input className="input mono" value={String(content.dataset ?? '')} placeholder="ods.orders/${bizdate}" onChange={(e) => setContent({ dataset: e.target.value })} data-testid="task-command" />
+          <span>{t('sensor.dataset')}</span>
+          <input className="input mono" value={String(content.dataset ?? '')} placeholder="ods.orders/${bizdate}" translate="no" onChange={(e) => setContent({ dataset: e.target.value })} data-testid="task-command" />
         </label>
       )}
       {check === 'file' && (
         <label className="field">
-          <span>File path or glob</span>
-          <input className="input mono" value={String(content.file ?? '')} placeholder="/landing/${bizdate}/*.csv" onChange={(e) => setContent({ file: e.target.value })} data-testid="task-command" />
+          <span>{t('sensor.file')}</span>
+          <input className="input mono" value={String(content.file ?? '')} placeholder="/landing/${bizdate}/*.csv" translate="no" onChange={(e) => setContent({ file: e.target.value })} data-testid="task-command" />
         </label>
       )}
       {check === 'http' && (
         <label className="field">
-          <span>URL (GET, any 2xx)</span>
-          <input className="input mono" value={String(http.url ?? '')} placeholder="https://api.example.com/ready?date=${bizdate}" onChange={(e) => setContent({ http: { ...http, url: e.target.value } })} data-testid="task-command" />
+          <span>{t('sensor.url')}</span>
+          <input className="input mono" value={String(http.url ?? '')} placeholder="https://api.example.com/ready?date=${bizdate}" translate="no" onChange={(e) => setContent({ http: { ...http, url: e.target.value } })} data-testid="task-command" />
         </label>
       )}
       {check === 'sql' && (
         <>
           <label className="field">
-            <span>Datasource</span>
-            <input className="input mono" value={String(content.datasource ?? '')} placeholder="dw" onChange={(e) => setContent({ datasource: e.target.value })} />
+            <span>{t('task.datasource')}</span>
+            <input className="input mono" value={String(content.datasource ?? '')} placeholder="dw" translate="no" onChange={(e) => setContent({ datasource: e.target.value })} />
           </label>
           <label className="field">
-            <span>SQL (ready when it returns a row)</span>
-            <textarea className="input mono code-input" rows={4} spellCheck={false} value={String(content.sql ?? '')} placeholder="SELECT 1 FROM loads WHERE dt = '${bizdate}'" onChange={(e) => setContent({ sql: e.target.value })} data-testid="task-command" />
+            <span>{t('sensor.sql')}</span>
+            <textarea className="input mono code-input" rows={4} spellCheck={false} value={String(content.sql ?? '')} placeholder="SELECT 1 FROM loads WHERE dt = '${bizdate}'" translate="no" onChange={(e) => setContent({ sql: e.target.value })} data-testid="task-command" />
           </label>
         </>
       )}
@@ -425,21 +449,21 @@ function SensorFields({ content, replace }: { content: Record<string, unknown>; 
         <>
           <div className="form-row">
             <label className="field">
-              <span>DAG</span>
+              <span>{t('sensor.dag')}</span>
               <input className="input mono" value={String(content.dag ?? '')} onChange={(e) => setContent({ dag: e.target.value })} data-testid="task-command" />
             </label>
             <label className="field">
-              <span>Task</span>
+              <span>{t('sensor.task')}</span>
               <input className="input mono" value={String(content.task ?? '')} onChange={(e) => setContent({ task: e.target.value })} />
             </label>
           </div>
           <div className="form-row">
             <label className="field">
-              <span>Day offset</span>
+              <span>{t('sensor.offsetDay')}</span>
               <input className="input" type="number" value={number('offset_day')} placeholder="0" onChange={(e) => setNumber('offset_day', e.target.value)} />
             </label>
             <label className="field">
-              <span>Days that must succeed</span>
+              <span>{t('sensor.days')}</span>
               <input className="input" type="number" min={1} value={number('days')} placeholder="1" onChange={(e) => setNumber('days', e.target.value)} />
             </label>
           </div>
@@ -447,25 +471,25 @@ function SensorFields({ content, replace }: { content: Record<string, unknown>; 
       )}
       <div className="form-row">
         <label className="field">
-          <span>Check every (s)</span>
+          <span>{t('sensor.pokeInterval')}</span>
           <input className="input" type="number" min={1} value={number('poke_interval')} placeholder="60" onChange={(e) => setNumber('poke_interval', e.target.value)} />
         </label>
         <label className="field">
-          <span>Give up after (s)</span>
+          <span>{t('sensor.timeout')}</span>
           <input className="input" type="number" min={1} value={number('sensor_timeout')} placeholder="86400" onChange={(e) => setNumber('sensor_timeout', e.target.value)} />
         </label>
       </div>
       <label className="check">
         <input type="checkbox" checked={content.mode === 'poke'} onChange={(e) => setContent({ mode: e.target.checked ? 'poke' : undefined })} />
-        keep the runner slot between checks (poke mode)
+        {t('sensor.pokeMode')}
       </label>
       <label className="check">
         <input type="checkbox" checked={content.soft_fail === true} onChange={(e) => setContent({ soft_fail: e.target.checked || undefined })} />
-        end SKIPPED, not TIMEOUT, when it gives up
+        {t('sensor.softFail')}
       </label>
       <label className="check">
         <input type="checkbox" checked={content.exponential_backoff === true} onChange={(e) => setContent({ exponential_backoff: e.target.checked || undefined })} />
-        double the wait after each check that finds nothing
+        {t('sensor.backoff')}
       </label>
     </>
   );

@@ -2,6 +2,7 @@
 // between node ids, the DAG's own settings, what Save sends, and which node
 // an API error is about.
 
+import i18next, { type TFunction } from 'i18next';
 import { ApiError, errorMessage } from '../../api/client';
 import type { CanvasSave, CanvasTask, DagDefinitionBody, DagDetail, DependencyDef, TaskDef } from '../../api/types';
 
@@ -18,6 +19,13 @@ export interface EditorEdge {
   source: string;
   target: string;
 }
+
+/**
+ * The editor catalogue's `t`. A component passes its own, so that what it
+ * memoizes follows the language; otherwise i18next's, taken at call time.
+ */
+export type EditorT = TFunction<'editor'>;
+const editorT = (): EditorT => i18next.getFixedT(null, 'editor');
 
 /** A problem, with the nodes (and edges) it is about; none: the DAG's. */
 export interface Problem {
@@ -100,20 +108,20 @@ export function changeSensorCheck(content: Record<string, unknown>, check: Senso
   return next;
 }
 
-/** Why a sensor's check is not filled in, or null. */
-export function sensorCheckProblem(content: Record<string, unknown>): string | null {
+/** Why the check of the sensor task `name` is not filled in, or null. */
+export function sensorCheckProblem(content: Record<string, unknown>, name: string, t: EditorT = editorT()): string | null {
   const check = sensorCheck(content);
   const text = (v: unknown) => String(v ?? '').trim();
   switch (check) {
     case 'http':
-      return text((content.http as Record<string, unknown> | undefined)?.url) ? null : 'the sensor has no url';
+      return text((content.http as Record<string, unknown> | undefined)?.url) ? null : t('problems.sensor.noUrl', { name });
     case 'sql':
-      if (!text(content.sql)) return 'the sensor has no sql';
-      return text(content.datasource) ? null : 'the sensor sql has no datasource';
+      if (!text(content.sql)) return t('problems.sensor.noSql', { name });
+      return text(content.datasource) ? null : t('problems.sensor.noDatasource', { name });
     case 'dag':
-      return text(content.dag) && text(content.task) ? null : 'the sensor needs a dag and a task';
+      return text(content.dag) && text(content.task) ? null : t('problems.sensor.needsDagAndTask', { name });
     default:
-      return text(content[check]) ? null : `the sensor has no ${check}`;
+      return text(content[check]) ? null : t('problems.sensor.noCheck', { name, field: check });
   }
 }
 
@@ -174,39 +182,43 @@ export function submittedApplication(task: TaskDef): string | null {
 }
 
 /** What can be told before asking the API: names, main text, cycles. */
-export function localProblems(nodes: EditorNode[], edges: EditorEdge[]): Problem[] {
+export function localProblems(nodes: EditorNode[], edges: EditorEdge[], t: EditorT = editorT()): Problem[] {
   const out: Problem[] = [];
   const byName = new Map<string, string[]>();
   for (const n of nodes) {
     const name = n.task.name.trim();
-    if (!name) out.push({ message: 'a task has no name', nodeIds: [n.id], local: true });
+    if (!name) out.push({ message: t('problems.noName'), nodeIds: [n.id], local: true });
     else byName.set(name, [...(byName.get(name) ?? []), n.id]);
-    if (name.includes('/')) out.push({ message: `task '${name}': a name cannot contain '/'`, nodeIds: [n.id], local: true });
+    if (name.includes('/')) out.push({ message: t('problems.slashInName', { name }), nodeIds: [n.id], local: true });
+    const shown = name || '?';
     const field = mainField(n.task);
     if (field && !(n.task[field] ?? '').trim()) {
-      out.push({ message: `task '${name || '?'}': ${field} is empty`, nodeIds: [n.id], local: true });
+      out.push({ message: t('problems.emptyField', { name: shown, field }), nodeIds: [n.id], local: true });
     }
     if (typeOf(n.task) === 'HTTP' && !String((n.task.content ?? {}).url ?? '').trim()) {
-      out.push({ message: `task '${name || '?'}': url is empty`, nodeIds: [n.id], local: true });
+      out.push({ message: t('problems.emptyField', { name: shown, field: 'url' }), nodeIds: [n.id], local: true });
     }
     if (typeOf(n.task) === 'SENSOR') {
-      const problem = sensorCheckProblem((n.task.content ?? {}) as Record<string, unknown>);
-      if (problem) out.push({ message: `task '${name || '?'}': ${problem}`, nodeIds: [n.id], local: true });
+      const problem = sensorCheckProblem((n.task.content ?? {}) as Record<string, unknown>, shown, t);
+      if (problem) out.push({ message: problem, nodeIds: [n.id], local: true });
     }
     const application = submittedApplication(n.task);
     if (application !== null && !application) {
-      const what = typeOf(n.task) === 'SPARK' ? 'jar, py_file or sql' : 'jar or py_file';
-      out.push({ message: `task '${name || '?'}': ${what} is empty`, nodeIds: [n.id], local: true });
+      const message =
+        typeOf(n.task) === 'SPARK' ? t('problems.sparkNothing', { name: shown }) : t('problems.flinkNothing', { name: shown });
+      out.push({ message, nodeIds: [n.id], local: true });
     }
   }
   for (const [name, ids] of byName) {
-    if (ids.length > 1) out.push({ message: `${ids.length} tasks are named '${name}'`, nodeIds: ids, local: true });
+    if (ids.length > 1) {
+      out.push({ message: t('problems.duplicateName', { count: ids.length, name }), nodeIds: ids, local: true });
+    }
   }
   const cycle = findCycle(edges);
   if (cycle) {
     const names = new Map(nodes.map((n) => [n.id, n.task.name]));
     out.push({
-      message: `cycle: ${cycle.map((id) => names.get(id) ?? id).join(' -> ')}`,
+      message: t('problems.cycle', { path: cycle.map((id) => names.get(id) ?? id).join(' -> ') }),
       nodeIds: [...new Set(cycle)],
       local: true,
     });
@@ -275,12 +287,12 @@ function nameCounts(rows: ParamRow[]): Map<string, number> {
 }
 
 /** Each row's problem, or null: a name left empty, or given twice. */
-export function paramErrors(rows: ParamRow[]): Array<string | null> {
+export function paramErrors(rows: ParamRow[], t: EditorT = editorT()): Array<string | null> {
   const counts = nameCounts(rows);
   return rows.map((r) => {
     const name = r.name.trim();
-    if (!name) return 'the parameter needs a name';
-    return counts.get(name)! > 1 ? `another parameter is named '${name}'` : null;
+    if (!name) return t('problems.param.needsName');
+    return counts.get(name)! > 1 ? t('problems.param.nameTaken', { name }) : null;
   });
 }
 
@@ -290,12 +302,12 @@ export function maxActiveRunsOk(text: string): boolean {
 }
 
 /** What keeps the settings from being saved. */
-export function settingsProblems(settings: DagSettings): Problem[] {
+export function settingsProblems(settings: DagSettings, t: EditorT = editorT()): Problem[] {
   const messages: string[] = [];
-  if (!maxActiveRunsOk(settings.maxActiveRuns)) messages.push('max active runs must be a whole number, at least 1');
+  if (!maxActiveRunsOk(settings.maxActiveRuns)) messages.push(t('problems.settings.maxActiveRuns'));
   for (const [name, count] of nameCounts(settings.params)) {
-    if (!name) messages.push(count > 1 ? `${count} parameters have no name` : 'a parameter has no name');
-    else if (count > 1) messages.push(`${count} parameters are named '${name}'`);
+    if (!name) messages.push(t('problems.settings.paramsWithoutName', { count }));
+    else if (count > 1) messages.push(t('problems.settings.paramsNamed', { count, name }));
   }
   return messages.map((message) => ({ message, nodeIds: [], local: true, settings: true }));
 }

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { useTranslation } from 'react-i18next';
 import { errorMessage } from '../../api/client';
 import { killRun, rerunRun } from '../../api/endpoints';
 import type { RunDetail } from '../../api/types';
@@ -8,25 +9,11 @@ import { isTerminalRun } from '../../lib/status';
 
 type Action = 'kill' | 'rerun' | 'rerun-failed';
 
-const TEXT: Record<Action, { title: string; message: string; confirm: string }> = {
-  kill: {
-    title: 'Kill run',
-    message: 'Kill this run and every task instance still running or waiting in it?',
-    confirm: 'Kill run',
-  },
-  rerun: {
-    title: 'Rerun',
-    message: 'Run every task of this run again, in place (same run, same business date)?',
-    confirm: 'Rerun all tasks',
-  },
-  'rerun-failed': {
-    title: 'Rerun failed tasks',
-    message: 'Run the FAILED, TIMEOUT, KILLED and UPSTREAM_FAILED tasks of this run again, with everything below them?',
-    confirm: 'Rerun failed',
-  },
-};
+/** Each action's texts in the catalogue (`actions.<key>.title`, `.message`, `.confirm`). */
+const TEXT_KEY = { kill: 'kill', rerun: 'rerun', 'rerun-failed': 'rerunFailed' } as const satisfies Record<Action, string>;
 
 export function RunActions({ run, onDone }: { run: RunDetail; onDone: () => void }) {
+  const { t } = useTranslation('run');
   const canKill = useCan('kill');
   const canRerun = useCan('rerun');
   const [asking, setAsking] = useState<Action | null>(null);
@@ -57,26 +44,26 @@ export function RunActions({ run, onDone }: { run: RunDetail; onDone: () => void
     <>
       {canKill && !terminal && (
         <button type="button" className="btn btn-danger" onClick={() => open('kill')} data-testid="kill-run">
-          ■ Kill run
+          {t('actions.killButton')}
         </button>
       )}
       {canRerun && terminal && (
         <>
           {run.status !== 'SUCCESS' && (
             <button type="button" className="btn" onClick={() => open('rerun-failed')} data-testid="rerun-failed">
-              ↻ Rerun failed
+              {t('actions.rerunFailedButton')}
             </button>
           )}
           <button type="button" className="btn" onClick={() => open('rerun')} data-testid="rerun">
-            ↻ Rerun
+            {t('actions.rerunButton')}
           </button>
         </>
       )}
       {asking && (
         <ConfirmDialog
-          title={TEXT[asking].title}
-          message={TEXT[asking].message}
-          confirmLabel={TEXT[asking].confirm}
+          title={t(`actions.${TEXT_KEY[asking]}.title`)}
+          message={t(`actions.${TEXT_KEY[asking]}.message`)}
+          confirmLabel={t(`actions.${TEXT_KEY[asking]}.confirm`)}
           danger={asking === 'kill'}
           busy={busy}
           error={error && <div className="inline-error">{error}</div>}

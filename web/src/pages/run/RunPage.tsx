@@ -1,4 +1,5 @@
 import { useMemo, useRef } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link, useNavigate, useParams } from 'react-router';
 import { getCanvas, getDag, getGantt, getRun } from '../../api/endpoints';
 import { DagGraph } from '../../components/DagGraph';
@@ -7,6 +8,7 @@ import { StatusBadge } from '../../components/Status';
 import { ErrorBox, Loading } from '../../components/States';
 import { durationMs, formatDuration, formatTime } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
+import { isKnownTrigger, triggerLabel } from '../../lib/runs';
 import { isTerminalRun } from '../../lib/status';
 import { useStream } from '../../live/stream';
 import { graphTasks, patchInstances, runStates } from '../dag/graphData';
@@ -14,6 +16,7 @@ import { RunActions } from './RunActions';
 import { TaskInstanceTable } from './TaskInstanceTable';
 
 export function RunPage() {
+  const { t } = useTranslation(['run', 'common']);
   const runId = Number(useParams().runId);
   const navigate = useNavigate();
   const run = useAsync(`run:${runId}`, (signal) => getRun(runId, { signal }));
@@ -57,7 +60,7 @@ export function RunPage() {
   if (!run.data) {
     return (
       <div className="page">
-        {run.error ? <ErrorBox error={run.error} onRetry={run.reload} /> : <Loading label="Loading run…" />}
+        {run.error ? <ErrorBox error={run.error} onRetry={run.reload} /> : <Loading label={t('page.loading')} />}
       </div>
     );
   }
@@ -66,15 +69,19 @@ export function RunPage() {
   return (
     <div className="page">
       <div className="crumbs">
-        <Link to="/dags">DAGs</Link> /{' '}
-        <Link to={`/dags/${r.dagId}?tab=grid&run=${r.id}`} data-testid="run-dag-link">
-          {dag.data?.name ?? `DAG ${r.dagId}`}
+        <Link to="/dags">{t('common:nav.dags')}</Link> /{' '}
+        <Link
+          to={`/dags/${r.dagId}?tab=grid&run=${r.id}`}
+          data-testid="run-dag-link"
+          translate={dag.data ? 'no' : undefined}
+        >
+          {dag.data?.name ?? t('page.dagFallback', { id: r.dagId })}
         </Link>{' '}
         /
       </div>
       <div className="page-head">
         <h1>
-          Run <span className="mono">#{r.id}</span>
+          <Trans t={t} i18nKey="page.title" values={{ id: r.id }} components={{ id: <span className="mono" /> }} />
         </h1>
         <StatusBadge status={r.status} testId="run-status" />
         <span className="muted small">{r.bizDate}</span>
@@ -83,43 +90,43 @@ export function RunPage() {
       </div>
       <dl className="facts">
         <div>
-          <dt>Business date</dt>
+          <dt>{t('page.facts.bizDate')}</dt>
           <dd className="mono">{r.bizDate}</dd>
         </div>
         <div>
-          <dt>Trigger</dt>
-          <dd>{r.triggerType}</dd>
+          <dt>{t('page.facts.trigger')}</dt>
+          <dd translate={isKnownTrigger(r.triggerType) ? undefined : 'no'}>{triggerLabel(r.triggerType)}</dd>
         </div>
         <div>
-          <dt>Run key</dt>
-          <dd className="mono small" title={r.runKey}>
+          <dt>{t('page.facts.runKey')}</dt>
+          <dd className="mono small" title={r.runKey} translate="no">
             {r.runKey}
           </dd>
         </div>
         <div>
-          <dt>DAG version</dt>
-          <dd>v{r.dagVersion}</dd>
+          <dt>{t('page.facts.dagVersion')}</dt>
+          <dd>{t('page.facts.version', { version: r.dagVersion })}</dd>
         </div>
         <div>
-          <dt>Started</dt>
+          <dt>{t('page.facts.started')}</dt>
           <dd className="mono small">{formatTime(r.startTime)}</dd>
         </div>
         <div>
-          <dt>Ended</dt>
+          <dt>{t('page.facts.ended')}</dt>
           <dd className="mono small">{formatTime(r.endTime)}</dd>
         </div>
         <div>
-          <dt>Duration</dt>
+          <dt>{t('page.facts.duration')}</dt>
           <dd className="mono small">{formatDuration(durationMs(r.startTime, r.endTime, now))}</dd>
         </div>
         <div>
-          <dt>Params</dt>
+          <dt>{t('page.facts.params')}</dt>
           <dd>
             {params.length === 0 ? (
-              <span className="muted">none</span>
+              <span className="muted">{t('page.facts.noParams')}</span>
             ) : (
               params.map(([k, v]) => (
-                <span key={k} className="chip mono">
+                <span key={k} className="chip mono" translate="no">
                   {k}={String(v)}
                 </span>
               ))
@@ -131,7 +138,7 @@ export function RunPage() {
       <div className="two-col">
         <section className="panel">
           <div className="panel-head">
-            <h2>Graph</h2>
+            <h2>{t('page.graph')}</h2>
           </div>
           {canvas.data ? (
             <DagGraph tasks={tasks} edges={canvas.data.edges} states={states} height={360} onOpen={(id) => navigate(`/task-instances/${id}`)} />
@@ -143,8 +150,8 @@ export function RunPage() {
         </section>
         <section className="panel">
           <div className="panel-head">
-            <h2>Gantt</h2>
-            <span className="muted small">one bar per attempt</span>
+            <h2>{t('page.gantt')}</h2>
+            <span className="muted small">{t('page.ganttNote')}</span>
           </div>
           {gantt.data ? (
             <Gantt attempts={gantt.data.attempts} runStart={gantt.data.startTime} />
@@ -158,7 +165,7 @@ export function RunPage() {
 
       <section className="panel">
         <div className="panel-head">
-          <h2>Task instances</h2>
+          <h2>{t('page.taskInstances')}</h2>
           <span className="muted small">{r.taskInstances.length}</span>
         </div>
         <TaskInstanceTable instances={r.taskInstances} onChanged={() => run.reload()} />

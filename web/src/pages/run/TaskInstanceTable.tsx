@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 import { errorMessage } from '../../api/client';
 import { clearTask, markTask } from '../../api/endpoints';
@@ -12,14 +13,15 @@ import { isTerminalTask } from '../../lib/status';
 
 type Bulk = 'clear' | 'success' | 'failed';
 
-const LABEL: Record<Bulk, string> = {
-  clear: 'Clear',
-  success: 'Mark success',
-  failed: 'Mark failed',
-};
+/** An instance the bulk action could not change, and why. */
+interface Failure {
+  task: string;
+  error: string;
+}
 
 /** A run's task instances, with bulk clear and mark for operators. */
 export function TaskInstanceTable({ instances, onChanged }: { instances: TaskInstanceDto[]; onChanged: () => void }) {
+  const { t } = useTranslation('run');
   const canClear = useCan('clear');
   const canMark = useCan('mark');
   const canAct = canClear && canMark;
@@ -27,7 +29,7 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
   const [downstream, setDownstream] = useState(false);
   const [asking, setAsking] = useState<Bulk | null>(null);
   const [busy, setBusy] = useState(false);
-  const [failures, setFailures] = useState<string[]>([]);
+  const [failures, setFailures] = useState<Failure[]>([]);
   const live = instances.some((ti) => !isTerminalTask(ti.status) && ti.startTime);
   const now = useNow(1000, live);
 
@@ -43,13 +45,13 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
 
   const run = async (bulk: Bulk) => {
     setBusy(true);
-    const failed: string[] = [];
+    const failed: Failure[] = [];
     for (const ti of chosen) {
       try {
         if (bulk === 'clear') await clearTask(ti.id, { downstream });
         else await markTask(ti.id, { status: bulk === 'success' ? 'SUCCESS' : 'FAILED' });
       } catch (e) {
-        failed.push(`${ti.taskName}: ${errorMessage(e)}`);
+        failed.push({ task: ti.taskName, error: errorMessage(e) });
       }
     }
     setBusy(false);
@@ -63,29 +65,29 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
     <div>
       {canAct && (
         <div className="bulkbar" data-testid="bulk-bar">
-          <span className="muted small">{chosen.length} selected</span>
+          <span className="muted small">{t('instances.selected', { n: chosen.length })}</span>
           <button type="button" className="btn btn-sm" disabled={!chosen.length} onClick={() => setAsking('clear')} data-testid="bulk-clear">
-            Clear
+            {t('instances.bulk.clear')}
           </button>
           <label className="check small">
             <input type="checkbox" checked={downstream} onChange={(e) => setDownstream(e.target.checked)} data-testid="bulk-downstream" />
-            with downstream
+            {t('instances.withDownstream')}
           </label>
           <span className="sep" />
           <button type="button" className="btn btn-sm" disabled={!chosen.length} onClick={() => setAsking('success')} data-testid="bulk-mark-success">
-            Mark success
+            {t('instances.bulk.success')}
           </button>
           <button type="button" className="btn btn-sm" disabled={!chosen.length} onClick={() => setAsking('failed')} data-testid="bulk-mark-failed">
-            Mark failed
+            {t('instances.bulk.failed')}
           </button>
         </div>
       )}
       {failures.length > 0 && (
         <div className="inline-error" role="alert">
-          {failures.length} did not go through:
+          {t('instances.failures', { n: failures.length })}
           <ul className="error-details">
             {failures.map((f, i) => (
-              <li key={i}>{f}</li>
+              <li key={i}>{t('instances.failure', { task: f.task, error: f.error })}</li>
             ))}
           </ul>
         </div>
@@ -97,22 +99,22 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
               <th className="col-check">
                 <input
                   type="checkbox"
-                  aria-label="Select all"
+                  aria-label={t('instances.selectAll')}
                   checked={all}
                   onChange={() => setSelected(all ? new Set() : new Set(instances.map((ti) => ti.id)))}
                   data-testid="ti-select-all"
                 />
               </th>
             )}
-            <th>Task</th>
-            <th>Status</th>
-            <th className="num">Attempts</th>
-            <th>Started</th>
-            <th>Ended</th>
-            <th className="num">Duration</th>
-            <th>Runner</th>
-            <th>Queue</th>
-            <th>Reason</th>
+            <th>{t('instances.columns.task')}</th>
+            <th>{t('instances.columns.status')}</th>
+            <th className="num">{t('instances.columns.attempts')}</th>
+            <th>{t('instances.columns.started')}</th>
+            <th>{t('instances.columns.ended')}</th>
+            <th className="num">{t('instances.columns.duration')}</th>
+            <th>{t('instances.columns.runner')}</th>
+            <th>{t('instances.columns.queue')}</th>
+            <th>{t('instances.columns.reason')}</th>
           </tr>
         </thead>
         <tbody>
@@ -122,7 +124,7 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
                 <td className="col-check">
                   <input
                     type="checkbox"
-                    aria-label={`Select ${ti.taskName}`}
+                    aria-label={t('instances.select', { task: ti.taskName })}
                     checked={selected.has(ti.id)}
                     onChange={() => toggle(ti.id)}
                     data-testid="ti-select"
@@ -130,21 +132,31 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
                 </td>
               )}
               <td>
-                <Link to={`/task-instances/${ti.id}`} className="mono">
+                <Link to={`/task-instances/${ti.id}`} className="mono" translate="no">
                   {ti.taskName}
                 </Link>
               </td>
               <td>
                 <StatusBadge status={ti.status} />
-                {ti.retryAt && <span className="muted small"> retry {formatTime(ti.retryAt)}</span>}
+                {ti.retryAt && (
+                  <span className="muted small">
+                    {' '}
+                    {t('instances.retryAt', { time: formatTime(ti.retryAt) })}
+                  </span>
+                )}
               </td>
               <td className="num">{ti.attempts}</td>
               <td className="mono small">{formatTime(ti.startTime)}</td>
               <td className="mono small">{formatTime(ti.endTime)}</td>
               <td className="num mono small">{formatDuration(durationMs(ti.startTime, ti.endTime, now))}</td>
-              <td className="mono small">{ti.workerId ?? '—'}</td>
-              <td className="small">{ti.queue}</td>
-              <td className="small ellipsis max-w-320" title={ti.errorMessage ?? ''}>
+              <td className="mono small" translate="no">
+                {ti.workerId ?? '—'}
+              </td>
+              <td className="small" translate="no">
+                {ti.queue}
+              </td>
+              {/* The system's own words about what went wrong, as the API gives them. */}
+              <td className="small ellipsis max-w-320" title={ti.errorMessage ?? ''} data-server-text>
                 {ti.errorMessage ?? ''}
               </td>
             </tr>
@@ -153,15 +165,16 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
       </table>
       {asking && (
         <ConfirmDialog
-          title={LABEL[asking]}
+          title={t(`instances.bulk.${asking}`)}
           message={
-            <>
-              {LABEL[asking]} {chosen.length} task instance(s)
-              {asking === 'clear' && downstream ? ' and everything downstream of them' : ''}:{' '}
-              <span className="mono">{chosen.map((c) => c.taskName).join(', ')}</span>?
-            </>
+            <Trans
+              t={t}
+              i18nKey={`instances.confirm.${asking === 'clear' && downstream ? 'clearDownstream' : asking}`}
+              values={{ n: chosen.length, names: chosen.map((c) => c.taskName).join(', ') }}
+              components={{ names: <span className="mono" translate="no" /> }}
+            />
           }
-          confirmLabel={LABEL[asking]}
+          confirmLabel={t(`instances.bulk.${asking}`)}
           busy={busy}
           onConfirm={() => void run(asking)}
           onClose={() => setAsking(null)}

@@ -1,3 +1,4 @@
+import { Trans, useTranslation } from 'react-i18next';
 import { listQueues, listRunners } from '../../api/endpoints';
 import type { QueueDto, RunnerDto } from '../../api/types';
 import { Empty, ErrorBox, Loading } from '../../components/States';
@@ -8,6 +9,7 @@ import { backlogTotal, starvedQueues } from './queues';
 const EVERY_MS = 5000;
 
 export function RunnersPage() {
+  const { t } = useTranslation(['runners', 'common']);
   const visible = usePageVisible();
   const runners = useAsync('runners', (signal) => listRunners({ signal }));
   const queues = useAsync('queues', (signal) => listQueues({ signal }));
@@ -28,52 +30,57 @@ export function RunnersPage() {
   return (
     <div className="page">
       <div className="page-head">
-        <h1>Runners and queues</h1>
+        <h1>{t('page.title')}</h1>
         {runners.data && (
-          <span className="muted">
-            {items.length} live · {running}/{slots} slots busy
-          </span>
+          <span className="muted">{t('page.summary', { live: items.length, running, slots })}</span>
         )}
         <div className="spacer" />
-        <span className="muted small">{visible ? 'refreshing every 5 s' : 'paused while hidden'}</span>
-        {loading && <span className="spinner" aria-label="refreshing" />}
+        <span className="muted small">{visible ? t('page.refreshing') : t('page.paused')}</span>
+        {loading && <span className="spinner" aria-label={t('page.refreshingLabel')} />}
       </div>
 
       <section className="panel">
         <div className="panel-head">
-          <h2>Queues</h2>
+          <h2>{t('queues.title')}</h2>
         </div>
         {!queues.data ? (
           queues.error ? (
             <ErrorBox error={queues.error} onRetry={queues.reload} />
           ) : (
-            <Loading label="Loading queues…" />
+            <Loading label={t('queues.loading')} />
           )
         ) : (
           <QueuesTable queues={queues.data.items} />
         )}
         {queues.data && queues.error ? (
-          <ErrorBox error={queues.error} onRetry={queues.reload} title="Could not refresh" />
+          <ErrorBox error={queues.error} onRetry={queues.reload} title={t('common:states.couldNotRefresh')} />
         ) : null}
       </section>
 
       <section className="panel">
         <div className="panel-head">
-          <h2>Live runners</h2>
+          <h2>{t('runners.title')}</h2>
         </div>
         {!runners.data ? (
           runners.error ? (
             <ErrorBox error={runners.error} onRetry={runners.reload} />
           ) : (
-            <Loading label="Loading runners…" />
+            <Loading label={t('runners.loading')} />
           )
         ) : (
           <>
             {runners.error ? (
-              <ErrorBox error={runners.error} onRetry={runners.reload} title="Could not refresh" />
+              <ErrorBox error={runners.error} onRetry={runners.reload} title={t('common:states.couldNotRefresh')} />
             ) : null}
             {items.length === 0 ? (
-              <Empty>No live runner: tasks stay QUEUED until one starts (datajump runner, or datajump up).</Empty>
+              <Empty>
+                <Trans
+                  t={t}
+                  i18nKey="runners.empty"
+                  values={{ runner: 'datajump runner', up: 'datajump up' }}
+                  components={{ cmd: <span translate="no" /> }}
+                />
+              </Empty>
             ) : (
               <RunnersTable runners={items} now={now} />
             )}
@@ -85,40 +92,50 @@ export function RunnersPage() {
 }
 
 function QueuesTable({ queues }: { queues: QueueDto[] }) {
+  const { t } = useTranslation(['runners', 'common']);
   if (queues.length === 0) {
-    return <Empty>No queue yet: queues appear when a DAG names one or a runner serves one.</Empty>;
+    return <Empty>{t('queues.empty')}</Empty>;
   }
   const starved = starvedQueues(queues);
   return (
     <>
       {starved.length > 0 && (
         <div className="banner banner-warn" data-testid="starved-queues">
-          No runner serves {starved.map((q) => `"${q.queue}"`).join(', ')}, where{' '}
-          {starved.reduce((n, q) => n + q.queuedTasks, 0)} task(s) wait. Start one with{' '}
-          <code>datajump runner --queues {starved.map((q) => q.queue).join(',')}</code>.
+          <Trans
+            t={t}
+            i18nKey="queues.starved"
+            values={{
+              queues: starved.map((q) => `"${q.queue}"`).join(t('common:list.separator')),
+              tasks: starved.reduce((n, q) => n + q.queuedTasks, 0),
+              command: `datajump runner --queues ${starved.map((q) => q.queue).join(',')}`,
+            }}
+            components={{ queues: <span translate="no" />, code: <code translate="no" /> }}
+          />
         </div>
       )}
       <table className="table" data-testid="queues-table">
         <thead>
           <tr>
-            <th>Queue</th>
-            <th>Served by</th>
-            <th className="num">Slots</th>
-            <th className="num">Queued</th>
-            <th className="num">Running</th>
-            <th>Backlog in JetStream (by priority)</th>
-            <th className="num">Online DAGs</th>
+            <th>{t('queues.columns.queue')}</th>
+            <th>{t('queues.columns.servedBy')}</th>
+            <th className="num">{t('queues.columns.slots')}</th>
+            <th className="num">{t('queues.columns.queued')}</th>
+            <th className="num">{t('queues.columns.running')}</th>
+            <th>{t('queues.columns.backlog')}</th>
+            <th className="num">{t('queues.columns.dags')}</th>
           </tr>
         </thead>
         <tbody>
           {queues.map((q) => (
             <tr key={q.queue} data-testid="queue-row" data-queue={q.queue}>
-              <td className="mono">{q.queue}</td>
+              <td className="mono" translate="no">
+                {q.queue}
+              </td>
               <td>
                 {q.unserved ? (
-                  <span className="tag tag-warn">no runner</span>
+                  <span className="tag tag-warn">{t('queues.noRunner')}</span>
                 ) : (
-                  `${q.runners} runner${q.runners === 1 ? '' : 's'}`
+                  t('queues.runners', { count: q.runners })
                 )}
               </td>
               <td className="num">{q.slots}</td>
@@ -126,17 +143,26 @@ function QueuesTable({ queues }: { queues: QueueDto[] }) {
               <td className="num">{q.runningTasks}</td>
               <td>
                 {q.backlog.length === 0 ? (
-                  <span className="muted small">empty</span>
+                  <span className="muted small">{t('queues.backlogEmpty')}</span>
                 ) : (
-                  <span title={`${backlogTotal(q)} message(s) not yet taken`}>
+                  <span title={t('queues.backlogTotal', { messages: backlogTotal(q) })}>
                     {q.backlog.map((band) => (
                       <span
                         key={band.priority}
                         className="chip mono"
-                        title={`priority ${band.priority}: ${band.pending} waiting, ${band.ackPending} taken and not yet acknowledged`}
+                        title={t('queues.band', {
+                          priority: band.priority,
+                          pending: band.pending,
+                          ackPending: band.ackPending,
+                        })}
                       >
-                        p{band.priority}: {band.pending}
-                        {band.ackPending > 0 ? ` +${band.ackPending} in flight` : ''}
+                        {band.ackPending > 0
+                          ? t('queues.chipInFlight', {
+                              priority: band.priority,
+                              pending: band.pending,
+                              inFlight: band.ackPending,
+                            })
+                          : t('queues.chip', { priority: band.priority, pending: band.pending })}
                       </span>
                     ))}
                   </span>
@@ -152,17 +178,18 @@ function QueuesTable({ queues }: { queues: QueueDto[] }) {
 }
 
 function RunnersTable({ runners, now }: { runners: RunnerDto[]; now: number }) {
+  const { t } = useTranslation('runners');
   return (
     <table className="table" data-testid="runners-table">
       <thead>
         <tr>
-          <th>Runner</th>
-          <th>Queues</th>
-          <th className="num">Slots</th>
-          <th className="num">Running</th>
-          <th>Load</th>
-          <th>Version</th>
-          <th>Last heartbeat</th>
+          <th>{t('runners.columns.runner')}</th>
+          <th>{t('runners.columns.queues')}</th>
+          <th className="num">{t('runners.columns.slots')}</th>
+          <th className="num">{t('runners.columns.running')}</th>
+          <th>{t('runners.columns.load')}</th>
+          <th>{t('runners.columns.version')}</th>
+          <th>{t('runners.columns.lastHeartbeat')}</th>
         </tr>
       </thead>
       <tbody>
@@ -170,10 +197,12 @@ function RunnersTable({ runners, now }: { runners: RunnerDto[]; now: number }) {
           const load = r.slots ? Math.min(1, r.running / r.slots) : 0;
           return (
             <tr key={r.id} data-testid="runner-row">
-              <td className="mono">{r.id}</td>
+              <td className="mono" translate="no">
+                {r.id}
+              </td>
               <td>
                 {r.queues.map((q) => (
-                  <span key={q} className="chip mono">
+                  <span key={q} className="chip mono" translate="no">
                     {q}
                   </span>
                 ))}
@@ -181,15 +210,12 @@ function RunnersTable({ runners, now }: { runners: RunnerDto[]; now: number }) {
               <td className="num">{r.slots}</td>
               <td className="num">{r.running}</td>
               <td>
-                <span className="meter" title={`${Math.round(load * 100)}%`}>
+                <span className="meter" title={t('runners.load', { percent: Math.round(load * 100) })}>
                   <span className={`meter-fill${load >= 1 ? ' full' : ''}`} style={{ width: `${load * 100}%` }} />
                 </span>
               </td>
-              <td
-                className="small mono"
-                title="Feature level: what this runner's build understands of DAGs; apply refuses features newer than a live runner of their queue"
-              >
-                {r.version ? `${r.version} · level ${r.featureLevel}` : 'older build'}
+              <td className="small mono" title={t('runners.featureLevel')}>
+                {r.version ? t('runners.version', { version: r.version, level: r.featureLevel }) : t('runners.olderBuild')}
               </td>
               <td className="small" title={formatTime(r.lastSeen)}>
                 {relativeTime(r.lastSeen, now)}

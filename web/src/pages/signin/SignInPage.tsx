@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Navigate, useNavigate, useSearchParams } from 'react-router';
 import { signIn } from '../../api/endpoints';
 import { useSessionContext } from '../../auth/session';
@@ -13,6 +14,7 @@ export function safeNext(next: string | null): string {
 }
 
 export function SignInPage() {
+  const { t } = useTranslation('signin');
   const [params] = useSearchParams();
   const next = safeNext(params.get('next'));
   const { state, setSession } = useSessionContext();
@@ -44,19 +46,23 @@ export function SignInPage() {
   return (
     <div className="signin">
       <form className="signin-card" onSubmit={submit}>
-        <div className="signin-brand">
+        <div className="signin-brand" translate="no">
           <span className="brand-mark" aria-hidden>
             ◆
           </span>
           DataJump
         </div>
-        <h1>Sign in</h1>
+        <h1>{t('title')}</h1>
         <p className="muted">
-          Paste an API token (<code>datajump token create NAME --role viewer|operator|admin</code>). It is
-          exchanged for a session cookie; the page never keeps the token.
+          <Trans
+            t={t}
+            i18nKey="intro"
+            values={{ command: 'datajump token create NAME --role viewer|operator|admin' }}
+            components={{ code: <code translate="no" /> }}
+          />
         </p>
         <label className="field">
-          <span>API token</span>
+          <span>{t('token')}</span>
           <input
             type="password"
             className="input"
@@ -66,13 +72,14 @@ export function SignInPage() {
             value={token}
             onChange={(e) => setToken(e.target.value)}
             placeholder="dj_…"
+            translate="no"
             data-testid="signin-token"
           />
         </label>
         {state.status === 'error' && <InlineError error={state.error} />}
         <InlineError error={error} />
         <button type="submit" className="btn btn-primary btn-block" disabled={busy || !token.trim()} data-testid="signin-submit">
-          {busy ? 'Signing in…' : 'Sign in'}
+          {busy ? t('busy') : t('submit')}
         </button>
       </form>
     </div>

@@ -1,4 +1,5 @@
 import { useRef, useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { errorMessage } from '../../api/client';
 import { getDag, getTaskInstance, killTask } from '../../api/endpoints';
@@ -10,10 +11,12 @@ import { StatusBadge } from '../../components/Status';
 import { Empty, ErrorBox, Loading } from '../../components/States';
 import { durationMs, formatDuration, formatTime } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
-import { isTerminalTask } from '../../lib/status';
+import { isKnownTrigger, triggerLabel } from '../../lib/runs';
+import { isTerminalTask, statusLabel } from '../../lib/status';
 import { useStream } from '../../live/stream';
 
 export function TaskInstancePage() {
+  const { t } = useTranslation(['task', 'common']);
   const id = Number(useParams().id);
   const [params, setParams] = useSearchParams();
   const ti = useAsync(`ti:${id}`, (signal) => getTaskInstance(id, { signal }));
@@ -45,17 +48,17 @@ export function TaskInstancePage() {
   if (!ti.data) {
     return (
       <div className="page">
-        {ti.error ? <ErrorBox error={ti.error} onRetry={ti.reload} /> : <Loading label="Loading task instance…" />}
+        {ti.error ? <ErrorBox error={ti.error} onRetry={ti.reload} /> : <Loading label={t('page.loading')} />}
       </div>
     );
   }
-  const t = ti.data;
-  const executions = t.executions;
+  const task = ti.data;
+  const executions = task.executions;
   const latest = executions[executions.length - 1];
   const asked = params.get('attempt');
   const chosen: ExecutionDto | undefined =
     (asked !== null ? executions.find((e) => e.attempt === Number(asked)) : undefined) ?? latest;
-  const outputs = Object.entries(t.outputs ?? {});
+  const outputs = Object.entries(task.outputs ?? {});
   const chooseAttempt = (attempt: number) => {
     const next = new URLSearchParams(params);
     next.set('attempt', String(attempt));
@@ -65,103 +68,115 @@ export function TaskInstancePage() {
   return (
     <div className="page">
       <div className="crumbs">
-        <Link to="/dags">DAGs</Link> / <Link to={`/dags/${t.dagId}`}>{dag.data?.name ?? `DAG ${t.dagId}`}</Link> /{' '}
-        <Link to={`/runs/${t.dagInstanceId}`}>run #{t.dagInstanceId}</Link> /
+        <Link to="/dags">{t('common:nav.dags')}</Link> /{' '}
+        <Link to={`/dags/${task.dagId}`} translate={dag.data ? 'no' : undefined}>
+          {dag.data?.name ?? t('page.dagFallback', { id: task.dagId })}
+        </Link>{' '}
+        / <Link to={`/runs/${task.dagInstanceId}`}>{t('page.runCrumb', { id: task.dagInstanceId })}</Link> /
       </div>
       <div className="page-head">
-        <h1 className="mono-title">{t.taskName}</h1>
-        <StatusBadge status={t.status} testId="ti-status" />
-        <span className="muted small">
-          task instance #{t.id} · {t.bizDate} · {t.triggerType}
+        <h1 className="mono-title" translate="no">
+          {task.taskName}
+        </h1>
+        <StatusBadge status={task.status} testId="ti-status" />
+        <span className="muted small" translate={isKnownTrigger(task.triggerType) ? undefined : 'no'}>
+          {t('page.subtitle', { id: task.id, bizDate: task.bizDate, trigger: triggerLabel(task.triggerType) })}
         </span>
         <div className="spacer" />
         {canKill && live && (
           <button type="button" className="btn btn-danger" onClick={() => setKilling(true)} data-testid="kill-task">
-            ■ Kill task
+            {t('page.killButton')}
           </button>
         )}
       </div>
       <dl className="facts">
         <div>
-          <dt>Attempts</dt>
+          <dt>{t('page.facts.attempts')}</dt>
           <dd>
-            {t.attempts} <span className="muted small">({t.retryCount} retries used)</span>
+            {task.attempts} <span className="muted small">{t('page.facts.retriesUsed', { n: task.retryCount })}</span>
           </dd>
         </div>
         <div>
-          <dt>Queue / priority</dt>
+          <dt>{t('page.facts.queuePriority')}</dt>
           <dd>
-            {t.queue} / {t.priority}
+            <span translate="no">{task.queue}</span> / {task.priority}
           </dd>
         </div>
         <div>
-          <dt>Runner</dt>
-          <dd className="mono small">{t.workerId ?? '—'}</dd>
+          <dt>{t('page.facts.runner')}</dt>
+          <dd className="mono small" translate="no">
+            {task.workerId ?? '—'}
+          </dd>
         </div>
         <div>
-          <dt>Queued</dt>
-          <dd className="mono small">{formatTime(t.queuedTime)}</dd>
+          <dt>{t('page.facts.queued')}</dt>
+          <dd className="mono small">{formatTime(task.queuedTime)}</dd>
         </div>
         <div>
-          <dt>Started</dt>
-          <dd className="mono small">{formatTime(t.startTime)}</dd>
+          <dt>{t('page.facts.started')}</dt>
+          <dd className="mono small">{formatTime(task.startTime)}</dd>
         </div>
         <div>
-          <dt>Ended</dt>
-          <dd className="mono small">{formatTime(t.endTime)}</dd>
+          <dt>{t('page.facts.ended')}</dt>
+          <dd className="mono small">{formatTime(task.endTime)}</dd>
         </div>
         <div>
-          <dt>Duration</dt>
-          <dd className="mono small">{formatDuration(durationMs(t.startTime, t.endTime, now))}</dd>
+          <dt>{t('page.facts.duration')}</dt>
+          <dd className="mono small">{formatDuration(durationMs(task.startTime, task.endTime, now))}</dd>
         </div>
-        {(t.checks ?? 0) > 0 && (
+        {(task.checks ?? 0) > 0 && (
           <div>
-            <dt>Sensor checks</dt>
+            <dt>{t('page.facts.sensorChecks')}</dt>
             <dd className="mono small" data-testid="ti-checks">
-              {t.checks}
+              {task.checks}
             </dd>
           </div>
         )}
-        {t.nextCheckAt && (
+        {task.nextCheckAt && (
           <div>
-            <dt>Next check</dt>
+            <dt>{t('page.facts.nextCheck')}</dt>
             <dd className="mono small" data-testid="ti-next-check">
-              {formatTime(t.nextCheckAt)}
+              {formatTime(task.nextCheckAt)}
             </dd>
           </div>
         )}
-        {t.retryAt && (
+        {task.retryAt && (
           <div>
-            <dt>Next retry</dt>
-            <dd className="mono small">{formatTime(t.retryAt)}</dd>
+            <dt>{t('page.facts.nextRetry')}</dt>
+            <dd className="mono small">{formatTime(task.retryAt)}</dd>
           </div>
         )}
       </dl>
-      {t.errorMessage && (
+      {task.errorMessage && (
         // A waiting sensor's message says what its last check found: news, not an error.
-        <div className={`banner ${t.status === 'UP_FOR_RESCHEDULE' ? 'banner-info' : 'banner-error'}`} data-testid="ti-error">
-          {t.errorMessage}
+        // The system's own words, as the API gives them.
+        <div
+          className={`banner ${task.status === 'UP_FOR_RESCHEDULE' ? 'banner-info' : 'banner-error'}`}
+          data-testid="ti-error"
+          data-server-text
+        >
+          {task.errorMessage}
         </div>
       )}
 
       <div className="two-col two-col-wide-left">
         <section className="panel">
           <div className="panel-head">
-            <h2>Attempts</h2>
+            <h2>{t('page.attempts.title')}</h2>
           </div>
           {executions.length === 0 ? (
-            <Empty>No attempt has started yet ({t.status.toLowerCase()}).</Empty>
+            <Empty>{t('page.attempts.none', { status: statusLabel(task.status) })}</Empty>
           ) : (
             <table className="table table-click" data-testid="attempts-table">
               <thead>
                 <tr>
-                  <th className="num">Attempt</th>
-                  <th>Status</th>
-                  <th className="num">Exit</th>
-                  <th>Started</th>
-                  <th className="num">Duration</th>
-                  <th>Runner</th>
-                  <th>Error</th>
+                  <th className="num">{t('page.attempts.columns.attempt')}</th>
+                  <th>{t('page.attempts.columns.status')}</th>
+                  <th className="num">{t('page.attempts.columns.exit')}</th>
+                  <th>{t('page.attempts.columns.started')}</th>
+                  <th className="num">{t('page.attempts.columns.duration')}</th>
+                  <th>{t('page.attempts.columns.runner')}</th>
+                  <th>{t('page.attempts.columns.error')}</th>
                 </tr>
               </thead>
               <tbody>
@@ -182,8 +197,10 @@ export function TaskInstancePage() {
                     <td className="num mono small">
                       {formatDuration(e.durationMs ?? durationMs(e.startTime, e.endTime, now))}
                     </td>
-                    <td className="mono small">{e.workerId}</td>
-                    <td className="small ellipsis max-w-320" title={e.errorMessage ?? ''}>
+                    <td className="mono small" translate="no">
+                      {e.workerId}
+                    </td>
+                    <td className="small ellipsis max-w-320" title={e.errorMessage ?? ''} data-server-text>
                       {e.errorMessage ?? ''}
                     </td>
                   </tr>
@@ -194,17 +211,22 @@ export function TaskInstancePage() {
         </section>
         <section className="panel">
           <div className="panel-head">
-            <h2>Outputs</h2>
+            <h2>{t('page.outputs.title')}</h2>
           </div>
           {outputs.length === 0 ? (
             <div className="muted small pad">
-              None declared (<code>##dj-output name=value</code> lines or <code>$DJ_OUTPUT</code>).
+              <Trans
+                t={t}
+                i18nKey="page.outputs.none"
+                values={{ line: '##dj-output name=value', env: '$DJ_OUTPUT' }}
+                components={{ line: <code translate="no" />, env: <code translate="no" /> }}
+              />
             </div>
           ) : (
             <table className="table" data-testid="outputs-table">
               <tbody>
                 {outputs.map(([k, v]) => (
-                  <tr key={k}>
+                  <tr key={k} translate="no">
                     <td className="mono">{k}</td>
                     <td className="mono small break">{v}</td>
                   </tr>
@@ -217,7 +239,7 @@ export function TaskInstancePage() {
 
       <section className="panel">
         <div className="panel-head">
-          <h2>Log</h2>
+          <h2>{t('page.log.title')}</h2>
           {executions.length > 1 && (
             <div className="segmented small">
               {executions.map((e) => (
@@ -227,7 +249,7 @@ export function TaskInstancePage() {
                   className={e.attempt === chosen?.attempt ? 'active' : ''}
                   onClick={() => chooseAttempt(e.attempt)}
                 >
-                  attempt {e.attempt + 1}
+                  {t('page.log.attempt', { n: e.attempt + 1 })}
                 </button>
               ))}
             </div>
@@ -235,26 +257,29 @@ export function TaskInstancePage() {
         </div>
         {chosen ? (
           <LogViewer
-            key={`${t.id}:${chosen.attempt}`}
-            taskInstanceId={t.id}
+            key={`${task.id}:${chosen.attempt}`}
+            taskInstanceId={task.id}
             attempt={chosen.attempt}
             running={chosen.status === 'RUNNING' && !chosen.endTime}
             onEnded={() => ti.reload()}
           />
         ) : (
-          <Empty>No log yet: the task has not started.</Empty>
+          <Empty>{t('page.log.none')}</Empty>
         )}
       </section>
 
       {killing && (
         <ConfirmDialog
-          title="Kill task"
+          title={t('page.kill.title')}
           message={
-            <>
-              Kill <code>{t.taskName}</code> (its process group, if it runs)? A killed task is not retried.
-            </>
+            <Trans
+              t={t}
+              i18nKey="page.kill.message"
+              values={{ task: task.taskName }}
+              components={{ task: <code translate="no" /> }}
+            />
           }
-          confirmLabel="Kill task"
+          confirmLabel={t('page.kill.confirm')}
           danger
           busy={killBusy}
           error={killError && <div className="inline-error">{killError}</div>}
@@ -264,7 +289,7 @@ export function TaskInstancePage() {
             setKillBusy(true);
             setKillError(null);
             try {
-              await killTask(t.id);
+              await killTask(task.id);
               setKilling(false);
               ti.reload();
             } catch (e) {

@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { Link, useNavigate, useParams } from 'react-router';
 import { isNotFound } from '../../api/client';
 import { getDag, getRunByKey, triggerDag } from '../../api/endpoints';
@@ -33,6 +34,7 @@ async function waitForRun(answer: TriggerResponse, signal: AbortSignal): Promise
 }
 
 export function TriggerPage() {
+  const { t } = useTranslation(['trigger', 'common']);
   const dagId = Number(useParams().dagId);
   const navigate = useNavigate();
   const allowed = useCan('trigger');
@@ -40,7 +42,7 @@ export function TriggerPage() {
   if (!allowed) {
     return (
       <div className="page">
-        <ErrorBox title="Not allowed" error={new Error('Triggering a run needs the operator role.')} />
+        <ErrorBox title={t('page.notAllowed')} error={new Error(t('page.needsOperator'))} />
       </div>
     );
   }
@@ -55,9 +57,15 @@ export function TriggerPage() {
   return (
     <div className="page page-narrow">
       <div className="crumbs">
-        <Link to="/dags">DAGs</Link> / <Link to={`/dags/${dagId}`}>{dag.data.name}</Link> /
+        <Link to="/dags">{t('common:nav.dags')}</Link> /{' '}
+        <Link to={`/dags/${dagId}`} translate="no">
+          {dag.data.name}
+        </Link>{' '}
+        /
       </div>
-      <h1>Trigger {dag.data.name}</h1>
+      <h1>
+        <Trans t={t} i18nKey="page.title" values={{ dag: dag.data.name }} components={{ dag: <span translate="no" /> }} />
+      </h1>
       <TriggerForm
         key={dag.data.id}
         dagId={dagId}
@@ -77,6 +85,7 @@ function TriggerForm({
   defaults: ParamRow[];
   onDone: (runId: number) => void;
 }) {
+  const { t } = useTranslation('trigger');
   const [rows, setRows] = useState<ParamRow[]>(defaults);
   const [bizDate, setBizDate] = useState('');
   const [phase, setPhase] = useState<'idle' | 'sending' | 'waiting' | 'lost'>('idle');
@@ -115,7 +124,7 @@ function TriggerForm({
   return (
     <form className="form card" onSubmit={submit} data-testid="trigger-form">
       <label className="field">
-        <span>Business date</span>
+        <span>{t('form.bizDate')}</span>
         <input
           type="date"
           className="input"
@@ -123,19 +132,21 @@ function TriggerForm({
           onChange={(e) => setBizDate(e.target.value)}
           data-testid="trigger-biz-date"
         />
-        <span className="hint">Left empty: the date a fire of the DAG's schedule would have now.</span>
+        <span className="hint">{t('form.bizDateHint')}</span>
       </label>
       <fieldset className="fieldset">
-        <legend>Parameters</legend>
-        {rows.length === 0 && <div className="muted small">This DAG declares no parameters.</div>}
+        <legend>{t('form.parameters')}</legend>
+        {rows.length === 0 && <div className="muted small">{t('form.noParameters')}</div>}
         {rows.map((row, i) => (
           <div key={i} className="param-row">
             {row.default !== undefined ? (
-              <span className="param-name mono">{row.name}</span>
+              <span className="param-name mono" translate="no">
+                {row.name}
+              </span>
             ) : (
               <input
                 className="input mono param-name"
-                placeholder="name"
+                placeholder={t('form.paramName')}
                 value={row.name}
                 onChange={(e) => setRow(i, { name: e.target.value })}
                 data-testid="trigger-param-name"
@@ -143,48 +154,73 @@ function TriggerForm({
             )}
             <input
               className="input mono grow"
+              translate="no"
               value={row.value}
               onChange={(e) => setRow(i, { value: e.target.value })}
               data-testid={`trigger-param-${row.name || i}`}
             />
             {row.default !== undefined ? (
               row.value !== row.default ? (
-                <button type="button" className="btn btn-sm" onClick={() => setRow(i, { value: row.default })} title={`default: ${row.default}`}>
-                  reset
+                <button
+                  type="button"
+                  className="btn btn-sm"
+                  onClick={() => setRow(i, { value: row.default })}
+                  title={t('form.defaultValue', { value: row.default })}
+                >
+                  {t('form.reset')}
                 </button>
               ) : (
-                <span className="muted small">default</span>
+                <span className="muted small">{t('form.isDefault')}</span>
               )
             ) : (
-              <button type="button" className="btn btn-sm" onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}>
+              <button
+                type="button"
+                className="btn btn-sm"
+                onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}
+                aria-label={t('form.remove')}
+                title={t('form.remove')}
+              >
                 ×
               </button>
             )}
           </div>
         ))}
         <button type="button" className="btn btn-sm" onClick={() => setRows((rs) => [...rs, { name: '', value: '' }])}>
-          + Add parameter
+          {t('form.addParameter')}
         </button>
-        <div className="hint">Only parameters you change or add are sent; the others keep the DAG's values.</div>
+        <div className="hint">{t('form.parametersHint')}</div>
       </fieldset>
       <InlineError error={error} />
       {phase === 'waiting' && answer && (
         <div className="banner banner-info">
-          Triggered <code>{answer.runKey}</code> ({answer.bizDate}); waiting for a resolver to create the run…
+          <Trans
+            t={t}
+            i18nKey="form.waiting"
+            values={{ runKey: answer.runKey, bizDate: answer.bizDate }}
+            components={{ code: <code translate="no" /> }}
+          />
         </div>
       )}
       {phase === 'lost' && answer && (
         <div className="banner banner-warn">
-          The run <code>{answer.runKey}</code> was accepted but no resolver has created it yet. It appears in the{' '}
-          <Link to={`/dags/${dagId}?tab=runs`}>run history</Link> once one does.
+          <Trans
+            t={t}
+            i18nKey="form.lost"
+            values={{ runKey: answer.runKey }}
+            components={{ code: <code translate="no" />, history: <Link to={`/dags/${dagId}?tab=runs`} /> }}
+          />
         </div>
       )}
       <div className="form-actions">
         <Link to={`/dags/${dagId}`} className="btn">
-          Cancel
+          {t('form.cancel')}
         </Link>
         <button type="submit" className="btn btn-primary" disabled={phase === 'sending' || phase === 'waiting'} data-testid="trigger-submit">
-          {phase === 'sending' ? 'Triggering…' : phase === 'waiting' ? 'Waiting for the run…' : '▶ Trigger run'}
+          {phase === 'sending'
+            ? t('form.triggering')
+            : phase === 'waiting'
+              ? t('form.waitingForRun')
+              : t('form.submit')}
         </button>
       </div>
     </form>
