@@ -148,13 +148,15 @@ async fn streams_have_three_copies_and_one_copy_is_scaled_only_when_asked() {
     assert!(ok, "{out}{err}");
 }
 
-/// A layered DAG of `layers` × 5 shell tasks of `sleep 0.4` applied, two
-/// tickers, two resolvers and two 3-slot runners started as processes on
-/// the cluster, and a run triggered: (side-effect file, roles, run key).
+/// A layered DAG of `layers` × 5 shell tasks of `sleep 0.4` and a small
+/// diamond applied, two tickers, two resolvers and two 3-slot runners
+/// started as processes on the cluster, and a run of the layers triggered:
+/// (side-effect file, roles, run key).
 async fn start_on_cluster(env: &TestEnv, layers: usize) -> (PathBuf, Vec<Process>, String) {
     let side = env.path("side");
     env.apply(&layered_dag("layers", layers, 5, "sleep 0.4; ", &side))
         .await;
+    env.apply(AFTERWARDS).await;
     let roles = vec![
         start_ticker(env, "ticker-1").await,
         start_ticker(env, "ticker-2").await,
@@ -166,6 +168,10 @@ async fn start_on_cluster(env: &TestEnv, layers: usize) -> (PathBuf, Vec<Process
     let key = env.trigger("layers").await;
     (side, roles, key)
 }
+
+/// A run after the cluster's trouble: a diamond, so that a release, a
+/// fan-out and a join each go through the recovered streams.
+const AFTERWARDS: &str = "name: afterwards\ntasks:\n  - { name: a, command: 'true' }\n  - { name: b, command: 'true', depends_on: [a] }\n  - { name: c, command: 'true', depends_on: [a] }\n  - { name: d, command: 'true', depends_on: [b, c] }\n";
 
 /// The run of [`start_on_cluster`] ends SUCCESS with each of its tasks run
 /// once, the roles are alive, and a new run still goes through.
@@ -182,9 +188,12 @@ async fn assert_cluster_run_done(
     let names: Vec<String> = successes.keys().cloned().collect();
     assert_side_effects_once(side, names.iter().map(String::as_str));
     assert_eq!(count_lines(side).values().sum::<usize>(), tasks);
-    let again = env.trigger("layers").await;
+    let again = env.trigger("afterwards").await;
     let run = env.wait_run(&again, TWO_MINUTES).await;
-    assert_run_sound(env, &run, RunStatus::Success).await;
+    assert_eq!(
+        assert_run_sound(env, &run, RunStatus::Success).await.len(),
+        4
+    );
     for role in roles {
         role.assert_running();
     }
