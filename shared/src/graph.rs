@@ -1,9 +1,12 @@
 //! Ordering the tasks of a DAG: one ordering for a DAG file being checked
 //! and a stored DAG being drawn, so the two never disagree.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
-/// `names` in an order where every parent comes before its children, given
+/// `names` in an order where every parent comes before its children and,
+/// among the tasks ready at each point, the one listed first in `names`
+/// comes first (so a grid reads in the file's order, layer by layer), given
 /// `edges` as `(parent, child)` names (edges naming a task not in `names`
 /// are ignored), or the tasks of one cycle, in cycle order.
 pub fn topological_order<'a>(
@@ -19,14 +22,17 @@ pub fn topological_order<'a>(
             in_degree[child] += 1;
         }
     }
-    let mut ready: Vec<usize> = (0..names.len()).filter(|&i| in_degree[i] == 0).collect();
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..names.len())
+        .filter(|&i| in_degree[i] == 0)
+        .map(Reverse)
+        .collect();
     let mut order = Vec::with_capacity(names.len());
-    while let Some(node) = ready.pop() {
+    while let Some(Reverse(node)) = ready.pop() {
         order.push(names[node].to_owned());
         for &child in &children[node] {
             in_degree[child] -= 1;
             if in_degree[child] == 0 {
-                ready.push(child);
+                ready.push(Reverse(child));
             }
         }
     }
@@ -60,6 +66,26 @@ pub fn topological_order<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ready_tasks_keep_the_order_they_are_listed_in() {
+        // Two layers of three, listed in file order: roots first, in order,
+        // then their children in order, though each child is ready as soon
+        // as its own parent is out.
+        let names = ["ods_a", "ods_b", "ods_c", "stg_a", "stg_b", "stg_c"];
+        let edges = [("ods_a", "stg_a"), ("ods_b", "stg_b"), ("ods_c", "stg_c")];
+        let order = topological_order(&names, edges).expect("no cycle");
+        assert_eq!(order, names);
+        // The diamond: the two middle tasks in the order they are listed.
+        let names = ["extract", "clean", "enrich", "report"];
+        let edges = [
+            ("extract", "clean"),
+            ("extract", "enrich"),
+            ("clean", "report"),
+            ("enrich", "report"),
+        ];
+        assert_eq!(topological_order(&names, edges).expect("no cycle"), names);
+    }
 
     #[test]
     fn parents_come_first_and_a_cycle_is_named() {
