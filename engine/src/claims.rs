@@ -49,7 +49,14 @@ async fn start_many<C: ConnectionTrait>(
                 .into(),
         )
         .col_expr(TiCol::Owner, Expr::value(owner))
-        .col_expr(TiCol::StartedAt, Expr::value(now))
+        // …and keeps its start, so the instance's duration is the attempt's
+        // (every check and every wait between), as its execution's is.
+        .col_expr(
+            TiCol::StartedAt,
+            Expr::case(TiCol::Pokes.gt(0), Expr::col(TiCol::StartedAt))
+                .finally(Expr::value(now))
+                .into(),
+        )
         .col_expr(
             TiCol::DeadlineAt,
             Expr::value(Option::<DateTime<Utc>>::None),

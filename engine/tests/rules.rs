@@ -203,6 +203,41 @@ tasks:
 }
 
 #[tokio::test]
+async fn a_sensor_between_checks_keeps_its_attempt_its_execution_and_its_start() {
+    for mut env in envs().await {
+        let run = env
+            .start("name: waits\ntasks:\n  - { name: wait_for_orders, type: NOOP }\n")
+            .await;
+        let queued = env.instance(run, "wait_for_orders").await;
+        let (execution, _) = env.claim(&queued).await;
+        let execution = execution.expect("the first check's claim");
+        let first_check = env.instance(run, "wait_for_orders").await;
+        let started = first_check.started_at;
+        assert_eq!(started, Some(env.now), "{:?}", env.backend);
+
+        env.now += chrono::Duration::seconds(1);
+        let check_at = env.now + chrono::Duration::seconds(300);
+        env.end(&first_check, execution, AttemptEnd::Reschedule { check_at })
+            .await;
+        env.now = check_at;
+        let waiting = env.instance(run, "wait_for_orders").await;
+        assert_eq!(waiting.status, TaskStatus::UpForReschedule);
+        env.retry_due(&waiting).await;
+        let queued = env.instance(run, "wait_for_orders").await;
+        let (next, _) = env.claim(&queued).await;
+        let second_check = env.instance(run, "wait_for_orders").await;
+        assert_eq!(next, Some(execution), "{:?}: one execution row", env.backend);
+        assert_eq!(
+            (second_check.attempt, second_check.started_at),
+            (first_check.attempt, started),
+            "{:?}: the same attempt, started when the first check did",
+            env.backend
+        );
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
 async fn a_claim_is_won_once_and_an_end_counts_only_for_its_own_attempt() {
     for env in envs().await {
         let run = env.start(DIAMOND).await;
