@@ -2,6 +2,7 @@ import { useTranslation } from 'react-i18next';
 import { NavLink, Outlet, useNavigate } from 'react-router';
 import { useCan, useSession, useSessionContext } from '../auth/session';
 import { chooseLanguage, LANGUAGES, type Language } from '../i18n';
+import { browserTimeZone, chooseTimeZone, timeZones, useTimeZone } from '../lib/timeZone';
 import { useStreamStatus } from '../live/stream';
 
 function LiveIndicator() {
@@ -36,12 +37,38 @@ function LanguageSwitch() {
   );
 }
 
+/** The zone every time is shown in: the browser's unless the user picks one. */
+function TimeZoneSwitch() {
+  const { t } = useTranslation();
+  const zone = useTimeZone();
+  const browser = browserTimeZone();
+  return (
+    <select
+      className="language-switch zone-switch"
+      aria-label={t('timeZone.label')}
+      title={t('timeZone.label')}
+      data-testid="time-zone"
+      value={zone === browser ? '' : zone}
+      onChange={(e) => chooseTimeZone(e.target.value || null)}
+    >
+      <option value="">{t('timeZone.browser', { zone: browser })}</option>
+      {timeZones().map((z) => (
+        <option key={z} value={z} translate="no">
+          {z}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 export function Layout() {
   const { t } = useTranslation();
   const session = useSession();
   const { signOut } = useSessionContext();
   const navigate = useNavigate();
   const audit = useCan('viewAudit');
+  // A page drawn again from scratch in a newly chosen zone.
+  const zone = useTimeZone();
   const link = ({ isActive }: { isActive: boolean }) => `nav-link${isActive ? ' active' : ''}`;
   return (
     <div className="app">
@@ -74,6 +101,7 @@ export function Layout() {
         <div className="topbar-right">
           <LiveIndicator />
           <LanguageSwitch />
+          <TimeZoneSwitch />
           {session && (
             <span
               className="whoami"
@@ -101,7 +129,7 @@ export function Layout() {
         </div>
       </header>
       <main className="main">
-        <Outlet />
+        <Outlet key={zone} />
       </main>
     </div>
   );

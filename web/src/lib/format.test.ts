@@ -1,7 +1,8 @@
 import i18next from 'i18next';
 import { describe, expect, it } from 'vitest';
 import zh from '../i18n/locales/zh-CN/index.ts';
-import { durationMs, formatDuration, formatZoned, relativeTime } from './format';
+import { durationMs, formatClock, formatDuration, formatTime, formatZoned, relativeTime, today, zoneLabel } from './format';
+import { chooseTimeZone } from './timeZone';
 
 describe('formatting', () => {
   it('shortens durations', () => {
@@ -25,6 +26,26 @@ describe('formatting', () => {
       expect(relativeTime('2026-01-01T03:10:00Z', now)).toBe('3小时后');
     } finally {
       await i18next.changeLanguage('en');
+    }
+  });
+
+  it('shows every time in the zone the user chose, and names it', () => {
+    const instant = '2026-12-03T02:00:00+08:00';
+    try {
+      chooseTimeZone('UTC');
+      expect(formatTime(instant)).toBe('2026-12-02 18:00:00');
+      expect(formatClock(instant)).toBe('18:00:00');
+      expect(zoneLabel(instant)).toBe('UTC (UTC+00:00)');
+      expect(today(new Date(instant))).toBe('2026-12-02');
+      chooseTimeZone('Asia/Shanghai');
+      expect(formatTime(instant)).toBe('2026-12-03 02:00:00');
+      expect(zoneLabel(instant)).toBe('Asia/Shanghai (UTC+08:00)');
+      expect(today(new Date(instant))).toBe('2026-12-03');
+      chooseTimeZone('America/New_York');
+      expect(formatTime('2026-07-01T12:00:00Z')).toBe('2026-07-01 08:00:00');
+      expect(zoneLabel('2026-07-01T12:00:00Z')).toBe('America/New_York (UTC-04:00)');
+    } finally {
+      chooseTimeZone(null);
     }
   });
 

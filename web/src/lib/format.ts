@@ -2,23 +2,55 @@
 // short durations in the UI's language.
 
 import i18next from 'i18next';
+import { currentTimeZone } from './timeZone';
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');
 
-/** `2026-11-02 08:30:12` in the browser's zone, or `—`. */
+/** The parts of `date` in the chosen zone, 24-hour clock. */
+function partsOf(date: Date): Record<string, string> {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: currentTimeZone(),
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  }).formatToParts(date);
+  return Object.fromEntries(parts.map((p) => [p.type, p.value]));
+}
+
+/** `2026-11-02 08:30:12` in the chosen zone ([`currentTimeZone`]), or `—`. */
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  const p = partsOf(d);
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
 }
 
-/** `08:30:12` in the browser's zone. */
+/** `08:30:12` in the chosen zone. */
 export function formatClock(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  const p = partsOf(d);
+  return `${p.hour}:${p.minute}:${p.second}`;
+}
+
+/** The chosen zone with its offset at `iso`: `Asia/Shanghai (UTC+08:00)`. */
+export function zoneLabel(iso: string): string {
+  const zone = currentTimeZone();
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return zone;
+  const offset =
+    new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' })
+      .formatToParts(d)
+      .find((p) => p.type === 'timeZoneName')
+      ?.value.replace(/^GMT$/, 'GMT+00:00')
+      .replace(/^GMT/, 'UTC') ?? '';
+  return `${zone} (${offset})`;
 }
 
 /** `850ms`, `12.3s`, `3m 05s`, `2h 04m`, `3d 02h` (in English). */
@@ -76,9 +108,10 @@ const RELATIVE_UNITS = [
   ['relative.seconds', 1],
 ] as const;
 
-/** Today's date, `YYYY-MM-DD`, in the browser's zone. */
+/** Today's date, `YYYY-MM-DD`, in the chosen zone. */
 export function today(now: Date = new Date()): string {
-  return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
+  const p = partsOf(now);
+  return `${p.year}-${p.month}-${p.day}`;
 }
 
 /**

@@ -7,6 +7,7 @@ import type { AlertDto, DagListItem } from '../../api/types';
 import { Empty, ErrorBox, Loading } from '../../components/States';
 import { formatTime } from '../../lib/format';
 import { useAsync } from '../../lib/hooks';
+import { Time } from '../../components/Time';
 
 /** DAGs whose alerts the "all DAGs" view reads, at most. */
 const MAX_DAGS = 100;
@@ -126,7 +127,7 @@ export function AlertsPage() {
                 {alerts.data.rows.map((a) => (
                   <Fragment key={`${a.dag.id}:${a.id}`}>
                     <tr className="table-click" onClick={() => setOpen(open === a.id ? null : a.id)}>
-                      <td className="mono small nowrap">{formatTime(a.createdAt)}</td>
+                      <td className="mono small nowrap"><Time iso={a.createdAt} /></td>
                       <td>
                         <Link to={`/dags/${a.dag.id}`} translate="no">
                           {a.dag.name}

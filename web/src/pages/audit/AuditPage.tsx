@@ -4,8 +4,8 @@ import { listAudit } from '../../api/endpoints';
 import { useCan } from '../../auth/session';
 import { Pager } from '../../components/Pager';
 import { Empty, ErrorBox, Loading } from '../../components/States';
-import { formatTime } from '../../lib/format';
 import { useAsync } from '../../lib/hooks';
+import { Time } from '../../components/Time';
 
 const PAGE_SIZE = 100;
 
@@ -57,7 +57,7 @@ export function AuditPage() {
             <tbody>
               {audit.data.items.map((a) => (
                 <tr key={a.id}>
-                  <td className="mono small nowrap">{formatTime(a.at)}</td>
+                  <td className="mono small nowrap"><Time iso={a.at} /></td>
                   <td translate="no">{a.actor}</td>
                   <td>
                     {isRole(a.role) ? (

@@ -11,7 +11,7 @@ import { errorMessage } from '../../api/client';
 import { getGrid } from '../../api/endpoints';
 import { StatusBadge } from '../../components/Status';
 import { Empty, ErrorBox, Loading } from '../../components/States';
-import { durationMs, formatDuration, formatTime } from '../../lib/format';
+import { durationMs, formatDuration } from '../../lib/format';
 import {
   applyRunEvent,
   applyTaskEvent,
@@ -26,6 +26,7 @@ import { useAsync, useNow } from '../../lib/hooks';
 import { triggerLabel } from '../../lib/runs';
 import { isTerminalRun, normalizeStatus, STATUS_STYLES, statusClass, statusLabel, statusStyle } from '../../lib/status';
 import { useStream } from '../../live/stream';
+import { Time } from '../../components/Time';
 
 const COL_W = 18;
 const CELL = 14;
@@ -399,9 +400,9 @@ function RunPanel({ run, model, onClose }: { run: GridRun | null; model: GridMod
           </>
         )}
         <dt>{t('grid.started')}</dt>
-        <dd>{formatTime(run.startTime)}</dd>
+        <dd><Time iso={run.startTime} /></dd>
         <dt>{t('grid.ended')}</dt>
-        <dd>{formatTime(run.endTime)}</dd>
+        <dd><Time iso={run.endTime} /></dd>
         <dt>{t('grid.duration')}</dt>
         <dd>{formatDuration(durationMs(run.startTime, run.endTime, now))}</dd>
       </dl>

@@ -5,11 +5,12 @@ import { listRuns } from '../../api/endpoints';
 import { Pager } from '../../components/Pager';
 import { StatusBadge } from '../../components/Status';
 import { Empty, ErrorBox, Loading } from '../../components/States';
-import { durationMs, formatDuration, formatTime } from '../../lib/format';
+import { durationMs, formatDuration } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { isTerminalRun } from '../../lib/status';
 import { useStream } from '../../live/stream';
 import { runFromEvent, triggerLabel } from '../../lib/runs';
+import { Time } from '../../components/Time';
 
 const LIMIT = 50;
 
@@ -71,7 +72,7 @@ export function RunsTab({ dagId }: { dagId: number }) {
               <td className="mono small ellipsis max-w-260" title={r.runKey} translate="no">
                 {r.runKey}
               </td>
-              <td className="mono small">{formatTime(r.startTime)}</td>
+              <td className="mono small"><Time iso={r.startTime} /></td>
               <td className="num mono small">{formatDuration(durationMs(r.startTime, r.endTime, now))}</td>
               <td className="num">{r.dagVersion > 0 ? t('version', { version: r.dagVersion }) : '—'}</td>
             </tr>

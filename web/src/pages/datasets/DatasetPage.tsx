@@ -7,10 +7,11 @@ import type { AnnouncedDto } from '../../api/types';
 import { useCan } from '../../auth/session';
 import { Pager } from '../../components/Pager';
 import { Empty, ErrorBox, Loading } from '../../components/States';
-import { formatTime, relativeTime } from '../../lib/format';
+import { relativeTime } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { useDagIds } from './dagIds';
 import { DagLink } from './links';
+import { Time } from '../../components/Time';
 
 const PAGE_SIZE = 20;
 
@@ -158,7 +159,7 @@ export function DatasetPage() {
                 {events.data.items.map((e) => (
                   <tr key={e.id}>
                     <td className="mono small nowrap" title={relativeTime(e.createdAt, now)}>
-                      {formatTime(e.createdAt)}
+                      <Time iso={e.createdAt} />
                     </td>
                     <td className="mono" translate="no">
                       {e.partition ?? <span className="muted">—</span>}

@@ -6,7 +6,7 @@ import { DagGraph } from '../../components/DagGraph';
 import { Gantt } from '../../components/Gantt';
 import { StatusBadge } from '../../components/Status';
 import { ErrorBox, Loading } from '../../components/States';
-import { durationMs, formatDuration, formatTime } from '../../lib/format';
+import { durationMs, formatDuration } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { isKnownTrigger, triggerLabel } from '../../lib/runs';
 import { isTerminalRun } from '../../lib/status';
@@ -14,6 +14,7 @@ import { useStream } from '../../live/stream';
 import { graphTasks, patchInstances, runStates } from '../dag/graphData';
 import { RunActions } from './RunActions';
 import { TaskInstanceTable } from './TaskInstanceTable';
+import { Time } from '../../components/Time';
 
 export function RunPage() {
   const { t } = useTranslation(['run', 'common']);
@@ -91,7 +92,9 @@ export function RunPage() {
       <dl className="facts">
         <div>
           <dt>{t('page.facts.bizDate')}</dt>
-          <dd className="mono">{r.bizDate}</dd>
+          <dd className="mono" data-testid="run-biz-date">
+            {r.bizDate}
+          </dd>
         </div>
         <div>
           <dt>{t('page.facts.trigger')}</dt>
@@ -109,11 +112,13 @@ export function RunPage() {
         </div>
         <div>
           <dt>{t('page.facts.started')}</dt>
-          <dd className="mono small">{formatTime(r.startTime)}</dd>
+          <dd className="mono small" data-testid="run-started">
+            <Time iso={r.startTime} />
+          </dd>
         </div>
         <div>
           <dt>{t('page.facts.ended')}</dt>
-          <dd className="mono small">{formatTime(r.endTime)}</dd>
+          <dd className="mono small"><Time iso={r.endTime} /></dd>
         </div>
         <div>
           <dt>{t('page.facts.duration')}</dt>

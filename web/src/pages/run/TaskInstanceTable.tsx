@@ -10,6 +10,7 @@ import { StatusBadge } from '../../components/Status';
 import { durationMs, formatDuration, formatTime } from '../../lib/format';
 import { useNow } from '../../lib/hooks';
 import { isTerminalTask } from '../../lib/status';
+import { Time } from '../../components/Time';
 
 type Bulk = 'clear' | 'success' | 'failed';
 
@@ -146,8 +147,8 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
                 )}
               </td>
               <td className="num">{ti.attempts}</td>
-              <td className="mono small">{formatTime(ti.startTime)}</td>
-              <td className="mono small">{formatTime(ti.endTime)}</td>
+              <td className="mono small"><Time iso={ti.startTime} /></td>
+              <td className="mono small"><Time iso={ti.endTime} /></td>
               <td className="num mono small">{formatDuration(durationMs(ti.startTime, ti.endTime, now))}</td>
               <td className="mono small" translate="no">
                 {ti.workerId ?? '—'}

@@ -9,11 +9,12 @@ import { LogViewer } from '../../components/LogViewer';
 import { ConfirmDialog } from '../../components/Modal';
 import { StatusBadge } from '../../components/Status';
 import { Empty, ErrorBox, Loading } from '../../components/States';
-import { durationMs, formatDuration, formatTime } from '../../lib/format';
+import { durationMs, formatDuration } from '../../lib/format';
 import { useAsync, useNow } from '../../lib/hooks';
 import { isKnownTrigger, triggerLabel } from '../../lib/runs';
 import { isTerminalTask, statusLabel } from '../../lib/status';
 import { useStream } from '../../live/stream';
+import { Time } from '../../components/Time';
 
 export function TaskInstancePage() {
   const { t } = useTranslation(['task', 'common']);
@@ -110,15 +111,15 @@ export function TaskInstancePage() {
         </div>
         <div>
           <dt>{t('page.facts.queued')}</dt>
-          <dd className="mono small">{formatTime(task.queuedTime)}</dd>
+          <dd className="mono small"><Time iso={task.queuedTime} /></dd>
         </div>
         <div>
           <dt>{t('page.facts.started')}</dt>
-          <dd className="mono small">{formatTime(task.startTime)}</dd>
+          <dd className="mono small"><Time iso={task.startTime} /></dd>
         </div>
         <div>
           <dt>{t('page.facts.ended')}</dt>
-          <dd className="mono small">{formatTime(task.endTime)}</dd>
+          <dd className="mono small"><Time iso={task.endTime} /></dd>
         </div>
         <div>
           <dt>{t('page.facts.duration')}</dt>
@@ -136,14 +137,14 @@ export function TaskInstancePage() {
           <div>
             <dt>{t('page.facts.nextCheck')}</dt>
             <dd className="mono small" data-testid="ti-next-check">
-              {formatTime(task.nextCheckAt)}
+              <Time iso={task.nextCheckAt} />
             </dd>
           </div>
         )}
         {task.retryAt && (
           <div>
             <dt>{t('page.facts.nextRetry')}</dt>
-            <dd className="mono small">{formatTime(task.retryAt)}</dd>
+            <dd className="mono small"><Time iso={task.retryAt} /></dd>
           </div>
         )}
       </dl>
@@ -193,7 +194,7 @@ export function TaskInstancePage() {
                       <StatusBadge status={e.status} />
                     </td>
                     <td className="num mono">{e.exitCode ?? '—'}</td>
-                    <td className="mono small">{formatTime(e.startTime)}</td>
+                    <td className="mono small"><Time iso={e.startTime} /></td>
                     <td className="num mono small">
                       {formatDuration(e.durationMs ?? durationMs(e.startTime, e.endTime, now))}
                     </td>
