@@ -217,16 +217,24 @@ async fn a_sensor_between_checks_keeps_its_attempt_its_execution_and_its_start()
 
         env.now += chrono::Duration::seconds(1);
         let check_at = env.now + chrono::Duration::seconds(300);
-        env.end(&first_check, execution, AttemptEnd::Reschedule { check_at })
+        let released = env
+            .end(&first_check, execution, AttemptEnd::Reschedule { check_at })
             .await;
+        assert!(released.queued().is_empty(), "{:?}", env.backend);
         env.now = check_at;
         let waiting = env.instance(run, "wait_for_orders").await;
         assert_eq!(waiting.status, TaskStatus::UpForReschedule);
-        env.retry_due(&waiting).await;
+        let requeued = env.retry_due(&waiting).await;
+        assert_eq!(requeued.queued().len(), 1, "{:?}", env.backend);
         let queued = env.instance(run, "wait_for_orders").await;
         let (next, _) = env.claim(&queued).await;
         let second_check = env.instance(run, "wait_for_orders").await;
-        assert_eq!(next, Some(execution), "{:?}: one execution row", env.backend);
+        assert_eq!(
+            next,
+            Some(execution),
+            "{:?}: one execution row",
+            env.backend
+        );
         assert_eq!(
             (second_check.attempt, second_check.started_at),
             (first_check.attempt, started),
