@@ -2,6 +2,7 @@ import { useTranslation } from 'react-i18next';
 import { NavLink, Outlet, useNavigate } from 'react-router';
 import { useCan, useSession, useSessionContext } from '../auth/session';
 import { chooseLanguage, LANGUAGES, type Language } from '../i18n';
+import { chooseTheme, type ThemeChoice, useThemeChoice } from '../lib/theme';
 import { browserTimeZone, chooseTimeZone, timeZones, useTimeZone } from '../lib/timeZone';
 import { useStreamStatus } from '../live/stream';
 
@@ -61,6 +62,30 @@ function TimeZoneSwitch() {
   );
 }
 
+const THEMES: ThemeChoice[] = ['system', 'light', 'dark'];
+
+/** Light, dark, or whatever the system says. */
+function ThemeSwitch() {
+  const { t } = useTranslation();
+  const choice = useThemeChoice();
+  return (
+    <select
+      className="language-switch"
+      aria-label={t('theme.label')}
+      title={t('theme.label')}
+      data-testid="theme"
+      value={choice}
+      onChange={(e) => chooseTheme(e.target.value as ThemeChoice)}
+    >
+      {THEMES.map((theme) => (
+        <option key={theme} value={theme}>
+          {t(`theme.${theme}`)}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 export function Layout() {
   const { t } = useTranslation();
   const session = useSession();
@@ -102,6 +127,7 @@ export function Layout() {
           <LiveIndicator />
           <LanguageSwitch />
           <TimeZoneSwitch />
+          <ThemeSwitch />
           {session && (
             <span
               className="whoami"
