@@ -7,27 +7,14 @@
 // (test-results/screenshots/zh-CN-*.png).
 
 import { type Browser, type Page, expect, test } from '@playwright/test';
-import { api, base, shot, signIn } from './support';
+import { api, base, shot, signIn, triggerAndWait } from './support';
 
 /** The pages of the UI, with ids of the examples' real rows. */
 async function everyPage(): Promise<[string, string][]> {
   const client = await api();
   const dag = await (await client.get('/api/v1/dags/by-name/example_diamond')).json();
-  const started = await client.post(`/api/v1/dags/${dag.id}/trigger`, { data: {} });
-  expect(started.status(), await started.text()).toBe(202);
-  const { runKey } = await started.json();
-  const deadline = Date.now() + 60_000;
-  let run: { id: number; status: string; taskInstances: { id: number }[] };
-  for (;;) {
-    const answer = await client.get(`/api/v1/dags/instances/by-key/${encodeURIComponent(runKey)}`);
-    if (answer.ok()) {
-      run = await answer.json();
-      if (run.status === 'SUCCESS') break;
-    }
-    if (Date.now() > deadline) throw new Error(`run ${runKey} did not succeed within a minute`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
   await client.dispose();
+  const run = await triggerAndWait(dag.id, 'did not succeed', (r) => r.status === 'SUCCESS');
   const taskInstance = run.taskInstances[0]?.id;
   return [
     ['/dags', 'dags'],

@@ -42,25 +42,43 @@ export async function createDag(dag: object): Promise<number> {
   return id;
 }
 
-/** Triggers `dagId` through the API and waits until its first task instance runs. */
-export async function startAndWaitRunning(dagId: number): Promise<{ runId: number; taskInstanceId: number }> {
+/** A run as `GET /api/v1/dags/instances/by-key/{key}` answers it. */
+export type RunAnswer = {
+  id: number;
+  status: string;
+  bizDate: string;
+  startTime: string | null;
+  taskInstances: { id: number; status: string; taskName: string }[];
+};
+
+/**
+ * Triggers `dagId` through the API and polls its run until `ready` says
+ * so (30 s at most, `what` naming the wait in the error); returns the run.
+ */
+export async function triggerAndWait(dagId: number, what: string, ready: (run: RunAnswer) => boolean): Promise<RunAnswer> {
   const client = await api();
   const started = await client.post(`/api/v1/dags/${dagId}/trigger`, { data: {} });
   expect(started.status(), await started.text()).toBe(202);
   const { runKey } = await started.json();
   const deadline = Date.now() + 30_000;
-  for (;;) {
-    const answer = await client.get(`/api/v1/dags/instances/by-key/${encodeURIComponent(runKey)}`);
-    if (answer.ok()) {
-      const run = await answer.json();
-      const running = run.taskInstances.find((t: { status: string }) => t.status === 'RUNNING');
-      if (running) {
-        await client.dispose();
-        return { runId: run.id, taskInstanceId: running.id };
+  try {
+    for (;;) {
+      const answer = await client.get(`/api/v1/dags/instances/by-key/${encodeURIComponent(runKey)}`);
+      if (answer.ok()) {
+        const run: RunAnswer = await answer.json();
+        if (ready(run)) return run;
       }
+      if (Date.now() > deadline) throw new Error(`run ${runKey} ${what} within 30 s`);
+      await new Promise((r) => setTimeout(r, 200));
     }
-    if (Date.now() > deadline) throw new Error(`run ${runKey} never had a running task`);
-    await new Promise((r) => setTimeout(r, 200));
+  } finally {
+    await client.dispose();
   }
 }
 
+/** Triggers `dagId` through the API and waits until its first task instance runs. */
+export async function startAndWaitRunning(dagId: number): Promise<{ runId: number; taskInstanceId: number }> {
+  const running = (run: RunAnswer) => run.taskInstances.find((t) => t.status === 'RUNNING');
+  const run = await triggerAndWait(dagId, 'never had a running task', (r) => running(r) !== undefined);
+  return { runId: run.id, taskInstanceId: running(run)?.id ?? 0 };
+}

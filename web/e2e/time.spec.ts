@@ -2,24 +2,14 @@
 // zone is named on hover, and a business date, which is a date, stays put.
 
 import { expect, test } from '@playwright/test';
-import { api, shot, signIn } from './support';
+import { api, shot, signIn, triggerAndWait } from './support';
 
 test('times follow the zone the user picks, named on hover, and business dates do not move', async ({ page }) => {
   const client = await api();
   const dag = await (await client.get('/api/v1/dags/by-name/example_diamond')).json();
-  const started = await client.post(`/api/v1/dags/${dag.id}/trigger`, { data: {} });
-  expect(started.status(), await started.text()).toBe(202);
-  const { runKey } = await started.json();
-  let run: { id: number; bizDate: string; startTime: string | null } | undefined;
-  const deadline = Date.now() + 30_000;
-  while (!run?.startTime) {
-    if (Date.now() > deadline) throw new Error(`run ${runKey} did not start`);
-    const answer = await client.get(`/api/v1/dags/instances/by-key/${encodeURIComponent(runKey)}`);
-    if (answer.ok()) run = await answer.json();
-    await new Promise((r) => setTimeout(r, 200));
-  }
   await client.dispose();
-  const instant = new Date(run.startTime);
+  const run = await triggerAndWait(dag.id, 'did not start', (r) => r.startTime !== null);
+  const instant = new Date(run.startTime ?? '');
   /** The instant written as `YYYY-MM-DD HH:MM:SS` at `offsetMinutes` from UTC. */
   const at = (offsetMinutes: number) =>
     new Date(instant.getTime() + offsetMinutes * 60_000).toISOString().slice(0, 19).replace('T', ' ');
