@@ -8,6 +8,7 @@
 import i18next from 'i18next';
 import resourcesToBackend from 'i18next-resources-to-backend';
 import { initReactI18next } from 'react-i18next';
+import { remembered } from '../lib/remembered';
 
 /** The languages a user can choose, each named in itself. */
 export const LANGUAGES = [
@@ -77,21 +78,11 @@ export function pickLanguage(stored: string | null, browser: readonly string[]):
   return 'en';
 }
 
-function storedLanguage(): string | null {
-  try {
-    return localStorage.getItem(STORAGE_KEY);
-  } catch {
-    return null;
-  }
-}
+const chosen = remembered(STORAGE_KEY, (code): code is Language => LANGUAGES.some((l) => l.code === code));
 
 /** Switches the UI to `language` and remembers the choice. */
 export async function chooseLanguage(language: Language): Promise<void> {
-  try {
-    localStorage.setItem(STORAGE_KEY, language);
-  } catch {
-    // A browser that keeps nothing still switches, for this visit.
-  }
+  chosen.set(language);
   await i18next.changeLanguage(language);
 }
 
@@ -102,7 +93,7 @@ function followInDocument(language: string) {
 
 /** Loads the starting language's catalogue; the app renders after it. */
 export async function initI18n(): Promise<void> {
-  const language = pickLanguage(storedLanguage(), navigator.languages ?? [navigator.language]);
+  const language = pickLanguage(chosen.get(), navigator.languages ?? [navigator.language]);
   i18next.on('languageChanged', followInDocument);
   await i18next
     .use(

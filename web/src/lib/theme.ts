@@ -2,27 +2,16 @@
 // system's, followed as it changes. Applied as `data-theme` on <html>,
 // which app.css reads.
 
-import { useSyncExternalStore } from 'react';
+import { remembered } from './remembered';
 
 export type ThemeChoice = 'system' | 'light' | 'dark';
 
-const STORAGE_KEY = 'datajump.theme';
-const listeners = new Set<() => void>();
+const picked = remembered('datajump.theme', (v): v is 'light' | 'dark' => v === 'light' || v === 'dark');
 const systemDark = () => typeof window.matchMedia === 'function' && window.matchMedia('(prefers-color-scheme: dark)').matches;
 
-function stored(): ThemeChoice {
-  try {
-    const value = localStorage.getItem(STORAGE_KEY);
-    return value === 'light' || value === 'dark' ? value : 'system';
-  } catch {
-    return 'system';
-  }
-}
-
-let choice: ThemeChoice = stored();
-
 function apply() {
-  const dark = choice === 'dark' || (choice === 'system' && systemDark());
+  const choice = picked.get();
+  const dark = choice === 'dark' || (choice === null && systemDark());
   document.documentElement.dataset.theme = dark ? 'dark' : 'light';
 }
 
@@ -36,24 +25,11 @@ export function startTheme() {
 
 /** Uses `next` from now on, and remembers it. */
 export function chooseTheme(next: ThemeChoice) {
-  choice = next;
-  try {
-    if (next === 'system') localStorage.removeItem(STORAGE_KEY);
-    else localStorage.setItem(STORAGE_KEY, next);
-  } catch {
-    // A browser that keeps nothing still switches, for this visit.
-  }
+  picked.set(next === 'system' ? null : next);
   apply();
-  listeners.forEach((listener) => listener());
 }
 
 /** The user's choice, re-rendering the caller when it changes. */
 export function useThemeChoice(): ThemeChoice {
-  return useSyncExternalStore(
-    (listener) => {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    () => choice,
-  );
+  return picked.use() ?? 'system';
 }

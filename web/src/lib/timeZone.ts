@@ -2,10 +2,7 @@
 // remembered in this browser, else the browser's own. Business dates are
 // dates, not times, and never pass through it.
 
-import { useSyncExternalStore } from 'react';
-
-const STORAGE_KEY = 'datajump.timeZone';
-const listeners = new Set<() => void>();
+import { remembered } from './remembered';
 
 /** The browser's zone (`Asia/Shanghai`), or UTC if it names none. */
 export function browserTimeZone(): string {
@@ -28,41 +25,19 @@ export function timeZones(): string[] {
   return ['UTC', ...known.filter((zone) => zone !== 'UTC')];
 }
 
-function stored(): string | null {
-  try {
-    const zone = localStorage.getItem(STORAGE_KEY);
-    return zone && isTimeZone(zone) ? zone : null;
-  } catch {
-    return null;
-  }
-}
-
-let current = stored() ?? browserTimeZone();
+const picked = remembered('datajump.timeZone', (zone): zone is string => isTimeZone(zone));
 
 /** The zone times are shown in now. */
 export function currentTimeZone(): string {
-  return current;
+  return picked.get() ?? browserTimeZone();
 }
 
 /** Shows every time in `zone` from now on, and remembers it; `null` goes back to the browser's. */
 export function chooseTimeZone(zone: string | null) {
-  try {
-    if (zone === null) localStorage.removeItem(STORAGE_KEY);
-    else localStorage.setItem(STORAGE_KEY, zone);
-  } catch {
-    // A browser that keeps nothing still switches, for this visit.
-  }
-  current = zone ?? browserTimeZone();
-  listeners.forEach((listener) => listener());
+  picked.set(zone);
 }
 
 /** The zone in force, re-rendering the caller when the user picks another. */
 export function useTimeZone(): string {
-  return useSyncExternalStore(
-    (listener) => {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    currentTimeZone,
-  );
+  return picked.use() ?? browserTimeZone();
 }
