@@ -565,6 +565,7 @@ pub fn parse(file: &Map<String, Value>) -> Result<DagFile> {
             Error::BadRequest {
                 message: format!("DAG '{dag}' is invalid: {}", details.join("; ")),
                 details,
+                problem: None,
             }
         }
     })

@@ -10,7 +10,7 @@
 //! file's shape and go through [`crate::definition`].
 
 use chrono::NaiveDate;
-use datajump_shared::kinds::ScheduleKind;
+use datajump_shared::kinds::{DepType, ScheduleKind};
 use serde::{Deserialize, Serialize};
 
 /// One page of a list.
@@ -77,6 +77,10 @@ pub struct Edge {
     /// Target node (the child).
     #[serde(deserialize_with = "node_id")]
     pub target: String,
+    /// `WEAK` when the child waits only for the parent to end; missing
+    /// (or `STRONG`) when the parent's result matters.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub dep_type: Option<DepType>,
 }
 
 /// A node id: a string, or an integer taken as its decimal text.

@@ -1,8 +1,9 @@
 //! The errors a request can end with, and how they look on the wire.
 //!
 //! Every failure is answered with JSON `{ "error": CODE, "message": TEXT }`
-//! (plus `details` when there are several problems, such as an invalid DAG)
-//! and the matching status: 400 `BAD_REQUEST` for bad input (the message
+//! (plus `details` when there are several problems, such as an invalid DAG,
+//! and `code` and `params` when the problem has a stable name a UI can say
+//! in its own words: [`Problem`]) and the matching status: 400 `BAD_REQUEST` for bad input (the message
 //! names the field), 401 `UNAUTHORIZED`, 403 `FORBIDDEN` (a browser's
 //! cross-origin change, an unknown `Host`), 404 `NOT_FOUND`, 405
 //! `METHOD_NOT_ALLOWED`, 409 `CONFLICT`, 413 `PAYLOAD_TOO_LARGE`, 415
@@ -13,6 +14,7 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use datajump_shared::problem::Problem;
 use sea_orm::{DbErr, SqlErr};
 use serde::Serialize;
 use thiserror::Error;
@@ -28,6 +30,8 @@ pub enum Error {
         message: String,
         /// Every problem, when there are several.
         details: Vec<String>,
+        /// Its stable name and values, when it has them.
+        problem: Option<Problem>,
     },
     /// A bearer token is required and was missing or wrong.
     #[error("{0}")]
@@ -68,6 +72,16 @@ impl Error {
         Error::BadRequest {
             message: message.into(),
             details: Vec::new(),
+            problem: None,
+        }
+    }
+
+    /// A 400 with a message and the problem's stable name and values.
+    pub fn bad_request_coded(message: impl Into<String>, problem: Problem) -> Error {
+        Error::BadRequest {
+            message: message.into(),
+            details: Vec::new(),
+            problem: Some(problem),
         }
     }
 
@@ -121,6 +135,10 @@ pub struct ErrorBody {
     /// Every problem, when there are several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+    /// The problem's stable name (`cron.out_of_range`, …) and the values
+    /// `message` names, when it has them: a UI says it in its own words.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Problem>,
 }
 
 impl IntoResponse for Error {
@@ -142,9 +160,11 @@ impl IntoResponse for Error {
             }
             _ => self.to_string(),
         };
-        let details = match self {
-            Error::BadRequest { details, .. } => details,
-            _ => Vec::new(),
+        let (details, problem) = match self {
+            Error::BadRequest {
+                details, problem, ..
+            } => (details, problem),
+            _ => (Vec::new(), None),
         };
         let mut response = (
             status,
@@ -152,6 +172,7 @@ impl IntoResponse for Error {
                 error: code,
                 message,
                 details,
+                problem,
             }),
         )
             .into_response();
@@ -193,6 +214,7 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
             error: "METHOD_NOT_ALLOWED",
             message: format!("{} does not accept {method}", uri.path()),
             details: Vec::new(),
+            problem: None,
         }),
     )
         .into_response()

@@ -180,3 +180,120 @@ pub enum FieldProblem {
     #[error("'?' must stand alone, and only in day-of-month or day-of-week")]
     MisplacedQuestionMark,
 }
+
+impl CronError {
+    /// A stable name of what is wrong, for a UI that says it in its own
+    /// words ([`CronError::params`] are the values those words name): `cron.out_of_range`,
+    /// `cron.field_count`, `timezone.unknown`, …
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Empty { .. } => "cron.empty",
+            Self::FieldCount { .. } => "cron.field_count",
+            Self::UnknownMacro { .. } => "cron.unknown_macro",
+            Self::Field { problem, .. } => problem.code(),
+            Self::BothDaysRestricted { .. } => "cron.both_days_restricted",
+            Self::BothDaysUnspecified { .. } => "cron.both_days_unspecified",
+            Self::UnknownTimeZone { .. } => "timezone.unknown",
+        }
+    }
+
+    /// The values [`CronError::code`]'s words name, by name: the expression
+    /// (`expr`) or zone (`name`) as given, the `field` at fault
+    /// ([`CronField::key`]) and the problem's own values.
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::Empty { expr }
+            | Self::UnknownMacro { expr }
+            | Self::BothDaysRestricted { expr }
+            | Self::BothDaysUnspecified { expr } => vec![("expr", expr.clone())],
+            Self::FieldCount { expr, found } => {
+                vec![("expr", expr.clone()), ("found", found.to_string())]
+            }
+            Self::Field {
+                expr,
+                field,
+                problem,
+            } => {
+                let mut params = vec![("expr", expr.clone()), ("field", field.key().to_owned())];
+                params.extend(problem.params());
+                params
+            }
+            Self::UnknownTimeZone { name } => vec![("name", name.clone())],
+        }
+    }
+}
+
+impl CronField {
+    /// The field's stable name in a [`CronError::params`]: `second`,
+    /// `minute`, `hour`, `day_of_month`, `month`, `day_of_week`, `year`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Second => "second",
+            Self::Minute => "minute",
+            Self::Hour => "hour",
+            Self::DayOfMonth => "day_of_month",
+            Self::Month => "month",
+            Self::DayOfWeek => "day_of_week",
+            Self::Year => "year",
+        }
+    }
+}
+
+impl FieldProblem {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::EmptyItem => "cron.empty_item",
+            Self::OutOfRange { .. } => "cron.out_of_range",
+            Self::InvalidValue(_) => "cron.invalid_value",
+            Self::UnknownName(_) => "cron.unknown_name",
+            Self::FullName { .. } => "cron.full_name",
+            Self::BadRange(_) => "cron.bad_range",
+            Self::MissingStep(_) => "cron.missing_step",
+            Self::ZeroStep(_) => "cron.zero_step",
+            Self::StepTooLarge { .. } => "cron.step_too_large",
+            Self::DescendingYears { .. } => "cron.descending_years",
+            Self::NotAllowed(_) => "cron.not_allowed",
+            Self::LastInList => "cron.last_in_list",
+            Self::LastOffsetOutOfRange(_) => "cron.last_offset_out_of_range",
+            Self::LastOffsetInDayOfWeek => "cron.last_offset_in_day_of_week",
+            Self::WeekdayAfterRangeOrList => "cron.weekday_after_range",
+            Self::NthInList => "cron.nth_in_list",
+            Self::NthOutOfRange(_) => "cron.nth_out_of_range",
+            Self::MisplacedQuestionMark => "cron.misplaced_question_mark",
+        }
+    }
+
+    fn params(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::OutOfRange { value, min, max } => vec![
+                ("value", value.to_string()),
+                ("min", min.to_string()),
+                ("max", max.to_string()),
+            ],
+            Self::InvalidValue(value)
+            | Self::UnknownName(value)
+            | Self::BadRange(value)
+            | Self::MissingStep(value)
+            | Self::ZeroStep(value) => vec![("value", value.clone())],
+            Self::FullName { given, short } => {
+                vec![("value", given.clone()), ("short", (*short).to_owned())]
+            }
+            Self::StepTooLarge { step, size } => {
+                vec![("step", step.to_string()), ("size", size.to_string())]
+            }
+            Self::DescendingYears { start, end } => {
+                vec![("start", start.to_string()), ("end", end.to_string())]
+            }
+            Self::NotAllowed(c) => vec![("value", c.to_string())],
+            Self::LastOffsetOutOfRange(n) | Self::NthOutOfRange(n) => {
+                vec![("value", n.to_string())]
+            }
+            Self::EmptyItem
+            | Self::LastInList
+            | Self::LastOffsetInDayOfWeek
+            | Self::WeekdayAfterRangeOrList
+            | Self::NthInList
+            | Self::MisplacedQuestionMark => Vec::new(),
+        }
+    }
+}

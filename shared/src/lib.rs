@@ -40,6 +40,7 @@ pub mod network;
 pub mod outputs;
 pub mod params;
 pub mod plan;
+pub mod problem;
 pub mod secrets;
 pub mod status;
 pub mod subjects;

@@ -16,7 +16,7 @@
 //! | [`session`] | `/api/v1/session` |
 //! | [`audit`] | `/api/v1/audit` |
 //! | [`alerts`] | `/api/v1/dags/{dagId}/alerts` |
-//! | [`views`] | `/api/v1/dags/{dagId}/grid`, `/api/v1/dags/instances/{instanceId}/gantt` |
+//! | [`views`] | `/api/v1/dags/{dagId}/grid`, `/api/v1/dags/{dagId}/graph`, `/api/v1/dags/instances/{instanceId}/gantt` |
 //! | [`stream`] | `/api/v1/stream`, `/api/v1/dags/task-instances/{taskInstanceId}/log/stream` (Server-Sent Events) |
 //! | [`health`] | `/healthz`, `/readyz` |
 //! | [`openapi`] | `/api/v1/openapi.json` |

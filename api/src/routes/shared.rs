@@ -300,6 +300,7 @@ mod tests {
             .map(|(s, t)| Edge {
                 source: (*s).to_owned(),
                 target: (*t).to_owned(),
+                dep_type: None,
             })
             .collect()
     }

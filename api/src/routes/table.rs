@@ -26,7 +26,7 @@ use super::schedules::dto::{
     ValidateCronResponse,
 };
 use super::stream::dto::{LogEnd, RunChange, TaskChange};
-use super::views::dto::{Gantt, Grid, GridQuery};
+use super::views::dto::{Gantt, Graph, Grid, GridQuery};
 use super::{
     alerts, audit, canvas, dags, datasets, events, health, openapi, projects, runners, runs,
     schedules, session, stream, tokens, views,
@@ -489,6 +489,15 @@ pub fn endpoints() -> Vec<Endpoint> {
         .query::<GridQuery>()
         .whole_dag()
         .answers::<Grid>(),
+        Endpoint::new(
+            Get,
+            VIEWER,
+            "/api/v1/dags/{dagId}/graph",
+            "A DAG's tasks and every dependency: other runs, other DAGs, after: schedules and datasets as stub nodes",
+            views::graph,
+        )
+        .whole_dag()
+        .answers::<Graph>(),
         Endpoint::new(
             Get,
             VIEWER,

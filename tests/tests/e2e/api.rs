@@ -641,6 +641,15 @@ both_dbs!(api_schedules_and_cron, |env| async move {
         invalid["error"].as_str().is_some_and(|e| e.contains("61")),
         "{invalid}"
     );
+    // Beside the English, a stable code and its values for a UI's words.
+    assert_eq!(
+        invalid["problem"],
+        json!({
+            "code": "cron.out_of_range",
+            "params": { "expr": "0 61 * * * ?", "field": "minute", "value": "61", "min": "0", "max": "59" },
+        }),
+        "{invalid}"
+    );
     assert!(invalid["nextFireTime"].is_null());
     assert!(valid["warning"].is_null(), "{valid}");
     let never = api
@@ -725,6 +734,18 @@ both_dbs!(api_schedules_and_cron, |env| async move {
         .expect(200);
     assert_eq!(enabled["enabled"], true);
     assert_eq!(enabled["cronExpression"], "0 0 3 * * ?");
+    let refused = api
+        .put(&schedule_url, json!({ "cronExpression": "0 0 25 * * ?" }))
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(refused.body["error"], "BAD_REQUEST");
+    assert_eq!(
+        refused.body["code"], "cron.out_of_range",
+        "{}",
+        refused.text
+    );
+    assert_eq!(refused.body["params"]["field"], "hour", "{}", refused.text);
+    assert_eq!(refused.body["params"]["max"], "23", "{}", refused.text);
     api.put(&schedule_url, json!({ "cronExpression": "bad cron" }))
         .await
         .expect_error(400, "BAD_REQUEST", "`cronExpression`");

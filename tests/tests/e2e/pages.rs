@@ -4,6 +4,7 @@
 //! schedules, the queues and who serves them, a backfill's dry run, and the UI itself at `/` — over real
 //! HTTP in front of a real resolver and runner.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use datajump_shared::RunStatus;
@@ -120,6 +121,20 @@ tasks:
             assert_eq!(run["status"], "SUCCESS", "{run}");
             run_ids.push(run["id"].as_i64().expect("run id"));
         }
+        // A run made last for an old business date (a backfill's) is shown
+        // with its date: after the others.
+        let started = api
+            .post(
+                &format!("/api/v1/dags/{dag_id}/trigger"),
+                json!({ "bizDate": "2020-01-01" }),
+            )
+            .await
+            .expect(202);
+        let old_date = api
+            .wait_run(started["statusUrl"].as_str().expect("statusUrl"))
+            .await;
+        assert_eq!(old_date["status"], "SUCCESS", "{old_date}");
+        let old_date = old_date["id"].as_i64().expect("run id");
 
         let grid = api
             .get(&format!("/api/v1/dags/{dag_id}/grid"))
@@ -145,11 +160,13 @@ tasks:
             .iter()
             .filter_map(|r| r["id"].as_i64())
             .collect();
+        let mut by_date: Vec<i64> = run_ids.iter().rev().copied().collect();
+        by_date.push(old_date);
         assert_eq!(
-            shown,
-            run_ids.iter().rev().copied().collect::<Vec<_>>(),
-            "newest first"
+            shown, by_date,
+            "latest business date first, newest first within a date"
         );
+        assert_eq!(grid["runs"][3]["bizDate"], "2020-01-01");
         assert_eq!(grid["hasMore"], false);
         let newest = env.instances_by_name(run_ids[2]).await;
         for (row, name) in tasks.iter().enumerate() {
@@ -173,7 +190,17 @@ tasks:
             .await
             .expect(200);
         assert_eq!(older["runs"][0]["id"], run_ids[0]);
+        assert_eq!(older["runs"][1]["id"], old_date);
         assert_eq!(older["hasMore"], false);
+        let oldest = api
+            .get(&format!(
+                "/api/v1/dags/{dag_id}/grid?runs=2&before={}",
+                run_ids[0]
+            ))
+            .await
+            .expect(200);
+        assert_eq!(oldest["runs"][0]["id"], old_date, "{oldest}");
+        assert_eq!(oldest["runs"].as_array().map(Vec::len), Some(1));
         api.get(&format!("/api/v1/dags/{dag_id}/grid?runs=0"))
             .await
             .expect_error(400, "BAD_REQUEST", "runs");
@@ -182,6 +209,207 @@ tasks:
             .expect_error(404, "NOT_FOUND", "999999");
     }
 );
+
+both_dbs!(the_graph_draws_every_kind_of_dependency, |env| async move {
+    env.apply(
+        r#"
+name: orders
+tasks:
+  - name: publish
+    command: "true"
+    outputs: ["dw.orders/${bizdate}"]
+"#,
+    )
+    .await;
+    env.apply(
+        r#"
+name: warehouse
+schedules:
+  - { name: after_orders, after: orders }
+  - { name: after_crm, after: crm_later }
+  - { name: when_fx, on: { all: [dim.fx_rates, dw.orders] } }
+tasks:
+  - name: extract
+    command: "true"
+  - name: audit
+    command: "true"
+  - name: load
+    command: "true"
+    depends_on: [extract, { task: audit, type: WEAK }]
+  - name: wait_crm
+    type: SENSOR
+    content: { dataset: "ext.crm_users/${bizdate}" }
+  - name: report
+    command: "true"
+    outputs: ["dw.report/${bizdate}"]
+    depends_on:
+      - load
+      - wait_crm
+      - { task: report, offset_day: -1 }
+      - { task: load, previous_run: true }
+      - { task: orders/publish, type: WEAK }
+"#,
+    )
+    .await;
+    let api = Api::start(&env, None).await;
+    let orders = env.dag_id("orders").await;
+    let dag_id = env.dag_id("warehouse").await;
+    let graph = api
+        .get(&format!("/api/v1/dags/{dag_id}/graph"))
+        .await
+        .expect(200);
+    let nodes: Vec<(String, String)> = graph["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| {
+            (
+                n["id"].as_str().unwrap_or("?").to_owned(),
+                n["kind"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect();
+    let kind_of = |id: &str| {
+        nodes
+            .iter()
+            .find(|(node, _)| node == id)
+            .map(|(_, kind)| kind.as_str())
+    };
+    for task in ["extract", "audit", "load", "wait_crm", "report"] {
+        assert_eq!(kind_of(task), Some("TASK"), "{task}: {graph}");
+    }
+    assert_eq!(kind_of("dag/orders/publish"), Some("DAG_TASK"), "{graph}");
+    assert_eq!(kind_of("run/-1/report"), Some("OTHER_RUN"), "{graph}");
+    assert_eq!(kind_of("previous/load"), Some("OTHER_RUN"), "{graph}");
+    assert_eq!(kind_of("after/orders"), Some("DAG"), "{graph}");
+    assert_eq!(kind_of("after/crm_later"), Some("DAG"), "{graph}");
+    for dataset in ["dim.fx_rates", "dw.orders", "ext.crm_users", "dw.report"] {
+        assert_eq!(
+            kind_of(&format!("dataset/{dataset}")),
+            Some("DATASET"),
+            "{dataset}: {graph}"
+        );
+    }
+    assert_eq!(nodes.len(), 5 + 9, "each stub once: {graph}");
+    let node = |id: &str| {
+        graph["nodes"]
+            .as_array()
+            .and_then(|n| n.iter().find(|n| n["id"] == id))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    // A stub links to its DAG where the project has it.
+    assert_eq!(node("dag/orders/publish")["dagId"], orders);
+    assert_eq!(node("after/orders")["dagId"], orders);
+    assert_eq!(node("after/crm_later")["dagId"], Value::Null);
+    assert_eq!(node("wait_crm")["taskType"], "SENSOR");
+
+    let edges: BTreeSet<(String, String, String)> = graph["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| {
+            let text = |key: &str| e[key].as_str().unwrap_or("?").to_owned();
+            (text("source"), text("target"), text("kind"))
+        })
+        .collect();
+    let expected: BTreeSet<(String, String, String)> = [
+        ("extract", "load", "STRONG"),
+        ("audit", "load", "WEAK"),
+        ("load", "report", "STRONG"),
+        ("wait_crm", "report", "STRONG"),
+        ("run/-1/report", "report", "CROSS_RUN"),
+        ("previous/load", "report", "PREVIOUS_RUN"),
+        ("dag/orders/publish", "report", "CROSS_DAG"),
+        ("dataset/ext.crm_users", "wait_crm", "READS"),
+        // What starts a run reaches the tasks that wait for no other.
+        ("after/orders", "extract", "AFTER"),
+        ("after/orders", "audit", "AFTER"),
+        ("after/orders", "wait_crm", "AFTER"),
+        ("after/crm_later", "extract", "AFTER"),
+        ("after/crm_later", "audit", "AFTER"),
+        ("after/crm_later", "wait_crm", "AFTER"),
+        ("dataset/dim.fx_rates", "extract", "READS"),
+        ("dataset/dim.fx_rates", "audit", "READS"),
+        ("dataset/dim.fx_rates", "wait_crm", "READS"),
+        ("dataset/dw.orders", "extract", "READS"),
+        ("dataset/dw.orders", "audit", "READS"),
+        ("dataset/dw.orders", "wait_crm", "READS"),
+        ("report", "dataset/dw.report", "WRITES"),
+    ]
+    .into_iter()
+    .map(|(s, t, k)| (s.to_owned(), t.to_owned(), k.to_owned()))
+    .collect();
+    assert_eq!(edges, expected, "{graph}");
+    let edge = |source: &str| {
+        graph["edges"]
+            .as_array()
+            .and_then(|e| e.iter().find(|e| e["source"] == source))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(edge("run/-1/report")["offsetDay"], -1);
+    assert_eq!(edge("dag/orders/publish")["weak"], true);
+    assert_eq!(edge("previous/load")["weak"], false);
+
+    // The canvas carries the WEAK edge as an edge, and saving what was
+    // loaded keeps it WEAK and the version as it was.
+    let url = format!("/api/v1/dags/{dag_id}/canvas");
+    let canvas = api.get(&url).await.expect(200);
+    let canvas_edges: BTreeSet<String> = canvas["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        canvas_edges
+            .contains(&json!({ "source": "audit", "target": "load", "type": "WEAK" }).to_string()),
+        "{canvas}"
+    );
+    assert!(
+        canvas_edges.contains(&json!({ "source": "extract", "target": "load" }).to_string()),
+        "{canvas}"
+    );
+    let load = canvas["tasks"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "load"))
+        .cloned()
+        .expect("load");
+    assert_eq!(
+        load["dependsOn"],
+        json!([]),
+        "edges are not repeated: {load}"
+    );
+    let same = api
+        .post(
+            &url,
+            json!({ "tasks": canvas["tasks"], "edges": canvas["edges"] }),
+        )
+        .await
+        .expect(200);
+    assert_eq!(same["version"], canvas["version"], "{same}");
+    assert_eq!(same["edges"], canvas["edges"]);
+    let tasks = api
+        .get(&format!("/api/v1/dags/{dag_id}/tasks"))
+        .await
+        .expect(200);
+    let load = tasks["items"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "load"))
+        .cloned()
+        .expect("load");
+    assert!(
+        load["dependsOn"].as_array().is_some_and(|deps| deps
+            .iter()
+            .any(|d| d["task"] == "audit" && d["type"] == "WEAK")),
+        "{load}"
+    );
+
+    api.get("/api/v1/dags/987654/graph")
+        .await
+        .expect_error(404, "NOT_FOUND", "987654");
+});
 
 both_dbs!(the_gantt_has_a_bar_for_every_attempt, |env| async move {
     let marker = env.path("failed-once");

@@ -4,22 +4,28 @@
 // sending the browser to the sign-in page.
 
 import i18next from 'i18next';
-import type { ErrorBody } from './types';
+import { sayProblem } from '../lib/problem';
+import type { ErrorBody, Problem } from './types';
 
 export const API = '/api/v1';
 
-/** A failed request: the API's `{ error, message, details }` with its status. */
+/**
+ * A failed request: the API's `{ error, message, details }` with its
+ * status, and the problem's stable code and values when it has them.
+ */
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
   readonly details: string[];
+  readonly problem: Problem | null;
 
-  constructor(status: number, code: string, message: string, details: string[] = []) {
+  constructor(status: number, code: string, message: string, details: string[] = [], problem: Problem | null = null) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.details = details;
+    this.problem = problem;
   }
 }
 
@@ -96,6 +102,7 @@ async function errorOf(response: Response): Promise<ApiError> {
     body?.error ?? `HTTP_${response.status}`,
     message,
     Array.isArray(body?.details) ? body.details : [],
+    typeof body?.code === 'string' ? { code: body.code, params: body.params ?? {} } : null,
   );
 }
 
@@ -161,7 +168,7 @@ const LOCAL_MESSAGES = {
 export function errorMessage(e: unknown): string {
   if (e instanceof ApiError) {
     if (e.code === 'NETWORK' || e.code === 'BAD_ANSWER') return i18next.t(LOCAL_MESSAGES[e.code]);
-    return e.message;
+    return sayProblem(e.problem, e.message);
   }
   if (e instanceof Error) return e.message;
   return String(e);

@@ -8,6 +8,7 @@ import type {
   BackfillRequest,
   BackfillResponse,
   Canvas,
+  Graph,
   CanvasSave,
   ClearRequest,
   DagDefinitionBody,
@@ -82,6 +83,9 @@ export const setDagOnline = (dagId: number, online: boolean) =>
   request<DagSummary>(`/dags/${dagId}/${online ? 'online' : 'offline'}`, { method: 'POST' });
 export const getCanvas = (dagId: number, o: Signal = {}) =>
   request<Canvas>(`/dags/${dagId}/canvas`, o);
+
+export const getGraph = (dagId: number, o: Signal = {}) =>
+  request<Graph>(`/dags/${dagId}/graph`, o);
 
 /**
  * Saves the canvas. The route table serves it as POST; a PUT is tried

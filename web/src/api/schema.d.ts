@@ -1060,6 +1060,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/dags/{dagId}/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A DAG's tasks and every dependency: other runs, other DAGs, after: schedules and datasets as stub nodes */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    dagId: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A DAG's tasks and every dependency: other runs, other DAGs, after: schedules and datasets as stub nodes */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Graph"];
+                    };
+                };
+                /** @description An error */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dags/{dagId}/grid": {
         parameters: {
             query?: never;
@@ -1071,9 +1118,9 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description Only runs older than this run id: the next page. */
+                    /** @description Only runs after this run in that order: the next page. */
                     before?: number | null;
-                    /** @description How many runs (newest first; default 25, at most 1000). */
+                    /** @description How many runs (latest business date first; default 25, at most 1000). */
                     runs?: number | null;
                 };
                 header?: never;
@@ -3123,12 +3170,12 @@ export interface components {
              * @description The DAG.
              */
             dagId: number;
-            /** @description Same-run STRONG dependencies, parent to child. */
+            /** @description Same-run dependencies, parent to child (`type: WEAK` for WEAK ones). */
             edges: components["schemas"]["Edge"][];
             /**
              * @description The tasks, in id order, as `GET /api/v1/dags/{dagId}/tasks` lists
              *     them; their `dependsOn` keeps what an edge cannot say (other DAGs,
-             *     other days, WEAK).
+             *     other days, the previous run).
              */
             tasks: components["schemas"]["TaskItem"][];
             /**
@@ -4433,6 +4480,8 @@ export interface components {
              */
             taskInstanceId: number | null;
         };
+        /** @description How a child's start depends on a parent. */
+        DepType: "STRONG" | "WEAK";
         /** @description The answer to a `?dryRun=true` create or update (200): nothing stored. */
         DryRunResponse: {
             /** @description What an apply would change (its `version` is the one it would get). */
@@ -4455,15 +4504,31 @@ export interface components {
             source: string;
             /** @description Target node (the child). */
             target: string;
+            /**
+             * @description `WEAK` when the child waits only for the parent to end; missing
+             *     (or `STRONG`) when the parent's result matters.
+             */
+            type?: components["schemas"]["DepType"] | (null);
         };
+        /** @description How an edge's target depends on its source. */
+        EdgeKind: "STRONG" | "WEAK" | "CROSS_RUN" | "PREVIOUS_RUN" | "CROSS_DAG" | "AFTER" | "READS" | "WRITES";
         /** @description The JSON body of every error answer. */
         ErrorBody: {
+            /** @description Stable across versions: `cron.out_of_range`, `timezone.unknown`, … */
+            code?: string;
             /** @description Every problem, when there are several. */
             details?: string[];
             /** @description Machine-readable code: `BAD_REQUEST`, `NOT_FOUND`, `CONFLICT`, … */
             error: string;
             /** @description What went wrong, for people. */
             message: string;
+            /**
+             * @description The values the words name (`{ "field": "minute", "value": "60",
+             *     "min": "0", "max": "59" }`), as text.
+             */
+            params?: {
+                [key: string]: string;
+            };
         };
         /** @description `POST /api/v1/events/{name}` answer (202). */
         EventResponse: {
@@ -4588,6 +4653,84 @@ export interface components {
             /** @description The runner that ran it. */
             workerId: string;
         };
+        /**
+         * @description `GET /api/v1/dags/{dagId}/graph` answer: every dependency of the DAG's
+         *     tasks, with stub nodes for what lies outside the DAG.
+         */
+        Graph: {
+            /**
+             * Format: int64
+             * @description The DAG.
+             */
+            dagId: number;
+            /**
+             * @description Its edges: the tasks' dependencies in order, then `after:` and data
+             *     schedules, then what the tasks write.
+             */
+            edges: components["schemas"]["GraphEdge"][];
+            /** @description Its tasks in id order, then the stubs. */
+            nodes: components["schemas"]["GraphNode"][];
+            /**
+             * Format: int32
+             * @description Its version.
+             */
+            version: number;
+        };
+        /** @description An edge of a DAG's graph. */
+        GraphEdge: {
+            /** @description How. */
+            kind: components["schemas"]["EdgeKind"];
+            /**
+             * Format: int32
+             * @description Days between the runs of a cross-run or cross-DAG dependency (0 =
+             *     same business date).
+             */
+            offsetDay: number;
+            /** @description The node waited for (a dataset: the one written to). */
+            source: string;
+            /** @description The node that waits (a dataset: the one written). */
+            target: string;
+            /**
+             * @description `true` for a cross-run, previous-run or cross-DAG dependency that
+             *     waits only for its parent to end, whatever the result.
+             */
+            weak: boolean;
+        };
+        /**
+         * @description A node of a DAG's graph: one of its tasks, or a stub for what its tasks
+         *     wait for or write.
+         */
+        GraphNode: {
+            /** @description The other DAG a `DAG_TASK` or `DAG` stub names. */
+            dag: string | null;
+            /**
+             * Format: int64
+             * @description That DAG's id, when it exists in this DAG's project (a link to it).
+             */
+            dagId: number | null;
+            /**
+             * @description Unique in the graph: a task's name for this DAG's tasks (names hold
+             *     no `/`); a stub's id holds a `/` (`dag/orders/load`,
+             *     `run/-1/report`, `previous/load`, `after/orders`, `dataset/dw.orders`).
+             */
+            id: string;
+            /** @description What it stands for. */
+            kind: components["schemas"]["NodeKind"];
+            /** @description The task's, DAG's or dataset's name. */
+            name: string;
+            /**
+             * Format: int32
+             * @description A task's canvas position, if the canvas saved one.
+             */
+            positionX: number | null;
+            /**
+             * Format: int32
+             * @description A task's canvas position, if the canvas saved one.
+             */
+            positionY: number | null;
+            /** @description A task's type (SHELL, SQL, …); `null` for stubs. */
+            taskType: string | null;
+        };
         /** @description `GET /api/v1/dags/{dagId}/grid` answer: runs × tasks in one request. */
         Grid: {
             /**
@@ -4595,9 +4738,12 @@ export interface components {
              * @description The DAG.
              */
             dagId: number;
-            /** @description Whether older runs exist (`?before=` the last run's id). */
+            /** @description Whether earlier runs exist (`?before=` the last run's id). */
             hasMore: boolean;
-            /** @description Its runs, newest first. */
+            /**
+             * @description Its runs, latest business date first, and newest first within a
+             *     date.
+             */
             runs: components["schemas"]["GridRun"][];
             /** @description Its tasks, parents before children; then tasks it no longer has. */
             tasks: components["schemas"]["GridTask"][];
@@ -4708,6 +4854,8 @@ export interface components {
             /** @description `viewer`, `operator` or `admin`, at most the creator's. */
             role: components["schemas"]["Role"];
         };
+        /** @description What a node of a DAG's graph stands for. */
+        NodeKind: "TASK" | "OTHER_RUN" | "DAG_TASK" | "DAG" | "DATASET";
         /** @description What a second event for a partition that already started a run does. */
         OnUpdate: "ignore" | "rerun";
         /** @description What a fire does when the DAG already has `max_active_runs` runs. */
@@ -4971,6 +5119,18 @@ export interface components {
              * @description Items in the whole list.
              */
             total: number;
+        };
+        /** @description What went wrong, as a code and the values its words name. */
+        Problem: {
+            /** @description Stable across versions: `cron.out_of_range`, `timezone.unknown`, … */
+            code: string;
+            /**
+             * @description The values the words name (`{ "field": "minute", "value": "60",
+             *     "min": "0", "max": "59" }`), as text.
+             */
+            params: {
+                [key: string]: string;
+            };
         };
         /** @description A task that writes a dataset. */
         ProducerDto: {
@@ -6047,6 +6207,8 @@ export interface components {
             nextFireTime: string | null;
             /** @description The next `count` fires, when asked for. */
             nextFireTimes?: string[] | null;
+            /** @description Why it is invalid, as a stable code and the values `error` names. */
+            problem?: components["schemas"]["Problem"] | (null);
             /** @description The zone used. */
             timezone: string;
             /** @description True when the expression (and zone) are valid. */

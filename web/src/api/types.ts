@@ -95,6 +95,20 @@ export type Canvas = Schemas['Canvas'];
 /** `POST /api/v1/dags/{dagId}/canvas` body. */
 export type CanvasSave = Schemas['CanvasSave'];
 
+/** `GET /api/v1/dags/{dagId}/graph`: every dependency, with stubs for what lies outside the DAG. */
+export type Graph = Schemas['Graph'];
+
+export type GraphNode = Schemas['GraphNode'];
+
+export type GraphEdge = Schemas['GraphEdge'];
+
+export type NodeKind = Schemas['NodeKind'];
+
+export type EdgeKind = Schemas['EdgeKind'];
+
+/** A problem's stable code and the values its English words name. */
+export type Problem = Schemas['Problem'];
+
 export type TriggerRequest = Schemas['TriggerRequest'];
 
 export type TriggerResponse = Schemas['TriggerResponse'];

@@ -2,6 +2,8 @@ import { useTranslation } from 'react-i18next';
 import { validateCron } from '../api/endpoints';
 import { errorMessage } from '../api/client';
 import { formatZoned } from '../lib/format';
+import { sayProblem } from '../lib/problem';
+import { describeCron } from '../lib/cronWords';
 import { useAsync, useDebounced } from '../lib/hooks';
 
 /**
@@ -26,9 +28,7 @@ export function CronPreview({ expression, timezone }: { expression: string; time
     <div className={`cron-preview${pending ? ' stale' : ''}`} data-testid="cron-preview">
       {v.valid ? (
         <>
-          <div className="cron-desc" data-server-text>
-            {v.description}
-          </div>
+          <CronDescription expression={expr} english={v.description} />
           {v.warning && (
             <div className="inline-warn" data-server-text>
               {v.warning}
@@ -47,9 +47,20 @@ export function CronPreview({ expression, timezone }: { expression: string; time
         </>
       ) : (
         <div className="inline-error" data-testid="cron-error">
-          {v.error ?? t('cron.invalid')}
+          {sayProblem(v.problem, v.error ?? t('cron.invalid'))}
         </div>
       )}
+    </div>
+  );
+}
+
+function CronDescription({ expression, english }: { expression: string; english?: string | null }) {
+  const { i18n } = useTranslation();
+  const words = describeCron(expression, english, i18n.language);
+  if (!words) return null;
+  return (
+    <div className="cron-desc" data-server-text={words.fromServer || undefined}>
+      {words.text}
     </div>
   );
 }

@@ -1,16 +1,18 @@
 import { useTranslation } from 'react-i18next';
 import type { ScheduleDto } from '../api/types';
+import { describeCron } from '../lib/cronWords';
 import { describeCondition } from '../lib/datasets';
 import { formatZoned, relativeTime } from '../lib/format';
 
 /** One schedule in a line: what fires it, and when next. */
 export function ScheduleLine({ schedule, now }: { schedule: ScheduleDto; now: number }) {
-  const { t } = useTranslation('dag');
+  const { t, i18n } = useTranslation('dag');
   const paused = !schedule.enabled;
   let what: string;
   let title: string | undefined;
-  // A cron schedule's description comes from the API (in English); its bare
-  // expression, shown when it has none, is not translated.
+  // A cron schedule's description is the API's English or the reader's
+  // language's; its bare expression, shown when it has neither, is not
+  // translated.
   let fromServer = false;
   let named = false;
   if (schedule.kind === 'EVENT') {
@@ -20,9 +22,10 @@ export function ScheduleLine({ schedule, now }: { schedule: ScheduleDto; now: nu
   } else if (schedule.kind === 'DATA') {
     what = schedule.on ? t('summary.on', { condition: describeCondition(schedule.on) }) : t('summary.onDatasets');
   } else {
-    what = schedule.cronDescription ?? schedule.cronExpression ?? 'cron';
-    named = !schedule.cronDescription;
-    fromServer = !named;
+    const words = describeCron(schedule.cronExpression, schedule.cronDescription, i18n.language);
+    what = words?.text ?? schedule.cronExpression ?? 'cron';
+    named = !words;
+    fromServer = words?.fromServer ?? false;
     title = t('summary.cronTitle', { cron: schedule.cronExpression ?? '', zone: schedule.timezone });
   }
   return (

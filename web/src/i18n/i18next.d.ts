@@ -13,6 +13,7 @@ import type audit from './locales/en/audit.json';
 import type backfill from './locales/en/backfill.json';
 import type trigger from './locales/en/trigger.json';
 import type signin from './locales/en/signin.json';
+import type problems from './locales/en/problems.json';
 
 declare module 'i18next' {
   interface CustomTypeOptions {
@@ -31,6 +32,7 @@ declare module 'i18next' {
       backfill: typeof backfill;
       trigger: typeof trigger;
       signin: typeof signin;
+      problems: typeof problems;
     };
   }
 }

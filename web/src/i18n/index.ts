@@ -41,6 +41,7 @@ export const NAMESPACES = [
   'backfill',
   'trigger',
   'signin',
+  'problems',
 ] as const;
 
 const STORAGE_KEY = 'datajump.language';

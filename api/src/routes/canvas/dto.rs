@@ -29,9 +29,9 @@ pub struct Canvas {
     pub version: i32,
     /// The tasks, in id order, as `GET /api/v1/dags/{dagId}/tasks` lists
     /// them; their `dependsOn` keeps what an edge cannot say (other DAGs,
-    /// other days, WEAK).
+    /// other days, the previous run).
     #[schemars(with = "Vec<crate::definition::TaskItem>")]
     pub tasks: crate::definition::Tasks,
-    /// Same-run STRONG dependencies, parent to child.
+    /// Same-run dependencies, parent to child (`type: WEAK` for WEAK ones).
     pub edges: Vec<Edge>,
 }

@@ -1,9 +1,9 @@
 //! The canvas: a DAG's tasks with their positions and the
 //! edges between them, as a drawing UI loads and saves them.
 //!
-//! An edge is a same-run STRONG dependency (`dependsOn: [source]` on its
-//! target); what an edge cannot say — another DAG's task, another day,
-//! WEAK — stays in the task's `dependsOn`. Saving replaces the DAG's tasks
+//! An edge is a same-run dependency (`dependsOn: [source]` on its target,
+//! `type: WEAK` for a WEAK one); what an edge cannot say — another DAG's
+//! task, another day, the previous run — stays in the task's `dependsOn`. Saving replaces the DAG's tasks
 //! through [`super::shared::store`] like `PUT /api/v1/dags/{dagId}`: validated as a
 //! DAG file, the version bumped when the definition changes, and runs in
 //! flight untouched, since each runs on the plan snapshot it was created
@@ -34,7 +34,7 @@ pub mod dto;
 
 /// Whether a stored dependency is drawn as an edge.
 fn is_edge(dep: &task_dependency::Model) -> bool {
-    dep.parent_dag.is_none() && dep.offset_day == 0 && dep.dep_type == DepType::Strong
+    dep.parent_dag.is_none() && dep.offset_day == 0 && !dep.previous_run
 }
 
 /// The canvas of DAG `dag_id` as stored.
@@ -49,6 +49,7 @@ async fn load(state: &AppState, dag_id: i64) -> Result<Canvas> {
             Some(Edge {
                 source: dep.parent_task.clone(),
                 target: (*names.get(&dep.task_id)?).to_owned(),
+                dep_type: (dep.dep_type == DepType::Weak).then_some(DepType::Weak),
             })
         })
         .collect();
@@ -170,12 +171,12 @@ pub async fn save(
                 )));
             }
         };
-        depends_on.extend(
-            edges
-                .iter()
-                .filter(|e| name == e.target.as_str())
-                .map(|e| json!(e.source)),
-        );
+        depends_on.extend(edges.iter().filter(|e| name == e.target.as_str()).map(|e| {
+            match e.dep_type {
+                Some(DepType::Weak) => json!({ "task": e.source, "type": DepType::Weak }),
+                Some(DepType::Strong) | None => json!(e.source),
+            }
+        }));
         node.insert("dependsOn".into(), Value::Array(depends_on));
     }
     let tasks = definition::from_request(&json!({ "tasks": nodes }))?

@@ -154,6 +154,9 @@ pub struct ValidateCronResponse {
     /// Why it is invalid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why it is invalid, as a stable code and the values `error` names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<datajump_shared::problem::Problem>,
     /// What is wrong with a valid expression: it never fires.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,

@@ -13,8 +13,9 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use datajump_cron::{CronExpr, parse_time_zone};
+use datajump_cron::{CronError, CronExpr, parse_time_zone};
 use datajump_shared::entities::{dag, schedule};
+use datajump_shared::problem::Problem;
 use datajump_store::catalog::Origin;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Map, Value, json};
@@ -56,9 +57,9 @@ async fn primary(state: &AppState, dag: &dag::Model) -> Result<Option<schedule::
 
 /// Checks a cron expression given in field `field`.
 fn check_cron(field: &str, expression: &str) -> Result<()> {
-    CronExpr::parse(expression)
-        .map(|_| ())
-        .map_err(|e| Error::bad_request(format!("invalid field `{field}`: {e}")))
+    CronExpr::parse(expression).map(|_| ()).map_err(|e| {
+        Error::bad_request_coded(format!("invalid field `{field}`: {e}"), Problem::from(&e))
+    })
 }
 
 /// Changes the DAG's only schedule (or creates one, named `default`, when
@@ -157,8 +158,9 @@ pub async fn put(
 ) -> Result<AxumJson<ScheduleDto>> {
     check_cron("cronExpression", &body.cron_expression)?;
     if let Some(zone) = &body.timezone {
-        parse_time_zone(zone)
-            .map_err(|e| Error::bad_request(format!("invalid field `timezone`: {e}")))?;
+        parse_time_zone(zone).map_err(|e| {
+            Error::bad_request_coded(format!("invalid field `timezone`: {e}"), Problem::from(&e))
+        })?;
     }
     change_schedule(&state, dag_id, true, Origin::Edit, |schedule| {
         set_cron(schedule, &body.cron_expression);
@@ -461,14 +463,15 @@ pub async fn delete_one(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn invalid(zone: String, error: String) -> AxumJson<ValidateCronResponse> {
+fn invalid(zone: String, error: &CronError) -> AxumJson<ValidateCronResponse> {
     AxumJson(ValidateCronResponse {
         valid: false,
         description: None,
         next_fire_time: None,
         next_fire_times: None,
         timezone: zone,
-        error: Some(error),
+        error: Some(error.to_string()),
+        problem: Some(Problem::from(error)),
         warning: None,
     })
 }
@@ -493,11 +496,11 @@ pub async fn validate_cron(
         .unwrap_or_else(|| state.timezone.to_string());
     let zone = match parse_time_zone(&zone_name) {
         Ok(zone) => zone,
-        Err(e) => return Ok(invalid(zone_name, e.to_string())),
+        Err(e) => return Ok(invalid(zone_name, &e)),
     };
     let cron = match CronExpr::parse(&body.cron_expression) {
         Ok(cron) => cron,
-        Err(e) => return Ok(invalid(zone.name().to_owned(), e.to_string())),
+        Err(e) => return Ok(invalid(zone.name().to_owned(), &e)),
     };
     let now: DateTime<_> = Utc::now().with_timezone(&zone);
     let next_fire_times = body.count.map(|count| {
@@ -518,6 +521,7 @@ pub async fn validate_cron(
         next_fire_times,
         timezone: zone.name().to_owned(),
         error: None,
+        problem: None,
         warning,
     }))
 }

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GridQuery {
-    /// How many runs (newest first; default 25, at most 1000).
+    /// How many runs (latest business date first; default 25, at most 1000).
     pub runs: Option<u64>,
-    /// Only runs older than this run id: the next page.
+    /// Only runs after this run in that order: the next page.
     pub before: Option<i64>,
 }
 
@@ -65,9 +65,10 @@ pub struct Grid {
     pub dag_id: i64,
     /// Its tasks, parents before children; then tasks it no longer has.
     pub tasks: Vec<GridTask>,
-    /// Its runs, newest first.
+    /// Its runs, latest business date first, and newest first within a
+    /// date.
     pub runs: Vec<GridRun>,
-    /// Whether older runs exist (`?before=` the last run's id).
+    /// Whether earlier runs exist (`?before=` the last run's id).
     pub has_more: bool,
 }
 
@@ -103,4 +104,104 @@ pub struct Gantt {
     pub end_time: Option<DateTime<Utc>>,
     /// Every attempt of its task instances, by start.
     pub attempts: Vec<GanttBar>,
+}
+
+/// What a node of a DAG's graph stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum NodeKind {
+    /// A task of this DAG.
+    Task,
+    /// A task of this DAG in another run: another business date
+    /// (`offsetDay`) or the latest earlier run (`previousRun`).
+    OtherRun,
+    /// A task of another DAG (`dag`, `name`).
+    DagTask,
+    /// Another DAG whose successful runs start this one (`after:`).
+    Dag,
+    /// A dataset this DAG writes or waits for.
+    Dataset,
+}
+
+/// A node of a DAG's graph: one of its tasks, or a stub for what its tasks
+/// wait for or write.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphNode {
+    /// Unique in the graph: a task's name for this DAG's tasks (names hold
+    /// no `/`); a stub's id holds a `/` (`dag/orders/load`,
+    /// `run/-1/report`, `previous/load`, `after/orders`, `dataset/dw.orders`).
+    pub id: String,
+    /// What it stands for.
+    pub kind: NodeKind,
+    /// The task's, DAG's or dataset's name.
+    pub name: String,
+    /// A task's type (SHELL, SQL, …); `null` for stubs.
+    pub task_type: Option<String>,
+    /// A task's canvas position, if the canvas saved one.
+    pub position_x: Option<i32>,
+    /// A task's canvas position, if the canvas saved one.
+    pub position_y: Option<i32>,
+    /// The other DAG a `DAG_TASK` or `DAG` stub names.
+    pub dag: Option<String>,
+    /// That DAG's id, when it exists in this DAG's project (a link to it).
+    pub dag_id: Option<i64>,
+}
+
+/// How an edge's target depends on its source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum EdgeKind {
+    /// Same run; the parent's result matters.
+    Strong,
+    /// Same run; only that the parent has ended.
+    Weak,
+    /// This DAG's task in the run `offsetDay` days away.
+    CrossRun,
+    /// This DAG's task in its latest earlier run.
+    PreviousRun,
+    /// Another DAG's task (a dependency or a `dag` sensor).
+    CrossDag,
+    /// Each successful run of the source DAG starts a run of this one; the
+    /// edge goes to each task that waits for no other.
+    After,
+    /// The target waits for the dataset: a data schedule (to each task that
+    /// waits for no other) or a `dataset` sensor.
+    Reads,
+    /// The source task writes the dataset (its `outputs`).
+    Writes,
+}
+
+/// An edge of a DAG's graph.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphEdge {
+    /// The node waited for (a dataset: the one written to).
+    pub source: String,
+    /// The node that waits (a dataset: the one written).
+    pub target: String,
+    /// How.
+    pub kind: EdgeKind,
+    /// `true` for a cross-run, previous-run or cross-DAG dependency that
+    /// waits only for its parent to end, whatever the result.
+    pub weak: bool,
+    /// Days between the runs of a cross-run or cross-DAG dependency (0 =
+    /// same business date).
+    pub offset_day: i32,
+}
+
+/// `GET /api/v1/dags/{dagId}/graph` answer: every dependency of the DAG's
+/// tasks, with stub nodes for what lies outside the DAG.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Graph {
+    /// The DAG.
+    pub dag_id: i64,
+    /// Its version.
+    pub version: i32,
+    /// Its tasks in id order, then the stubs.
+    pub nodes: Vec<GraphNode>,
+    /// Its edges: the tasks' dependencies in order, then `after:` and data
+    /// schedules, then what the tasks write.
+    pub edges: Vec<GraphEdge>,
 }

@@ -1,10 +1,11 @@
-//! Answers shaped for the pages that draw history: a DAG's runs × tasks
-//! grid (`/api/v1/dags/{dagId}/grid`) and a run's Gantt chart
-//! (`/api/v1/dags/instances/{instanceId}/gantt`).
+//! Answers shaped for the pages that draw a DAG and its history: a DAG's
+//! runs × tasks grid (`/api/v1/dags/{dagId}/grid`), its graph of every
+//! dependency (`/api/v1/dags/{dagId}/graph`, built in [`graph`]) and a run's
+//! Gantt chart (`/api/v1/dags/instances/{instanceId}/gantt`).
 //!
 //! Each is one request of a few queries whatever the size: the grid reads
 //! the page of runs, the DAG's tasks and every instance of those runs in
-//! one range query, and sends a cell as `[id, status, attempts]` only, so
+//! one query, and sends a cell as `[id, status, attempts]` only, so
 //! 1,000 runs × 50 tasks stay one answer of a few hundred kilobytes.
 
 use std::collections::{BTreeSet, HashMap};
@@ -12,11 +13,11 @@ use std::collections::{BTreeSet, HashMap};
 use axum::extract::State;
 use chrono::{DateTime, Utc};
 use datajump_shared::TaskStatus;
-use datajump_shared::entities::{dag_run, execution, task_instance};
+use datajump_shared::entities::{dag, dag_run, execution, schedule, task_instance};
 use futures::TryStreamExt;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
-use self::dto::{Gantt, GanttBar, Grid, GridCell, GridQuery, GridRun, GridTask};
+use self::dto::{Gantt, GanttBar, Graph, Grid, GridCell, GridQuery, GridRun, GridTask};
 use super::shared::{find_dag, find_run};
 use crate::AppState;
 use crate::chunked::ChunkedJson;
@@ -26,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::extract::{Path, Query};
 
 pub mod dto;
+pub mod graph;
 
 /// Runs a grid shows when the page asks for no number.
 pub const DEFAULT_GRID_RUNS: u64 = 25;
@@ -33,7 +35,9 @@ pub const DEFAULT_GRID_RUNS: u64 = 25;
 pub const MAX_GRID_RUNS: u64 = 1000;
 
 /// `GET /api/v1/dags/{dagId}/grid?runs=&before=`: the DAG's tasks × its
-/// latest runs (or those before run `before`), a cell per task instance.
+/// runs by business date, latest first (or those after run `before` in
+/// that order), a cell per task instance. Runs of one date come newest
+/// first: a rerun or backfill of an old date is shown with that date.
 pub async fn grid(
     State(state): State<AppState>,
     Path(dag_id): Path<i64>,
@@ -48,9 +52,24 @@ pub async fn grid(
     }
     let mut select = dag_run::Entity::find().filter(dag_run::Column::DagId.eq(dag.id));
     if let Some(before) = query.before {
-        select = select.filter(dag_run::Column::Id.lt(before));
+        let after = find_run(&state, before).await?;
+        if after.dag_id != dag.id {
+            return Err(Error::bad_request(format!(
+                "invalid field `before`: run {before} is not a run of this DAG"
+            )));
+        }
+        select = select.filter(
+            Condition::any()
+                .add(dag_run::Column::BizDate.lt(after.biz_date))
+                .add(
+                    Condition::all()
+                        .add(dag_run::Column::BizDate.eq(after.biz_date))
+                        .add(dag_run::Column::Id.lt(after.id)),
+                ),
+        );
     }
     let mut runs = select
+        .order_by_desc(dag_run::Column::BizDate)
         .order_by_desc(dag_run::Column::Id)
         .limit(limit + 1)
         .all(&state.db)
@@ -90,28 +109,28 @@ pub async fn grid(
         })
         .collect();
 
-    let instances = match (runs.last(), runs.first()) {
-        (Some(oldest), Some(newest)) => {
-            // The page's runs are exactly this DAG's runs in this id range.
-            task_instance::Entity::find()
-                .select_only()
-                .columns([
-                    task_instance::Column::Id,
-                    task_instance::Column::DagRunId,
-                    task_instance::Column::TaskName,
-                    task_instance::Column::Status,
-                    task_instance::Column::Attempt,
-                ])
-                .filter(task_instance::Column::DagId.eq(dag.id))
-                .filter(task_instance::Column::DagRunId.between(oldest.id, newest.id))
-                .into_tuple::<(i64, i64, String, TaskStatus, i32)>()
-                .stream(&state.db)
-                .await?
-                .try_collect()
-                .await?
+    let mut instances: Vec<(i64, i64, String, TaskStatus, i32)> = Vec::new();
+    // A page holds at most MAX_GRID_RUNS runs: one statement's bound values
+    // stay far below every backend's limit.
+    let run_ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+    if !run_ids.is_empty() {
+        let mut rows = task_instance::Entity::find()
+            .select_only()
+            .columns([
+                task_instance::Column::Id,
+                task_instance::Column::DagRunId,
+                task_instance::Column::TaskName,
+                task_instance::Column::Status,
+                task_instance::Column::Attempt,
+            ])
+            .filter(task_instance::Column::DagRunId.is_in(run_ids))
+            .into_tuple::<(i64, i64, String, TaskStatus, i32)>()
+            .stream(&state.db)
+            .await?;
+        while let Some(row) = rows.try_next().await? {
+            instances.push(row);
         }
-        _ => Vec::new(),
-    };
+    }
     let removed: BTreeSet<&str> = instances
         .iter()
         .map(|i| i.2.as_str())
@@ -157,6 +176,44 @@ pub async fn grid(
         runs,
         has_more,
     }))
+}
+
+/// `GET /api/v1/dags/{dagId}/graph`: the DAG's tasks and every dependency
+/// between them, with stubs for other runs, other DAGs and datasets.
+pub async fn graph(
+    State(state): State<AppState>,
+    Path(dag_id): Path<i64>,
+) -> Result<ChunkedJson<Graph>> {
+    let dag = find_dag(&state, dag_id).await?;
+    let (tasks, deps) = definition::tasks_of(&state.db, dag.id).await?;
+    let schedules = schedule::Entity::find()
+        .filter(schedule::Column::DagId.eq(dag.id))
+        .order_by_asc(schedule::Column::Id)
+        .all(&state.db)
+        .await?;
+    let rows = graph::Rows {
+        dag_id: dag.id,
+        version: dag.version,
+        tasks: &tasks,
+        deps: &deps,
+        schedules: &schedules,
+    };
+    let named: Vec<String> = rows.named_dags().into_iter().collect();
+    let mut dag_ids = HashMap::new();
+    // A DAG of another project is named as one that does not exist.
+    for chunk in named.chunks(1000) {
+        dag_ids.extend(
+            dag::Entity::find()
+                .select_only()
+                .columns([dag::Column::Name, dag::Column::Id])
+                .filter(dag::Column::ProjectId.eq(dag.project_id))
+                .filter(dag::Column::Name.is_in(chunk.iter().cloned()))
+                .into_tuple::<(String, i64)>()
+                .all(&state.db)
+                .await?,
+        );
+    }
+    Ok(ChunkedJson(graph::build(&rows, &dag_ids)))
 }
 
 /// `GET /api/v1/dags/instances/{instanceId}/gantt`: every attempt of the

@@ -1,0 +1,31 @@
+import i18next from 'i18next';
+import { afterEach, describe, expect, it } from 'vitest';
+import zhProblems from '../i18n/locales/zh-CN/problems.json';
+import { sayProblem } from './problem';
+
+const outOfRange = {
+  code: 'cron.out_of_range',
+  params: { expr: '0 60 * * * ?', field: 'minute', value: '60', min: '0', max: '59' },
+};
+
+describe('server problems in the reader’s words', () => {
+  afterEach(async () => {
+    await i18next.changeLanguage('en');
+  });
+
+  it('says a known code with its values, naming the field in words', () => {
+    expect(sayProblem(outOfRange, 'english')).toBe('minute field: 60 is out of range 0–59.');
+  });
+
+  it('keeps the server’s English for a code the catalogue lacks, or none', () => {
+    expect(sayProblem({ code: 'dag.something_new', params: {} }, 'the server said so')).toBe('the server said so');
+    expect(sayProblem(null, 'the server said so')).toBe('the server said so');
+  });
+
+  it('says it in Chinese when the reader reads Chinese', async () => {
+    i18next.addResourceBundle('zh-CN', 'problems', zhProblems);
+    await i18next.changeLanguage('zh-CN');
+    expect(sayProblem(outOfRange, 'english')).toBe('「分钟」字段：60 超出范围 0–59。');
+    expect(sayProblem({ code: 'timezone.unknown', params: { name: 'Mars/Olympus' } }, 'english')).toContain('Mars/Olympus');
+  });
+});

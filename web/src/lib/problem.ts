@@ -1,0 +1,21 @@
+// What the server said, in the user's language: a problem's stable code is
+// looked up in the `problems` catalogue and its values filled in; a code
+// the catalogue lacks, or none, keeps the server's English words
+// (docs/ARCHITECTURE.md, "Two languages").
+
+import i18next from 'i18next';
+import type { Problem } from '../api/types';
+
+/** The words for `problem`, or `english` when the catalogue has none. */
+export function sayProblem(problem: Problem | null | undefined, english: string): string {
+  if (!problem) return english;
+  const key = `problems:${problem.code}`;
+  if (!i18next.exists(key)) return english;
+  const params: Record<string, string> = { ...problem.params };
+  // The field at fault is named in the reader's words too.
+  const field = params.field;
+  if (field && i18next.exists(`problems:fields.${field}`)) {
+    params.field = i18next.t(`problems:fields.${field}` as never);
+  }
+  return i18next.t(key as never, params);
+}
