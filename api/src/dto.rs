@@ -65,9 +65,10 @@ pub struct LogQuery {
 /// A canvas edge: its target depends on its source.
 ///
 /// Node ids may be strings or integers, as canvas libraries send them, and
-/// the other fields those libraries put on an edge (`id`, `type`, handles,
-/// labels) are ignored: a misspelt `source` or `target` is still an error,
-/// as a missing field.
+/// the other fields those libraries put on an edge (`id`, handles, labels)
+/// are ignored: a misspelt `source` or `target` is still an error, as a
+/// missing field. `type` is `WEAK` for a WEAK dependency; a library's
+/// drawing type there (`smoothstep`, …) reads as STRONG.
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Edge {
@@ -77,10 +78,29 @@ pub struct Edge {
     /// Target node (the child).
     #[serde(deserialize_with = "node_id")]
     pub target: String,
-    /// `WEAK` when the child waits only for the parent to end; missing
-    /// (or `STRONG`) when the parent's result matters.
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    /// `WEAK` when the child waits only for the parent to end; missing,
+    /// `STRONG` or a drawing type when the parent's result matters.
+    #[serde(
+        default,
+        rename = "type",
+        deserialize_with = "dependency_type",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
     pub dep_type: Option<DepType>,
+}
+
+/// An edge's `type`: `WEAK` or `STRONG` (any case) say the dependency's;
+/// anything else is a canvas library's drawing type and says nothing.
+fn dependency_type<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<DepType>, D::Error> {
+    let given = Option::<serde_json::Value>::deserialize(deserializer)?;
+    Ok(match given.as_ref().and_then(serde_json::Value::as_str) {
+        Some(text) if text.eq_ignore_ascii_case("WEAK") => Some(DepType::Weak),
+        Some(text) if text.eq_ignore_ascii_case("STRONG") => Some(DepType::Strong),
+        _ => None,
+    })
 }
 
 /// A node id: a string, or an integer taken as its decimal text.

@@ -4480,8 +4480,6 @@ export interface components {
              */
             taskInstanceId: number | null;
         };
-        /** @description How a child's start depends on a parent. */
-        DepType: "STRONG" | "WEAK";
         /** @description The answer to a `?dryRun=true` create or update (200): nothing stored. */
         DryRunResponse: {
             /** @description What an apply would change (its `version` is the one it would get). */
@@ -4495,9 +4493,10 @@ export interface components {
          * @description A canvas edge: its target depends on its source.
          *
          *     Node ids may be strings or integers, as canvas libraries send them, and
-         *     the other fields those libraries put on an edge (`id`, `type`, handles,
-         *     labels) are ignored: a misspelt `source` or `target` is still an error,
-         *     as a missing field.
+         *     the other fields those libraries put on an edge (`id`, handles, labels)
+         *     are ignored: a misspelt `source` or `target` is still an error, as a
+         *     missing field. `type` is `WEAK` for a WEAK dependency; a library's
+         *     drawing type there (`smoothstep`, …) reads as STRONG.
          */
         Edge: {
             /** @description Source node (the parent). */
@@ -4505,10 +4504,10 @@ export interface components {
             /** @description Target node (the child). */
             target: string;
             /**
-             * @description `WEAK` when the child waits only for the parent to end; missing
-             *     (or `STRONG`) when the parent's result matters.
+             * @description `WEAK` when the child waits only for the parent to end; missing,
+             *     `STRONG` or a drawing type when the parent's result matters.
              */
-            type?: components["schemas"]["DepType"] | (null);
+            type?: string | null;
         };
         /** @description How an edge's target depends on its source. */
         EdgeKind: "STRONG" | "WEAK" | "CROSS_RUN" | "PREVIOUS_RUN" | "CROSS_DAG" | "AFTER" | "READS" | "WRITES";
