@@ -3,8 +3,10 @@
 // catalogue string is wrapped in ⟦…⟧, so visible text outside the markers,
 // outside `translate="no"` elements (names, logs, code) and outside
 // `data-server-text` elements (what the API wrote) did not come from the
-// catalogue: a page that shows any fails. The Chinese screenshots are for people to read
-// (test-results/screenshots/zh-CN-*.png).
+// catalogue: a page that shows any fails. Each language's pass goes through
+// every page at a desktop's width, then again at a phone's, where no page may
+// scroll sideways. The Chinese screenshots are for people to read
+// (test-results/screenshots/zh-CN-*.png, zh-CN-390-*.png at the phone's width).
 
 import { type Browser, type Page, expect, test } from '@playwright/test';
 import { api, base, shot, signIn, triggerAndWait } from './support';
@@ -88,9 +90,37 @@ async function settled(page: Page) {
   await expect(page.locator('.state-loading')).toHaveCount(0, { timeout: 15_000 });
 }
 
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
+
 async function inLanguage(browser: Browser, locale: string) {
-  const context = await browser.newContext({ locale, viewport: { width: 1280, height: 800 } });
+  const context = await browser.newContext({ locale, viewport: DESKTOP });
   return { context, page: await context.newPage() };
+}
+
+/** Whether the document is wider than the window: the user has to scroll sideways. */
+async function scrollsSideways(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+}
+
+/**
+ * Opens every page at a desktop's width, then at a phone's, screenshots
+ * named `<prefix>-<page>` and `<prefix>-390-<page>`, and calls `check` on
+ * each; returns the pages that scrolled sideways at the phone's width.
+ */
+async function visitEveryPage(page: Page, pages: [string, string][], prefix: string, check: (path: string) => Promise<void>) {
+  const sideways: string[] = [];
+  for (const size of [DESKTOP, PHONE]) {
+    await page.setViewportSize(size);
+    for (const [path, name] of pages) {
+      await page.goto(`${base()}${path}`);
+      await settled(page);
+      await check(path);
+      if (size === PHONE && (await scrollsSideways(page))) sideways.push(path);
+      await shot(page, size === PHONE ? `${prefix}-390-${name}` : `${prefix}-${name}`);
+    }
+  }
+  return sideways;
 }
 
 test('the pseudo-locale shows no text that did not come from the catalogue, on any page', async ({ browser }) => {
@@ -101,14 +131,12 @@ test('the pseudo-locale shows no text that did not come from the catalogue, on a
   await expect(page.getByTestId('signin-submit')).toBeVisible();
   const found: string[] = (await untranslated(page)).map((p) => `/signin: ${p}`);
   await signIn(page, 'ADMIN');
-  for (const [path, name] of pages) {
-    await page.goto(`${base()}${path}`);
-    await settled(page);
+  const sideways = await visitEveryPage(page, pages, 'en-XA', async (path) => {
     found.push(...(await untranslated(page)).map((p) => `${path}: ${p}`));
-    await shot(page, `en-XA-${name}`);
-  }
+  });
   await context.close();
   expect(found, found.join('\n')).toEqual([]);
+  expect(sideways, 'pages that scroll sideways at 390 px').toEqual([]);
 });
 
 test('every page draws in Chinese, in a browser whose language is Chinese', async ({ browser }) => {
@@ -118,15 +146,16 @@ test('every page draws in Chinese, in a browser whose language is Chinese', asyn
   await page.goto(`${base()}/signin`);
   await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
   await shot(page, 'zh-CN-signin');
+  await page.setViewportSize(PHONE);
+  await shot(page, 'zh-CN-390-signin');
+  await page.setViewportSize(DESKTOP);
   await signIn(page, 'ADMIN');
   await expect(page.getByRole('navigation').getByRole('link', { name: '工作流' })).toBeVisible();
-  for (const [path, name] of pages) {
-    await page.goto(`${base()}${path}`);
-    await settled(page);
+  const sideways = await visitEveryPage(page, pages, 'zh-CN', async () => {
     await expect(page.locator('.banner-error')).toHaveCount(0);
-    await shot(page, `zh-CN-${name}`);
-  }
+  });
   await context.close();
+  expect(sideways, 'pages that scroll sideways at 390 px').toEqual([]);
 });
 
 test('the language switch changes the page without a reload and is remembered', async ({ browser }) => {

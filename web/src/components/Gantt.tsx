@@ -1,20 +1,36 @@
 // A run's attempts on a time axis: a row per task instance, a bar per
 // attempt coloured by its status; hovering a bar shows its times.
 
-import { useMemo } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 import type { GanttAttempt } from '../api/types';
 import { formatClock, formatDuration, formatTime } from '../lib/format';
-import { ganttLayout } from '../lib/gantt';
+import { ganttLayout, tickCount } from '../lib/gantt';
 import { useNow } from '../lib/hooks';
 import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
+
+/** The width of `el`, followed as it changes; `null` until measured. */
+function useWidth(el: HTMLElement | null): number | null {
+  const [width, setWidth] = useState<number | null>(null);
+  useEffect(() => {
+    if (!el || typeof ResizeObserver === 'undefined') return;
+    const observer = new ResizeObserver(([entry]) => setWidth(entry ? entry.contentRect.width : null));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [el]);
+  return width;
+}
 
 export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runStart: string | null }) {
   const { t } = useTranslation('dag');
   const open = attempts.some((a) => !a.endTime);
   const now = useNow(1000, open);
-  const g = useMemo(() => ganttLayout(attempts, runStart, now), [attempts, runStart, now]);
+  // As many axis labels as the track has room for: fewer on a phone.
+  const [axis, setAxis] = useState<HTMLDivElement | null>(null);
+  const width = useWidth(axis);
+  const labels = width === null ? undefined : tickCount(width);
+  const g = useMemo(() => ganttLayout(attempts, runStart, now, labels), [attempts, runStart, now, labels]);
   if (g.rows.length === 0) return <div className="state state-empty">{t('gantt.empty')}</div>;
   const span = g.max - g.min;
   const pct = (time: number) => `${((time - g.min) / span) * 100}%`;
@@ -22,7 +38,7 @@ export function Gantt({ attempts, runStart }: { attempts: GanttAttempt[]; runSta
     <div className="gantt" data-testid="gantt">
       <div className="gantt-axis">
         <div className="gantt-label" />
-        <div className="gantt-track">
+        <div className="gantt-track" ref={setAxis}>
           {g.ticks.map((tick) => (
             <span key={tick} className="gantt-tick" style={{ left: pct(tick) }}>
               {formatClock(new Date(tick).toISOString())}

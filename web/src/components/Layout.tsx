@@ -1,5 +1,6 @@
+import { useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { NavLink, Outlet, useNavigate } from 'react-router';
+import { NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { useCan, useSession, useSessionContext } from '../auth/session';
 import { chooseLanguage, LANGUAGES, type Language } from '../i18n';
 import { chooseTheme, type ThemeChoice, useThemeChoice } from '../lib/theme';
@@ -95,63 +96,86 @@ export function Layout() {
   // A page drawn again from scratch in a newly chosen zone.
   const zone = useTimeZone();
   const link = ({ isActive }: { isActive: boolean }) => `nav-link${isActive ? ' active' : ''}`;
+  // On a narrow screen the navigation and the switches fold into a menu.
+  // It belongs to the page it was opened on, so going to another closes it.
+  const location = useLocation();
+  const [menuOpenOn, setMenuOpenOn] = useState<string | null>(null);
+  const menuOpen = menuOpenOn === location.key;
   return (
     <div className="app">
-      <header className="topbar">
+      <header
+        className={`topbar${menuOpen ? ' menu-open' : ''}`}
+        onKeyDown={(e) => {
+          if (e.key === 'Escape') setMenuOpenOn(null);
+        }}
+      >
         <NavLink to="/dags" className="brand" translate="no">
           <span className="brand-mark" aria-hidden>
             ◆
           </span>
           DataJump
         </NavLink>
-        <nav className="nav" aria-label={t('nav.main')}>
-          <NavLink to="/dags" className={link}>
-            {t('nav.dags')}
-          </NavLink>
-          <NavLink to="/datasets" className={link}>
-            {t('nav.datasets')}
-          </NavLink>
-          <NavLink to="/runners" className={link}>
-            {t('nav.runners')}
-          </NavLink>
-          <NavLink to="/alerts" className={link}>
-            {t('nav.alerts')}
-          </NavLink>
-          {audit && (
-            <NavLink to="/audit" className={link}>
-              {t('nav.audit')}
+        <LiveIndicator />
+        <button
+          type="button"
+          className="menu-button"
+          aria-label={t('nav.menu')}
+          aria-expanded={menuOpen}
+          aria-controls="topbar-menu"
+          data-testid="menu-button"
+          onClick={() => setMenuOpenOn(menuOpen ? null : location.key)}
+        >
+          <span className="menu-icon" aria-hidden />
+        </button>
+        <div className="topbar-menu" id="topbar-menu">
+          <nav className="nav" aria-label={t('nav.main')}>
+            <NavLink to="/dags" className={link}>
+              {t('nav.dags')}
             </NavLink>
-          )}
-        </nav>
-        <div className="topbar-right">
-          <LiveIndicator />
-          <LanguageSwitch />
-          <TimeZoneSwitch />
-          <ThemeSwitch />
-          {session && (
-            <span
-              className="whoami"
-              data-testid="whoami"
-              title={session.projectId ? t('session.project', { id: session.projectId }) : t('session.everyProject')}
-            >
-              <span className="whoami-name" translate="no">
-                {session.name}
-              </span>{' '}
-              <span className={`role role-${session.role}`}>{t(`session.roles.${session.role}`)}</span>
-            </span>
-          )}
-          {session?.tokensRequired && (
-            <button
-              type="button"
-              className="btn btn-sm btn-ghost-dark"
-              data-testid="sign-out"
-              onClick={() => {
-                void signOut().finally(() => navigate('/signin'));
-              }}
-            >
-              {t('session.signOut')}
-            </button>
-          )}
+            <NavLink to="/datasets" className={link}>
+              {t('nav.datasets')}
+            </NavLink>
+            <NavLink to="/runners" className={link}>
+              {t('nav.runners')}
+            </NavLink>
+            <NavLink to="/alerts" className={link}>
+              {t('nav.alerts')}
+            </NavLink>
+            {audit && (
+              <NavLink to="/audit" className={link}>
+                {t('nav.audit')}
+              </NavLink>
+            )}
+          </nav>
+          <div className="topbar-right">
+            <LanguageSwitch />
+            <TimeZoneSwitch />
+            <ThemeSwitch />
+            {session && (
+              <span
+                className="whoami"
+                data-testid="whoami"
+                title={session.projectId ? t('session.project', { id: session.projectId }) : t('session.everyProject')}
+              >
+                <span className="whoami-name" translate="no">
+                  {session.name}
+                </span>{' '}
+                <span className={`role role-${session.role}`}>{t(`session.roles.${session.role}`)}</span>
+              </span>
+            )}
+            {session?.tokensRequired && (
+              <button
+                type="button"
+                className="btn btn-sm btn-ghost-dark"
+                data-testid="sign-out"
+                onClick={() => {
+                  void signOut().finally(() => navigate('/signin'));
+                }}
+              >
+                {t('session.signOut')}
+              </button>
+            )}
+          </div>
         </div>
       </header>
       <main className="main">

@@ -3,12 +3,14 @@
 // while the attempt runs, searchable, copyable and downloadable.
 
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
-import { useTranslation } from 'react-i18next';
+import { Trans, useTranslation } from 'react-i18next';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { errorMessage } from '../api/client';
 import { getLog, logStreamUrl, logUrl } from '../api/endpoints';
 import { useDebounced } from '../lib/hooks';
 import { highlight, lineText, LogBuffer } from '../lib/logModel';
+import { logTimeZone } from '../lib/logZone';
+import { useTimeZone } from '../lib/timeZone';
 
 const LINE_H = 18;
 
@@ -165,6 +167,11 @@ export function LogViewer({
     if (!atBottom && follow) setFollow(false);
   };
 
+  // The runner writes times in the run's zone: say so where the page shows another.
+  const chosenZone = useTimeZone();
+  const logZone = useMemo(() => logTimeZone(log.entries), [log, version]); // eslint-disable-line react-hooks/exhaustive-deps
+  const otherZone = logZone !== null && logZone !== chosenZone ? logZone : null;
+
   const matchSet = useMemo(() => new Set(matches), [matches]);
   const currentEntry = current >= 0 ? matches[current] : -1;
   const downloadName = `task-${taskInstanceId}-attempt-${attempt}.log`;
@@ -184,6 +191,11 @@ export function LogViewer({
       <div className="log-toolbar">
         <span className={`tag ${live ? 'tag-live' : 'tag-muted'}`}>{phaseLabel}</span>
         <span className="muted small">{t('log.lines', { n: entries.length.toLocaleString() })}</span>
+        {otherZone && (
+          <span className="tag tag-warn" title={t('log.zoneTitle', { zone: otherZone, chosen: chosenZone })} data-testid="log-zone">
+            <Trans t={t} i18nKey="log.zone" values={{ zone: otherZone }} components={{ zone: <span translate="no" /> }} />
+          </span>
+        )}
         <div className="log-search">
           <input
             type="search"

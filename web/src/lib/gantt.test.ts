@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { GanttAttempt } from '../api/types';
-import { ganttLayout, ticks } from './gantt';
+import { ganttLayout, tickCount, ticks } from './gantt';
 
 const at = (over: Partial<GanttAttempt>): GanttAttempt => ({
   taskInstanceId: 1, taskName: 'a', attempt: 0, status: 'SUCCESS', workerId: 'r1',
@@ -28,5 +28,16 @@ describe('gantt layout', () => {
 
   it('ticks on round steps', () => {
     expect(ticks(0, 60_000)).toEqual([0, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000]);
+  });
+
+  it('labels a narrow axis more sparsely', () => {
+    expect(tickCount(1000)).toBe(8);
+    expect(tickCount(240)).toBe(3);
+    expect(tickCount(60)).toBe(2);
+    const wide = ganttLayout([at({ endTime: '2026-01-01T00:01:00Z' })], null, 0, tickCount(1000));
+    const narrow = ganttLayout([at({ endTime: '2026-01-01T00:01:00Z' })], null, 0, tickCount(240));
+    expect(wide.ticks).toHaveLength(7);
+    expect(narrow.ticks.length).toBeLessThanOrEqual(3);
+    expect(narrow.ticks.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -29,8 +29,19 @@ export function ticks(min: number, max: number, target = 8): number[] {
   return out;
 }
 
-/** Rows in the order tasks first started; each attempt a bar (an open one to `now`). */
-export function ganttLayout(attempts: GanttAttempt[], runStart: string | null, now: number): GanttLayout {
+/** The room one axis label (a clock, `02:00:00`) needs, in pixels. */
+const TICK_ROOM = 80;
+
+/** How many axis labels fit a track `width` pixels wide: 2 to 8. */
+export function tickCount(width: number): number {
+  return Math.max(2, Math.min(8, Math.floor(width / TICK_ROOM)));
+}
+
+/**
+ * Rows in the order tasks first started; each attempt a bar (an open one
+ * to `now`); about `tickTarget` axis labels.
+ */
+export function ganttLayout(attempts: GanttAttempt[], runStart: string | null, now: number, tickTarget = 8): GanttLayout {
   const rows = new Map<string, GanttRow>();
   let min = runStart ? Date.parse(runStart) : Infinity;
   let max = -Infinity;
@@ -54,5 +65,5 @@ export function ganttLayout(attempts: GanttAttempt[], runStart: string | null, n
   }
   if (!Number.isFinite(min)) min = now;
   if (!Number.isFinite(max) || max <= min) max = min + 1000;
-  return { rows: [...rows.values()], min, max, ticks: ticks(min, max) };
+  return { rows: [...rows.values()], min, max, ticks: ticks(min, max, tickTarget) };
 }

@@ -30,6 +30,17 @@ describe('status colours', () => {
     for (const s of statuses) expect(normalizeStatus(s)).toBe(s);
   });
 
+  it('gives outlined statuses their own colours on the dark theme', () => {
+    for (const status of ['PENDING', 'CREATED', 'UP_FOR_RESCHEDULE', 'NONE'] as const) {
+      const s = STATUS_STYLES[status];
+      expect(s.outline).toBe(true);
+      expect(s.border).toMatch(/^light-dark\(#[0-9a-f]{6}, #[0-9a-f]{6}\)$/);
+      expect(s.text).toMatch(/^light-dark\(/);
+    }
+    expect(statusColor('PENDING')).toBe('light-dark(#eef1f6, #232b3a)');
+    expect(statusColor('NONE')).toBe('transparent');
+  });
+
   it('treats unknown or missing statuses as NONE', () => {
     expect(normalizeStatus(undefined)).toBe('NONE');
     expect(normalizeStatus(null)).toBe('NONE');

@@ -25,10 +25,18 @@ const solid = (fill: string, text = '#ffffff'): StatusStyle => ({
   outline: false,
 });
 
-const outline = (fill: string, border: string): StatusStyle => ({
-  fill,
-  border,
-  text: '#4b5563',
+/** One colour for the light theme and another for the dark one. */
+const lightDark = (light: string, dark: string) => (light === dark ? light : `light-dark(${light}, ${dark})`);
+
+/**
+ * A status drawn as an outline: a pale fill would glare on the dark theme,
+ * so each colour is a pair, light and dark, that CSS's `light-dark()` picks
+ * by the page's `color-scheme` (app.css sets it with the theme).
+ */
+const outline = (light: [fill: string, border: string], dark: [fill: string, border: string]): StatusStyle => ({
+  fill: lightDark(light[0], dark[0]),
+  border: lightDark(light[1], dark[1]),
+  text: lightDark('#4b5563', '#c3ccd9'),
   outline: true,
 });
 
@@ -39,14 +47,14 @@ export const STATUS_STYLES: Record<AnyStatus, StatusStyle> = {
   QUEUED: solid('#8a9bb8'),
   WAITING: solid('#e0a526', '#3b2a00'),
   UP_FOR_RETRY: solid('#f0b429', '#3b2a00'),
-  UP_FOR_RESCHEDULE: outline('#e6f4f1', '#2a9d8f'),
+  UP_FOR_RESCHEDULE: outline(['#e6f4f1', '#2a9d8f'], ['#123430', '#3bb5a5']),
   KILLED: solid('#7a2048'),
   TIMEOUT: solid('#f07a10'),
   SKIPPED: solid('#c9ced6', '#374151'),
   UPSTREAM_FAILED: solid('#f5b58d', '#5c2a0b'),
-  PENDING: outline('#eef1f6', '#a9b4c4'),
-  CREATED: outline('#f4f5f7', '#c3cad5'),
-  NONE: outline('transparent', '#c3cad5'),
+  PENDING: outline(['#eef1f6', '#a9b4c4'], ['#232b3a', '#7d8ba0']),
+  CREATED: outline(['#f4f5f7', '#c3cad5'], ['#1b212d', '#5b6679']),
+  NONE: outline(['transparent', '#c3cad5'], ['transparent', '#4a5568']),
 };
 
 /** The known status of `status`, or `NONE`. */

@@ -110,70 +110,72 @@ export function AlertsPage() {
               />
             </Empty>
           ) : (
-            <table className="table" data-testid="alerts-table">
-              <thead>
-                <tr>
-                  <th>{t('columns.noticed')}</th>
-                  <th>{t('columns.dag')}</th>
-                  <th>{t('columns.kind')}</th>
-                  <th>{t('columns.delivery')}</th>
-                  <th>{t('columns.runTask')}</th>
-                  <th>{t('columns.webhook')}</th>
-                  <th className="num">{t('columns.tries')}</th>
-                  <th>{t('columns.answer')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {alerts.data.rows.map((a) => (
-                  <Fragment key={`${a.dag.id}:${a.id}`}>
-                    <tr className="table-click" onClick={() => setOpen(open === a.id ? null : a.id)}>
-                      <td className="mono small nowrap"><Time iso={a.createdAt} /></td>
-                      <td>
-                        <Link to={`/dags/${a.dag.id}`} translate="no">
-                          {a.dag.name}
-                        </Link>
-                      </td>
-                      <td className="mono small">{t(`kind.${a.kind}`)}</td>
-                      <td>
-                        <span className={`tag ${STATE_CLASS[a.status] ?? ''}`}>{t(`state.${a.status}`)}</span>
-                      </td>
-                      <td className="small">
-                        {a.runId && <Link to={`/runs/${a.runId}`}>{t('run', { id: a.runId })}</Link>}
-                        {a.taskInstanceId && (
-                          <>
-                            {' · '}
-                            <Link to={`/task-instances/${a.taskInstanceId}`}>{t('task', { id: a.taskInstanceId })}</Link>
-                          </>
-                        )}
-                      </td>
-                      <td className="mono small ellipsis max-w-260" title={a.webhook} translate="no">
-                        {a.webhook}
-                      </td>
-                      <td className="num">{a.attempts}</td>
-                      <td className="small ellipsis max-w-260" title={a.lastError ?? ''}>
-                        {a.responseStatus ? <span className="mono">{a.responseStatus}</span> : null}{' '}
-                        {typeof a.lastError === 'string' ? (
-                          <span data-server-text>{a.lastError}</span>
-                        ) : a.sentAt ? (
-                          t('sent', { time: formatTime(a.sentAt) })
-                        ) : (
-                          ''
-                        )}
-                      </td>
-                    </tr>
-                    {open === a.id && (
-                      <tr className="row-detail">
-                        <td colSpan={8}>
-                          <pre className="code code-sm" translate="no">
-                            {JSON.stringify(a.payload, null, 2)}
-                          </pre>
+            <div className="table-scroll">
+              <table className="table" data-testid="alerts-table">
+                <thead>
+                  <tr>
+                    <th>{t('columns.noticed')}</th>
+                    <th>{t('columns.dag')}</th>
+                    <th>{t('columns.kind')}</th>
+                    <th>{t('columns.delivery')}</th>
+                    <th>{t('columns.runTask')}</th>
+                    <th>{t('columns.webhook')}</th>
+                    <th className="num">{t('columns.tries')}</th>
+                    <th>{t('columns.answer')}</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {alerts.data.rows.map((a) => (
+                    <Fragment key={`${a.dag.id}:${a.id}`}>
+                      <tr className="table-click" onClick={() => setOpen(open === a.id ? null : a.id)}>
+                        <td className="mono small nowrap"><Time iso={a.createdAt} /></td>
+                        <td>
+                          <Link to={`/dags/${a.dag.id}`} translate="no">
+                            {a.dag.name}
+                          </Link>
+                        </td>
+                        <td className="mono small">{t(`kind.${a.kind}`)}</td>
+                        <td>
+                          <span className={`tag ${STATE_CLASS[a.status] ?? ''}`}>{t(`state.${a.status}`)}</span>
+                        </td>
+                        <td className="small">
+                          {a.runId && <Link to={`/runs/${a.runId}`}>{t('run', { id: a.runId })}</Link>}
+                          {a.taskInstanceId && (
+                            <>
+                              {' · '}
+                              <Link to={`/task-instances/${a.taskInstanceId}`}>{t('task', { id: a.taskInstanceId })}</Link>
+                            </>
+                          )}
+                        </td>
+                        <td className="mono small ellipsis max-w-260" title={a.webhook} translate="no">
+                          {a.webhook}
+                        </td>
+                        <td className="num">{a.attempts}</td>
+                        <td className="small ellipsis max-w-260" title={a.lastError ?? ''}>
+                          {a.responseStatus ? <span className="mono">{a.responseStatus}</span> : null}{' '}
+                          {typeof a.lastError === 'string' ? (
+                            <span data-server-text>{a.lastError}</span>
+                          ) : a.sentAt ? (
+                            t('sent', { time: formatTime(a.sentAt) })
+                          ) : (
+                            ''
+                          )}
                         </td>
                       </tr>
-                    )}
-                  </Fragment>
-                ))}
-              </tbody>
-            </table>
+                      {open === a.id && (
+                        <tr className="row-detail">
+                          <td colSpan={8}>
+                            <pre className="code code-sm" translate="no">
+                              {JSON.stringify(a.payload, null, 2)}
+                            </pre>
+                          </td>
+                        </tr>
+                      )}
+                    </Fragment>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )}
         </>
       )}

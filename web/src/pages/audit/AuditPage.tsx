@@ -42,46 +42,48 @@ export function AuditPage() {
         <Empty>{t('empty')}</Empty>
       ) : (
         <>
-          <table className="table" data-testid="audit-table">
-            <thead>
-              <tr>
-                <th>{t('columns.when')}</th>
-                <th>{t('columns.who')}</th>
-                <th>{t('columns.role')}</th>
-                <th>{t('columns.what')}</th>
-                <th>{t('columns.target')}</th>
-                <th className="num">{t('columns.status')}</th>
-                <th>{t('columns.from')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {audit.data.items.map((a) => (
-                <tr key={a.id}>
-                  <td className="mono small nowrap"><Time iso={a.at} /></td>
-                  <td translate="no">{a.actor}</td>
-                  <td>
-                    {isRole(a.role) ? (
-                      <span className={`role role-${a.role}`}>{t(`common:session.roles.${a.role}`)}</span>
-                    ) : (
-                      <span className={`role role-${a.role}`} translate="no">
-                        {a.role}
-                      </span>
-                    )}
-                  </td>
-                  <td className="mono small" translate="no">
-                    {a.action}
-                  </td>
-                  <td className="mono small ellipsis max-w-320" title={a.target} translate="no">
-                    {a.target}
-                  </td>
-                  <td className={`num mono ${a.status >= 400 ? 'text-bad' : ''}`}>{a.status || '—'}</td>
-                  <td className="mono small" translate="no">
-                    {a.origin}
-                  </td>
+          <div className="table-scroll">
+            <table className="table" data-testid="audit-table">
+              <thead>
+                <tr>
+                  <th>{t('columns.when')}</th>
+                  <th>{t('columns.who')}</th>
+                  <th>{t('columns.role')}</th>
+                  <th>{t('columns.what')}</th>
+                  <th>{t('columns.target')}</th>
+                  <th className="num">{t('columns.status')}</th>
+                  <th>{t('columns.from')}</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {audit.data.items.map((a) => (
+                  <tr key={a.id}>
+                    <td className="mono small nowrap"><Time iso={a.at} /></td>
+                    <td translate="no">{a.actor}</td>
+                    <td>
+                      {isRole(a.role) ? (
+                        <span className={`role role-${a.role}`}>{t(`common:session.roles.${a.role}`)}</span>
+                      ) : (
+                        <span className={`role role-${a.role}`} translate="no">
+                          {a.role}
+                        </span>
+                      )}
+                    </td>
+                    <td className="mono small" translate="no">
+                      {a.action}
+                    </td>
+                    <td className="mono small ellipsis max-w-320" title={a.target} translate="no">
+                      {a.target}
+                    </td>
+                    <td className={`num mono ${a.status >= 400 ? 'text-bad' : ''}`}>{a.status || '—'}</td>
+                    <td className="mono small" translate="no">
+                      {a.origin}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           <Pager page={page} pageSize={PAGE_SIZE} total={audit.data.total} onPage={setPage} />
         </>
       )}

@@ -45,40 +45,42 @@ export function RunsTab({ dagId }: { dagId: number }) {
   if (runs.data.items.length === 0) return <Empty>{t('noRunsYet')}</Empty>;
   return (
     <div>
-      <table className="table" data-testid="runs-table">
-        <thead>
-          <tr>
-            <th>{t('runs.run')}</th>
-            <th>{t('runs.status')}</th>
-            <th>{t('runs.bizDate')}</th>
-            <th>{t('runs.trigger')}</th>
-            <th>{t('runs.runKey')}</th>
-            <th>{t('runs.started')}</th>
-            <th className="num">{t('runs.duration')}</th>
-            <th className="num">{t('runs.dagVersion')}</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.data.items.map((r) => (
-            <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
-              <td className="mono">
-                <Link to={`/runs/${r.id}`}>#{r.id}</Link>
-              </td>
-              <td>
-                <StatusBadge status={r.status} />
-              </td>
-              <td className="mono">{r.bizDate}</td>
-              <td>{triggerLabel(r.triggerType)}</td>
-              <td className="mono small ellipsis max-w-260" title={r.runKey} translate="no">
-                {r.runKey}
-              </td>
-              <td className="mono small"><Time iso={r.startTime} /></td>
-              <td className="num mono small">{formatDuration(durationMs(r.startTime, r.endTime, now))}</td>
-              <td className="num">{r.dagVersion > 0 ? t('version', { version: r.dagVersion }) : '—'}</td>
+      <div className="table-scroll">
+        <table className="table" data-testid="runs-table">
+          <thead>
+            <tr>
+              <th>{t('runs.run')}</th>
+              <th>{t('runs.status')}</th>
+              <th>{t('runs.bizDate')}</th>
+              <th>{t('runs.trigger')}</th>
+              <th>{t('runs.runKey')}</th>
+              <th>{t('runs.started')}</th>
+              <th className="num">{t('runs.duration')}</th>
+              <th className="num">{t('runs.dagVersion')}</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {runs.data.items.map((r) => (
+              <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
+                <td className="mono">
+                  <Link to={`/runs/${r.id}`}>#{r.id}</Link>
+                </td>
+                <td>
+                  <StatusBadge status={r.status} />
+                </td>
+                <td className="mono">{r.bizDate}</td>
+                <td>{triggerLabel(r.triggerType)}</td>
+                <td className="mono small ellipsis max-w-260" title={r.runKey} translate="no">
+                  {r.runKey}
+                </td>
+                <td className="mono small"><Time iso={r.startTime} /></td>
+                <td className="num mono small">{formatDuration(durationMs(r.startTime, r.endTime, now))}</td>
+                <td className="num">{r.dagVersion > 0 ? t('version', { version: r.dagVersion }) : '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       <Pager page={page} pageSize={LIMIT} total={runs.data.total} onPage={setPage} />
     </div>
   );

@@ -2,6 +2,7 @@ import type { TFunction } from 'i18next';
 import { useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
+import { describeCron } from '../../lib/cronWords';
 import { errorMessage } from '../../api/client';
 import { deleteSchedule, listSchedules, setScheduleEnabled } from '../../api/endpoints';
 import type { DagDetail, ScheduleDto } from '../../api/types';
@@ -122,82 +123,84 @@ export function SchedulesTab({ dag }: { dag: DagDetail }) {
       {list.data.items.length === 0 ? (
         <Empty>{t('schedules.empty')}</Empty>
       ) : (
-        <table className="table" data-testid="schedules-table">
-          <thead>
-            <tr>
-              <th>{t('schedules.enabled')}</th>
-              <th>{t('schedules.name')}</th>
-              <th>{t('schedules.trigger')}</th>
-              <th>{t('schedules.meaning')}</th>
-              <th>{t('schedules.zone')}</th>
-              <th>{t('schedules.nextFire')}</th>
-              <th>{t('schedules.window')}</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.items.map((s) => (
-              <tr key={s.scheduleId} data-testid="schedule-row" data-schedule={s.name} className={s.enabled ? '' : 'row-offline'}>
-                <td>
-                  {canToggle ? (
-                    <button
-                      type="button"
-                      role="switch"
-                      aria-checked={s.enabled}
-                      className={`switch${s.enabled ? ' on' : ''}`}
-                      disabled={busy === s.scheduleId}
-                      onClick={() => toggle(s)}
-                      title={s.enabled ? t('schedules.pause') : t('schedules.resume')}
-                      data-testid="schedule-toggle"
-                    >
-                      <span className="switch-knob" />
-                    </button>
-                  ) : (
-                    <span className={`tag ${s.enabled ? 'tag-on' : 'tag-muted'}`}>{s.enabled ? t('schedules.on') : t('schedules.paused')}</span>
-                  )}
-                </td>
-                <td className="mono" translate="no">
-                  {s.name}
-                </td>
-                <td>
-                  <ScheduleTrigger s={s} />
-                </td>
-                <td data-server-text>{s.cronDescription ?? <span className="muted">—</span>}</td>
-                <td className="small" translate="no">
-                  {s.timezone}
-                </td>
-                <td className="small">
-                  {s.nextFireTime ? (
-                    <span>
-                      <span translate="no">{formatZoned(s.nextFireTime)}</span> <span className="muted">({relativeTime(s.nextFireTime, now)})</span>
-                    </span>
-                  ) : (
-                    <span className="muted">{s.enabled ? '—' : t('schedules.paused')}</span>
-                  )}
-                </td>
-                <td className="small muted">{scheduleWindow(s, t)}</td>
-                <td className="col-actions">
-                  {canEdit && (
-                    <>
-                      {s.kind === 'DATA' ? (
-                        <span className="muted small" title={t('schedules.dataEditTitle')}>
-                          {t('schedules.dataEdit')}
-                        </span>
-                      ) : (
-                        <button type="button" className="btn btn-sm" onClick={() => setEditing(s)}>
-                          {t('schedules.edit')}
-                        </button>
-                      )}
-                      <button type="button" className="btn btn-sm btn-ghost-danger" onClick={() => setRemoving(s)}>
-                        {t('schedules.remove')}
-                      </button>
-                    </>
-                  )}
-                </td>
+        <div className="table-scroll">
+          <table className="table" data-testid="schedules-table">
+            <thead>
+              <tr>
+                <th>{t('schedules.enabled')}</th>
+                <th>{t('schedules.name')}</th>
+                <th>{t('schedules.trigger')}</th>
+                <th>{t('schedules.meaning')}</th>
+                <th>{t('schedules.zone')}</th>
+                <th>{t('schedules.nextFire')}</th>
+                <th>{t('schedules.window')}</th>
+                <th />
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {list.data.items.map((s) => (
+                <tr key={s.scheduleId} data-testid="schedule-row" data-schedule={s.name} className={s.enabled ? '' : 'row-offline'}>
+                  <td>
+                    {canToggle ? (
+                      <button
+                        type="button"
+                        role="switch"
+                        aria-checked={s.enabled}
+                        className={`switch${s.enabled ? ' on' : ''}`}
+                        disabled={busy === s.scheduleId}
+                        onClick={() => toggle(s)}
+                        title={s.enabled ? t('schedules.pause') : t('schedules.resume')}
+                        data-testid="schedule-toggle"
+                      >
+                        <span className="switch-knob" />
+                      </button>
+                    ) : (
+                      <span className={`tag ${s.enabled ? 'tag-on' : 'tag-muted'}`}>{s.enabled ? t('schedules.on') : t('schedules.paused')}</span>
+                    )}
+                  </td>
+                  <td className="mono" translate="no">
+                    {s.name}
+                  </td>
+                  <td>
+                    <ScheduleTrigger s={s} />
+                  </td>
+                  <CronWordsCell expression={s.cronExpression} english={s.cronDescription} />
+                  <td className="small" translate="no">
+                    {s.timezone}
+                  </td>
+                  <td className="small">
+                    {s.nextFireTime ? (
+                      <span>
+                        <span translate="no">{formatZoned(s.nextFireTime)}</span> <span className="muted">({relativeTime(s.nextFireTime, now)})</span>
+                      </span>
+                    ) : (
+                      <span className="muted">{s.enabled ? '—' : t('schedules.paused')}</span>
+                    )}
+                  </td>
+                  <td className="small muted">{scheduleWindow(s, t)}</td>
+                  <td className="col-actions">
+                    {canEdit && (
+                      <>
+                        {s.kind === 'DATA' ? (
+                          <span className="muted small" title={t('schedules.dataEditTitle')}>
+                            {t('schedules.dataEdit')}
+                          </span>
+                        ) : (
+                          <button type="button" className="btn btn-sm" onClick={() => setEditing(s)}>
+                            {t('schedules.edit')}
+                          </button>
+                        )}
+                        <button type="button" className="btn btn-sm btn-ghost-danger" onClick={() => setRemoving(s)}>
+                          {t('schedules.remove')}
+                        </button>
+                      </>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {editing && (
         <ScheduleForm
@@ -268,4 +271,18 @@ function RemoveSchedule({
       }}
     />
   );
+}
+
+/** A schedule's cron expression in the reader's words, or a dash. */
+function CronWordsCell({ expression, english }: { expression?: string | null; english?: string | null }) {
+  const { i18n } = useTranslation();
+  const words = describeCron(expression, english, i18n.language);
+  if (!words) {
+    return (
+      <td>
+        <span className="muted">—</span>
+      </td>
+    );
+  }
+  return <td data-server-text={words.fromServer || undefined}>{words.text}</td>;
 }

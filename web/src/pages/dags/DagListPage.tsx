@@ -169,78 +169,80 @@ export function DagListPage() {
       ) : (
         <>
           {dags.error ? <ErrorBox error={dags.error} onRetry={dags.reload} title={t('common:states.couldNotRefresh')} /> : null}
-          <table className="table" data-testid="dag-table">
-            <thead>
-              <tr>
-                <th className="col-toggle" title={t('list.columns.onlineTitle')}>
-                  {t('list.columns.online')}
-                </th>
-                <th>{t('list.columns.dag')}</th>
-                <th>{t('list.columns.owner')}</th>
-                <th>{t('list.columns.project')}</th>
-                <th>{t('list.columns.schedules')}</th>
-                <th>{t('list.columns.recentRuns')}</th>
-                <th className="col-actions" />
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((dag) => (
-                <tr key={dag.id} data-testid="dag-row" data-dag-name={dag.name} className={dag.online ? '' : 'row-offline'}>
-                  <td className="col-toggle">
-                    <OnlineToggle
-                      dagId={dag.id}
-                      online={dag.online}
-                      onChanged={({ online }) =>
-                        dags.setData((data) => ({
-                          ...data,
-                          items: data.items.map((d) => (d.id === dag.id ? { ...d, online } : d)),
-                        }))
-                      }
-                    />
-                  </td>
-                  <td className="col-name">
-                    <Link to={`/dags/${dag.id}`} className="dag-link" translate="no">
-                      {dag.name}
-                    </Link>
-                    {dag.sourceFile && (
-                      <span className="tag tag-file" title={t('list.managedBy', { file: dag.sourceFile })}>
-                        {t('list.fileTag')}
-                      </span>
-                    )}
-                    {dag.description && (
-                      <div className="muted small ellipsis" translate="no">
-                        {dag.description}
-                      </div>
-                    )}
-                  </td>
-                  <td translate="no">{dag.owner ?? <span className="muted">—</span>}</td>
-                  <td translate="no">{projectName(dag.projectId)}</td>
-                  <td className="col-sched">
-                    {(dag.schedules ?? []).length === 0 ? (
-                      <span className="muted">{t('list.manualOnly')}</span>
-                    ) : (
-                      (dag.schedules ?? []).map((s) => <ScheduleLine key={s.scheduleId} schedule={s} now={now} />)
-                    )}
-                  </td>
-                  <td>
-                    <RunStrip runs={dag.recentRuns ?? []} />
-                  </td>
-                  <td className="col-actions">
-                    {canTrigger && (
-                      <Link
-                        to={`/dags/${dag.id}/trigger`}
-                        className="btn btn-sm"
-                        title={t('list.triggerTitle')}
-                        data-testid="trigger-button"
-                      >
-                        {t('list.trigger')}
-                      </Link>
-                    )}
-                  </td>
+          <div className="table-scroll">
+            <table className="table" data-testid="dag-table">
+              <thead>
+                <tr>
+                  <th className="col-toggle" title={t('list.columns.onlineTitle')}>
+                    {t('list.columns.online')}
+                  </th>
+                  <th>{t('list.columns.dag')}</th>
+                  <th>{t('list.columns.owner')}</th>
+                  <th>{t('list.columns.project')}</th>
+                  <th>{t('list.columns.schedules')}</th>
+                  <th>{t('list.columns.recentRuns')}</th>
+                  <th className="col-actions" />
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {rows.map((dag) => (
+                  <tr key={dag.id} data-testid="dag-row" data-dag-name={dag.name} className={dag.online ? '' : 'row-offline'}>
+                    <td className="col-toggle">
+                      <OnlineToggle
+                        dagId={dag.id}
+                        online={dag.online}
+                        onChanged={({ online }) =>
+                          dags.setData((data) => ({
+                            ...data,
+                            items: data.items.map((d) => (d.id === dag.id ? { ...d, online } : d)),
+                          }))
+                        }
+                      />
+                    </td>
+                    <td className="col-name">
+                      <Link to={`/dags/${dag.id}`} className="dag-link" translate="no">
+                        {dag.name}
+                      </Link>
+                      {dag.sourceFile && (
+                        <span className="tag tag-file" title={t('list.managedBy', { file: dag.sourceFile })}>
+                          {t('list.fileTag')}
+                        </span>
+                      )}
+                      {dag.description && (
+                        <div className="muted small ellipsis" translate="no">
+                          {dag.description}
+                        </div>
+                      )}
+                    </td>
+                    <td translate="no">{dag.owner ?? <span className="muted">—</span>}</td>
+                    <td translate="no">{projectName(dag.projectId)}</td>
+                    <td className="col-sched">
+                      {(dag.schedules ?? []).length === 0 ? (
+                        <span className="muted">{t('list.manualOnly')}</span>
+                      ) : (
+                        (dag.schedules ?? []).map((s) => <ScheduleLine key={s.scheduleId} schedule={s} now={now} />)
+                      )}
+                    </td>
+                    <td>
+                      <RunStrip runs={dag.recentRuns ?? []} />
+                    </td>
+                    <td className="col-actions">
+                      {canTrigger && (
+                        <Link
+                          to={`/dags/${dag.id}/trigger`}
+                          className="btn btn-sm"
+                          title={t('list.triggerTitle')}
+                          data-testid="trigger-button"
+                        >
+                          {t('list.trigger')}
+                        </Link>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           <Pager page={page} pageSize={PAGE_SIZE} total={dags.data.total} onPage={(p) => set({ page: String(p) })} />
           {filtered && <div className="muted small">{t('list.filtersNote')}</div>}
         </>

@@ -145,42 +145,44 @@ export function DatasetPage() {
           <Empty>{partition ? t('events.emptyPartition', { partition }) : t('events.empty')}</Empty>
         ) : (
           <>
-            <table className="table" data-testid="dataset-events">
-              <thead>
-                <tr>
-                  <th>{t('events.columns.written')}</th>
-                  <th>{t('events.columns.partition')}</th>
-                  <th>{t('events.columns.by')}</th>
-                  <th>{t('events.columns.run')}</th>
-                  <th>{t('events.columns.metadata')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {events.data.items.map((e) => (
-                  <tr key={e.id}>
-                    <td className="mono small nowrap" title={relativeTime(e.createdAt, now)}>
-                      <Time iso={e.createdAt} />
-                    </td>
-                    <td className="mono" translate="no">
-                      {e.partition ?? <span className="muted">—</span>}
-                    </td>
-                    <td>
-                      <span className="tag">{t(`events.source.${e.source}`)}</span>
-                    </td>
-                    <td className="small">
-                      {e.dagRunId ? <Link to={`/runs/${e.dagRunId}`}>{t('events.run', { id: e.dagRunId })}</Link> : <span className="muted">—</span>}
-                    </td>
-                    <td
-                      className="mono small ellipsis max-w-260"
-                      title={e.metadata ? JSON.stringify(e.metadata) : ''}
-                      translate="no"
-                    >
-                      {e.metadata ? JSON.stringify(e.metadata) : ''}
-                    </td>
+            <div className="table-scroll">
+              <table className="table" data-testid="dataset-events">
+                <thead>
+                  <tr>
+                    <th>{t('events.columns.written')}</th>
+                    <th>{t('events.columns.partition')}</th>
+                    <th>{t('events.columns.by')}</th>
+                    <th>{t('events.columns.run')}</th>
+                    <th>{t('events.columns.metadata')}</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {events.data.items.map((e) => (
+                    <tr key={e.id}>
+                      <td className="mono small nowrap" title={relativeTime(e.createdAt, now)}>
+                        <Time iso={e.createdAt} />
+                      </td>
+                      <td className="mono" translate="no">
+                        {e.partition ?? <span className="muted">—</span>}
+                      </td>
+                      <td>
+                        <span className="tag">{t(`events.source.${e.source}`)}</span>
+                      </td>
+                      <td className="small">
+                        {e.dagRunId ? <Link to={`/runs/${e.dagRunId}`}>{t('events.run', { id: e.dagRunId })}</Link> : <span className="muted">—</span>}
+                      </td>
+                      <td
+                        className="mono small ellipsis max-w-260"
+                        title={e.metadata ? JSON.stringify(e.metadata) : ''}
+                        translate="no"
+                      >
+                        {e.metadata ? JSON.stringify(e.metadata) : ''}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
             <Pager page={page} pageSize={PAGE_SIZE} total={events.data.total} onPage={setPage} />
           </>
         )}

@@ -41,72 +41,74 @@ export function DatasetsPage() {
           />
         </Empty>
       ) : (
-        <table className="table" data-testid="datasets-table">
-          <thead>
-            <tr>
-              <th>{t('list.columns.dataset')}</th>
-              <th>{t('list.columns.writtenBy')}</th>
-              <th>{t('list.columns.starts')}</th>
-              <th className="num">{t('list.columns.events')}</th>
-              <th>{t('list.columns.lastWritten')}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {datasets.data.items.map((d) => (
-              <tr key={d.name} data-testid={`dataset-${d.name}`}>
-                <td>
-                  <Link to={`/datasets/${encodeURIComponent(d.name)}`} className="mono" translate="no">
-                    {d.name}
-                  </Link>
-                </td>
-                <td className="small">
-                  {d.producers.length === 0 ? (
-                    <span className="muted">{t('list.outside')}</span>
-                  ) : (
-                    d.producers.map((p) => (
-                      <div key={`${p.dag}/${p.task}`}>
-                        <DagLink name={p.dag} ids={dagIds} />
-                        <span className="muted">
-                          {' / '}
-                          <span translate="no">{p.task}</span>
-                        </span>
-                      </div>
-                    ))
-                  )}
-                </td>
-                <td className="small">
-                  {d.consumers.length === 0 ? (
-                    <span className="muted">{t('list.nothing')}</span>
-                  ) : (
-                    d.consumers.map((c) => (
-                      <div key={`${c.dag}/${c.schedule}`}>
-                        <DagLink name={c.dag} ids={dagIds} />
-                        {!c.active && <span className="tag tag-muted">{t('list.paused')}</span>}
-                      </div>
-                    ))
-                  )}
-                </td>
-                <td className="num">{d.events}</td>
-                <td className="small nowrap">
-                  {d.lastEvent ? (
-                    <span title={formatTime(d.lastEvent.createdAt)}>
-                      {d.lastEvent.partition && (
-                        <span className="mono">
-                          <span translate="no">{d.lastEvent.partition}</span>
-                          {' · '}
-                        </span>
-                      )}
-                      {relativeTime(d.lastEvent.createdAt, now)}
-                      <span className="muted"> {t(`list.by.${d.lastEvent.source}`)}</span>
-                    </span>
-                  ) : (
-                    <span className="muted">{t('list.never')}</span>
-                  )}
-                </td>
+        <div className="table-scroll">
+          <table className="table" data-testid="datasets-table">
+            <thead>
+              <tr>
+                <th>{t('list.columns.dataset')}</th>
+                <th>{t('list.columns.writtenBy')}</th>
+                <th>{t('list.columns.starts')}</th>
+                <th className="num">{t('list.columns.events')}</th>
+                <th>{t('list.columns.lastWritten')}</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {datasets.data.items.map((d) => (
+                <tr key={d.name} data-testid={`dataset-${d.name}`}>
+                  <td>
+                    <Link to={`/datasets/${encodeURIComponent(d.name)}`} className="mono" translate="no">
+                      {d.name}
+                    </Link>
+                  </td>
+                  <td className="small">
+                    {d.producers.length === 0 ? (
+                      <span className="muted">{t('list.outside')}</span>
+                    ) : (
+                      d.producers.map((p) => (
+                        <div key={`${p.dag}/${p.task}`}>
+                          <DagLink name={p.dag} ids={dagIds} />
+                          <span className="muted">
+                            {' / '}
+                            <span translate="no">{p.task}</span>
+                          </span>
+                        </div>
+                      ))
+                    )}
+                  </td>
+                  <td className="small">
+                    {d.consumers.length === 0 ? (
+                      <span className="muted">{t('list.nothing')}</span>
+                    ) : (
+                      d.consumers.map((c) => (
+                        <div key={`${c.dag}/${c.schedule}`}>
+                          <DagLink name={c.dag} ids={dagIds} />
+                          {!c.active && <span className="tag tag-muted">{t('list.paused')}</span>}
+                        </div>
+                      ))
+                    )}
+                  </td>
+                  <td className="num">{d.events}</td>
+                  <td className="small nowrap">
+                    {d.lastEvent ? (
+                      <span title={formatTime(d.lastEvent.createdAt)}>
+                        {d.lastEvent.partition && (
+                          <span className="mono">
+                            <span translate="no">{d.lastEvent.partition}</span>
+                            {' · '}
+                          </span>
+                        )}
+                        {relativeTime(d.lastEvent.createdAt, now)}
+                        <span className="muted"> {t(`list.by.${d.lastEvent.source}`)}</span>
+                      </span>
+                    ) : (
+                      <span className="muted">{t('list.never')}</span>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {datasets.data && datasets.data.items.length > 0 && (
         <div className="pager muted">{t('list.total', { count: datasets.data.total })}</div>

@@ -93,77 +93,79 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
           </ul>
         </div>
       )}
-      <table className="table" data-testid="ti-table">
-        <thead>
-          <tr>
-            {canAct && (
-              <th className="col-check">
-                <input
-                  type="checkbox"
-                  aria-label={t('instances.selectAll')}
-                  checked={all}
-                  onChange={() => setSelected(all ? new Set() : new Set(instances.map((ti) => ti.id)))}
-                  data-testid="ti-select-all"
-                />
-              </th>
-            )}
-            <th>{t('instances.columns.task')}</th>
-            <th>{t('instances.columns.status')}</th>
-            <th className="num">{t('instances.columns.attempts')}</th>
-            <th>{t('instances.columns.started')}</th>
-            <th>{t('instances.columns.ended')}</th>
-            <th className="num">{t('instances.columns.duration')}</th>
-            <th>{t('instances.columns.runner')}</th>
-            <th>{t('instances.columns.queue')}</th>
-            <th>{t('instances.columns.reason')}</th>
-          </tr>
-        </thead>
-        <tbody>
-          {instances.map((ti) => (
-            <tr key={ti.id} data-testid="ti-row" data-task={ti.taskName} className={selected.has(ti.id) ? 'row-selected' : ''}>
+      <div className="table-scroll">
+        <table className="table" data-testid="ti-table">
+          <thead>
+            <tr>
               {canAct && (
-                <td className="col-check">
+                <th className="col-check">
                   <input
                     type="checkbox"
-                    aria-label={t('instances.select', { task: ti.taskName })}
-                    checked={selected.has(ti.id)}
-                    onChange={() => toggle(ti.id)}
-                    data-testid="ti-select"
+                    aria-label={t('instances.selectAll')}
+                    checked={all}
+                    onChange={() => setSelected(all ? new Set() : new Set(instances.map((ti) => ti.id)))}
+                    data-testid="ti-select-all"
                   />
-                </td>
+                </th>
               )}
-              <td>
-                <Link to={`/task-instances/${ti.id}`} className="mono" translate="no">
-                  {ti.taskName}
-                </Link>
-              </td>
-              <td>
-                <StatusBadge status={ti.status} />
-                {ti.retryAt && (
-                  <span className="muted small">
-                    {' '}
-                    {t('instances.retryAt', { time: formatTime(ti.retryAt) })}
-                  </span>
-                )}
-              </td>
-              <td className="num">{ti.attempts}</td>
-              <td className="mono small"><Time iso={ti.startTime} /></td>
-              <td className="mono small"><Time iso={ti.endTime} /></td>
-              <td className="num mono small">{formatDuration(durationMs(ti.startTime, ti.endTime, now))}</td>
-              <td className="mono small" translate="no">
-                {ti.workerId ?? '—'}
-              </td>
-              <td className="small" translate="no">
-                {ti.queue}
-              </td>
-              {/* The system's own words about what went wrong, as the API gives them. */}
-              <td className="small ellipsis max-w-320" title={ti.errorMessage ?? ''} data-server-text>
-                {ti.errorMessage ?? ''}
-              </td>
+              <th>{t('instances.columns.task')}</th>
+              <th>{t('instances.columns.status')}</th>
+              <th className="num">{t('instances.columns.attempts')}</th>
+              <th>{t('instances.columns.started')}</th>
+              <th>{t('instances.columns.ended')}</th>
+              <th className="num">{t('instances.columns.duration')}</th>
+              <th>{t('instances.columns.runner')}</th>
+              <th>{t('instances.columns.queue')}</th>
+              <th>{t('instances.columns.reason')}</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {instances.map((ti) => (
+              <tr key={ti.id} data-testid="ti-row" data-task={ti.taskName} className={selected.has(ti.id) ? 'row-selected' : ''}>
+                {canAct && (
+                  <td className="col-check">
+                    <input
+                      type="checkbox"
+                      aria-label={t('instances.select', { task: ti.taskName })}
+                      checked={selected.has(ti.id)}
+                      onChange={() => toggle(ti.id)}
+                      data-testid="ti-select"
+                    />
+                  </td>
+                )}
+                <td>
+                  <Link to={`/task-instances/${ti.id}`} className="mono" translate="no">
+                    {ti.taskName}
+                  </Link>
+                </td>
+                <td>
+                  <StatusBadge status={ti.status} />
+                  {ti.retryAt && (
+                    <span className="muted small">
+                      {' '}
+                      {t('instances.retryAt', { time: formatTime(ti.retryAt) })}
+                    </span>
+                  )}
+                </td>
+                <td className="num">{ti.attempts}</td>
+                <td className="mono small"><Time iso={ti.startTime} /></td>
+                <td className="mono small"><Time iso={ti.endTime} /></td>
+                <td className="num mono small">{formatDuration(durationMs(ti.startTime, ti.endTime, now))}</td>
+                <td className="mono small" translate="no">
+                  {ti.workerId ?? '—'}
+                </td>
+                <td className="small" translate="no">
+                  {ti.queue}
+                </td>
+                {/* The system's own words about what went wrong, as the API gives them. */}
+                <td className="small ellipsis max-w-320" title={ti.errorMessage ?? ''} data-server-text>
+                  {ti.errorMessage ?? ''}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {asking && (
         <ConfirmDialog
           title={t(`instances.bulk.${asking}`)}

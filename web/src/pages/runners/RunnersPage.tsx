@@ -113,66 +113,68 @@ function QueuesTable({ queues }: { queues: QueueDto[] }) {
           />
         </div>
       )}
-      <table className="table" data-testid="queues-table">
-        <thead>
-          <tr>
-            <th>{t('queues.columns.queue')}</th>
-            <th>{t('queues.columns.servedBy')}</th>
-            <th className="num">{t('queues.columns.slots')}</th>
-            <th className="num">{t('queues.columns.queued')}</th>
-            <th className="num">{t('queues.columns.running')}</th>
-            <th>{t('queues.columns.backlog')}</th>
-            <th className="num">{t('queues.columns.dags')}</th>
-          </tr>
-        </thead>
-        <tbody>
-          {queues.map((q) => (
-            <tr key={q.queue} data-testid="queue-row" data-queue={q.queue}>
-              <td className="mono" translate="no">
-                {q.queue}
-              </td>
-              <td>
-                {q.unserved ? (
-                  <span className="tag tag-warn">{t('queues.noRunner')}</span>
-                ) : (
-                  t('queues.runners', { count: q.runners })
-                )}
-              </td>
-              <td className="num">{q.slots}</td>
-              <td className="num">{q.queuedTasks}</td>
-              <td className="num">{q.runningTasks}</td>
-              <td>
-                {q.backlog.length === 0 ? (
-                  <span className="muted small">{t('queues.backlogEmpty')}</span>
-                ) : (
-                  <span title={t('queues.backlogTotal', { messages: backlogTotal(q) })}>
-                    {q.backlog.map((band) => (
-                      <span
-                        key={band.priority}
-                        className="chip mono"
-                        title={t('queues.band', {
-                          priority: band.priority,
-                          pending: band.pending,
-                          ackPending: band.ackPending,
-                        })}
-                      >
-                        {band.ackPending > 0
-                          ? t('queues.chipInFlight', {
-                              priority: band.priority,
-                              pending: band.pending,
-                              inFlight: band.ackPending,
-                            })
-                          : t('queues.chip', { priority: band.priority, pending: band.pending })}
-                      </span>
-                    ))}
-                  </span>
-                )}
-              </td>
-              <td className="num">{q.dags}</td>
+      <div className="table-scroll">
+        <table className="table" data-testid="queues-table">
+          <thead>
+            <tr>
+              <th>{t('queues.columns.queue')}</th>
+              <th>{t('queues.columns.servedBy')}</th>
+              <th className="num">{t('queues.columns.slots')}</th>
+              <th className="num">{t('queues.columns.queued')}</th>
+              <th className="num">{t('queues.columns.running')}</th>
+              <th>{t('queues.columns.backlog')}</th>
+              <th className="num">{t('queues.columns.dags')}</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {queues.map((q) => (
+              <tr key={q.queue} data-testid="queue-row" data-queue={q.queue}>
+                <td className="mono" translate="no">
+                  {q.queue}
+                </td>
+                <td>
+                  {q.unserved ? (
+                    <span className="tag tag-warn">{t('queues.noRunner')}</span>
+                  ) : (
+                    t('queues.runners', { count: q.runners })
+                  )}
+                </td>
+                <td className="num">{q.slots}</td>
+                <td className="num">{q.queuedTasks}</td>
+                <td className="num">{q.runningTasks}</td>
+                <td>
+                  {q.backlog.length === 0 ? (
+                    <span className="muted small">{t('queues.backlogEmpty')}</span>
+                  ) : (
+                    <span title={t('queues.backlogTotal', { messages: backlogTotal(q) })}>
+                      {q.backlog.map((band) => (
+                        <span
+                          key={band.priority}
+                          className="chip mono"
+                          title={t('queues.band', {
+                            priority: band.priority,
+                            pending: band.pending,
+                            ackPending: band.ackPending,
+                          })}
+                        >
+                          {band.ackPending > 0
+                            ? t('queues.chipInFlight', {
+                                priority: band.priority,
+                                pending: band.pending,
+                                inFlight: band.ackPending,
+                              })
+                            : t('queues.chip', { priority: band.priority, pending: band.pending })}
+                        </span>
+                      ))}
+                    </span>
+                  )}
+                </td>
+                <td className="num">{q.dags}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </>
   );
 }
@@ -180,50 +182,52 @@ function QueuesTable({ queues }: { queues: QueueDto[] }) {
 function RunnersTable({ runners, now }: { runners: RunnerDto[]; now: number }) {
   const { t } = useTranslation('runners');
   return (
-    <table className="table" data-testid="runners-table">
-      <thead>
-        <tr>
-          <th>{t('runners.columns.runner')}</th>
-          <th>{t('runners.columns.queues')}</th>
-          <th className="num">{t('runners.columns.slots')}</th>
-          <th className="num">{t('runners.columns.running')}</th>
-          <th>{t('runners.columns.load')}</th>
-          <th>{t('runners.columns.version')}</th>
-          <th>{t('runners.columns.lastHeartbeat')}</th>
-        </tr>
-      </thead>
-      <tbody>
-        {runners.map((r) => {
-          const load = r.slots ? Math.min(1, r.running / r.slots) : 0;
-          return (
-            <tr key={r.id} data-testid="runner-row">
-              <td className="mono" translate="no">
-                {r.id}
-              </td>
-              <td>
-                {r.queues.map((q) => (
-                  <span key={q} className="chip mono" translate="no">
-                    {q}
+    <div className="table-scroll">
+      <table className="table" data-testid="runners-table">
+        <thead>
+          <tr>
+            <th>{t('runners.columns.runner')}</th>
+            <th>{t('runners.columns.queues')}</th>
+            <th className="num">{t('runners.columns.slots')}</th>
+            <th className="num">{t('runners.columns.running')}</th>
+            <th>{t('runners.columns.load')}</th>
+            <th>{t('runners.columns.version')}</th>
+            <th>{t('runners.columns.lastHeartbeat')}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runners.map((r) => {
+            const load = r.slots ? Math.min(1, r.running / r.slots) : 0;
+            return (
+              <tr key={r.id} data-testid="runner-row">
+                <td className="mono" translate="no">
+                  {r.id}
+                </td>
+                <td>
+                  {r.queues.map((q) => (
+                    <span key={q} className="chip mono" translate="no">
+                      {q}
+                    </span>
+                  ))}
+                </td>
+                <td className="num">{r.slots}</td>
+                <td className="num">{r.running}</td>
+                <td>
+                  <span className="meter" title={t('runners.load', { percent: Math.round(load * 100) })}>
+                    <span className={`meter-fill${load >= 1 ? ' full' : ''}`} style={{ width: `${load * 100}%` }} />
                   </span>
-                ))}
-              </td>
-              <td className="num">{r.slots}</td>
-              <td className="num">{r.running}</td>
-              <td>
-                <span className="meter" title={t('runners.load', { percent: Math.round(load * 100) })}>
-                  <span className={`meter-fill${load >= 1 ? ' full' : ''}`} style={{ width: `${load * 100}%` }} />
-                </span>
-              </td>
-              <td className="small mono" title={t('runners.featureLevel')}>
-                {r.version ? t('runners.version', { version: r.version, level: r.featureLevel }) : t('runners.olderBuild')}
-              </td>
-              <td className="small" title={formatTime(r.lastSeen)}>
-                {relativeTime(r.lastSeen, now)}
-              </td>
-            </tr>
-          );
-        })}
-      </tbody>
-    </table>
+                </td>
+                <td className="small mono" title={t('runners.featureLevel')}>
+                  {r.version ? t('runners.version', { version: r.version, level: r.featureLevel }) : t('runners.olderBuild')}
+                </td>
+                <td className="small" title={formatTime(r.lastSeen)}>
+                  {relativeTime(r.lastSeen, now)}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
   );
 }

@@ -168,46 +168,48 @@ export function TaskInstancePage() {
           {executions.length === 0 ? (
             <Empty>{t('page.attempts.none', { status: statusLabel(task.status) })}</Empty>
           ) : (
-            <table className="table table-click" data-testid="attempts-table">
-              <thead>
-                <tr>
-                  <th className="num">{t('page.attempts.columns.attempt')}</th>
-                  <th>{t('page.attempts.columns.status')}</th>
-                  <th className="num">{t('page.attempts.columns.exit')}</th>
-                  <th>{t('page.attempts.columns.started')}</th>
-                  <th className="num">{t('page.attempts.columns.duration')}</th>
-                  <th>{t('page.attempts.columns.runner')}</th>
-                  <th>{t('page.attempts.columns.error')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {executions.map((e) => (
-                  <tr
-                    key={e.id}
-                    className={e.attempt === chosen?.attempt ? 'row-selected' : ''}
-                    onClick={() => chooseAttempt(e.attempt)}
-                    data-testid="attempt-row"
-                    data-attempt={e.attempt}
-                  >
-                    <td className="num mono">{e.attempt + 1}</td>
-                    <td>
-                      <StatusBadge status={e.status} />
-                    </td>
-                    <td className="num mono">{e.exitCode ?? '—'}</td>
-                    <td className="mono small"><Time iso={e.startTime} /></td>
-                    <td className="num mono small">
-                      {formatDuration(e.durationMs ?? durationMs(e.startTime, e.endTime, now))}
-                    </td>
-                    <td className="mono small" translate="no">
-                      {e.workerId}
-                    </td>
-                    <td className="small ellipsis max-w-320" title={e.errorMessage ?? ''} data-server-text>
-                      {e.errorMessage ?? ''}
-                    </td>
+            <div className="table-scroll">
+              <table className="table table-click" data-testid="attempts-table">
+                <thead>
+                  <tr>
+                    <th className="num">{t('page.attempts.columns.attempt')}</th>
+                    <th>{t('page.attempts.columns.status')}</th>
+                    <th className="num">{t('page.attempts.columns.exit')}</th>
+                    <th>{t('page.attempts.columns.started')}</th>
+                    <th className="num">{t('page.attempts.columns.duration')}</th>
+                    <th>{t('page.attempts.columns.runner')}</th>
+                    <th>{t('page.attempts.columns.error')}</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {executions.map((e) => (
+                    <tr
+                      key={e.id}
+                      className={e.attempt === chosen?.attempt ? 'row-selected' : ''}
+                      onClick={() => chooseAttempt(e.attempt)}
+                      data-testid="attempt-row"
+                      data-attempt={e.attempt}
+                    >
+                      <td className="num mono">{e.attempt + 1}</td>
+                      <td>
+                        <StatusBadge status={e.status} />
+                      </td>
+                      <td className="num mono">{e.exitCode ?? '—'}</td>
+                      <td className="mono small"><Time iso={e.startTime} /></td>
+                      <td className="num mono small">
+                        {formatDuration(e.durationMs ?? durationMs(e.startTime, e.endTime, now))}
+                      </td>
+                      <td className="mono small" translate="no">
+                        {e.workerId}
+                      </td>
+                      <td className="small ellipsis max-w-320" title={e.errorMessage ?? ''} data-server-text>
+                        {e.errorMessage ?? ''}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )}
         </section>
         <section className="panel">
@@ -224,16 +226,18 @@ export function TaskInstancePage() {
               />
             </div>
           ) : (
-            <table className="table" data-testid="outputs-table">
-              <tbody>
-                {outputs.map(([k, v]) => (
-                  <tr key={k} translate="no">
-                    <td className="mono">{k}</td>
-                    <td className="mono small break">{v}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <div className="table-scroll">
+              <table className="table" data-testid="outputs-table">
+                <tbody>
+                  {outputs.map(([k, v]) => (
+                    <tr key={k} translate="no">
+                      <td className="mono">{k}</td>
+                      <td className="mono small break">{v}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )}
         </section>
       </div>
