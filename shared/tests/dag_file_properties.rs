@@ -23,7 +23,7 @@ macro_rules! examples {
 }
 
 /// The example DAG files shipped with DataJump.
-const EXAMPLES: [(&str, &str); 11] = examples![
+const EXAMPLES: [(&str, &str); 12] = examples![
     "example_cross_dag.yaml",
     "example_diamond.yaml",
     "example_event.yaml",
@@ -31,6 +31,7 @@ const EXAMPLES: [(&str, &str); 11] = examples![
     "example_python.yaml",
     "example_retries.yaml",
     "example_sql.yaml",
+    "example_warehouse.yaml",
     "example_warehouse_dwd.yaml",
     "example_warehouse_dws.yaml",
     "example_warehouse_ods.yaml",

@@ -1014,6 +1014,7 @@ async fn the_example_dags_run_as_their_comments_say() {
         "example_ods",
         "example_dwd",
         "example_dws",
+        "example_warehouse",
     ] {
         assert!(
             log.contains(&format!("dag '{name}'")),
@@ -1145,6 +1146,19 @@ async fn the_example_dags_run_as_their_comments_say() {
     assert!(
         lineage.contains("example_dwd/clean_orders") && lineage.contains("example_dws"),
         "{lineage}"
+    );
+
+    // The 60-task warehouse waits for the ODS run of its date, which ended.
+    let warehouse = run_at(
+        &api_url,
+        None,
+        &["trigger", "example_warehouse", "--wait", "--timeout", "120"],
+    )
+    .await;
+    assert!(
+        warehouse.success,
+        "{}\n{}",
+        warehouse.stdout, warehouse.stderr
     );
     up.kill9();
 }

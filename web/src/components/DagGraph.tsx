@@ -1,29 +1,32 @@
-// A DAG drawn read-only: dagre layout left to right (or the canvas's saved
-// positions), each node coloured by its task's status in the chosen run.
+// A DAG drawn read-only: its tasks coloured by their status in the chosen
+// run, stubs for what they wait for outside it, every kind of edge drawn
+// its own way with a legend. Made to stay readable at hundreds of tasks: a
+// search, a click that highlights all a node waits on and all that waits on
+// it, and a minimap. Laid out by dagre left to right (or the canvas's saved
+// positions).
 
-import { memo, useMemo } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import {
   Background,
   Controls,
-  Handle,
   MarkerType,
-  Position,
+  MiniMap,
   ReactFlow,
+  ReactFlowProvider,
+  useReactFlow,
   type Edge as FlowEdge,
-  type Node,
-  type NodeProps,
 } from '@xyflow/react';
-import type { Edge } from '../api/types';
 import { edgeLabel, flowLabels } from './flowLabels';
-import { NODE_HEIGHT, NODE_WIDTH, positionsFor, type Point } from '../lib/layout';
-import { normalizeStatus, statusClass, statusLabel, statusStyle } from '../lib/status';
+import { FocusLine } from './graph/FocusLine';
+import { GraphLegend } from './graph/GraphLegend';
+import { GraphSearch } from './graph/GraphSearch';
+import { EDGE_LOOKS, edgeText } from './graph/edgeLook';
+import { kindOf, kindsPresent, lineage, searchMatches, type DrawnEdge, type GraphStub, type GraphTask } from './graph/model';
+import { nodeTypes, type StubNodeType, type TaskNodeType } from './graph/nodes';
+import { graphPositions, NODE_HEIGHT, NODE_WIDTH } from '../lib/layout';
 
-export interface GraphTask {
-  name: string;
-  type?: string | null;
-  saved?: Point | null;
-}
+export type { GraphStub, GraphTask } from './graph/model';
 
 export interface TaskState {
   status: string;
@@ -31,145 +34,222 @@ export interface TaskState {
   attempts?: number;
 }
 
-type TaskNodeData = {
-  name: string;
-  type: string;
-  status: string;
-  taskInstanceId: number | null;
-  attempts: number;
-};
+/** Above this many nodes the graph gets a minimap. */
+const MINIMAP_FROM = 30;
 
-type TaskNodeType = Node<TaskNodeData, 'task'>;
-
-const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
-  const { t } = useTranslation('dag');
-  const s = statusStyle(data.status);
-  const status = normalizeStatus(data.status);
-  return (
-    <div
-      className={`gnode ${statusClass(data.status)}${data.taskInstanceId ? ' gnode-link' : ''}`}
-      style={{ borderColor: s.outline ? '#c3cad5' : s.fill }}
-      data-testid="graph-node"
-      data-task={data.name}
-      data-status={status}
-      title={t(data.attempts > 1 ? 'graph.nodeTitleAttempts' : 'graph.nodeTitle', {
-        name: data.name,
-        status: statusLabel(data.status),
-        attempts: data.attempts,
-      })}
-    >
-      <Handle type="target" position={Position.Left} isConnectable={false} />
-      <span className="gnode-bar" style={{ background: s.outline ? 'transparent' : s.fill, borderColor: s.border }} />
-      <span className="gnode-body">
-        <span className="gnode-name" translate="no">
-          {data.name}
-        </span>
-        <span className="gnode-meta">
-          <span className="gnode-type" translate="no">
-            {data.type}
-          </span>
-          <span className="gnode-status">{status === 'NONE' ? '' : statusLabel(data.status)}</span>
-        </span>
-      </span>
-      <Handle type="source" position={Position.Right} isConnectable={false} />
-    </div>
-  );
-});
-
-const nodeTypes = { task: TaskNode };
-
-const edgeStyle = { stroke: '#9aa4b2', strokeWidth: 1.25 };
-const marker = { type: MarkerType.ArrowClosed, color: '#9aa4b2', width: 16, height: 16 };
-
-export function DagGraph({
-  tasks,
-  edges,
-  states,
-  onOpen,
-  height = 460,
-}: {
+interface GraphProps {
   tasks: GraphTask[];
-  edges: Edge[];
+  stubs?: GraphStub[];
+  edges: DrawnEdge[];
   states?: Map<string, TaskState>;
   onOpen?: (taskInstanceId: number) => void;
   height?: number | string;
-}) {
-  const { t, i18n } = useTranslation('dag');
-  const positions = useMemo(
+}
+
+export function DagGraph(props: GraphProps) {
+  const { t } = useTranslation('dag');
+  // A new shape is laid out and fitted to the view again; only a new shape:
+  // a run's states change often, and dagre is slow at hundreds of tasks.
+  const shape = useMemo(
     () =>
-      positionsFor(
-        tasks.map((t) => ({ id: t.name, saved: t.saved ?? null })),
-        edges,
-        { nodeWidth: NODE_WIDTH, nodeHeight: NODE_HEIGHT },
-      ),
-    [tasks, edges],
+      [
+        ...props.tasks.map((t) => `${t.name}@${t.saved ? `${t.saved.x},${t.saved.y}` : ''}`),
+        ...(props.stubs ?? []).map((s) => s.id),
+        ...props.edges.map((e) => `${e.source}>${e.target}`),
+      ].join('\u0000'),
+    [props.tasks, props.stubs, props.edges],
   );
-  const nodes = useMemo<TaskNodeType[]>(
+  if (props.tasks.length === 0) {
+    return <div className="state state-empty">{t('noTasks')}</div>;
+  }
+  return (
+    <ReactFlowProvider key={shape}>
+      <GraphView {...props} />
+    </ReactFlowProvider>
+  );
+}
+
+const NO_STUBS: GraphStub[] = [];
+
+function GraphView({ tasks, stubs = NO_STUBS, edges, states, onOpen, height = 460 }: GraphProps) {
+  const { t, i18n } = useTranslation('dag');
+  const flow = useReactFlow();
+  const [query, setQuery] = useState('');
+  const [next, setNext] = useState(0);
+  const [focus, setFocus] = useState<string | null>(null);
+
+  // Laid out once: DagGraph mounts a new view for a new shape.
+  const [positions] = useState(() =>
+    graphPositions(
+      tasks.map((t) => ({ id: t.name, saved: t.saved ?? null })),
+      stubs.map((s) => ({ id: s.id })),
+      edges,
+    ),
+  );
+  // Each node's name as a person reads it: another DAG's task with its DAG.
+  const names = useMemo(
     () =>
-      tasks.map((t) => {
-        const state = states?.get(t.name);
+      new Map([
+        ...tasks.map((t) => [t.name, t.name] as const),
+        ...stubs.map((s) => [s.id, s.kind === 'DAG_TASK' ? `${s.dag}/${s.name}` : s.name] as const),
+      ]),
+    [tasks, stubs],
+  );
+  const matches = useMemo(
+    () => searchMatches([...names].map(([id, name]) => ({ id, name })), query),
+    [names, query],
+  );
+  const matched = useMemo(() => new Set(matches), [matches]);
+  const related = useMemo(() => {
+    if (!focus) return null;
+    const { upstream, downstream } = lineage(edges, focus);
+    return { upstream, downstream, all: new Set([focus, ...upstream, ...downstream]) };
+  }, [edges, focus]);
+  const searching = query.trim() !== '';
+  const dimmed = useCallback(
+    (id: string) => (related ? !related.all.has(id) : searching && !matched.has(id)),
+    [related, searching, matched],
+  );
+
+  const nodes = useMemo<Array<TaskNodeType | StubNodeType>>(() => {
+    const place = (id: string) => ({
+      id,
+      position: positions.get(id) ?? { x: 0, y: 0 },
+      width: NODE_WIDTH,
+      height: NODE_HEIGHT,
+      draggable: false,
+      connectable: false,
+      className: [dimmed(id) && 'gdim', matched.has(id) && 'gmatch', id === focus && 'gfocus'].filter(Boolean).join(' '),
+    });
+    return [
+      ...tasks.map((task): TaskNodeType => {
+        const state = states?.get(task.name);
         return {
-          id: t.name,
+          ...place(task.name),
           type: 'task',
-          position: positions.get(t.name) ?? { x: 0, y: 0 },
           data: {
-            name: t.name,
-            type: (t.type ?? '').toUpperCase(),
+            name: task.name,
+            type: (task.type ?? '').toUpperCase(),
             status: state?.status ?? 'NONE',
             taskInstanceId: state?.taskInstanceId ?? null,
             attempts: state?.attempts ?? 0,
           },
-          width: NODE_WIDTH,
-          height: NODE_HEIGHT,
-          draggable: false,
-          connectable: false,
         };
       }),
-    [tasks, states, positions],
-  );
+      ...stubs.map((stub): StubNodeType => ({ ...place(stub.id), type: 'stub', data: { stub } })),
+    ];
+  }, [tasks, stubs, states, positions, matched, dimmed, focus]);
+
   const flowEdges = useMemo<FlowEdge[]>(
     () =>
-      edges.map((e) => ({
-        id: `${e.source}->${e.target}`,
-        source: e.source,
-        target: e.target,
-        style: edgeStyle,
-        markerEnd: marker,
-        focusable: false,
-        ariaLabel: edgeLabel(i18n.language, e.source, e.target),
-      })),
-    [edges, i18n.language],
+      edges.map((e) => {
+        const kind = kindOf(e);
+        const look = EDGE_LOOKS[kind];
+        const lit = related ? related.all.has(e.source) && related.all.has(e.target) : !searching;
+        return {
+          id: `${e.source}->${e.target}:${kind}:${e.offsetDay ?? 0}`,
+          source: e.source,
+          target: e.target,
+          className: `gedge gedge-${kind.toLowerCase()}${lit ? '' : ' gdim'}`,
+          style: { stroke: look.color, strokeWidth: look.width, strokeDasharray: look.dash },
+          markerEnd: { type: MarkerType.ArrowClosed, color: look.color, width: 16, height: 16 },
+          label: edgeText(e, t),
+          focusable: false,
+          ariaLabel: edgeLabel(
+            i18n.language,
+            names.get(e.source) ?? e.source,
+            names.get(e.target) ?? e.target,
+            kind === 'STRONG' ? undefined : t(`graph.kinds.${kind}`),
+          ),
+        };
+      }),
+    [edges, related, searching, names, t, i18n.language],
   );
+  const kinds = useMemo(() => kindsPresent(edges), [edges]);
   const ariaLabelConfig = useMemo(() => flowLabels(i18n.language), [i18n.language]);
-  // A new shape is fitted to the view again.
-  const shape = useMemo(() => tasks.map((t) => t.name).join('\u0000'), [tasks]);
-  if (tasks.length === 0) {
-    return <div className="state state-empty">{t('noTasks')}</div>;
-  }
+
+  useEffect(() => {
+    if (!focus) return;
+    const clear = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') setFocus(null);
+    };
+    window.addEventListener('keydown', clear);
+    return () => window.removeEventListener('keydown', clear);
+  }, [focus]);
+
+  const showNext = () => {
+    if (matches.length === 0) return;
+    const id = matches[next % matches.length]!;
+    setNext(next + 1);
+    const at = positions.get(id);
+    if (at) {
+      void flow.setCenter(at.x + NODE_WIDTH / 2, at.y + NODE_HEIGHT / 2, { zoom: Math.max(flow.getZoom(), 1), duration: 300 });
+    }
+  };
+  const focusedInstance = focus ? states?.get(focus)?.taskInstanceId : undefined;
+
   return (
     <div className="graph-box" style={{ height }}>
-      <ReactFlow
-        key={shape}
-        nodes={nodes}
-        edges={flowEdges}
-        nodeTypes={nodeTypes}
-        fitView
-        fitViewOptions={{ padding: 0.15, maxZoom: 1.2 }}
-        minZoom={0.1}
-        nodesDraggable={false}
-        nodesConnectable={false}
-        elementsSelectable={false}
-        onlyRenderVisibleElements={tasks.length > 200}
-        proOptions={{ hideAttribution: true }}
-        ariaLabelConfig={ariaLabelConfig}
-        onNodeClick={(_, node) => {
-          const id = (node.data as TaskNodeData).taskInstanceId;
-          if (id && onOpen) onOpen(id);
-        }}
-      >
-        <Background gap={16} size={1} color="#e3e7ed" />
-        <Controls showInteractive={false} position="bottom-right" />
-      </ReactFlow>
+      <div className="graph-bar">
+        <GraphSearch
+          query={query}
+          found={matches.length}
+          onQuery={(q) => {
+            setQuery(q);
+            setNext(0);
+          }}
+          onNext={showNext}
+        />
+        {related && focus && (
+          <FocusLine
+            name={names.get(focus) ?? focus}
+            upstream={related.upstream.size}
+            downstream={related.downstream.size}
+            onOpen={focusedInstance && onOpen ? () => onOpen(focusedInstance) : undefined}
+            onClear={() => setFocus(null)}
+          />
+        )}
+        <div className="spacer" />
+        {kinds.some((k) => k !== 'STRONG') && <GraphLegend kinds={kinds} />}
+      </div>
+      <div className="graph-flow">
+        <ReactFlow
+          nodes={nodes}
+          edges={flowEdges}
+          nodeTypes={nodeTypes}
+          fitView
+          // First shown at a zoom whose names can be read, the middle of a
+          // big graph; the Fit View button and the minimap show all of it.
+          fitViewOptions={{ padding: 0.12, maxZoom: 1.2, minZoom: 0.7 }}
+          minZoom={0.05}
+          nodesDraggable={false}
+          nodesConnectable={false}
+          elementsSelectable={false}
+          onlyRenderVisibleElements={nodes.length > 200}
+          proOptions={{ hideAttribution: true }}
+          ariaLabelConfig={ariaLabelConfig}
+          onNodeClick={(_, node) => setFocus(node.id === focus ? null : node.id)}
+          onNodeDoubleClick={(_, node) => {
+            const id = node.type === 'task' ? (node.data as TaskNodeType['data']).taskInstanceId : null;
+            if (id && onOpen) onOpen(id);
+          }}
+          onPaneClick={() => setFocus(null)}
+          zoomOnDoubleClick={false}
+        >
+          <Background gap={16} size={1} color="var(--line-soft-4)" />
+          <Controls showInteractive={false} position="bottom-right" />
+          {nodes.length > MINIMAP_FROM && (
+            <MiniMap
+              position="bottom-left"
+              style={{ width: 160, height: 110 }}
+              pannable
+              zoomable
+              nodeClassName={(n) => `gmini-${n.type}${dimmed(n.id) ? ' gmini-dim' : ''}`}
+              ariaLabel={t('graph.minimap')}
+            />
+          )}
+        </ReactFlow>
+      </div>
     </div>
   );
 }

@@ -28,7 +28,11 @@ export function flowLabels(language: string): Partial<AriaLabelConfig> {
   };
 }
 
-/** An edge's label in `language`: its two tasks, by name. */
-export function edgeLabel(language: string, source: string, target: string): string {
+/**
+ * An edge's label in `language`: its two ends, by name, and its kind (as
+ * the graph's legend words it) unless it is a plain dependency.
+ */
+export function edgeLabel(language: string, source: string, target: string, kind?: string): string {
+  if (kind) return i18next.getFixedT(language, 'dag')('graph.edgeOfKind', { source, target, kind });
   return i18next.getFixedT(language)('flow.edge', { source, target });
 }

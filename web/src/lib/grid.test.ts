@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { GridDto, RunEvent, TaskEvent } from '../api/types';
-import { applyRunEvent, applyTaskEvent, fromGrid, mergeOlder, oldestRunId } from './grid';
+import { applyRunEvent, applyTaskEvent, filterGrid, fromGrid, mergeOlder, oldestRunId } from './grid';
 
 const tasks = [
   { id: 1, name: 'extract', taskType: 'SHELL', upstream: [] },
@@ -36,7 +36,7 @@ const runEvent = (over: Partial<RunEvent>): RunEvent => ({
 });
 
 describe('grid data', () => {
-  it('puts the newest run at the right with cells aligned to tasks', () => {
+  it('puts the latest business date at the right with cells aligned to tasks', () => {
     const m = fromGrid(dto);
     expect(m.runs.map((r) => r.id)).toEqual([10, 12]);
     expect(m.runs[0]!.cells.map((c) => c?.taskInstanceId)).toEqual([100, 101]);
@@ -84,6 +84,28 @@ describe('grid data', () => {
     // Its tasks then fill in.
     m = applyTaskEvent(m, taskEvent({ runId: 13, id: 130, taskName: 'extract', taskId: 1 }));
     expect(m.runs[2]!.cells[0]?.taskInstanceId).toBe(130);
+  });
+
+  it('puts a new run of an earlier business date at its date, not at the right', () => {
+    let m = fromGrid(dto);
+    m = applyRunEvent(m, runEvent({ id: 14, bizDate: '2026-11-01', runKey: 'backfill:x' }));
+    expect(m.runs.map((r) => r.id)).toEqual([10, 14, 12]);
+    // Before the first column while earlier pages exist: not this page's.
+    m = applyRunEvent(m, runEvent({ id: 15, bizDate: '2026-10-01', runKey: 'backfill:y' }));
+    expect(m.runs.map((r) => r.id)).toEqual([10, 14, 12]);
+  });
+
+  it('narrows the rows to a part of a name and to a state, keeping cells aligned', () => {
+    const m = fromGrid(dto);
+    expect(filterGrid(m, { text: '', status: '' })).toBe(m);
+    const byName = filterGrid(m, { text: 'LOA', status: '' });
+    expect(byName.tasks.map((t) => t.name)).toEqual(['load']);
+    expect(byName.runs[0]!.cells.map((c) => c?.taskInstanceId)).toEqual([101]);
+    expect(byName.runs[1]!.cells).toEqual([null]);
+    const succeededTwice = filterGrid(m, { text: '', status: 'SUCCESS' });
+    expect(succeededTwice.tasks.map((t) => t.name)).toEqual(['extract', 'load']);
+    expect(filterGrid(m, { text: '', status: 'FAILED' }).tasks).toEqual([]);
+    expect(filterGrid(m, { text: 'ext', status: 'SUCCESS' }).runs[1]!.cells.map((c) => c?.taskInstanceId)).toEqual([120]);
   });
 
   it('merges older runs at the left, realigned to the tasks', () => {

@@ -1,5 +1,6 @@
-// The grid's data: rows are tasks, columns are runs (oldest at the left,
-// newest at the right, as Airflow draws it), one cell per task and run.
+// The grid's data: rows are tasks, columns are runs by business date
+// (earliest at the left, latest at the right, as Airflow draws it; runs of
+// one date in the order they were made), one cell per task and run.
 // Built from `GET /dags/{id}/grid` answers and patched by stream events;
 // every function returns a new model (or the same one when nothing changed).
 
@@ -36,10 +37,16 @@ export interface GridRun {
 export interface GridModel {
   dagId: number;
   tasks: GridTaskDto[];
-  /** Oldest first: the newest run is the last column. */
+  /** Earliest business date first: the latest run is the last column. */
   runs: GridRun[];
-  /** Whether older runs than the first exist. */
+  /** Whether runs earlier than the first exist. */
   hasMore: boolean;
+}
+
+/** The grid's column order: business date, then id (creation). */
+export function compareRuns(a: Pick<GridRun, 'bizDate' | 'id'>, b: Pick<GridRun, 'bizDate' | 'id'>): number {
+  if (a.bizDate !== b.bizDate) return a.bizDate < b.bizDate ? -1 : 1;
+  return a.id - b.id;
 }
 
 function cellOf(dto: GridCellDto | undefined): GridCell | null {
@@ -76,7 +83,7 @@ function runOf(dto: GridRunDto, from: GridTaskDto[], tasks: GridTaskDto[]): Grid
   };
 }
 
-/** The model of a grid answer (whose runs are newest first). */
+/** The model of a grid answer (whose runs are latest first). */
 export function fromGrid(dto: GridDto): GridModel {
   const tasks = dto.tasks;
   return {
@@ -103,7 +110,7 @@ function widen(runs: GridRun[], tasks: GridTaskDto[]): GridRun[] {
   );
 }
 
-/** `model` with the older runs of `dto` (a `before=` page) at its left. */
+/** `model` with the earlier runs of `dto` (a `before=` page) at its left. */
 export function mergeOlder(model: GridModel, dto: GridDto): GridModel {
   const tasks = unionTasks(model.tasks, dto.tasks);
   const known = new Set(model.runs.map((r) => r.id));
@@ -119,7 +126,7 @@ export function mergeOlder(model: GridModel, dto: GridDto): GridModel {
   };
 }
 
-/** The id to pass as `before` for the next older page. */
+/** The id to pass as `before` for the next earlier page. */
 export function oldestRunId(model: GridModel): number | undefined {
   return model.runs[0]?.id;
 }
@@ -157,7 +164,8 @@ export function applyTaskEvent(model: GridModel, event: TaskEvent): GridModel {
 
 /**
  * `model` with a run's change from the stream: a known run takes its new
- * status and times; a new run of this DAG becomes a column in id order.
+ * status and times; a new run of this DAG becomes a column at its
+ * business date.
  */
 export function applyRunEvent(model: GridModel, event: RunEvent): GridModel {
   if (event.dagId !== model.dagId) return model;
@@ -181,9 +189,9 @@ export function applyRunEvent(model: GridModel, event: RunEvent): GridModel {
     };
     return { ...model, runs };
   }
-  const oldest = model.runs[0];
-  // A run older than the first column belongs to a page not loaded.
-  if (oldest && event.id < oldest.id && model.hasMore) return model;
+  const earliest = model.runs[0];
+  // A run before the first column belongs to a page not loaded.
+  if (earliest && compareRuns(event, earliest) < 0 && model.hasMore) return model;
   const fresh: GridRun = {
     id: event.id,
     runKey: event.runKey,
@@ -195,8 +203,36 @@ export function applyRunEvent(model: GridModel, event: RunEvent): GridModel {
     endTime: event.endTime,
     cells: model.tasks.map(() => null),
   };
-  const runs = [...model.runs, fresh].sort((a, b) => a.id - b.id);
+  const runs = [...model.runs, fresh].sort(compareRuns);
   return { ...model, runs };
+}
+
+/** What the grid's rows are narrowed to: a part of a task's name, a state. */
+export interface GridFilter {
+  text: string;
+  status: TaskStatus | '';
+}
+
+/**
+ * `model` with only the tasks whose name holds `filter.text` (any case)
+ * and, when a state is chosen, that have a cell in that state; the same
+ * model when nothing is filtered.
+ */
+export function filterGrid(model: GridModel, filter: GridFilter): GridModel {
+  const text = filter.text.trim().toLowerCase();
+  if (!text && !filter.status) return model;
+  const keep = model.tasks
+    .map((task, i) => ({ task, i }))
+    .filter(
+      ({ task, i }) =>
+        (!text || task.name.toLowerCase().includes(text)) &&
+        (!filter.status || model.runs.some((run) => run.cells[i]?.status === filter.status)),
+    );
+  return {
+    ...model,
+    tasks: keep.map(({ task }) => task),
+    runs: model.runs.map((run) => ({ ...run, cells: keep.map(({ i }) => run.cells[i] ?? null) })),
+  };
 }
 
 /** The longest run duration in ms (for the header bars' scale). */

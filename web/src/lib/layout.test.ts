@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { layoutDag, positionsFor } from './layout';
+import { graphPositions, layoutDag, NODE_WIDTH, positionsFor } from './layout';
 
 describe('dagre layout', () => {
   const nodes = ['extract', 'clean', 'audit', 'report'].map((id) => ({ id }));
@@ -50,5 +50,38 @@ describe('dagre layout', () => {
       [{ source: 'a', target: 'b' }],
     );
     expect(mixed.get('b')!.x).toBeGreaterThan(mixed.get('a')!.x);
+  });
+
+  it('sets stubs beside the saved tasks they are linked to, never on top of another node', () => {
+    const tasks = [
+      { id: 'a', saved: { x: 0, y: 0 } },
+      { id: 'b', saved: { x: 300, y: 0 } },
+    ];
+    const stubs = [{ id: 'dag/orders/load' }, { id: 'dataset/dw.orders' }, { id: 'dataset/dw.users' }];
+    const edges = [
+      { source: 'a', target: 'b' },
+      { source: 'dag/orders/load', target: 'a' },
+      { source: 'b', target: 'dataset/dw.orders' },
+      { source: 'b', target: 'dataset/dw.users' },
+    ];
+    const pos = graphPositions(tasks, stubs, edges);
+    expect(pos.get('a')).toEqual({ x: 0, y: 0 });
+    expect(pos.get('dag/orders/load')!.x).toBeLessThan(-NODE_WIDTH);
+    expect(pos.get('dataset/dw.orders')!.x).toBeGreaterThan(300 + NODE_WIDTH);
+    expect(pos.get('dataset/dw.users')!.x).toBe(pos.get('dataset/dw.orders')!.x);
+    expect(pos.get('dataset/dw.users')!.y).toBeGreaterThan(pos.get('dataset/dw.orders')!.y);
+  });
+
+  it('lays out tasks and stubs together when a task has no saved position', () => {
+    const pos = graphPositions(
+      [{ id: 'a', saved: { x: 0, y: 0 } }, { id: 'b', saved: null }],
+      [{ id: 'after/upstream' }],
+      [
+        { source: 'a', target: 'b' },
+        { source: 'after/upstream', target: 'a' },
+      ],
+    );
+    expect(pos.get('a')!.x).toBeGreaterThan(pos.get('after/upstream')!.x);
+    expect(pos.get('b')!.x).toBeGreaterThan(pos.get('a')!.x);
   });
 });

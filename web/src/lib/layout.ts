@@ -85,3 +85,41 @@ export function positionsFor(
   }
   return layoutDag(nodes, edges, options);
 }
+
+/**
+ * Positions for a DAG's tasks and the stubs around them (other DAGs, other
+ * runs, datasets). The tasks keep their saved canvas positions when every
+ * task has one, each stub then set beside the first task it is linked to
+ * (left of a task that waits for it, right of one that writes it), below
+ * whatever is already there; otherwise dagre lays out everything.
+ */
+export function graphPositions(
+  tasks: Array<LayoutNode & { saved?: Point | null }>,
+  stubs: LayoutNode[],
+  edges: LayoutEdge[],
+  options: LayoutOptions = {},
+): Map<string, Point> {
+  if (tasks.length === 0 || !tasks.every((n) => n.saved)) return layoutDag([...tasks, ...stubs], edges, options);
+  const width = options.nodeWidth ?? NODE_WIDTH;
+  const height = options.nodeHeight ?? NODE_HEIGHT;
+  const gap = options.ranksep ?? 60;
+  const out = new Map(tasks.map((n) => [n.id, n.saved as Point]));
+  const taken = [...out.values()];
+  const free = (p: Point) => !taken.some((q) => Math.abs(q.x - p.x) < width && Math.abs(q.y - p.y) < height + 8);
+  const isTask = (id: string) => tasks.some((n) => n.id === id);
+  for (const stub of stubs) {
+    const edge = edges.find(
+      (e) => (e.source === stub.id && isTask(e.target)) || (e.target === stub.id && isTask(e.source)),
+    );
+    let at: Point = { x: 0, y: 0 };
+    if (edge) {
+      const waits = edge.source === stub.id;
+      const anchor = out.get(waits ? edge.target : edge.source)!;
+      at = { x: anchor.x + (waits ? -(width + gap) : width + gap), y: anchor.y };
+    }
+    while (!free(at)) at = { x: at.x, y: at.y + height + 12 };
+    out.set(stub.id, at);
+    taken.push(at);
+  }
+  return out;
+}

@@ -1,14 +1,14 @@
 import { useMemo } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Link, useNavigate } from 'react-router';
-import { getCanvas, getRun, listRuns } from '../../api/endpoints';
+import { getGraph, getRun, listRuns } from '../../api/endpoints';
 import { DagGraph } from '../../components/DagGraph';
 import { StatusBadge } from '../../components/Status';
 import { ErrorBox, Loading } from '../../components/States';
 import { formatTime } from '../../lib/format';
 import { useAsync } from '../../lib/hooks';
 import { useStream } from '../../live/stream';
-import { graphTasks, patchInstances, runStates } from './graphData';
+import { graphParts, patchInstances, runStates } from './graphData';
 import { runFromEvent, triggerLabel } from '../../lib/runs';
 import { statusLabel } from '../../lib/status';
 
@@ -23,7 +23,7 @@ export function GraphTab({
 }) {
   const { t } = useTranslation('dag');
   const navigate = useNavigate();
-  const canvas = useAsync(`canvas:${dagId}`, (signal) => getCanvas(dagId, { signal }));
+  const graph = useAsync(`graph:${dagId}`, (signal) => getGraph(dagId, { signal }));
   const runs = useAsync(`runs:${dagId}`, (signal) => listRuns(dagId, 1, 25, { signal }));
   // The chosen run, else the latest.
   const runId = selectedRun ?? runs.data?.items[0]?.id ?? null;
@@ -48,17 +48,17 @@ export function GraphTab({
       if (event.id === runId) run.setData((r) => ({ ...r, status: event.status, endTime: event.endTime }));
     },
     onReconnect: () => {
-      canvas.reload();
+      graph.reload();
       runs.reload();
       run.reload();
     },
   });
 
-  const tasks = useMemo(() => (canvas.data ? graphTasks(canvas.data, run.data) : []), [canvas.data, run.data]);
+  const parts = useMemo(() => (graph.data ? graphParts(graph.data, run.data) : null), [graph.data, run.data]);
   const states = useMemo(() => (run.data ? runStates(run.data.taskInstances) : undefined), [run.data]);
 
-  if (!canvas.data) {
-    return canvas.error ? <ErrorBox error={canvas.error} onRetry={canvas.reload} /> : <Loading label={t('graph.loading')} />;
+  if (!parts) {
+    return graph.error ? <ErrorBox error={graph.error} onRetry={graph.reload} /> : <Loading label={t('graph.loading')} />;
   }
   const runItems = runs.data?.items ?? [];
   const shownInList = runItems.some((r) => r.id === selectedRun);
@@ -101,8 +101,9 @@ export function GraphTab({
         <span className="muted small">{t('graph.clickHint')}</span>
       </div>
       <DagGraph
-        tasks={tasks}
-        edges={canvas.data.edges}
+        tasks={parts.tasks}
+        stubs={parts.stubs}
+        edges={parts.edges}
         states={states}
         height="calc(100vh - 250px)"
         onOpen={(id) => navigate(`/task-instances/${id}`)}

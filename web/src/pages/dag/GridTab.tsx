@@ -1,7 +1,8 @@
-// Airflow's grid: a row per task, a column per run (newest at the right),
-// a bar per run whose height is its duration, a square per cell. Rows and
-// columns are windowed, so a thousand runs of fifty tasks draw only what is
-// on screen.
+// Airflow's grid: a row per task, a column per run by business date (the
+// latest at the right, each new date labelled), a bar per run whose height
+// is its duration, a square per cell. Rows and columns are windowed, so a
+// thousand runs of fifty tasks draw only what is on screen; rows can be
+// narrowed to a name and a state.
 
 import { memo, useLayoutEffect, useMemo, useRef, useState, type MouseEvent } from 'react';
 import { useTranslation } from 'react-i18next';
@@ -15,10 +16,12 @@ import { durationMs, formatDuration } from '../../lib/format';
 import {
   applyRunEvent,
   applyTaskEvent,
+  filterGrid,
   fromGrid,
   longestRunMs,
   mergeOlder,
   oldestRunId,
+  type GridFilter,
   type GridModel,
   type GridRun,
 } from '../../lib/grid';
@@ -32,8 +35,14 @@ const COL_W = 18;
 const CELL = 14;
 const ROW_H = 22;
 const NAME_W = 220;
-const HEADER_H = 72;
+const HEADER_H = 88;
 const BAR_MAX = 56;
+/** The strip under the run bars that holds the business dates. */
+const DATE_H = 16;
+/** The least room between two date labels. */
+const DATE_GAP = 52;
+/** The states the rows can be narrowed to, in the legend's order. */
+const FILTER_STATES = ['FAILED', 'UPSTREAM_FAILED', 'TIMEOUT', 'KILLED', 'RUNNING', 'QUEUED', 'UP_FOR_RETRY', 'UP_FOR_RESCHEDULE', 'SKIPPED', 'SUCCESS'] as const;
 
 const SIZES = [25, 50, 100] as const;
 const ROW_BLOCK = 40;
@@ -115,6 +124,8 @@ export function GridTab({
   const [size, setSize] = useState<number>(25);
   const grid = useAsync(`grid:${dagId}:${size}`, (signal) => getGrid(dagId, size, undefined, { signal }).then(fromGrid));
   const [older, setOlder] = useState<{ busy: boolean; error: unknown }>({ busy: false, error: null });
+  const [filter, setFilter] = useState<GridFilter>({ text: '', status: '' });
+  const shown = useMemo(() => (grid.data ? filterGrid(grid.data, filter) : null), [grid.data, filter]);
 
   useStream({
     onTask: (event) => {
@@ -139,17 +150,43 @@ export function GridTab({
     }
   };
 
-  if (!grid.data) {
+  if (!grid.data || !shown) {
     return grid.error ? <ErrorBox error={grid.error} onRetry={grid.reload} /> : <Loading label={t('grid.loading')} />;
   }
   const model = grid.data;
   const selected = model.runs.find((r) => r.id === selectedRun) ?? null;
+  const filtered = shown !== model;
   return (
     <div className="grid-layout">
       <div className="grid-main">
         <div className="toolbar">
-          <span className="muted small">
-            {t('grid.summary', { runs: model.runs.length, tasks: model.tasks.length })}
+          <input
+            type="search"
+            className="input input-sm"
+            value={filter.text}
+            onChange={(e) => setFilter((f) => ({ ...f, text: e.target.value }))}
+            placeholder={t('grid.filterName')}
+            aria-label={t('grid.filterName')}
+            data-testid="grid-filter-name"
+          />
+          <select
+            className="input input-sm"
+            value={filter.status}
+            onChange={(e) => setFilter((f) => ({ ...f, status: e.target.value as GridFilter['status'] }))}
+            aria-label={t('grid.filterState')}
+            data-testid="grid-filter-state"
+          >
+            <option value="">{t('grid.anyState')}</option>
+            {FILTER_STATES.map((st) => (
+              <option key={st} value={st}>
+                {statusLabel(st)}
+              </option>
+            ))}
+          </select>
+          <span className="muted small" data-testid="grid-summary">
+            {filtered
+              ? t('grid.summaryFiltered', { runs: model.runs.length, shown: shown.tasks.length, tasks: model.tasks.length })
+              : t('grid.summary', { runs: model.runs.length, tasks: model.tasks.length })}
           </span>
           <label className="field-inline">
             <span>{t('grid.perPage')}</span>
@@ -173,8 +210,10 @@ export function GridTab({
           <Empty>{t('noTasks')}</Empty>
         ) : model.runs.length === 0 ? (
           <Empty>{t('grid.noRuns')}</Empty>
+        ) : shown.tasks.length === 0 ? (
+          <Empty>{t('grid.noMatch')}</Empty>
         ) : (
-          <GridView model={model} selectedRun={selectedRun} onSelectRun={onSelectRun} />
+          <GridView model={shown} selectedRun={selectedRun} onSelectRun={onSelectRun} />
         )}
       </div>
       <RunPanel run={selected} model={model} onClose={() => onSelectRun(null)} />
@@ -258,6 +297,20 @@ function GridView({
     }
   };
 
+  // A label where the business date changes, where there is room for it.
+  const dateLabels = useMemo(() => {
+    const labels: number[] = [];
+    let lastX = -DATE_GAP;
+    model.runs.forEach((run, i) => {
+      const x = i * COL_W;
+      if (model.runs[i - 1]?.bizDate !== run.bizDate && x - lastX >= DATE_GAP) {
+        labels.push(i);
+        lastX = x;
+      }
+    });
+    return labels;
+  }, [model.runs]);
+
   const totalW = cols.getTotalSize();
   const totalH = rows.getTotalSize();
   const vCols = cols.getVirtualItems();
@@ -294,7 +347,7 @@ function GridView({
                 type="button"
                 key={run.id}
                 className={`run-col${run.id === selectedRun ? ' selected' : ''}`}
-                style={{ left: c.start, width: COL_W, height: HEADER_H }}
+                style={{ left: c.start, width: COL_W, height: HEADER_H - DATE_H }}
                 title={t('grid.runTitle', {
                   bizDate: run.bizDate,
                   status: statusLabel(run.status),
@@ -311,6 +364,23 @@ function GridView({
               </button>
             );
           })}
+          {dateLabels
+            .filter((i) => i >= (vCols[0]?.index ?? 0) - 4 && i <= (vCols[vCols.length - 1]?.index ?? -1))
+            .map((i) => {
+              const run = model.runs[i]!;
+              return (
+                <time
+                  key={`${run.bizDate}:${i}`}
+                  className="grid-date"
+                  dateTime={run.bizDate}
+                  title={t('grid.dateTitle', { bizDate: run.bizDate })}
+                  style={{ left: NAME_W + i * COL_W, top: HEADER_H - DATE_H, height: DATE_H }}
+                  data-testid="grid-date"
+                >
+                  {run.bizDate.slice(5)}
+                </time>
+              );
+            })}
         </div>
         <div className="grid-names" style={{ width: NAME_W, height: totalH - HEADER_H }}>
           {vRows.map((r) => {

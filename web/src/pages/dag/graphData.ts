@@ -1,28 +1,64 @@
-// What a DAG graph is drawn from: the canvas's tasks and edges, plus the
-// tasks of a run that the current canvas lacks (a run of an older version).
+// What a DAG graph is drawn from: the canvas's tasks and edges, or the
+// graph API's tasks, stubs and edges of every kind; plus the tasks of a run
+// that the current definition lacks (a run of an older version).
 
-import type { Canvas, RunDetail, TaskEvent, TaskInstanceDto } from '../../api/types';
-import type { GraphTask, TaskState } from '../../components/DagGraph';
+import type { Canvas, Graph, RunDetail, TaskEvent, TaskInstanceDto } from '../../api/types';
+import type { GraphStub, GraphTask, TaskState } from '../../components/DagGraph';
 
-export function graphTasks(canvas: Canvas, run?: RunDetail | null): GraphTask[] {
-  const tasks: GraphTask[] = canvas.tasks.map((t) => ({
-    name: t.name,
-    type: t.type ?? 'SHELL',
-    saved:
-      t.positionX !== null && t.positionX !== undefined && t.positionY !== null && t.positionY !== undefined
-        ? { x: t.positionX, y: t.positionY }
-        : null,
-  }));
-  if (run) {
-    const names = new Set(tasks.map((t) => t.name));
-    for (const ti of run.taskInstances) {
-      if (!names.has(ti.taskName)) {
-        names.add(ti.taskName);
-        tasks.push({ name: ti.taskName, type: null, saved: null });
-      }
+type Positioned = { positionX?: number | null; positionY?: number | null };
+
+/** A saved canvas position, if both coordinates are there. */
+function savedPoint(t: Positioned): GraphTask['saved'] {
+  return t.positionX !== null && t.positionX !== undefined && t.positionY !== null && t.positionY !== undefined
+    ? { x: t.positionX, y: t.positionY }
+    : null;
+}
+
+/** `tasks` with a task for each of the run's task instances they lack. */
+function withRunTasks(tasks: GraphTask[], run?: RunDetail | null): GraphTask[] {
+  if (!run) return tasks;
+  const out = [...tasks];
+  const names = new Set(tasks.map((t) => t.name));
+  for (const ti of run.taskInstances) {
+    if (!names.has(ti.taskName)) {
+      names.add(ti.taskName);
+      out.push({ name: ti.taskName, type: null, saved: null });
     }
   }
-  return tasks;
+  return out;
+}
+
+export function graphTasks(canvas: Canvas, run?: RunDetail | null): GraphTask[] {
+  return withRunTasks(
+    canvas.tasks.map((t) => ({ name: t.name, type: t.type ?? 'SHELL', saved: savedPoint(t) })),
+    run,
+  );
+}
+
+/**
+ * The graph API's answer as the drawing takes it: its tasks (and the run's
+ * tasks it lacks), its stubs, each OTHER_RUN stub with the offset its edge
+ * waits by (null for the previous run), and its edges.
+ */
+export function graphParts(graph: Graph, run?: RunDetail | null) {
+  const tasks: GraphTask[] = [];
+  const stubs: GraphStub[] = [];
+  for (const n of graph.nodes) {
+    if (n.kind === 'TASK') {
+      tasks.push({ name: n.name, type: n.taskType ?? null, saved: savedPoint(n) });
+      continue;
+    }
+    const out = graph.edges.find((e) => e.source === n.id);
+    stubs.push({
+      id: n.id,
+      kind: n.kind,
+      name: n.name,
+      dag: n.dag ?? null,
+      dagId: n.dagId ?? null,
+      offsetDay: n.kind === 'OTHER_RUN' && out?.kind === 'CROSS_RUN' ? out.offsetDay : null,
+    });
+  }
+  return { tasks: withRunTasks(tasks, run), stubs, edges: graph.edges };
 }
 
 /** The state of each task in a run, by task name. */

@@ -29,6 +29,7 @@ import {
   apiProblems,
   canvasBody,
   definitionBody,
+  edgeTypeOf,
   localProblems,
   newTask,
   settingsBody,
@@ -38,6 +39,7 @@ import {
   typeOf,
   uniqueName,
   type DagSettings,
+  type EdgeType,
   type EditorEdge,
   type EditorNode,
   type Problem,
@@ -48,6 +50,7 @@ import { TaskPanel } from './TaskPanel';
 
 type NodeData = { task: TaskDef; flagged: boolean };
 type TaskNode = Node<NodeData, 'edit'>;
+type DependencyEdge = FlowEdge<{ type: EdgeType }>;
 
 const TYPE_COLOR: Record<string, string> = {
   SHELL: '#475569',
@@ -95,7 +98,7 @@ const nodeTypes = { edit: EditNode };
 const marker = { type: MarkerType.ArrowClosed, color: '#64748b', width: 16, height: 16 };
 const edgeId = (source: string, target: string) => `e:${source}->${target}`;
 
-function initialGraph(canvas: Canvas | null): { nodes: TaskNode[]; edges: FlowEdge[] } {
+function initialGraph(canvas: Canvas | null): { nodes: TaskNode[]; edges: DependencyEdge[] } {
   if (!canvas) return { nodes: [], edges: [] };
   const idOf = new Map(canvas.tasks.map((t) => [t.name, `t${t.id}`]));
   const positions = positionsFor(
@@ -120,7 +123,7 @@ function initialGraph(canvas: Canvas | null): { nodes: TaskNode[]; edges: FlowEd
       .map((e) => {
         const source = idOf.get(e.source)!;
         const target = idOf.get(e.target)!;
-        return { id: edgeId(source, target), source, target, markerEnd: marker };
+        return { id: edgeId(source, target), source, target, markerEnd: marker, data: { type: edgeTypeOf(e) } };
       }),
   };
 }
@@ -137,6 +140,59 @@ function freeSpot(at: { x: number; y: number }, nodes: TaskNode[]): { x: number;
   return p;
 }
 
+/** The selected dependency: which task waits for which, and whether it is STRONG or WEAK. */
+function EdgePanel({
+  source,
+  target,
+  type,
+  onType,
+  readOnly,
+}: {
+  source: string;
+  target: string;
+  type: EdgeType;
+  onType: (type: EdgeType) => void;
+  readOnly: boolean;
+}) {
+  const { t } = useTranslation('editor');
+  const name = <code translate="no" />;
+  return (
+    <div className="task-panel" data-testid="edge-panel">
+      <h3>{t('edge.title')}</h3>
+      <div>
+        <Trans t={t} i18nKey="edge.waits" values={{ source, target }} components={{ name }} />
+      </div>
+      <fieldset className="fieldset-plain edge-types" disabled={readOnly}>
+        <legend>{t('edge.kind')}</legend>
+        {(['STRONG', 'WEAK'] as const).map((option) => (
+          <label key={option} className="edge-type">
+            <input
+              type="radio"
+              name="edge-type"
+              value={option}
+              checked={type === option}
+              onChange={() => onType(option)}
+              data-testid={`edge-type-${option.toLowerCase()}`}
+            />
+            <span>
+              <strong>{t(option === 'WEAK' ? 'edge.weak' : 'edge.strong')}</strong>
+              <span className="muted small">
+                {' '}
+                <Trans
+                  t={t}
+                  i18nKey={option === 'WEAK' ? 'edge.weakMeans' : 'edge.strongMeans'}
+                  values={{ source, target }}
+                  components={{ name }}
+                />
+              </span>
+            </span>
+          </label>
+        ))}
+      </fieldset>
+    </div>
+  );
+}
+
 export function Editor(props: { dag: DagDetail | null; canvas: Canvas | null }) {
   return (
     <ReactFlowProvider>
@@ -151,7 +207,7 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
   const flow = useReactFlow();
   const [initial] = useState(() => initialGraph(canvas));
   const [nodes, setNodes, onNodesChange] = useNodesState<TaskNode>(initial.nodes);
-  const [edges, setEdges, onEdgesChange] = useEdgesState<FlowEdge>(initial.edges);
+  const [edges, setEdges, onEdgesChange] = useEdgesState<DependencyEdge>(initial.edges);
   const [settings, setSettings] = useState(() => settingsOf(dag));
   // An existing DAG's settings changed since loaded or saved: Save sends them too.
   const [settingsDirty, setSettingsDirty] = useState(false);
@@ -175,7 +231,10 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
     () => nodes.map((n) => ({ id: n.id, task: n.data.task, position: n.position })),
     [nodes],
   );
-  const modelEdges: EditorEdge[] = useMemo(() => edges.map((e) => ({ source: e.source, target: e.target })), [edges]);
+  const modelEdges: EditorEdge[] = useMemo(
+    () => edges.map((e) => ({ source: e.source, target: e.target, type: e.data?.type ?? 'STRONG' })),
+    [edges],
+  );
   const local = useMemo(() => localProblems(model, modelEdges, t), [model, modelEdges, t]);
   const settingsIssues = useMemo(() => settingsProblems(settings, t), [settings, t]);
   const problems = useMemo(() => [...apiIssues, ...settingsIssues, ...local], [apiIssues, settingsIssues, local]);
@@ -191,17 +250,27 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
   const nameOf = useMemo(() => new Map(model.map((n) => [n.id, n.task.name])), [model]);
   const flowEdges = useMemo(
     () =>
-      edges.map((e, i) => ({
-        ...e,
-        ariaLabel: edgeLabel(i18n.language, nameOf.get(e.source) ?? e.source, nameOf.get(e.target) ?? e.target),
-        ...(badEdges.has(i) ? { className: 'edge-bad' } : {}),
-      })),
-    [edges, badEdges, nameOf, i18n.language],
+      edges.map((e, i) => {
+        const weak = e.data?.type === 'WEAK';
+        return {
+          ...e,
+          ariaLabel: edgeLabel(
+            i18n.language,
+            nameOf.get(e.source) ?? e.source,
+            nameOf.get(e.target) ?? e.target,
+            weak ? t('edge.weakKind') : undefined,
+          ),
+          className: [weak && 'eedge-weak', badEdges.has(i) && 'edge-bad'].filter(Boolean).join(' '),
+        };
+      }),
+    [edges, badEdges, nameOf, i18n.language, t],
   );
   const ariaLabelConfig = useMemo(() => flowLabels(i18n.language), [i18n.language]);
 
   const selectedNodes = nodes.filter((n) => n.selected);
   const selected = selectedNodes.length === 1 ? selectedNodes[0]! : null;
+  const selectedEdges = edges.filter((e) => e.selected);
+  const selectedEdge = selectedNodes.length === 0 && selectedEdges.length === 1 ? selectedEdges[0]! : null;
   const anySelected = selectedNodes.length > 0 || edges.some((e) => e.selected);
 
   const touch = () => {
@@ -215,7 +284,10 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
       setEdges((es) =>
         es.some((e) => e.source === c.source && e.target === c.target)
           ? es
-          : addEdge({ ...c, id: edgeId(c.source, c.target), markerEnd: marker }, es),
+          : addEdge<DependencyEdge>(
+              { ...c, id: edgeId(c.source, c.target), markerEnd: marker, data: { type: 'STRONG' } },
+              es,
+            ),
       );
       setDirty(true);
       setSaved(null);
@@ -253,6 +325,11 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
 
   const updateTask = (id: string, task: TaskDef) => {
     setNodes((ns) => ns.map((n) => (n.id === id ? { ...n, data: { ...n.data, task } } : n)));
+    touch();
+  };
+
+  const setEdgeType = (id: string, type: EdgeType) => {
+    setEdges((es) => es.map((e) => (e.id === id ? { ...e, data: { type } } : e)));
     touch();
   };
 
@@ -326,6 +403,7 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
   const select = (ids: string[]) => {
     const want = new Set(ids);
     setNodes((ns) => ns.map((n) => (n.selected === want.has(n.id) ? n : { ...n, selected: want.has(n.id) })));
+    setEdges((es) => es.map((e) => (e.selected ? { ...e, selected: false } : e)));
   };
 
   const title = dag ? t('head.edit', { name: dag.name }) : t('head.new');
@@ -352,7 +430,7 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
         <button type="button" className="btn" onClick={tidy} disabled={nodes.length === 0}>
           {t('head.tidy')}
         </button>
-        <button type="button" className="btn" onClick={() => select([])} disabled={!selected} data-testid="canvas-dag-settings">
+        <button type="button" className="btn" onClick={() => select([])} disabled={!selected && !selectedEdge} data-testid="canvas-dag-settings">
           {t('head.dagSettings')}
         </button>
         {saved !== null && <span className="saved-note">{t('head.saved', { version: saved })}</span>}
@@ -453,6 +531,14 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
                 setEdges((es) => es.filter((e) => e.source !== selected.id && e.target !== selected.id));
                 touch();
               }}
+              readOnly={fileManaged}
+            />
+          ) : selectedEdge ? (
+            <EdgePanel
+              source={nameOf.get(selectedEdge.source) ?? ''}
+              target={nameOf.get(selectedEdge.target) ?? ''}
+              type={selectedEdge.data?.type ?? 'STRONG'}
+              onType={(type) => setEdgeType(selectedEdge.id, type)}
               readOnly={fileManaged}
             />
           ) : (

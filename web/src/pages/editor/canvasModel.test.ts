@@ -6,6 +6,7 @@ import {
   changeSensorCheck,
   changeType,
   definitionBody,
+  edgeTypeOf,
   findCycle,
   localProblems,
   newTask,
@@ -37,6 +38,28 @@ describe('the canvas model', () => {
     const body = canvasBody(nodes, edges);
     expect(body.edges).toEqual([{ source: 'extract', target: 'load' }]);
     expect(body.tasks[1]).toMatchObject({ name: 'load', positionX: 201, positionY: 10 });
+  });
+
+  it('keeps a WEAK edge WEAK when saving, a STRONG one untyped', () => {
+    const three = [...nodes, node('n3', 'audit')];
+    const typed = [
+      { source: 'n1', target: 'n2', type: edgeTypeOf({ type: 'STRONG' }) },
+      { source: 'n3', target: 'n2', type: edgeTypeOf({ type: 'WEAK' }) },
+    ];
+    expect(canvasBody(three, typed).edges).toEqual([
+      { source: 'extract', target: 'load' },
+      { source: 'audit', target: 'load', type: 'WEAK' },
+    ]);
+    const def = definitionBody({ ...settingsOf(null), name: 'd' }, three, typed);
+    const load = (def.tasks as TaskDef[]).find((t) => t.name === 'load')!;
+    expect(load.dependsOn).toEqual(['extract', { task: 'audit', type: 'WEAK' }]);
+  });
+
+  it('reads a canvas edge without a type, or with another, as STRONG', () => {
+    expect(edgeTypeOf({})).toBe('STRONG');
+    expect(edgeTypeOf({ type: null })).toBe('STRONG');
+    expect(edgeTypeOf({ type: 'STRONG' })).toBe('STRONG');
+    expect(edgeTypeOf({ type: 'WEAK' })).toBe('WEAK');
   });
 
   it('writes a new DAG with its settings and edges as dependsOn', () => {

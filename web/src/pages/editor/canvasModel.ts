@@ -15,9 +15,19 @@ export interface EditorNode {
   position: { x: number; y: number };
 }
 
+/** STRONG: the child runs only if the parent succeeded; WEAK: once it has ended, whatever its result. */
+export type EdgeType = 'STRONG' | 'WEAK';
+
 export interface EditorEdge {
   source: string;
   target: string;
+  /** Missing: STRONG. */
+  type?: EdgeType;
+}
+
+/** A canvas edge's type as the API gives it (missing or anything but WEAK: STRONG). */
+export function edgeTypeOf(edge: { type?: string | null }): EdgeType {
+  return edge.type === 'WEAK' ? 'WEAK' : 'STRONG';
 }
 
 /**
@@ -228,7 +238,11 @@ export function localProblems(nodes: EditorNode[], edges: EditorEdge[], t: Edito
 
 const round = (n: number) => Math.round(n);
 
-/** The body of `POST /dags/{id}/canvas`: tasks with positions, edges by task name. */
+/**
+ * The body of `POST /dags/{id}/canvas`: tasks with positions, edges by task
+ * name, a WEAK edge with `type: 'WEAK'` (a STRONG one without, as the API
+ * reads a missing type).
+ */
 export function canvasBody(nodes: EditorNode[], edges: EditorEdge[]): CanvasSave {
   const names = new Map(nodes.map((n) => [n.id, n.task.name.trim()]));
   return {
@@ -240,7 +254,11 @@ export function canvasBody(nodes: EditorNode[], edges: EditorEdge[]): CanvasSave
     })),
     edges: edges
       .filter((e) => names.has(e.source) && names.has(e.target))
-      .map((e) => ({ source: names.get(e.source)!, target: names.get(e.target)! })),
+      .map((e) => ({
+        source: names.get(e.source)!,
+        target: names.get(e.target)!,
+        ...(edgeTypeOf(e) === 'WEAK' ? { type: 'WEAK' as const } : {}),
+      })),
   };
 }
 
@@ -335,13 +353,13 @@ export function settingsBody(
   };
 }
 
-/** A new DAG's definition: its settings and tasks, each edge a `dependsOn` of its target. */
+/** A new DAG's definition: its settings and tasks, each edge a `dependsOn` of its target (typed when WEAK). */
 export function definitionBody(settings: DagSettings, nodes: EditorNode[], edges: EditorEdge[]): DagDefinitionBody {
   const names = new Map(nodes.map((n) => [n.id, n.task.name.trim()]));
   const tasks = nodes.map((n) => {
     const parents: DependencyDef[] = edges
       .filter((e) => e.target === n.id && names.has(e.source))
-      .map((e) => names.get(e.source)!);
+      .map((e) => (edgeTypeOf(e) === 'WEAK' ? { task: names.get(e.source)!, type: 'WEAK' as const } : names.get(e.source)!));
     const dependsOn = [...(n.task.dependsOn ?? []), ...parents];
     const task: TaskDef = { ...n.task, name: n.task.name.trim() };
     if (dependsOn.length) task.dependsOn = dependsOn;
