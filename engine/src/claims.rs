@@ -10,6 +10,7 @@ use datajump_shared::entities::{StoredJson, execution, task_instance};
 use datajump_shared::metrics::{self, StoredField};
 use datajump_shared::outputs::Outputs;
 use datajump_shared::params::params_to_json;
+use datajump_shared::problem::{Problem, Reason};
 use datajump_shared::{TaskInstanceId, TaskStatus};
 use datajump_store::db::{WriteTxn, begin_write, per_row};
 use sea_orm::sea_query::{Expr, ExprTrait, Value};
@@ -22,7 +23,7 @@ use crate::datasets::{Announcement, record_written};
 use crate::effects::Effects;
 use crate::propagation::propagate_all;
 use crate::queue::requeue_abandoned;
-use crate::sql::{Ti, TiCol};
+use crate::sql::{Ti, TiCol, stored_problem};
 use crate::transitions::TaskTransition;
 
 /// QUEUED → RUNNING for each `(id, attempt)` (attempt 0-based), owned by
@@ -121,7 +122,7 @@ struct Finish<'a> {
     /// What becomes of the instance.
     end: &'a AttemptEnd,
     /// Why, when it did not succeed.
-    reason: Option<&'a str>,
+    reason: Option<&'a Reason>,
     /// When it ended.
     at: DateTime<Utc>,
     /// What it declared, if anything.
@@ -162,11 +163,16 @@ async fn finish_many<C: ConnectionTrait>(
     }
     let reasons: Vec<(i64, Option<String>)> = finishes
         .iter()
-        .map(|f| (f.id, f.reason.map(str::to_owned)))
+        .map(|f| (f.id, f.reason.map(Reason::text)))
+        .collect();
+    let problems: Vec<(i64, Option<StoredJson<Problem>>)> = finishes
+        .iter()
+        .map(|f| (f.id, f.reason.and_then(stored_problem)))
         .collect();
     let mut update = Ti::update_many()
         .col_expr(TiCol::Status, per_row(TiCol::Id, status, None))
-        .col_expr(TiCol::Reason, per_row(TiCol::Id, reasons, None));
+        .col_expr(TiCol::Reason, per_row(TiCol::Id, reasons, None))
+        .col_expr(TiCol::ReasonProblem, per_row(TiCol::Id, problems, None));
     if !finished_at.is_empty() {
         update = update.col_expr(
             TiCol::FinishedAt,
@@ -267,7 +273,7 @@ pub struct End {
     /// The execution row's status.
     pub status: TaskStatus,
     /// Why, when it did not succeed.
-    pub reason: Option<String>,
+    pub reason: Option<Reason>,
     /// When it ended.
     pub end: DateTime<Utc>,
     /// How long it ran.
@@ -577,7 +583,7 @@ async fn apply_ends(
             id: end.task_instance_id.0,
             attempt: end.attempt,
             end: &end.instance_end,
-            reason: end.reason.as_deref(),
+            reason: end.reason.as_ref(),
             at: end.end,
             outputs: end.outputs.as_ref(),
         })
@@ -640,7 +646,19 @@ async fn apply_ends(
         )
         .col_expr(
             Ex::ErrorMsg,
-            per_row(Ex::Id, by_execution(|e| e.reason.clone().into()), None),
+            per_row(
+                Ex::Id,
+                by_execution(|e| e.reason.as_ref().map(Reason::text).into()),
+                None,
+            ),
+        )
+        .col_expr(
+            Ex::ErrorProblem,
+            per_row(
+                Ex::Id,
+                by_execution(|e| e.reason.as_ref().and_then(stored_problem).into()),
+                None,
+            ),
         )
         .filter(Ex::Id.is_in(ends.iter().map(|end| end.execution_id)))
         .exec(&**txn)

@@ -28,11 +28,12 @@ use crate::effects::Effects;
 use crate::quarantine::quarantine;
 use crate::queue::queue_many;
 use crate::slots::{lock_dags, pending_roots, start_waiting_run};
-use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_chunked};
+use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_chunked, with_reason};
 use crate::transitions::{RunTransition, TaskTransition};
 use crate::triggers::owed_fires;
 use crate::waits::release_waiters;
 use crate::waits::start_awaited_runs;
+use datajump_shared::problem::Reason;
 
 /// Propagates terminal instances in one transaction: each is marked
 /// propagated (a second call is a no-op), its result counted into its
@@ -187,16 +188,16 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
             disabled,
             TaskTransition::Skip,
             TaskStatus::Skipped,
-            "task is disabled",
+            Reason::Disabled,
         ),
         (
             upstream_failed,
             TaskTransition::UpstreamFail,
             TaskStatus::UpstreamFailed,
-            "an upstream task did not succeed",
+            Reason::UpstreamFailed,
         ),
     ] {
-        let terminal = settle_many(conn, &ids, transition, to, reason, now).await?;
+        let terminal = settle_many(conn, &ids, transition, to, &reason, now).await?;
         settled.extend(terminal.iter().map(|t| t.id));
         out.settled.extend(terminal);
     }
@@ -250,13 +251,12 @@ async fn settle_many<C: ConnectionTrait>(
     ids: &[i64],
     transition: TaskTransition,
     to: TaskStatus,
-    reason: &str,
+    reason: &Reason,
     now: DateTime<Utc>,
 ) -> Result<Vec<task_instance::Model>, DbErr> {
     let settled = update_chunked(conn, ids, |chunk| {
-        Ti::update_many()
+        with_reason(Ti::update_many(), reason)
             .col_expr(TiCol::Status, Expr::value(to.as_str()))
-            .col_expr(TiCol::Reason, Expr::value(reason))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
             .filter(TiCol::Id.is_in(chunk.iter().copied()))
             .filter(transition.applies())
@@ -523,6 +523,7 @@ mod tests {
             children: StoredJson::new(Vec::new()),
             spec: StoredJson::from_json(serde_json::json!({})),
             reason: None,
+            reason_problem: None,
             created_at: Utc::now(),
             queued_at: None,
             started_at: None,

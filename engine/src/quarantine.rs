@@ -14,16 +14,16 @@ use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use tracing::error;
 
 use crate::effects::Effects;
-use crate::sql::{Ti, TiCol, update_instance};
+use crate::sql::{Ti, TiCol, update_instance, with_reason};
 use crate::transitions::TaskTransition;
+use datajump_shared::problem::Reason;
 
 /// The reason a quarantined instance carries.
-fn reason(row: &task_instance::Model, error: &UnreadableJson) -> String {
-    format!(
-        "quarantined: the stored spec of task_instance {} does not read ({error}); it was \
-         written by another release or edited by hand, so it was neither decided nor run",
-        row.id
-    )
+fn reason(row: &task_instance::Model, error: &UnreadableJson) -> Reason {
+    Reason::Quarantined {
+        task_instance_id: row.id,
+        error: error.to_string(),
+    }
 }
 
 /// PENDING or QUEUED → FAILED for `row`, whose spec does not read (`error`),
@@ -51,9 +51,8 @@ pub(crate) async fn quarantine<C: ConnectionTrait>(
     metrics::unreadable_stored_json(StoredField::InstanceSpec);
     let ended = update_instance(
         conn,
-        Ti::update_many()
+        with_reason(Ti::update_many(), &reason(row, error))
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Failed.as_str()))
-            .col_expr(TiCol::Reason, Expr::value(reason(row, error)))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
             .col_expr(
                 TiCol::DeadlineAt,

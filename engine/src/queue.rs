@@ -8,7 +8,6 @@
 //! first. Every path into QUEUED sets it through [`queued_deadline`].
 
 use chrono::{DateTime, Duration, Utc};
-use datajump_shared::duration;
 use datajump_shared::entities::{UnreadableJson, task_instance};
 use datajump_shared::plan::TaskSpec;
 use datajump_shared::{TaskInstanceId, TaskStatus};
@@ -21,8 +20,9 @@ use sea_orm::{
 use crate::effects::Effects;
 use crate::propagation::propagate_all;
 use crate::quarantine::quarantine;
-use crate::sql::{Ti, TiCol, update_chunked, update_instance};
+use crate::sql::{Ti, TiCol, update_chunked, update_instance, with_reason};
 use crate::transitions::TaskTransition;
+use datajump_shared::problem::Reason;
 
 /// How long a QUEUED instance may wait before the ticker first republishes
 /// its work message, in case the first publish was lost or suppressed. Each
@@ -213,20 +213,16 @@ async fn queue_timed_out(
     now: DateTime<Utc>,
 ) -> Result<Option<Effects>, DbErr> {
     let transition = TaskTransition::QueueTimeout;
-    let reason = format!(
-        "queue timeout: waited {} QUEUED on queue '{}' without a runner taking it (queue_timeout {}); \
-         check that a runner serves the queue (datajump runner --queues {}) and has free slots",
-        duration::describe((now - row.queued_at.unwrap_or(now)).num_seconds()),
-        row.queue,
-        duration::describe(timeout.num_seconds()),
-        row.queue,
-    );
+    let reason = Reason::QueueTimeout {
+        waited_secs: (now - row.queued_at.unwrap_or(now)).num_seconds(),
+        queue: row.queue.clone(),
+        timeout_secs: timeout.num_seconds(),
+    };
     let txn = datajump_store::db::begin_write(db).await?;
     let ended = update_instance(
         &txn,
-        Ti::update_many()
+        with_reason(Ti::update_many(), &reason)
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Timeout.as_str()))
-            .col_expr(TiCol::Reason, Expr::value(reason))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
             .col_expr(
                 TiCol::DeadlineAt,

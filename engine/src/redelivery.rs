@@ -14,11 +14,11 @@ use sea_orm::{
 use crate::effects::Effects;
 use crate::propagation::children;
 use crate::queue::{REPUBLISH_AFTER, queue_timeout_of, queued_deadline};
-use crate::sql::{Ti, TiCol, update_instance};
+use crate::sql::{Ti, TiCol, stored_problem, update_instance, with_reason};
 use crate::transitions::TaskTransition;
+use datajump_shared::problem::Reason;
 
-/// Error text of an attempt whose runner died.
-pub const RUNNER_LOST: &str = "runner lost";
+pub use datajump_shared::problem::RUNNER_LOST;
 
 /// Times an instance may lose its runner before it fails for good; these
 /// retries do not use the task's own retry budget.
@@ -75,12 +75,11 @@ async fn take_over_in<C: ConnectionTrait>(
         None => update.filter(TiCol::Owner.is_null()),
     };
     update = if transition == TaskTransition::TakeOverLostTooOften {
-        update
+        let reason = Reason::RunnerLostTooOften {
+            times: MAX_RUNNER_LOST,
+        };
+        with_reason(update, &reason)
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Failed.as_str()))
-            .col_expr(
-                TiCol::Reason,
-                Expr::value(format!("{RUNNER_LOST} {MAX_RUNNER_LOST} times")),
-            )
             .col_expr(TiCol::FinishedAt, Expr::value(now))
     } else {
         update
@@ -106,6 +105,10 @@ async fn take_over_in<C: ConnectionTrait>(
         )
         .col_expr(execution::Column::EndTime, Expr::value(now))
         .col_expr(execution::Column::ErrorMsg, Expr::value(RUNNER_LOST))
+        .col_expr(
+            execution::Column::ErrorProblem,
+            Expr::value(stored_problem(&Reason::RunnerLost)),
+        )
         .filter(execution::Column::TaskInstanceId.eq(row.id))
         .filter(execution::Column::Attempt.eq(row.last_attempt()))
         .filter(execution::Column::Status.eq(TaskStatus::Running))

@@ -1,12 +1,30 @@
 //! Statement helpers the transitions share.
 
+use sea_orm::sea_query::Expr;
 use sea_orm::{ConnectionTrait, DbErr};
 
-use datajump_shared::entities::task_instance;
+use datajump_shared::entities::{StoredJson, task_instance};
+use datajump_shared::problem::{Problem, Reason};
 
 pub(crate) type Ti = task_instance::Entity;
 
 pub(crate) type TiCol = task_instance::Column;
+
+/// `update` giving the instance `reason`: its English words and, beside
+/// them, its code and values.
+pub(crate) fn with_reason(
+    update: sea_orm::UpdateMany<Ti>,
+    reason: &Reason,
+) -> sea_orm::UpdateMany<Ti> {
+    update
+        .col_expr(TiCol::Reason, Expr::value(reason.text()))
+        .col_expr(TiCol::ReasonProblem, Expr::value(stored_problem(reason)))
+}
+
+/// What `reason_problem` (`error_problem` of an attempt) holds for `reason`.
+pub(crate) fn stored_problem(reason: &Reason) -> Option<StoredJson<Problem>> {
+    reason.problem().map(StoredJson::new)
+}
 
 pub(crate) async fn update_instance<C: ConnectionTrait>(
     conn: &C,

@@ -22,8 +22,9 @@ use tracing::warn;
 use crate::effects::Effects;
 use crate::propagation::{count_parent, evaluate_all, propagate_all};
 use crate::slots::start_awaited_run;
-use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_instance};
+use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_instance, with_reason};
 use crate::transitions::TaskTransition;
+use datajump_shared::problem::Reason;
 
 /// What a cross-run dependency points at, resolved by the caller.
 #[derive(Debug, Clone)]
@@ -348,16 +349,13 @@ async fn end_timed_out_wait<C: ConnectionTrait>(
     if waits.is_empty() {
         return Ok(out);
     }
-    let awaited: Vec<&str> = waits.iter().map(|w| w.description.as_str()).collect();
-    let reason = format!(
-        "dependency wait timed out: still waiting for {}",
-        awaited.join(", ")
-    );
+    let reason = Reason::WaitTimeout {
+        awaited: waits.into_iter().map(|w| w.description).collect(),
+    };
     let failed = update_instance(
         conn,
-        Ti::update_many()
+        with_reason(Ti::update_many(), &reason)
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Timeout.as_str()))
-            .col_expr(TiCol::Reason, Expr::value(reason))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
             .col_expr(
                 TiCol::DeadlineAt,

@@ -34,7 +34,9 @@ pub(crate) type ClaimOutcome = Option<datajump_engine::Claimed>;
 
 enum Write {
     Claim(Claim),
-    End(End),
+    // Boxed: an end (its log tail, outputs and reason) is several times a
+    // claim's size, and writes wait in a channel.
+    End(Box<End>),
 }
 
 enum Written {
@@ -78,7 +80,7 @@ impl Committer {
     /// its execution row — and propagates it if it is terminal; answers
     /// once the work that released is published.
     pub async fn end(&self, end: End) -> Result<Ended, DbErr> {
-        match self.send(Write::End(end)).await? {
+        match self.send(Write::End(Box::new(end))).await? {
             Written::End(ended) => Ok(ended),
             Written::Claim(_) => Err(mismatch()),
         }

@@ -6,6 +6,7 @@ use datajump_engine::AttemptEnd;
 use datajump_shared::TaskStatus;
 use datajump_shared::content::SensorContent;
 use datajump_shared::plan::RetryPolicy;
+use datajump_shared::problem::Reason;
 
 use crate::executor::ExecOutcome;
 
@@ -17,7 +18,7 @@ pub(crate) struct AttemptVerdict {
     /// still says how it ended.
     pub(crate) attempt_status: TaskStatus,
     /// Why, when it did not succeed.
-    pub(crate) reason: Option<String>,
+    pub(crate) reason: Option<Reason>,
 }
 
 /// A sensor's attempt so far: what the runner needs to decide what a check
@@ -45,21 +46,23 @@ fn judge_not_ready(missing: &str, sensor: &SensorWait<'_>, now: DateTime<Utc>) -
         return AttemptVerdict {
             end: AttemptEnd::Terminal(status),
             attempt_status: status,
-            reason: Some(format!(
-                "waited {}s, past its sensor_timeout of {limit}s, over {} checks: {missing}",
-                waited, sensor.check
-            )),
+            reason: Some(Reason::SensorTimedOut {
+                waited_secs: waited,
+                limit_secs: limit,
+                checks: sensor.check,
+                missing: missing.to_owned(),
+            }),
         };
     }
     let check_at = now + chrono::Duration::seconds(sensor.content.wait_after_secs(sensor.check));
     AttemptVerdict {
         end: AttemptEnd::Reschedule { check_at },
         attempt_status: TaskStatus::UpForReschedule,
-        reason: Some(format!(
-            "check {}: {missing}; next check at {}",
-            sensor.check,
-            check_at.format("%H:%M:%S UTC")
-        )),
+        reason: Some(Reason::SensorWaiting {
+            check: sensor.check,
+            missing: missing.to_owned(),
+            next_check: check_at.format("%H:%M:%S UTC").to_string(),
+        }),
     }
 }
 
@@ -77,27 +80,31 @@ pub(crate) fn judge(
     let (attempt_status, reason, retryable) = match outcome {
         ExecOutcome::NotReady(missing) => match sensor {
             Some(sensor) => return judge_not_ready(missing, sensor, now),
-            None => (TaskStatus::Failed, Some(missing.clone()), false),
+            None => (
+                TaskStatus::Failed,
+                Some(Reason::Said(missing.clone())),
+                false,
+            ),
         },
         ExecOutcome::Success => (TaskStatus::Success, None, false),
         ExecOutcome::TimedOut => (
             TaskStatus::Timeout,
-            Some("timed out".to_owned()),
+            Some(Reason::TimedOut),
             retry.on_timeout,
         ),
-        ExecOutcome::Cancelled => (TaskStatus::Killed, Some("killed".to_owned()), false),
+        ExecOutcome::Cancelled => (TaskStatus::Killed, Some(Reason::Killed), false),
         // Abandoned (requeued) before it is judged; judged alone, a
         // failure the task did not cause, retried as such.
-        ExecOutcome::Fenced => (
+        ExecOutcome::Fenced => (TaskStatus::Failed, Some(Reason::LeaseLapsed), true),
+        ExecOutcome::Invalid(message) => (
             TaskStatus::Failed,
-            Some("the runner's lease lapsed".to_owned()),
-            true,
+            Some(Reason::Said(message.clone())),
+            false,
         ),
-        ExecOutcome::Invalid(message) => (TaskStatus::Failed, Some(message.clone()), false),
-        ExecOutcome::Failed { exit_code, message } => {
+        ExecOutcome::Failed { exit_code, reason } => {
             let code_retries = retry.on_exit_codes.is_empty()
                 || exit_code.is_some_and(|c| retry.on_exit_codes.contains(&c));
-            (TaskStatus::Failed, Some(message.clone()), code_retries)
+            (TaskStatus::Failed, Some(reason.clone()), code_retries)
         }
     };
     let end = if retryable && retries_used < retry.max {
@@ -143,7 +150,7 @@ mod tests {
         let now = Utc::now();
         let fail = |code| ExecOutcome::Failed {
             exit_code: Some(code),
-            message: String::new(),
+            reason: Reason::ExitCode { code },
         };
         let verdict = judge(&fail(75), &retry, 0, now, None);
         assert!(retries(&verdict));

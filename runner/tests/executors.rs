@@ -195,9 +195,9 @@ fn assert_success(ran: &Ran) {
     assert_eq!(ran.outcome, ExecOutcome::Success, "log:\n{}", ran.log);
 }
 
-fn failed_message(ran: &Ran) -> &str {
+fn failed_message(ran: &Ran) -> String {
     match &ran.outcome {
-        ExecOutcome::Failed { message, .. } => message,
+        ExecOutcome::Failed { reason, .. } => reason.text(),
         other => panic!("expected Failed, got {other:?}; log:\n{}", ran.log),
     }
 }
@@ -1347,7 +1347,9 @@ async fn http_success_failure_and_status_codes() {
         ran.outcome,
         ExecOutcome::Failed {
             exit_code: Some(500),
-            message: "HTTP 500 Internal Server Error".to_owned()
+            reason: datajump_shared::problem::Reason::Said(
+                "HTTP 500 Internal Server Error".to_owned()
+            ),
         },
         "{}",
         ran.log

@@ -1,6 +1,6 @@
 //! Words for people with a stable code beside them: a problem the API
-//! answers or a reason it stores carries its English text for scripts and
-//! logs, and a [`Problem`] — a code such as `cron.out_of_range` and the
+//! answers or a [`Reason`] it stores carries its English text for scripts
+//! and logs, and a [`Problem`] — a code such as `cron.out_of_range` and the
 //! values the words name — from which a UI says it in its user's language
 //! (docs/ARCHITECTURE.md, "Two languages"). The API itself does no
 //! language negotiation.
@@ -39,6 +39,265 @@ impl From<&CronError> for Problem {
     }
 }
 
+/// Why a task instance or an attempt ended as it did, or waits: the English
+/// words stored in `reason` (`error_msg` on an attempt) and the [`Problem`]
+/// stored beside them. What only a driver can say (a database's error, an
+/// HTTP answer) is [`Reason::Said`]: English, with no code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// A disabled task skipped.
+    Disabled,
+    /// A parent it needed did not succeed.
+    UpstreamFailed,
+    /// No runner took it within its queue timeout.
+    QueueTimeout {
+        /// How long it waited QUEUED, in seconds.
+        waited_secs: i64,
+        /// Its queue.
+        queue: String,
+        /// Its queue timeout, in seconds.
+        timeout_secs: i64,
+    },
+    /// A cross-run dependency was not met within its wait timeout.
+    WaitTimeout {
+        /// What it still waited for, each as `other_dag/task for 2024-01-14`.
+        awaited: Vec<String>,
+    },
+    /// Its run was killed.
+    RunKilled,
+    /// Its run was RUNNING past its timeout.
+    RunTimedOut {
+        /// The run's timeout, in seconds.
+        timeout_secs: i64,
+    },
+    /// A user marked it.
+    Marked {
+        /// The status it was marked (`SUCCESS`, `FAILED`, …).
+        status: String,
+    },
+    /// Its stored spec does not read.
+    Quarantined {
+        /// The instance.
+        task_instance_id: i64,
+        /// Why it does not read.
+        error: String,
+    },
+    /// The attempt ran past its timeout.
+    TimedOut,
+    /// The attempt was killed.
+    Killed,
+    /// The runner's lease lapsed while the attempt ran.
+    LeaseLapsed,
+    /// The attempt's process exited with `code`.
+    ExitCode {
+        /// Its exit code (126 and 127 are the shell's own).
+        code: i32,
+    },
+    /// The attempt's process was killed by a signal.
+    Signalled,
+    /// A sensor's check found its condition does not hold yet.
+    SensorWaiting {
+        /// The check (1 for the first).
+        check: i32,
+        /// What is missing.
+        missing: String,
+        /// When it checks again, `HH:MM:SS UTC`.
+        next_check: String,
+    },
+    /// A sensor waited past its `sensor_timeout`.
+    SensorTimedOut {
+        /// How long it waited, in seconds.
+        waited_secs: i64,
+        /// Its `sensor_timeout`, in seconds.
+        limit_secs: i64,
+        /// The checks it made.
+        checks: i32,
+        /// What was still missing.
+        missing: String,
+    },
+    /// A user killed it.
+    KilledByUser,
+    /// Its runner died while the attempt ran.
+    RunnerLost,
+    /// Its runner died under it `times` times: it is not run again.
+    RunnerLostTooOften {
+        /// How many times.
+        times: u64,
+    },
+    /// The runner shut down before the attempt ended: it is queued again.
+    RequeuedAtShutdown,
+    /// The runner renewed no heartbeat in time and stopped the attempt: it
+    /// is queued again.
+    RequeuedWithoutHeartbeat,
+    /// English only: what a driver, a database or a server said.
+    Said(String),
+}
+
+/// The words of [`Reason::RunnerLost`], by which the attempts that lost
+/// their runner are counted.
+pub const RUNNER_LOST: &str = "runner lost";
+
+impl Reason {
+    /// The English words, as stored in `reason` and printed by the CLI.
+    pub fn text(&self) -> String {
+        use crate::duration::describe;
+        match self {
+            Reason::Disabled => "task is disabled".to_owned(),
+            Reason::UpstreamFailed => "an upstream task did not succeed".to_owned(),
+            Reason::QueueTimeout {
+                waited_secs,
+                queue,
+                timeout_secs,
+            } => format!(
+                "queue timeout: waited {} QUEUED on queue '{queue}' without a runner taking it \
+                 (queue_timeout {}); check that a runner serves the queue (datajump runner \
+                 --queues {queue}) and has free slots",
+                describe(*waited_secs),
+                describe(*timeout_secs),
+            ),
+            Reason::WaitTimeout { awaited } => format!(
+                "dependency wait timed out: still waiting for {}",
+                awaited.join(", ")
+            ),
+            Reason::RunKilled => "the run was killed".to_owned(),
+            Reason::RunTimedOut { timeout_secs } => format!(
+                "the run timed out: it was RUNNING longer than its timeout of {} (the \
+                 schedule's timeout, else the DAG's run_timeout)",
+                describe(*timeout_secs)
+            ),
+            Reason::Marked { status } => format!("marked {status} by a user"),
+            Reason::Quarantined {
+                task_instance_id,
+                error,
+            } => format!(
+                "quarantined: the stored spec of task_instance {task_instance_id} does not read \
+                 ({error}); it was written by another release or edited by hand, so it was \
+                 neither decided nor run"
+            ),
+            Reason::TimedOut => "timed out".to_owned(),
+            Reason::Killed => "killed".to_owned(),
+            Reason::LeaseLapsed => "the runner's lease lapsed".to_owned(),
+            Reason::ExitCode { code: 127 } => {
+                "exit code 127: command not found (check its spelling and the runner's PATH)"
+                    .to_owned()
+            }
+            Reason::ExitCode { code: 126 } => {
+                "exit code 126: the command is not executable".to_owned()
+            }
+            Reason::ExitCode { code } => format!("exit code {code}"),
+            Reason::Signalled => "killed by a signal".to_owned(),
+            Reason::SensorWaiting {
+                check,
+                missing,
+                next_check,
+            } => format!("check {check}: {missing}; next check at {next_check}"),
+            Reason::SensorTimedOut {
+                waited_secs,
+                limit_secs,
+                checks,
+                missing,
+            } => format!(
+                "waited {waited_secs}s, past its sensor_timeout of {limit_secs}s, over {checks} \
+                 checks: {missing}"
+            ),
+            Reason::KilledByUser => "killed by a user".to_owned(),
+            Reason::RunnerLost => RUNNER_LOST.to_owned(),
+            Reason::RunnerLostTooOften { times } => format!("{RUNNER_LOST} {times} times"),
+            Reason::RequeuedAtShutdown => {
+                "the runner shut down; the task went back to the queue".to_owned()
+            }
+            Reason::RequeuedWithoutHeartbeat => "the runner renewed no heartbeat in time and \
+                stopped the task; it went back to the queue"
+                .to_owned(),
+            Reason::Said(text) => text.clone(),
+        }
+    }
+
+    /// The code and values beside the words; `None` for [`Reason::Said`].
+    pub fn problem(&self) -> Option<Problem> {
+        use crate::duration::describe;
+        Some(match self {
+            Reason::Disabled => Problem::new("task.disabled", []),
+            Reason::UpstreamFailed => Problem::new("task.upstream_failed", []),
+            Reason::QueueTimeout {
+                waited_secs,
+                queue,
+                timeout_secs,
+            } => Problem::new(
+                "task.queue_timeout",
+                [
+                    ("waited", describe(*waited_secs)),
+                    ("queue", queue.clone()),
+                    ("timeout", describe(*timeout_secs)),
+                ],
+            ),
+            Reason::WaitTimeout { awaited } => {
+                Problem::new("task.wait_timeout", [("awaited", awaited.join(", "))])
+            }
+            Reason::RunKilled => Problem::new("task.run_killed", []),
+            Reason::RunTimedOut { timeout_secs } => {
+                Problem::new("task.run_timed_out", [("timeout", describe(*timeout_secs))])
+            }
+            Reason::Marked { status } => Problem::new("task.marked", [("status", status.clone())]),
+            Reason::Quarantined {
+                task_instance_id,
+                error,
+            } => Problem::new(
+                "task.quarantined",
+                [
+                    ("id", task_instance_id.to_string()),
+                    ("error", error.clone()),
+                ],
+            ),
+            Reason::TimedOut => Problem::new("attempt.timed_out", []),
+            Reason::Killed => Problem::new("attempt.killed", []),
+            Reason::LeaseLapsed => Problem::new("attempt.lease_lapsed", []),
+            Reason::ExitCode { code: 127 } => Problem::new("attempt.command_not_found", []),
+            Reason::ExitCode { code: 126 } => Problem::new("attempt.not_executable", []),
+            Reason::ExitCode { code } => {
+                Problem::new("attempt.exit_code", [("code", code.to_string())])
+            }
+            Reason::Signalled => Problem::new("attempt.signalled", []),
+            Reason::SensorWaiting {
+                check,
+                missing,
+                next_check,
+            } => Problem::new(
+                "sensor.waiting",
+                [
+                    ("check", check.to_string()),
+                    ("missing", missing.clone()),
+                    ("next", next_check.clone()),
+                ],
+            ),
+            Reason::SensorTimedOut {
+                waited_secs,
+                limit_secs,
+                checks,
+                missing,
+            } => Problem::new(
+                "sensor.timed_out",
+                [
+                    ("waited", describe(*waited_secs)),
+                    ("limit", describe(*limit_secs)),
+                    ("checks", checks.to_string()),
+                    ("missing", missing.clone()),
+                ],
+            ),
+            Reason::KilledByUser => Problem::new("task.killed_by_user", []),
+            Reason::RunnerLost => Problem::new("attempt.runner_lost", []),
+            Reason::RunnerLostTooOften { times } => {
+                Problem::new("task.runner_lost_too_often", [("times", times.to_string())])
+            }
+            Reason::RequeuedAtShutdown => Problem::new("attempt.requeued_at_shutdown", []),
+            Reason::RequeuedWithoutHeartbeat => {
+                Problem::new("attempt.requeued_without_heartbeat", [])
+            }
+            Reason::Said(_) => return None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +327,25 @@ mod tests {
         let zone = datajump_cron::parse_time_zone("Mars/Olympus").expect_err("no such zone");
         assert_eq!(Problem::from(&zone).code, "timezone.unknown");
         assert_eq!(Problem::from(&zone).params["name"], "Mars/Olympus");
+    }
+
+    #[test]
+    fn a_reason_keeps_its_words_and_names_its_values() {
+        let queue = Reason::QueueTimeout {
+            waited_secs: 150,
+            queue: "etl".to_owned(),
+            timeout_secs: 120,
+        };
+        assert!(queue.text().contains("queue 'etl'"), "{}", queue.text());
+        let problem = queue.problem().expect("coded");
+        assert_eq!(problem.code, "task.queue_timeout");
+        assert_eq!(problem.params["queue"], "etl");
+        assert_eq!(problem.params["timeout"], "2m");
+        assert_eq!(
+            Reason::ExitCode { code: 127 }.problem().map(|p| p.code),
+            Some("attempt.command_not_found".to_owned())
+        );
+        assert_eq!(Reason::ExitCode { code: 3 }.text(), "exit code 3");
+        assert_eq!(Reason::Said("ORA-00942".to_owned()).problem(), None);
     }
 }

@@ -18,9 +18,10 @@ use sea_orm::{
 use super::{OperatorError, refuse_in_waiting_run, retried};
 use crate::effects::Effects;
 use crate::slots::{release_roots, start_waiting_run};
-use crate::sql::{Ti, TiCol, update_instance};
+use crate::sql::{Ti, TiCol, update_instance, with_reason};
 use crate::transitions::{RunTransition, TaskTransition};
 use crate::waits::start_awaited_runs;
+use datajump_shared::problem::Reason;
 
 /// Any live status → KILLED (docs/ARCHITECTURE.md, "Kill": the database first, then the
 /// message). Returns the killed instance, `None` if it had already ended
@@ -58,9 +59,8 @@ async fn kill<C: ConnectionTrait>(
     let before = live_statuses(conn, TiCol::Id.eq(id)).await?;
     let killed = update_instance(
         conn,
-        Ti::update_many()
+        with_reason(Ti::update_many(), &Reason::KilledByUser)
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
-            .col_expr(TiCol::Reason, Expr::value("killed by a user"))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
             .col_expr(
                 TiCol::DeadlineAt,
@@ -128,13 +128,12 @@ impl RunCut {
     }
 
     /// The reason its killed instances get.
-    fn reason(self, run: &dag_run::Model) -> String {
+    fn reason(self, run: &dag_run::Model) -> Reason {
         match self {
-            Self::Killed => "the run was killed".to_owned(),
-            Self::TimedOut => format!(
-                "the run timed out: it was RUNNING longer than its timeout of {} (the schedule's timeout, else the DAG's run_timeout)",
-                datajump_shared::duration::describe(run.timeout_secs.unwrap_or_default().into())
-            ),
+            Self::Killed => Reason::RunKilled,
+            Self::TimedOut => Reason::RunTimedOut {
+                timeout_secs: run.timeout_secs.unwrap_or_default().into(),
+            },
         }
     }
 }
@@ -208,9 +207,8 @@ async fn kill_run_in<C: ConnectionTrait>(
         return Ok(None);
     };
     cut.transition().applied(before.status, run.status);
-    let killed = Ti::update_many()
+    let killed = with_reason(Ti::update_many(), &cut.reason(&run))
         .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
-        .col_expr(TiCol::Reason, Expr::value(cut.reason(&run)))
         .col_expr(TiCol::FinishedAt, Expr::value(now))
         .col_expr(
             TiCol::DeadlineAt,

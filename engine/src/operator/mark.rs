@@ -13,8 +13,9 @@ use super::reset::{ResetScope, reset_in};
 use super::{OperatorError, refuse_in_waiting_run, retried};
 use crate::effects::Effects;
 use crate::propagation::propagate_all;
-use crate::sql::{Ti, TiCol};
+use crate::sql::{Ti, TiCol, with_reason};
 use crate::transitions::TaskTransition;
+use datajump_shared::problem::Reason;
 
 /// Marks a task instance SUCCESS or FAILED by hand. A live (not RUNNING)
 /// instance is settled and propagated; a finished one is changed and its
@@ -56,10 +57,11 @@ async fn mark_in<C: ConnectionTrait>(
         return Err(OperatorError::Live(row.task_name, row.status));
     }
     refuse_in_waiting_run(conn, id).await?;
-    let reason = format!("marked {to} by a user");
-    Ti::update_many()
+    let reason = Reason::Marked {
+        status: to.as_str().to_owned(),
+    };
+    with_reason(Ti::update_many(), &reason)
         .col_expr(TiCol::Status, Expr::value(to.as_str()))
-        .col_expr(TiCol::Reason, Expr::value(reason))
         .col_expr(TiCol::FinishedAt, Expr::value(now))
         .col_expr(
             TiCol::DeadlineAt,

@@ -229,6 +229,10 @@ async fn reset_instances<C: ConnectionTrait>(
             .col_expr(TiCol::RetriesUsed, Expr::value(0))
             .col_expr(TiCol::Pokes, Expr::value(0))
             .col_expr(TiCol::Reason, Expr::value(Option::<String>::None))
+            .col_expr(
+                TiCol::ReasonProblem,
+                Expr::value(Option::<serde_json::Value>::None),
+            )
             .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
             .col_expr(
                 TiCol::DeadlineAt,

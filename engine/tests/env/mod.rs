@@ -280,7 +280,8 @@ impl EngineEnv {
             abandoned: false,
             instance_end: end,
             status,
-            reason: (status != TaskStatus::Success).then(|| "ended by the test".to_owned()),
+            reason: (status != TaskStatus::Success)
+                .then(|| datajump_shared::problem::Reason::Said("ended by the test".to_owned())),
             end: self.now,
             duration_ms: 0,
             exit_code: None,

@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use datajump_shared::TaskStatus;
 use datajump_shared::content::TaskContent;
+use datajump_shared::problem::Reason;
 
 use super::ClaimedAttempt;
 use super::prepare::Prepared;
@@ -65,12 +66,11 @@ impl Runner {
         );
         let (status, reason) = if abandoned {
             let why = if drained {
-                "the runner shut down; the task went back to the queue"
+                Reason::RequeuedAtShutdown
             } else {
-                "the runner renewed no heartbeat in time and stopped the task; it went back to \
-                 the queue"
+                Reason::RequeuedWithoutHeartbeat
             };
-            (TaskStatus::Failed, Some(why.to_owned()))
+            (TaskStatus::Failed, Some(why))
         } else {
             (verdict.attempt_status, verdict.reason)
         };

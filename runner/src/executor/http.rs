@@ -21,6 +21,7 @@
 //! A status outside `success_codes` fails the attempt with the status as its
 //! exit code, so retry-on-exit-codes can tell a 503 from a 400.
 
+use datajump_shared::problem::Reason;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -331,7 +332,7 @@ impl Request {
             log.line(&format!("[datajump] {message}: not a success status"));
             ExecOutcome::Failed {
                 exit_code: Some(i32::from(status.as_u16())),
-                message,
+                reason: Reason::Said(message),
             }
         }
     }
@@ -374,7 +375,7 @@ impl Request {
 fn failed(message: String) -> ExecOutcome {
     ExecOutcome::Failed {
         exit_code: None,
-        message,
+        reason: Reason::Said(message),
     }
 }
 

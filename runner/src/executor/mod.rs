@@ -18,6 +18,7 @@ mod sql;
 mod submit;
 pub mod task_process;
 
+use datajump_shared::problem::Reason;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,7 +87,7 @@ impl ExecContext {
             .map_err(|e| match e {
                 datajump_shared::secrets::SecretError::Db(_) => ExecOutcome::Failed {
                     exit_code: None,
-                    message: format!("cannot read the task's secrets: {e}"),
+                    reason: Reason::Said(format!("cannot read the task's secrets: {e}")),
                 },
                 other => ExecOutcome::Invalid(other.to_string()),
             })
@@ -114,8 +115,8 @@ pub enum ExecOutcome {
     Failed {
         /// Process exit code.
         exit_code: Option<i32>,
-        /// Why, for people.
-        message: String,
+        /// Why.
+        reason: Reason,
     },
     /// The task cannot run as configured (unknown parameter, missing
     /// script): failed before anything ran, and retrying cannot help.

@@ -22,6 +22,7 @@
 //! a third of all CPU in a 3,000-task SHELL bench, growing with the
 //! process's memory. Without one it uses `posix_spawn`, which shares them.
 
+use datajump_shared::problem::Reason;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -36,7 +37,7 @@ use super::{ExecContext, ExecOutcome, LogSink};
 fn failed(message: String) -> ExecOutcome {
     ExecOutcome::Failed {
         exit_code: None,
-        message,
+        reason: Reason::Said(message),
     }
 }
 
@@ -298,12 +299,9 @@ pub async fn run(
                 Ok(exit) if exit.success() => ExecOutcome::Success,
                 Ok(exit) => ExecOutcome::Failed {
                     exit_code: exit.code(),
-                    message: match exit.code() {
-                        // The shell's codes for a command it could not run.
-                        Some(127) => "exit code 127: command not found (check its spelling and the runner's PATH)".to_owned(),
-                        Some(126) => "exit code 126: the command is not executable".to_owned(),
-                        Some(code) => format!("exit code {code}"),
-                        None => "killed by a signal".to_owned(),
+                    reason: match exit.code() {
+                        Some(code) => Reason::ExitCode { code },
+                        None => Reason::Signalled,
                     },
                 },
                 Err(e) => failed(format!("cannot wait for the process: {e}")),

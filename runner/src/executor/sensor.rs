@@ -8,6 +8,7 @@
 //! that cannot be made (an unknown datasource, a parameter that does not
 //! substitute) fails like any task, and retries by its policy.
 
+use datajump_shared::problem::Reason;
 use std::time::Duration;
 
 use chrono::Days;
@@ -103,7 +104,7 @@ async fn once(
     let invalid = |e: datajump_shared::params::ParamError| ExecOutcome::Invalid(e.to_string());
     let db_failed = |e: sea_orm::DbErr| ExecOutcome::Failed {
         exit_code: None,
-        message: format!("cannot read DataJump's database: {e}"),
+        reason: Reason::Said(format!("cannot read DataJump's database: {e}")),
     };
     match check {
         SensorCheck::Dataset(text) => {
@@ -149,7 +150,7 @@ async fn once(
         }
         SensorCheck::Http(content) => match http::run(content, ctx, log).await {
             ExecOutcome::Success => Ok(Found::Ready("the request succeeded".to_owned())),
-            ExecOutcome::Failed { message, .. } => Ok(Found::Missing(message)),
+            ExecOutcome::Failed { reason, .. } => Ok(Found::Missing(reason.text())),
             ExecOutcome::TimedOut => Ok(Found::Missing("the request timed out".to_owned())),
             other => Err(other),
         },

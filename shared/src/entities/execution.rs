@@ -43,6 +43,9 @@ pub struct Model {
     pub log_tail: Option<String>,
     /// Why it failed.
     pub error_msg: Option<String>,
+    /// The code and values of `error_msg`, when it has them
+    /// ([`crate::problem::Reason::problem`]).
+    pub error_problem: Option<super::stored_json::StoredJson<crate::problem::Problem>>,
     /// Row creation.
     pub created_at: DateTimeUtc,
 }

@@ -71,6 +71,9 @@ pub struct Model {
     pub spec: StoredJson<InstanceSpec>,
     /// Why it failed or was skipped, for people.
     pub reason: Option<String>,
+    /// The code and values of `reason`, when it has them
+    /// ([`crate::problem::Reason::problem`]).
+    pub reason_problem: Option<StoredJson<crate::problem::Problem>>,
     /// Row creation.
     pub created_at: DateTimeUtc,
     /// When it was queued last.

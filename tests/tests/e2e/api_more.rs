@@ -652,3 +652,87 @@ both_dbs!(api_canvas_save_and_load, |env| async move {
     );
     env.check_roles();
 });
+
+both_dbs!(
+    a_stored_reason_carries_its_code_beside_its_words,
+    |env| async move {
+        env.apply(
+            r#"
+name: reasons
+tasks:
+  - name: breaks
+    command: "exit 3"
+    retry: { max: 0 }
+  - name: after_it
+    command: "true"
+    depends_on: [breaks]
+  - name: switched_off
+    command: "true"
+    enabled: false
+"#,
+        )
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let api = Api::start(&env, None).await;
+        let dag_id = env.dag_id("reasons").await;
+        let started = api
+            .post(&format!("/api/v1/dags/{dag_id}/trigger"), json!({}))
+            .await
+            .expect(202);
+        let run = api
+            .wait_run(started["statusUrl"].as_str().expect("statusUrl"))
+            .await;
+        let detail = api
+            .get(&format!("/api/v1/dags/instances/{}", run["id"]))
+            .await
+            .expect(200);
+        let instance = |name: &str| {
+            detail["taskInstances"]
+                .as_array()
+                .and_then(|all| all.iter().find(|t| t["taskName"] == name))
+                .cloned()
+                .unwrap_or_else(|| panic!("{name}: {detail}"))
+        };
+        let breaks = instance("breaks");
+        assert_eq!(breaks["errorMessage"], "exit code 3", "{breaks}");
+        assert_eq!(
+            breaks["errorProblem"],
+            json!({ "code": "attempt.exit_code", "params": { "code": "3" } })
+        );
+        assert_eq!(
+            instance("after_it")["errorProblem"]["code"],
+            "task.upstream_failed"
+        );
+        assert_eq!(
+            instance("switched_off")["errorProblem"]["code"],
+            "task.disabled"
+        );
+        let attempt = api
+            .get(&format!("/api/v1/dags/task-instances/{}", breaks["id"]))
+            .await
+            .expect(200);
+        assert_eq!(
+            attempt["executions"][0]["errorProblem"],
+            json!({ "code": "attempt.exit_code", "params": { "code": "3" } }),
+            "{attempt}"
+        );
+
+        // A mark says who made it and what it set.
+        api.post(
+            &format!("/api/v1/task-instances/{}/mark", breaks["id"]),
+            json!({ "status": "SUCCESS" }),
+        )
+        .await
+        .expect(200);
+        let marked = api
+            .get(&format!("/api/v1/dags/task-instances/{}", breaks["id"]))
+            .await
+            .expect(200);
+        assert_eq!(marked["errorMessage"], "marked SUCCESS by a user");
+        assert_eq!(
+            marked["errorProblem"],
+            json!({ "code": "task.marked", "params": { "status": "SUCCESS" } })
+        );
+    }
+);

@@ -4579,6 +4579,8 @@ export interface components {
             endTime: string | null;
             /** @description Why it failed. */
             errorMessage: string | null;
+            /** @description The code and values of `errorMessage`, when it has them. */
+            errorProblem?: components["schemas"]["Problem"] | (null);
             /**
              * Format: int32
              * @description Process exit code.
@@ -5741,6 +5743,11 @@ export interface components {
             endTime: string | null;
             /** @description Why it failed or was skipped. */
             errorMessage: string | null;
+            /**
+             * @description The code and values of `errorMessage`, when it has them: a UI says
+             *     it in its reader's words.
+             */
+            errorProblem?: components["schemas"]["Problem"] | (null);
             /** @description Its executions, one per attempt, oldest first. */
             executions: components["schemas"]["ExecutionDto"][];
             /**
@@ -5835,6 +5842,11 @@ export interface components {
             endTime: string | null;
             /** @description Why it failed or was skipped. */
             errorMessage: string | null;
+            /**
+             * @description The code and values of `errorMessage`, when it has them: a UI says
+             *     it in its reader's words.
+             */
+            errorProblem?: components["schemas"]["Problem"] | (null);
             /**
              * Format: int64
              * @description Task instance id.

@@ -17,6 +17,13 @@ describe('server problems in the reader’s words', () => {
     expect(sayProblem(outOfRange, 'english')).toBe('minute field: 60 is out of range 0–59.');
   });
 
+  it('says a stored reason with its values, naming a status in words', () => {
+    expect(sayProblem({ code: 'attempt.exit_code', params: { code: '3' } }, 'exit code 3')).toBe('Exit code 3.');
+    expect(sayProblem({ code: 'task.marked', params: { status: 'SUCCESS' } }, 'marked SUCCESS by a user')).toBe(
+      'Marked success by a user.',
+    );
+  });
+
   it('keeps the server’s English for a code the catalogue lacks, or none', () => {
     expect(sayProblem({ code: 'dag.something_new', params: {} }, 'the server said so')).toBe('the server said so');
     expect(sayProblem(null, 'the server said so')).toBe('the server said so');

@@ -5,6 +5,7 @@
 
 import i18next from 'i18next';
 import type { Problem } from '../api/types';
+import { statusLabel } from './status';
 
 /** The words for `problem`, or `english` when the catalogue has none. */
 export function sayProblem(problem: Problem | null | undefined, english: string): string {
@@ -12,10 +13,11 @@ export function sayProblem(problem: Problem | null | undefined, english: string)
   const key = `problems:${problem.code}`;
   if (!i18next.exists(key)) return english;
   const params: Record<string, string> = { ...problem.params };
-  // The field at fault is named in the reader's words too.
+  // The field at fault and a task's status are named in the reader's words too.
   const field = params.field;
   if (field && i18next.exists(`problems:fields.${field}`)) {
     params.field = i18next.t(`problems:fields.${field}` as never);
   }
+  if (params.status) params.status = statusLabel(params.status);
   return i18next.t(key as never, params);
 }

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use datajump_shared::entities::{dag_run, execution, task_instance};
+use datajump_shared::entities::{StoredJson, dag_run, execution, task_instance};
+use datajump_shared::problem::Problem;
 use datajump_shared::{RunStatus, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -161,6 +162,10 @@ pub struct TaskInstanceDto {
     pub next_check_at: Option<DateTime<Utc>>,
     /// Why it failed or was skipped.
     pub error_message: Option<String>,
+    /// The code and values of `errorMessage`, when it has them: a UI says
+    /// it in its reader's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_problem: Option<Problem>,
     /// When it was queued last.
     pub queued_time: Option<DateTime<Utc>>,
     /// When its current attempt started.
@@ -197,6 +202,7 @@ impl From<&task_instance::Model> for TaskInstanceDto {
                 .then_some(row.deadline_at)
                 .flatten(),
             error_message: row.reason.clone(),
+            error_problem: readable(row.reason_problem.as_ref()),
             queued_time: row.queued_at,
             start_time: row.started_at,
             end_time: row.finished_at,
@@ -245,6 +251,9 @@ pub struct ExecutionDto {
     pub exit_code: Option<i32>,
     /// Why it failed.
     pub error_message: Option<String>,
+    /// The code and values of `errorMessage`, when it has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_problem: Option<Problem>,
     /// Object-store name of the full log.
     pub log_path: Option<String>,
 }
@@ -262,9 +271,16 @@ impl From<&execution::Model> for ExecutionDto {
             duration_ms: row.duration_ms,
             exit_code: row.exit_code,
             error_message: row.error_msg.clone(),
+            error_problem: readable(row.error_problem.as_ref()),
             log_path: row.log_path.clone(),
         }
     }
+}
+
+/// A stored problem, or none when it does not read: its English words are
+/// stored beside it and still say it.
+fn readable(stored: Option<&StoredJson<Problem>>) -> Option<Problem> {
+    stored.and_then(|problem| problem.read().ok()).cloned()
 }
 
 /// What a kill did.

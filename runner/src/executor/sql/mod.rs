@@ -26,6 +26,7 @@ mod results;
 mod split;
 mod sqlite;
 
+use datajump_shared::problem::Reason;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -51,7 +52,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 fn failed(message: String) -> ExecOutcome {
     ExecOutcome::Failed {
         exit_code: None,
-        message,
+        reason: Reason::Said(message),
     }
 }
 

@@ -1,3 +1,4 @@
+import { sayProblem } from '../../lib/problem';
 import { useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
@@ -157,9 +158,9 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
                 <td className="small" translate="no">
                   {ti.queue}
                 </td>
-                {/* The system's own words about what went wrong, as the API gives them. */}
-                <td className="small ellipsis max-w-320" title={ti.errorMessage ?? ''} data-server-text>
-                  {ti.errorMessage ?? ''}
+                {/* The system's own words about what went wrong, in the reader's language where they have a code. */}
+                <td className="small ellipsis max-w-320" title={ti.errorMessage ? sayProblem(ti.errorProblem, ti.errorMessage) : ''} data-server-text>
+                  {ti.errorMessage ? sayProblem(ti.errorProblem, ti.errorMessage) : ''}
                 </td>
               </tr>
             ))}

@@ -1,3 +1,4 @@
+import { sayProblem } from '../../lib/problem';
 import { useRef, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import { Link, useParams, useSearchParams } from 'react-router';
@@ -150,13 +151,13 @@ export function TaskInstancePage() {
       </dl>
       {task.errorMessage && (
         // A waiting sensor's message says what its last check found: news, not an error.
-        // The system's own words, as the API gives them.
+        // The system's own words, in the reader's language where they have a code.
         <div
           className={`banner ${task.status === 'UP_FOR_RESCHEDULE' ? 'banner-info' : 'banner-error'}`}
           data-testid="ti-error"
           data-server-text
         >
-          {task.errorMessage}
+          {sayProblem(task.errorProblem, task.errorMessage)}
         </div>
       )}
 
@@ -202,8 +203,8 @@ export function TaskInstancePage() {
                       <td className="mono small" translate="no">
                         {e.workerId}
                       </td>
-                      <td className="small ellipsis max-w-320" title={e.errorMessage ?? ''} data-server-text>
-                        {e.errorMessage ?? ''}
+                      <td className="small ellipsis max-w-320" title={e.errorMessage ? sayProblem(e.errorProblem, e.errorMessage) : ''} data-server-text>
+                        {e.errorMessage ? sayProblem(e.errorProblem, e.errorMessage) : ''}
                       </td>
                     </tr>
                   ))}
