@@ -956,6 +956,7 @@ async fn every_process_of_an_attempt_ends_with_it_even_one_that_left_its_process
         ("success", "exit 0", Duration::from_secs(60), None),
         ("failure", "exit 3", Duration::from_secs(60), None),
         ("timeout", "sleep 300", Duration::from_secs(2), None),
+        ("kill", "sleep 300", Duration::from_secs(60), None),
         ("success", "exit 0", Duration::from_secs(60), Some("nobody")),
     ] {
         use std::os::unix::fs::PermissionsExt;
@@ -973,11 +974,21 @@ async fn every_process_of_an_attempt_ends_with_it_even_one_that_left_its_process
              while [ ! -s {pid} ]; do sleep 0.05; done\n{tail}",
             pid = pid_file.display()
         );
-        let ran = Run::new("SHELL", json!({ "command": script }))
+        let run = Run::new("SHELL", json!({ "command": script }))
             .timeout(timeout)
-            .process(TaskProcess::new(&[], user).expect("the task user"))
-            .on(&s.db)
-            .await;
+            .process(TaskProcess::new(&[], user).expect("the task user"));
+        if ending == "kill" {
+            // Killed once the escaped process is there.
+            let cancel = run.cancel.clone();
+            let escaped = pid_file.clone();
+            tokio::spawn(async move {
+                while !escaped.exists() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                cancel.cancel();
+            });
+        }
+        let ran = run.on(&s.db).await;
         let escaped: i32 = std::fs::read_to_string(&pid_file)
             .expect("the escaped process wrote its id")
             .trim()
@@ -1009,6 +1020,7 @@ async fn every_process_of_an_attempt_ends_with_it_even_one_that_left_its_process
                     ..
                 }
             ),
+            "kill" => matches!(ran.outcome, ExecOutcome::Cancelled),
             _ => matches!(ran.outcome, ExecOutcome::TimedOut),
         };
         assert!(expected, "{ending}: {:?}\n{}", ran.outcome, ran.log);
