@@ -168,7 +168,7 @@ async fn schedules_waiting_for(
     let wanted: Vec<i64> = candidates
         .iter()
         .filter(|schedule| {
-            let Some(condition) = condition_of(schedule) else {
+            let Some(condition) = schedule.condition() else {
                 return false;
             };
             let names = condition.datasets();
@@ -193,14 +193,9 @@ async fn schedules_waiting_for(
     Ok(locked
         .into_iter()
         .filter(|schedule| schedule.active)
-        .filter_map(|schedule| Some((condition_of(&schedule)?, schedule)))
+        .filter_map(|schedule| Some((schedule.condition()?, schedule)))
         .map(|(condition, schedule)| (schedule, condition))
         .collect())
-}
-
-/// A data schedule's stored condition (validated when its DAG was applied).
-fn condition_of(schedule: &schedule::Model) -> Option<Condition> {
-    serde_json::from_value(schedule.data_condition.clone()?).ok()
 }
 
 /// Fires `schedule` for every partition `events` (its project's, of its

@@ -72,12 +72,7 @@ pub async fn list<C: ConnectionTrait>(conn: &C, project_id: i64) -> Result<Vec<D
         let Some(dag) = dags.get(&row.dag_id) else {
             continue;
         };
-        let declared: Vec<String> = row
-            .datasets
-            .as_ref()
-            .and_then(|value| serde_json::from_value(value.clone()).ok())
-            .unwrap_or_default();
-        for text in &declared {
+        for text in &row.declared_datasets() {
             if let Ok(decl) = OutputDecl::parse(text) {
                 dataset(&mut found, decl.dataset).producers.push(Producer {
                     dag: dag.name.clone(),
@@ -96,10 +91,7 @@ pub async fn list<C: ConnectionTrait>(conn: &C, project_id: i64) -> Result<Vec<D
         let Some(dag) = dags.get(&row.dag_id) else {
             continue;
         };
-        let condition: Option<Condition> = row
-            .data_condition
-            .as_ref()
-            .and_then(|value| serde_json::from_value(value.clone()).ok());
+        let condition = row.condition();
         for name in condition.iter().flat_map(Condition::datasets) {
             dataset(&mut found, name).consumers.push(Consumer {
                 dag: dag.name.clone(),

@@ -67,6 +67,12 @@ impl Model {
     pub fn counts_from(&self) -> DateTimeUtc {
         self.active_since.unwrap_or(self.updated_at)
     }
+
+    /// A data schedule's condition (validated when its DAG was applied);
+    /// `None` for other schedules, or a stored value that does not read.
+    pub fn condition(&self) -> Option<crate::datasets::Condition> {
+        serde_json::from_value(self.data_condition.clone()?).ok()
+    }
 }
 
 /// No declared relations.

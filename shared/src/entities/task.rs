@@ -65,6 +65,17 @@ pub struct Model {
     pub datasets: Option<Json>,
 }
 
+impl Model {
+    /// The datasets it writes, as declared (validated when its DAG was
+    /// applied); none when it declares none or the stored list does not read.
+    pub fn declared_datasets(&self) -> Vec<String> {
+        self.datasets
+            .as_ref()
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
+            .unwrap_or_default()
+    }
+}
+
 /// No declared relations.
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
 pub enum Relation {}

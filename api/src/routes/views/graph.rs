@@ -162,10 +162,7 @@ pub fn build(rows: &Rows<'_>, dag_ids: &HashMap<String, i64>) -> Graph {
                 }
             }
             ScheduleKind::Data => {
-                let condition: Option<Condition> = schedule
-                    .data_condition
-                    .as_ref()
-                    .and_then(|value| serde_json::from_value(value.clone()).ok());
+                let condition = schedule.condition();
                 for name in condition.iter().flat_map(Condition::datasets) {
                     let source = graph.dataset(name);
                     for root in &roots {
@@ -183,12 +180,7 @@ pub fn build(rows: &Rows<'_>, dag_ids: &HashMap<String, i64>) -> Graph {
         }
     }
     for task in rows.tasks {
-        let declared: Vec<String> = task
-            .datasets
-            .as_ref()
-            .and_then(|value| serde_json::from_value(value.clone()).ok())
-            .unwrap_or_default();
-        for text in &declared {
+        for text in &task.declared_datasets() {
             if let Ok(decl) = OutputDecl::parse(text) {
                 let target = graph.dataset(decl.dataset);
                 graph.add_edge(task.name.clone(), target, EdgeKind::Writes, false, 0);
