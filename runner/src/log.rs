@@ -30,6 +30,15 @@ use tracing::warn;
 /// output cannot grow the runner's memory.
 const LIVE_LINES: usize = 4096;
 
+/// The channel live lines wait in for their publisher: bounded, so lines
+/// a slow publisher has not taken are skipped, not kept.
+fn live_channel() -> (mpsc::Sender<LiveLine>, mpsc::Receiver<LiveLine>) {
+    mpsc::channel(LIVE_LINES)
+}
+
+/// A line for the live stream: its number and its text.
+type LiveLine = (u64, String);
+
 /// The most bytes of a log kept in its full copy unless the runner says
 /// otherwise (`--max-log-bytes`).
 pub const DEFAULT_MAX_LOG_BYTES: u64 = 100 * 1024 * 1024;
@@ -42,7 +51,7 @@ struct Inner {
     full: Spill,
     /// The most bytes the full copy keeps.
     max_bytes: u64,
-    live: Option<mpsc::Sender<(u64, String)>>,
+    live: Option<mpsc::Sender<LiveLine>>,
     /// What `##dj-output` lines declared.
     outputs: Outputs,
 }
@@ -228,7 +237,7 @@ impl LogSink {
         let sink = LogSink::default();
         sink.with(|inner| inner.max_bytes = max_bytes);
         if let Some((client, names, execution_id)) = nats {
-            let (sender, receiver) = mpsc::channel::<(u64, String)>(LIVE_LINES);
+            let (sender, receiver) = live_channel();
             sink.with(|inner| inner.live = Some(sender));
             tokio::spawn(serve_live(
                 client,
@@ -365,7 +374,7 @@ async fn serve_live(
     client: async_nats::Client,
     subject: String,
     tail_requests: String,
-    mut receiver: mpsc::Receiver<(u64, String)>,
+    mut receiver: mpsc::Receiver<LiveLine>,
     sink: Weak<Mutex<Inner>>,
 ) {
     // Without the subscription `logs --follow` falls back to the database.
@@ -425,6 +434,27 @@ mod tests {
     use super::*;
 
     use datajump_shared::logs::{dropped_lines, last_line_number};
+
+    #[test]
+    fn a_publisher_that_falls_behind_holds_at_most_the_live_bound() {
+        // Nobody takes the live lines, as when NATS is slower than a task
+        // printing as fast as it can.
+        let (sender, receiver) = live_channel();
+        let sink = LogSink::new(None, DEFAULT_MAX_LOG_BYTES);
+        sink.with(|inner| inner.live = Some(sender));
+        let lines = 3 * LIVE_LINES;
+        for i in 0..lines {
+            sink.line(&format!("line {i} {}", "x".repeat(40)));
+        }
+        assert_eq!(receiver.len(), LIVE_LINES, "waiting live lines");
+        // The log itself keeps every line.
+        let finished = sink.finish();
+        let full = finished
+            .full
+            .expect("a log past the tail keeps its full copy");
+        let text = std::fs::read_to_string(full.path()).expect("the full copy");
+        assert_eq!(text.lines().count(), lines);
+    }
 
     #[test]
     fn tail_is_capped_with_a_readable_note() {
