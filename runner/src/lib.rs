@@ -77,6 +77,9 @@ pub struct Config {
     /// Where HTTP tasks may connect (`--http-allow`; the API's own address
     /// and metadata addresses are refused).
     pub network: Arc<datajump_shared::network::NetworkPolicy>,
+    /// DataJump's data folder (`--data-dir`), whose files no SQLite
+    /// datasource may open; `None` where the runner has none.
+    pub data_folder: Option<Arc<std::path::Path>>,
     /// The most bytes of a task's log kept in full (`--max-log-bytes`);
     /// the tail the database keeps always holds the last lines.
     pub max_log_bytes: u64,

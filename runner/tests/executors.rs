@@ -87,6 +87,7 @@ struct Run {
     env: BTreeMap<String, String>,
     process: Arc<TaskProcess>,
     cgroups: Option<Arc<Cgroups>>,
+    data_folder: Option<Arc<std::path::Path>>,
 }
 
 impl Run {
@@ -102,6 +103,7 @@ impl Run {
             process: Arc::default(),
             // As a runner does: a control group per attempt where it may.
             cgroups: Cgroups::open().ok().map(Arc::new),
+            data_folder: None,
         }
     }
 
@@ -114,6 +116,12 @@ impl Run {
     /// Task processes start as `process` says (`--task-user`).
     fn process(mut self, process: TaskProcess) -> Run {
         self.process = Arc::new(process);
+        self
+    }
+
+    /// On a runner whose data folder is `folder` (`--data-dir`).
+    fn data_folder(mut self, folder: &std::path::Path) -> Run {
+        self.data_folder = Some(Arc::from(folder));
         self
     }
 
@@ -170,6 +178,7 @@ impl Run {
             env: self.env,
             process: self.process,
             network: Arc::new(self.network),
+            data_folder: self.data_folder,
             lease: Arc::default(),
             cgroups: self.cgroups,
             db: db.clone(),
@@ -1184,6 +1193,83 @@ async fn a_sqlite_task_reaches_no_file_but_its_datasource() {
         );
     }
 
+    // A SQL sensor on it is refused the same way: sensors check in the
+    // runner too.
+    let ran = Run::new(
+        "SENSOR",
+        json!({ "sql": "SELECT 1 FROM api_token", "datasource": "linked", "mode": "reschedule" }),
+    )
+    .on(&s.db)
+    .await;
+    assert!(
+        invalid_message(&ran).contains("is DataJump's own database"),
+        "{:?}",
+        ran.outcome
+    );
+
+    // The database's journal files, by their own names.
+    let wal = format!("{}-wal", s.file().display());
+    datasources::add(
+        &s.db,
+        DEFAULT_PROJECT,
+        NewDatasource {
+            params: [("mode".to_owned(), "rwc".to_owned())].into(),
+            ..datasource("journal", DatasourceKind::Sqlite, &wal)
+        },
+    )
+    .await
+    .expect("add");
+    let ran = Run::new(
+        "SQL",
+        json!({ "sql": "CREATE TABLE t (a)", "datasource": "journal" }),
+    )
+    .on(&s.db)
+    .await;
+    assert!(
+        invalid_message(&ran).contains("is DataJump's own database"),
+        "{:?}",
+        ran.outcome
+    );
+
+    // The data folder (`--data-dir`: the secret key, the NATS store) is
+    // DataJump's whole, but for its `datasources` folder; a link from there
+    // back into the rest is refused as the rest is.
+    let data = tempfile::tempdir().expect("data folder");
+    let ours = data
+        .path()
+        .join(datajump_runner::executor::DATASOURCES_FOLDER);
+    std::fs::create_dir(&ours).expect("datasources folder");
+    std::fs::write(data.path().join("secret.key"), b"").expect("a key file");
+    std::fs::File::create(ours.join("mine.db")).expect("a datasource file");
+    std::os::unix::fs::symlink(data.path().join("secret.key"), ours.join("key.db"))
+        .expect("symlink");
+    for (name, path, refused) in [
+        ("key", data.path().join("secret.key"), true),
+        ("key_link", ours.join("key.db"), true),
+        ("mine", ours.join("mine.db"), false),
+    ] {
+        datasources::add(
+            &s.db,
+            DEFAULT_PROJECT,
+            datasource(name, DatasourceKind::Sqlite, &path.display().to_string()),
+        )
+        .await
+        .expect("add");
+        let ran = Run::new("SQL", json!({ "sql": "SELECT 1", "datasource": name }))
+            .data_folder(data.path())
+            .on(&s.db)
+            .await;
+        if refused {
+            assert!(
+                invalid_message(&ran).contains("is inside DataJump's data folder"),
+                "{name}: {:?}",
+                ran.outcome
+            );
+        } else {
+            assert_success(&ran);
+        }
+    }
+
     // With a task user, a file that user cannot read is refused, and one it
     // can is opened.
     if nix::unistd::Uid::effective().is_root() {
@@ -1746,14 +1832,9 @@ async fn http_tasks_reach_neither_metadata_nor_the_api_itself() {
             .await;
         invalid(&ran, "may not call the DataJump API");
     }
-    let ran = Run::new(
-        "HTTP",
-        json!({ "url": "http://169.254.169.254/latest/meta-data/" }),
-    )
-    .network(policy())
-    .on(&s.db)
-    .await;
-    invalid(&ran, "--http-allow 169.254.169.254");
+    // Metadata addresses are refused by the same policy; that is checked
+    // on addresses (`shared/src/network.rs`), as no test sends a request
+    // beyond loopback.
     assert_eq!(seen.0.lock().unwrap().len(), before, "a request went out");
 
     // Another service on the same host is fine, and so is the API when allowed.

@@ -188,15 +188,13 @@ async fn deliver(
         Ok(response) if response.status().is_success() => Delivery::Sent {
             status: response.status().as_u16(),
         },
+        // Refused, not retried: the next attempt would be sent the same way.
         Ok(response) if carries_credentials && response.status().is_redirection() => {
-            Delivery::Failed {
-                status: Some(response.status().as_u16()),
-                error: format!(
-                    "the webhook answered {} toward another origin, not followed: the alert \
-                     carries credentials, which go only to the webhook's own origin",
-                    response.status()
-                ),
-            }
+            refused(format!(
+                "the webhook answered {} toward another origin, not followed: the alert carries \
+                 credentials, which go only to the webhook's own origin",
+                response.status()
+            ))
         }
         Ok(response) => Delivery::Failed {
             status: Some(response.status().as_u16()),

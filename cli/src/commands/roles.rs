@@ -423,6 +423,9 @@ pub fn runner_config(
         )?),
         max_log_bytes: args.max_log_bytes,
         network: args.network.policy(api_url, Caller::HttpTask)?,
+        // Set by the roles that have one (`runner`, `up`); a benchmark's
+        // runners have none.
+        data_folder: None,
     })
 }
 
@@ -519,15 +522,18 @@ pub async fn resolver(global: &Global, args: ResolverArgs) -> Result<ExitCode> {
 /// `runner`.
 pub async fn runner(global: &Global, args: RunnerArgs) -> Result<ExitCode> {
     let db = database(global).await?;
-    let config = runner_config(
-        db,
-        nats(global, "datajump-runner").await?,
-        &global.nats_prefix,
-        global.nats_replicas,
-        parse_time_zone(&global.timezone)?,
-        &args,
-        Some(&global.api_url),
-    )?;
+    let config = datajump_runner::Config {
+        data_folder: Some(global.data_dir.as_path().into()),
+        ..runner_config(
+            db,
+            nats(global, "datajump-runner").await?,
+            &global.nats_prefix,
+            global.nats_replicas,
+            parse_time_zone(&global.timezone)?,
+            &args,
+            Some(&global.api_url),
+        )?
+    };
     let probes = (config.db.clone(), config.nats.clone());
     let shutdown = shutdown_on_signal();
     let role = datajump_runner::run(config, shutdown.clone());

@@ -54,8 +54,9 @@ fn secret_key(global: &Global) -> Result<Option<PathBuf>> {
 }
 
 /// The SQLite datasource the example SQL DAG uses, created on first start
-/// with an empty database file in the data folder; `None` when one of that
-/// name existed already (the operator's to keep).
+/// with an empty database file in the data folder's `datasources` folder
+/// (the one part of it a SQLite datasource may open); `None` when one of
+/// that name existed already (the operator's to keep).
 async fn example_datasource(client: &Client, global: &Global) -> Result<Option<PathBuf>> {
     if client
         .datasources()
@@ -65,7 +66,12 @@ async fn example_datasource(client: &Client, global: &Global) -> Result<Option<P
     {
         return Ok(None);
     }
-    let file = global.data_dir.join("example.db");
+    let folder = global
+        .data_dir
+        .join(datajump_runner::executor::DATASOURCES_FOLDER);
+    std::fs::create_dir_all(&folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    let file = folder.join("example.db");
     if !file.exists() {
         std::fs::write(&file, b"").with_context(|| format!("cannot create {}", file.display()))?;
     }
@@ -211,15 +217,18 @@ pub async fn run(global: &Global, args: UpArgs) -> Result<ExitCode> {
         default_timezone: parse_time_zone(&global.timezone)?,
         concurrency: 16,
     };
-    let runner = runner_config(
-        db.clone(),
-        nats_client.clone(),
-        &global.nats_prefix,
-        global.nats_replicas,
-        parse_time_zone(&global.timezone)?,
-        &args.runner,
-        Some(&api_url),
-    )?;
+    let runner = datajump_runner::Config {
+        data_folder: Some(global.data_dir.as_path().into()),
+        ..runner_config(
+            db.clone(),
+            nats_client.clone(),
+            &global.nats_prefix,
+            global.nats_replicas,
+            parse_time_zone(&global.timezone)?,
+            &args.runner,
+            Some(&api_url),
+        )?
+    };
     let cluster = datajump_api::metrics::Cluster::new(&api);
     let token = shutdown.clone();
     roles.spawn(async move {

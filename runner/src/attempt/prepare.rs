@@ -119,6 +119,7 @@ impl Runner {
                 env,
                 process: config.task_process.clone(),
                 network: config.network.clone(),
+                data_folder: config.data_folder.clone(),
                 lease: self.lease.clone(),
                 cgroups: self.cgroups.clone(),
                 db: config.db.clone(),

@@ -20,6 +20,7 @@ pub mod task_process;
 
 use datajump_shared::problem::Reason;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::log::{DEFAULT_MAX_LOG_BYTES, LogSink};
 pub use cgroup::{Cgroups, CgroupsUnavailable, kill as kill_cgroup};
-pub use sql::check_datasource;
+pub use sql::{DATASOURCES_FOLDER, check_datasource};
 pub use task_process::{TaskProcess, TaskProcessError, TaskUser, protect_runner};
 
 /// What an executor knows about the attempt it runs.
@@ -46,6 +47,9 @@ pub struct ExecContext {
     pub process: Arc<TaskProcess>,
     /// Where HTTP tasks may connect.
     pub network: Arc<datajump_shared::network::NetworkPolicy>,
+    /// DataJump's data folder (`--data-dir`), whose files no SQLite
+    /// datasource may open; `None` where the runner has none.
+    pub data_folder: Option<Arc<Path>>,
     /// The runner's lease: a task's process group is registered with it,
     /// to be killed if the lease lapses (see [`crate::lease`]).
     pub lease: Arc<crate::lease::Lease>,

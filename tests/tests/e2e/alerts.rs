@@ -398,3 +398,69 @@ tasks: [{{ name: a, command: "true" }}]
         "the orphan alert was sent"
     );
 });
+
+// #38 (medium 7): a webhook redirected to another origin keeps its
+// credentials home, as HTTP tasks do. The alert with a secret header is
+// not followed (and not retried: it would be sent the same way); the one
+// without is followed.
+both_dbs!(
+    credentials_do_not_follow_a_webhook_redirect_to_another_origin,
+    |env| async move {
+        let (elsewhere, landed) = http_receiver(0);
+        let (port, redirected) =
+            crate::harness::http_redirector(format!("http://127.0.0.1:{elsewhere}/caught"));
+        secrets::set(&env.db, DEFAULT_PROJECT, "hook_token", TOKEN, None)
+            .await
+            .expect("secret");
+        env.apply(&format!(
+            r#"
+name: redirected
+alerts:
+  webhooks:
+    - url: http://127.0.0.1:{port}/with
+      headers: {{ Authorization: "Bearer ${{secret:hook_token}}" }}
+    - url: http://127.0.0.1:{port}/plain
+tasks: [{{ name: a, command: "true" }}]
+"#
+        ))
+        .await;
+        let _ticker = env.spawn_ticker().await;
+        let dag = datajump_store::catalog::dag_by_name(&env.db, "redirected")
+            .await
+            .expect("the DAG");
+        datajump_store::alerts::record_test(&env.db, &dag, chrono::Utc::now())
+            .await
+            .expect("test alerts")
+            .expect("webhooks");
+        let alerts = settled(&env, dag.id, 2).await;
+        for alert in &alerts {
+            let url = alert.target["url"].as_str().unwrap_or_default();
+            if url.ends_with("/plain") {
+                assert_eq!(alert.status, AlertState::Sent, "{alert:#?}");
+                continue;
+            }
+            assert_eq!(alert.status, AlertState::Failed, "{alert:#?}");
+            assert_eq!(alert.attempts, 1, "not retried: {alert:#?}");
+            let error = alert.last_error.clone().unwrap_or_default();
+            assert!(
+                error.contains("toward another origin, not followed"),
+                "{error}"
+            );
+        }
+        assert_eq!(redirected.lock().expect("requests").len(), 2);
+        let landed = landed.lock().expect("requests").clone();
+        assert_eq!(
+            landed.len(),
+            1,
+            "only the plain alert was followed: {landed:?}"
+        );
+        assert!(
+            landed[0]
+                .headers
+                .iter()
+                .all(|h| !h.to_ascii_lowercase().starts_with("authorization")
+                    && !h.contains(TOKEN)),
+            "{landed:?}"
+        );
+    }
+);

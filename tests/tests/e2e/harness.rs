@@ -622,6 +622,7 @@ impl TestEnv {
             drain_timeout,
             task_process: std::sync::Arc::default(),
             network: std::sync::Arc::default(),
+            data_folder: None,
             max_log_bytes: datajump_runner::executor::DEFAULT_MAX_LOG_BYTES,
         };
         let role = self.spawn_role(id.to_owned(), |token| datajump_runner::run(config, token));
@@ -1019,6 +1020,33 @@ pub struct Received {
 /// webhook) answering 500 to its first `failures` requests and 200
 /// afterwards, keeping every request.
 pub fn http_receiver(failures: usize) -> (u16, Arc<Mutex<Vec<Received>>>) {
+    http_server_answering(move |earlier| {
+        if earlier < failures {
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .to_owned()
+        } else {
+            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
+        }
+    })
+}
+
+/// A one-thread HTTP server on a free port answering every request with a
+/// `307` to `location`, keeping every request.
+pub fn http_redirector(location: String) -> (u16, Arc<Mutex<Vec<Received>>>) {
+    http_server_answering(move |_| {
+        format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\n\
+             Connection: close\r\n\r\n"
+        )
+    })
+}
+
+/// A one-thread HTTP server on a free port giving each request the answer
+/// `answer` makes of the number of requests before it, keeping every
+/// request.
+fn http_server_answering(
+    answer: impl Fn(usize) -> String + Send + 'static,
+) -> (u16, Arc<Mutex<Vec<Received>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("address").port();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -1043,17 +1071,13 @@ pub fn http_receiver(failures: usize) -> (u16, Arc<Mutex<Vec<Received>>>) {
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
             let mut requests = requests.lock().expect("requests");
-            let answer: &[u8] = if requests.len() < failures {
-                b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            } else {
-                b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            };
+            let answer = answer(requests.len());
             requests.push(Received {
                 headers,
                 body: serde_json::from_slice(&body).unwrap_or_default(),
             });
             drop(requests);
-            let _ = (&stream).write_all(answer);
+            let _ = (&stream).write_all(answer.as_bytes());
         }
     });
     (port, seen)

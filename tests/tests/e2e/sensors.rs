@@ -310,3 +310,47 @@ async fn a_thousand_waiting_sensors_leave_four_slots_free() {
     );
     assert!(rows.iter().all(|row| row.attempt == 1));
 }
+
+// #38 (high 5): a `dag` sensor looks at its own project's DAGs only. Project
+// 2's `upstream/load` succeeded for the date; project 1's sensor on that
+// name sees no such DAG and times out saying so, as it would for a name no
+// DAG has.
+both_dbs!(
+    a_dag_sensor_does_not_see_another_projects_runs,
+    |env| async move {
+        datajump_store::projects::create(&env.db, "analytics", "")
+            .await
+            .expect("project 2");
+        env.apply("name: upstream\nproject: 2\ntasks:\n  - { name: load, command: 'true' }\n")
+            .await;
+        env.apply(
+            "name: watcher\ntasks:\n  - { name: waits, type: SENSOR, content: { dag: upstream, task: load, poke_interval: 1, sensor_timeout: 3 } }\n",
+        )
+        .await;
+        let _ticker = env.spawn_ticker().await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 2).await;
+        let theirs = env.trigger_for("upstream", "2024-05-01").await;
+        assert_eq!(
+            env.wait_run(&theirs, TIMEOUT).await.status,
+            RunStatus::Success
+        );
+        let ours = env.trigger_for("watcher", "2024-05-01").await;
+        let run = env.wait_run(&ours, TIMEOUT).await;
+        let rows = env.instances_by_name(run.id).await;
+        assert_eq!(
+            rows["waits"].status,
+            TaskStatus::Timeout,
+            "{:?}",
+            rows["waits"]
+        );
+        assert!(
+            rows["waits"]
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains("there is no DAG 'upstream' in project 1")),
+            "{:?}",
+            rows["waits"].reason
+        );
+    }
+);

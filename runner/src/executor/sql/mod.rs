@@ -39,6 +39,8 @@ use datajump_shared::params::Mode;
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, Statement};
 
 use super::{ExecContext, ExecOutcome, LogSink};
+pub use sqlite::DATASOURCES_FOLDER;
+
 use results::{query, thousands};
 use split::{SqlStatement, StatementKind, split};
 
@@ -76,15 +78,14 @@ pub(super) async fn returns_a_row(
         }
         Err(e) => return Err(failed(format!("cannot read datasource '{name}': {e}"))),
     };
-    let url = datasources::connection_url(&source)
-        .map_err(|e| ExecOutcome::Invalid(format!("datasource '{name}': {e}")))?;
+    let dialect = source.kind.dialect();
     let sql = ctx
         .params
-        .substitute(sql, Mode::Sql(source.kind.dialect()))
+        .substitute(sql, Mode::Sql(dialect))
         .map_err(|e| ExecOutcome::Invalid(e.to_string()))?;
-    if let Some(refused) = sqlite_refusal(&source, &split(&sql, source.kind.dialect()), ctx).await {
-        return Err(refused);
-    }
+    let (source, checked) = sqlite_checked(source, &split(&sql, dialect), ctx).await?;
+    let url = datasources::connection_url(&source)
+        .map_err(|e| ExecOutcome::Invalid(format!("datasource '{name}': {e}")))?;
     log.line(&format!(
         "[datajump] datasource '{name}' ({}): {url}",
         source.kind
@@ -92,6 +93,10 @@ pub(super) async fn returns_a_row(
     let db = connect(&url)
         .await
         .map_err(|e| failed(format!("cannot connect to '{name}': {e}")))?;
+    if let Some(refused) = opened_refusal(name, checked.as_ref()) {
+        let _ = db.close().await;
+        return Err(refused);
+    }
     let found = db
         .query_one_raw(Statement::from_string(
             db.get_database_backend(),
@@ -121,10 +126,6 @@ pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) 
         Err(e) => return ExecOutcome::Invalid(e.to_string()),
     };
     let kind = source.kind;
-    let url = match datasources::connection_url(&source) {
-        Ok(url) => url,
-        Err(e) => return ExecOutcome::Invalid(format!("datasource '{name}': {e}")),
-    };
     let dialect = kind.dialect();
     let sql = match ctx.params.substitute(sql, Mode::Sql(dialect)) {
         Ok(sql) => sql,
@@ -134,15 +135,20 @@ pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) 
     if statements.is_empty() {
         return ExecOutcome::Invalid("the SQL has no statement to run".to_owned());
     }
-    if let Some(refused) = sqlite_refusal(&source, &statements, ctx).await {
-        return refused;
-    }
+    let (source, checked) = match sqlite_checked(source, &statements, ctx).await {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
+    };
+    let url = match datasources::connection_url(&source) {
+        Ok(url) => url,
+        Err(e) => return ExecOutcome::Invalid(format!("datasource '{name}': {e}")),
+    };
     log.line(&format!("[datajump] datasource '{name}' ({kind}): {url}"));
 
     let session = Session::default();
     let work = run_statements(
         &source,
-        kind,
+        checked.as_ref(),
         &url,
         &statements,
         content.transaction,
@@ -173,27 +179,37 @@ pub(super) async fn run(content: &SqlContent, ctx: &ExecContext, log: &LogSink) 
 }
 
 /// What [`sqlite`] refuses of `statements` on `source`, as the attempt's
-/// outcome; nothing for other kinds of datasource.
-async fn sqlite_refusal(
-    source: &datasource::Model,
+/// outcome, or the datasource to connect to: for SQLite, with its file
+/// pinned to the checked path, and that file to check again once opened.
+async fn sqlite_checked(
+    source: datasource::Model,
     statements: &[SqlStatement<'_>],
     ctx: &ExecContext,
-) -> Option<ExecOutcome> {
+) -> Result<(datasource::Model, Option<sqlite::CheckedFile>), ExecOutcome> {
     if source.kind != DatasourceKind::Sqlite {
-        return None;
+        return Ok((source, None));
     }
     let total = statements.len();
     for (index, statement) in statements.iter().enumerate() {
         if let Some(why) = sqlite::refusal(statement.text) {
-            return Some(ExecOutcome::Invalid(format!(
+            return Err(ExecOutcome::Invalid(format!(
                 "statement {} of {total}: {why}",
                 index + 1
             )));
         }
     }
-    sqlite::file_problem(source, &ctx.db, &ctx.process)
+    let guard = sqlite::Guard::new(&ctx.db, ctx.data_folder.as_deref()).await;
+    let checked = sqlite::check_file(&source, guard, &ctx.process)
         .await
-        .map(ExecOutcome::Invalid)
+        .map_err(ExecOutcome::Invalid)?;
+    let pinned = checked.pin(&source).map_err(ExecOutcome::Invalid)?;
+    Ok((pinned, Some(checked)))
+}
+
+/// Why the SQLite file just opened may not be used, as the outcome: see
+/// [`sqlite::CheckedFile::opened_problem`].
+fn opened_refusal(name: &str, checked: Option<&sqlite::CheckedFile>) -> Option<ExecOutcome> {
+    checked?.opened_problem(name).map(ExecOutcome::Invalid)
 }
 
 async fn connect(url: &ConnectionUrl) -> Result<DatabaseConnection, sea_orm::DbErr> {
@@ -319,13 +335,14 @@ async fn prepare_stop(db: &DatabaseConnection, kind: DatasourceKind, session: &S
 
 async fn run_statements(
     source: &datasource::Model,
-    kind: DatasourceKind,
+    checked: Option<&sqlite::CheckedFile>,
     url: &ConnectionUrl,
     statements: &[SqlStatement<'_>],
     transaction: bool,
     session: &Session,
     log: &LogSink,
 ) -> ExecOutcome {
+    let kind = source.kind;
     let db = match connect(url).await {
         Ok(db) => db,
         Err(e) => {
@@ -340,6 +357,10 @@ async fn run_statements(
             ));
         }
     };
+    if let Some(refused) = opened_refusal(&source.name, checked) {
+        let _ = db.close().await;
+        return refused;
+    }
     prepare_stop(&db, kind, session).await;
     // On the task's one connection, so the statements that follow are in
     // it; a stopped session is rolled back by the server.
