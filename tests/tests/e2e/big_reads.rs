@@ -89,11 +89,12 @@ async fn forty_readers_of_a_3000_task_dag_stay_under_400_mb() {
         format!("/api/v1/dags/{dag_id}"),
         format!("/api/v1/dags/{dag_id}/canvas"),
         format!("/api/v1/dags/{dag_id}/grid"),
+        format!("/api/v1/dags/{dag_id}/graph"),
         format!("/api/v1/dags/instances/{}", run.id),
     ];
     let before = peak_rss(api.pid());
     let mut peaks = Vec::new();
-    // One reader of each answer, then forty at once, ten of each.
+    // One reader of each answer, then forty at once, eight of each.
     for readers in [1, READERS] {
         let reads = (0..readers.max(paths.len())).map(|i| {
             let path = paths[i % paths.len()].clone();
