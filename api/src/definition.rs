@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use datajump_shared::dag_file::{DagFile, DagFileError, TaskFile};
+use datajump_shared::dag_file::{DagFile, DagFileError, DagProblem, TaskFile};
 use datajump_shared::entities::{dag, schedule, task, task_dependency};
 use datajump_shared::kinds::ScheduleKind;
 use futures::TryStreamExt;
@@ -561,10 +561,14 @@ pub fn parse(file: &Map<String, Value>) -> Result<DagFile> {
             api_names_in(strip_location(&e.to_string()))
         )),
         DagFileError::Invalid { dag, problems } => {
-            let details: Vec<String> = problems.iter().map(|p| api_names_in(p)).collect();
+            let details: Vec<String> = problems
+                .iter()
+                .map(|p| api_names_in(&p.to_string()))
+                .collect();
             Error::BadRequest {
                 message: format!("DAG '{dag}' is invalid: {}", details.join("; ")),
                 details,
+                detail_problems: problems.iter().map(DagProblem::problem).collect(),
                 problem: None,
             }
         }

@@ -2,8 +2,8 @@
 //!
 //! Every failure is answered with JSON `{ "error": CODE, "message": TEXT }`
 //! (plus `details` when there are several problems, such as an invalid DAG,
-//! and `code` and `params` when the problem has a stable name a UI can say
-//! in its own words: [`Problem`]) and the matching status: 400 `BAD_REQUEST` for bad input (the message
+//! with `detailProblems` beside them, and `code` and `params` when the
+//! problem has a stable name a UI can say in its own words: [`Problem`]) and the matching status: 400 `BAD_REQUEST` for bad input (the message
 //! names the field), 401 `UNAUTHORIZED`, 403 `FORBIDDEN` (a browser's
 //! cross-origin change, an unknown `Host`), 404 `NOT_FOUND`, 405
 //! `METHOD_NOT_ALLOWED`, 409 `CONFLICT`, 413 `PAYLOAD_TOO_LARGE`, 415
@@ -30,6 +30,9 @@ pub enum Error {
         message: String,
         /// Every problem, when there are several.
         details: Vec<String>,
+        /// The stable name and values of each of `details`, index for
+        /// index, where it has them (empty when none has).
+        detail_problems: Vec<Option<Problem>>,
         /// Its stable name and values, when it has them.
         problem: Option<Problem>,
     },
@@ -72,6 +75,7 @@ impl Error {
         Error::BadRequest {
             message: message.into(),
             details: Vec::new(),
+            detail_problems: Vec::new(),
             problem: None,
         }
     }
@@ -81,6 +85,7 @@ impl Error {
         Error::BadRequest {
             message: message.into(),
             details: Vec::new(),
+            detail_problems: Vec::new(),
             problem: Some(problem),
         }
     }
@@ -135,6 +140,11 @@ pub struct ErrorBody {
     /// Every problem, when there are several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+    /// The stable name and values of each of `details`, index for index
+    /// (`null` where one has none), when any has them: a UI says those in
+    /// its own words.
+    #[serde(rename = "detailProblems", skip_serializing_if = "Vec::is_empty")]
+    pub detail_problems: Vec<Option<Problem>>,
     /// The problem's stable name (`cron.out_of_range`, …) and the values
     /// `message` names, when it has them: a UI says it in its own words.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -160,11 +170,22 @@ impl IntoResponse for Error {
             }
             _ => self.to_string(),
         };
-        let (details, problem) = match self {
+        let (details, detail_problems, problem) = match self {
             Error::BadRequest {
-                details, problem, ..
-            } => (details, problem),
-            _ => (Vec::new(), None),
+                details,
+                detail_problems,
+                problem,
+                ..
+            } => {
+                // Left out when it would say nothing.
+                let coded = detail_problems.iter().any(Option::is_some);
+                (
+                    details,
+                    if coded { detail_problems } else { Vec::new() },
+                    problem,
+                )
+            }
+            _ => (Vec::new(), Vec::new(), None),
         };
         let mut response = (
             status,
@@ -172,6 +193,7 @@ impl IntoResponse for Error {
                 error: code,
                 message,
                 details,
+                detail_problems,
                 problem,
             }),
         )
@@ -214,6 +236,7 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
             error: "METHOD_NOT_ALLOWED",
             message: format!("{} does not accept {method}", uri.path()),
             details: Vec::new(),
+            detail_problems: Vec::new(),
             problem: None,
         }),
     )

@@ -24,7 +24,7 @@ use crate::propagation::{count_parent, evaluate_all, propagate_all};
 use crate::slots::start_awaited_run;
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_instance, with_reason};
 use crate::transitions::TaskTransition;
-use datajump_shared::problem::Reason;
+use datajump_shared::problem::{Awaited, Reason};
 
 /// What a cross-run dependency points at, resolved by the caller.
 #[derive(Debug, Clone)]
@@ -336,6 +336,45 @@ pub async fn wait_timed_out(
     Ok(effects)
 }
 
+/// What `waits` still wait for, each named by its DAG and task: a UI says
+/// that in no language's words, beside the stored English.
+async fn awaited<C: ConnectionTrait>(
+    conn: &C,
+    waits: Vec<dependency_wait::Model>,
+) -> Result<Vec<Awaited>, DbErr> {
+    let tasks: HashMap<i64, task::Model> = task::Entity::find()
+        .filter(task::Column::Id.is_in(waits.iter().map(|w| w.target_task_id)))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|row| (row.id, row))
+        .collect();
+    let dags: HashMap<i64, String> = dag::Entity::find()
+        .filter(dag::Column::Id.is_in(tasks.values().map(|t| t.dag_id)))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|row| (row.id, row.name))
+        .collect();
+    Ok(waits
+        .into_iter()
+        .map(|wait| {
+            let task = tasks.get(&wait.target_task_id).map_or_else(
+                || format!("task {}", wait.target_task_id),
+                |task| match dags.get(&task.dag_id) {
+                    Some(dag) => format!("{dag}/{}", task.name),
+                    None => task.name.clone(),
+                },
+            );
+            Awaited {
+                task,
+                biz_date: wait.target_biz_date,
+                words: wait.description,
+            }
+        })
+        .collect())
+}
+
 async fn end_timed_out_wait<C: ConnectionTrait>(
     conn: &C,
     id: i64,
@@ -350,7 +389,7 @@ async fn end_timed_out_wait<C: ConnectionTrait>(
         return Ok(out);
     }
     let reason = Reason::WaitTimeout {
-        awaited: waits.into_iter().map(|w| w.description).collect(),
+        awaited: awaited(conn, waits).await?,
     };
     let failed = update_instance(
         conn,

@@ -116,6 +116,24 @@ async fn a_failed_strong_parent_fails_its_join_upstream_and_the_run() {
         );
         let statuses = env.statuses(run).await;
         assert_eq!(status_of(&statuses, "report"), TaskStatus::UpstreamFailed);
+        // The reason is stored in words and as a code a UI says in its own.
+        let report = env.instance(run, "report").await;
+        assert_eq!(
+            report.reason.as_deref(),
+            Some("an upstream task did not succeed"),
+            "{:?}",
+            env.backend
+        );
+        assert_eq!(
+            report
+                .reason_problem
+                .as_ref()
+                .and_then(|stored| stored.read().ok())
+                .map(|problem| problem.code.as_str()),
+            Some("task.upstream_failed"),
+            "{:?}",
+            env.backend
+        );
         assert_eq!(
             env.run(run).await.status,
             RunStatus::Failed,

@@ -60,8 +60,8 @@ pub enum Reason {
     },
     /// A cross-run dependency was not met within its wait timeout.
     WaitTimeout {
-        /// What it still waited for, each as `other_dag/task for 2024-01-14`.
-        awaited: Vec<String>,
+        /// What it still waited for.
+        awaited: Vec<Awaited>,
     },
     /// Its run was killed.
     RunKilled,
@@ -137,6 +137,18 @@ pub enum Reason {
 /// their runner are counted.
 pub const RUNNER_LOST: &str = "runner lost";
 
+/// A task instance a cross-run dependency still waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Awaited {
+    /// The awaited task, as `dag/task`.
+    pub task: String,
+    /// The business date of the awaited run.
+    pub biz_date: chrono::NaiveDate,
+    /// What it waits for in English (`orders/publish for 2024-01-14`, or
+    /// `… of the previous run (2024-01-13)`), as stored with the wait.
+    pub words: String,
+}
+
 impl Reason {
     /// The English words, as stored in `reason` and printed by the CLI.
     pub fn text(&self) -> String {
@@ -157,7 +169,11 @@ impl Reason {
             ),
             Reason::WaitTimeout { awaited } => format!(
                 "dependency wait timed out: still waiting for {}",
-                awaited.join(", ")
+                awaited
+                    .iter()
+                    .map(|a| a.words.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Reason::RunKilled => "the run was killed".to_owned(),
             Reason::RunTimedOut { timeout_secs } => format!(
@@ -231,9 +247,18 @@ impl Reason {
                     ("timeout", describe(*timeout_secs)),
                 ],
             ),
-            Reason::WaitTimeout { awaited } => {
-                Problem::new("task.wait_timeout", [("awaited", awaited.join(", "))])
-            }
+            // In no language's words: the task and its business date.
+            Reason::WaitTimeout { awaited } => Problem::new(
+                "task.wait_timeout",
+                [(
+                    "awaited",
+                    awaited
+                        .iter()
+                        .map(|a| format!("{} ({})", a.task, a.biz_date))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )],
+            ),
             Reason::RunKilled => Problem::new("task.run_killed", []),
             Reason::RunTimedOut { timeout_secs } => {
                 Problem::new("task.run_timed_out", [("timeout", describe(*timeout_secs))])

@@ -9,17 +9,19 @@
 //! One job per part: [`DagFile`] and the types of its parts as serde reads
 //! and writes them (`types`), what a field left out means (`defaults`),
 //! parsing that reports every unknown field at once with the nearest
-//! allowed name (`parse`), and the rules a parsed file must keep
-//! (`validate`).
+//! allowed name (`parse`), the rules a parsed file must keep
+//! (`validate`), and how a broken one is said (`problem`).
 
 mod defaults;
 mod parse;
+mod problem;
 mod types;
 mod validate;
 
 pub use defaults::{
     DEFAULT_PROJECT, DEFAULT_RETRY_MAX_INTERVAL_SECS, DEFAULT_WAIT_TIMEOUT_SECS, default_project,
 };
+pub use problem::{DagProblem, Place, Rule};
 pub use types::{DagFile, DependencyFile, DependencyParts, RetryFile, ScheduleFile, TaskFile};
 
 use thiserror::Error;
@@ -36,7 +38,7 @@ pub enum DagFileError {
     Invalid {
         /// The DAG's name as written.
         dag: String,
-        /// What is wrong, one line each.
-        problems: Vec<String>,
+        /// What is wrong, each with where.
+        problems: Vec<DagProblem>,
     },
 }

@@ -3,7 +3,7 @@
 //! name ("did you mean"), and serde's Rust type names are said as a user
 //! would.
 
-use super::{DagFile, DagFileError};
+use super::{DagFile, DagFileError, DagProblem, Place, Rule};
 
 impl DagFile {
     /// Parses and validates a DAG file's text.
@@ -86,14 +86,14 @@ fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
     Some((field.to_owned(), expected))
 }
 
-/// "did you mean `command`?" for a near miss among `expected`.
-fn did_you_mean(field: &str, expected: &[String]) -> String {
+/// The near miss among `expected` that `field` was meant to be, if one is.
+fn nearest<'a>(field: &str, expected: &'a [String]) -> Option<&'a String> {
     expected
         .iter()
         .map(|name| (strsim::damerau_levenshtein(field, name), name))
         .filter(|(distance, name)| *distance <= 2.max(name.len() / 3))
         .min()
-        .map_or_else(String::new, |(_, name)| format!(": did you mean `{name}`?"))
+        .map(|(_, name)| name)
 }
 
 /// Parses a file that has unknown fields, reporting every one of them (a
@@ -102,7 +102,9 @@ fn did_you_mean(field: &str, expected: &[String]) -> String {
 /// file once nothing else is wrong with its shape, with the unknown
 /// fields as problems; or `None` and the problems, the last being the
 /// first error that is not an unknown field.
-fn parse_past_unknown_fields(text: &str) -> Result<(Option<DagFile>, Vec<String>), DagFileError> {
+fn parse_past_unknown_fields(
+    text: &str,
+) -> Result<(Option<DagFile>, Vec<DagProblem>), DagFileError> {
     let mut value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
     let mut problems = Vec::new();
     while problems.len() < MAX_UNKNOWN_FIELDS {
@@ -113,14 +115,20 @@ fn parse_past_unknown_fields(text: &str) -> Result<(Option<DagFile>, Vec<String>
         let path = error.path().clone();
         let message = error.into_inner().to_string();
         let Some((field, expected)) = unknown_field(&message) else {
-            problems.push(at_path(&path, &plain_types(&message)));
+            problems.push(DagProblem::said(place(&path), plain_types(&message)));
             return Ok((None, problems));
         };
-        let hint = match did_you_mean(&field, &expected) {
-            hint if hint.is_empty() => format!(" (allowed: {})", expected.join(", ")),
-            hint => hint,
+        let suggestion = nearest(&field, &expected).cloned();
+        let rule = Rule::UnknownField {
+            allowed: if suggestion.is_some() {
+                Vec::new()
+            } else {
+                expected
+            },
+            suggestion,
+            field: field.clone(),
         };
-        problems.push(at_path(&path, &format!("unknown field `{field}`{hint}")));
+        problems.push(DagProblem::new(place(&path), rule));
         if !remove_at(&mut value, &path, &field) {
             return Ok((None, problems));
         }
@@ -128,17 +136,18 @@ fn parse_past_unknown_fields(text: &str) -> Result<(Option<DagFile>, Vec<String>
     Ok((None, problems))
 }
 
-/// `message` prefixed by where it applies (`tasks[0].retry`), unless at the top.
-fn at_path(path: &serde_path_to_error::Path, message: &str) -> String {
+/// Where a problem at `path` applies (`tasks[0].retry`): the field that
+/// holds the one at fault, or the DAG at the top.
+fn place(path: &serde_path_to_error::Path) -> Place {
     let shown = path.to_string();
     // The path of an unknown field ends with the field itself.
     let shown = shown
         .rsplit_once('.')
         .map_or(String::new(), |(parent, _)| parent.to_owned());
     if shown.is_empty() || shown == "." {
-        message.to_owned()
+        Place::Dag
     } else {
-        format!("{shown}: {message}")
+        Place::Field(shown)
     }
 }
 
@@ -186,6 +195,7 @@ mod tests {
         let Err(DagFileError::Invalid { dag, problems }) = DagFile::parse(text) else {
             panic!("a file with unknown fields is invalid");
         };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(dag, "x");
         let all = problems.join("\n");
         for expected in [
@@ -208,6 +218,7 @@ mod tests {
         else {
             panic!("invalid");
         };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(
             problems,
             [

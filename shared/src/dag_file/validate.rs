@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::problem::{DagProblem, Place, Rule};
 use super::{DagFile, DependencyFile, DependencyParts, TaskFile};
 use crate::content::{TaskContent, TaskType};
 use crate::naming::{
@@ -33,33 +34,36 @@ impl DagFile {
             .collect()
     }
 
-    pub(super) fn problems(&self) -> Vec<String> {
+    pub(super) fn problems(&self) -> Vec<DagProblem> {
         let mut problems = Vec::new();
+        let dag = |words: String| DagProblem::said(Place::Dag, words);
         if !is_name(&self.name) {
-            problems.push(format!(
-                "name '{}': {NAME_RULE}",
-                printable(&shortened(&self.name))
+            problems.push(DagProblem::new(
+                Place::Dag,
+                Rule::Name {
+                    name: printable(&shortened(&self.name)).into_owned(),
+                },
             ));
         }
         if let Some(owner) = &self.owner
             && !fits(owner, MAX_OWNER_CHARS)
         {
-            problems.push(too_long("`owner`", owner, MAX_OWNER_CHARS));
+            problems.push(dag(too_long("`owner`", owner, MAX_OWNER_CHARS)));
         }
         if self.max_active_runs < 1 {
-            problems.push(format!(
+            problems.push(dag(format!(
                 "max_active_runs: must be at least 1, got {}",
                 self.max_active_runs
-            ));
+            )));
         }
         for (field, value) in [
             ("queue_timeout", self.queue_timeout),
             ("run_timeout", self.run_timeout),
         ] {
             if value.is_some_and(|secs| secs < 0) {
-                problems.push(format!(
+                problems.push(dag(format!(
                     "{field}: must not be negative (0 or absent = none)"
-                ));
+                )));
             }
         }
         // A parameter must not fill a task output's variable
@@ -68,7 +72,12 @@ impl DagFile {
             self.params
                 .keys()
                 .filter(|name| crate::outputs::looks_like_output(name))
-                .map(|name| format!("params: {}", crate::outputs::output_like_problem(name))),
+                .map(|name| {
+                    dag(format!(
+                        "params: {}",
+                        crate::outputs::output_like_problem(name)
+                    ))
+                }),
         );
         for task in &self.tasks {
             problems.extend(
@@ -76,10 +85,9 @@ impl DagFile {
                     .keys()
                     .filter(|name| crate::outputs::looks_like_output(name))
                     .map(|name| {
-                        format!(
-                            "task '{}': params: {}",
-                            printable(&shortened(&task.name)),
-                            crate::outputs::output_like_problem(name)
+                        DagProblem::said(
+                            Place::Task(printable(&shortened(&task.name)).into_owned()),
+                            format!("params: {}", crate::outputs::output_like_problem(name)),
                         )
                     }),
             );
@@ -93,7 +101,7 @@ impl DagFile {
     /// A `${task.output.name}` must name a task this one runs after in the
     /// same run (directly or through others): otherwise it may not have
     /// finished, and the value would depend on timing.
-    fn output_problems(&self, problems: &mut Vec<String>) {
+    fn output_problems(&self, problems: &mut Vec<DagProblem>) {
         let parents: HashMap<&str, Vec<&str>> = self
             .tasks
             .iter()
@@ -109,17 +117,18 @@ impl DagFile {
             })
             .collect();
         for task in &self.tasks {
-            let at = format!("task '{}'", crate::naming::printable(&task.name));
+            let at = || Place::Task(crate::naming::printable(&task.name).into_owned());
             problems.extend(task.bare_outputs_in_script().into_iter().map(|(name, form)| {
-                format!(
-                    "{at}: ${{{name}}} is a task output, made at run time, so it cannot be pasted into a script as written: {form}"
-                )
+                DagProblem::said(at(), format!(
+                    "${{{name}}} is a task output, made at run time, so it cannot be pasted into a script as written: {form}"
+                ))
             }));
             let text = task.content_json().to_string();
             for read in crate::outputs::tasks_read(&text) {
                 if !parents.contains_key(read) {
-                    problems.push(format!(
-                        "{at}: reads the output of '{read}', which is not a task of this DAG"
+                    problems.push(DagProblem::said(
+                        at(),
+                        format!("reads the output of '{read}', which is not a task of this DAG"),
                     ));
                     continue;
                 }
@@ -131,171 +140,202 @@ impl DagFile {
                     }
                 }
                 if !seen.contains(read) {
-                    problems.push(format!(
-                        "{at}: reads the output of '{read}' but does not run after it: add '{read}' to its depends_on (directly or through a task that does)"
-                    ));
+                    problems.push(DagProblem::said(at(), format!(
+                        "reads the output of '{read}' but does not run after it: add '{read}' to its depends_on (directly or through a task that does)"
+                    )));
                 }
             }
         }
     }
 
-    fn schedule_problems(&self, problems: &mut Vec<String>) {
+    fn schedule_problems(&self, problems: &mut Vec<DagProblem>) {
         let mut seen = BTreeSet::new();
         for (schedule, name) in self.schedules.iter().zip(self.schedule_names()) {
-            let at = format!("schedule '{}'", printable(&shortened(&name)));
+            let shown = printable(&shortened(&name)).into_owned();
+            let at = || Place::Schedule(shown.clone());
+            let said = |words: String| DagProblem::said(at(), words);
             if !is_name(&name) {
-                problems.push(format!("{at}: name {NAME_RULE}"));
+                problems.push(DagProblem::new(
+                    at(),
+                    Rule::Name {
+                        name: shown.clone(),
+                    },
+                ));
             }
             if !seen.insert(name.clone()) {
-                problems.push(format!("{at}: duplicate schedule name"));
+                problems.push(said("duplicate schedule name".to_owned()));
             }
             if schedule.on.is_none() && !schedule.on_update.is_ignore() {
-                problems.push(format!("{at}: on_update is for data schedules (with 'on')"));
+                problems.push(said(
+                    "on_update is for data schedules (with 'on')".to_owned(),
+                ));
             }
             match (&schedule.cron, &schedule.event, &schedule.after) {
                 (None, None, None) if schedule.on.is_some() => {
                     let condition = schedule.on.as_ref().map(|on| on.problems());
                     for e in condition.into_iter().flatten() {
-                        problems.push(format!("{at}: on: {e}"));
+                        problems.push(said(format!("on: {e}")));
                     }
                 }
-                _ if schedule.on.is_some() => problems.push(format!(
-                    "{at}: give exactly one of 'cron', 'event', 'after' or 'on'"
+                _ if schedule.on.is_some() => problems.push(said(
+                    "give exactly one of 'cron', 'event', 'after' or 'on'".to_owned(),
                 )),
                 (None, None, Some(upstream)) => {
                     if !is_name(upstream) {
-                        problems.push(format!(
-                            "{at}: after '{}': {NAME_RULE}",
+                        problems.push(said(format!(
+                            "after '{}': {NAME_RULE}",
                             printable(&shortened(upstream))
-                        ));
+                        )));
                     } else if *upstream == self.name {
-                        problems.push(format!(
-                            "{at}: after '{upstream}' is this DAG: a run would start the next for ever"
-                        ));
+                        problems.push(said(format!(
+                            "after '{upstream}' is this DAG: a run would start the next for ever"
+                        )));
                     }
                 }
                 (Some(cron), None, None) if !fits(cron, MAX_CRON_CHARS) => {
-                    problems.push(too_long(&format!("{at}: `cron`"), cron, MAX_CRON_CHARS));
+                    problems.push(said(too_long("`cron`", cron, MAX_CRON_CHARS)));
                 }
                 (Some(cron), None, None) => match CronExpr::parse(cron) {
-                    Err(e) => problems.push(format!("{at}: {e}")),
+                    Err(e) => problems.push(DagProblem::new(at(), Rule::Cron(e))),
                     // Any zone will do: a day that does not exist (Feb 30)
                     // or a year gone by does not come in any.
                     Ok(expr) if expr.next_after(&chrono::Utc::now()).is_none() => {
-                        problems.push(format!(
-                            "{at}: '{cron}' never fires (a date that does not exist, or a year gone by)"
+                        problems.push(DagProblem::new(
+                            at(),
+                            Rule::NeverFires { cron: cron.clone() },
                         ));
                     }
                     Ok(_) => {}
                 },
                 (None, Some(event), None) => {
                     if let Err(e) = validate_event(event) {
-                        problems.push(format!("{at}: {e}"));
+                        problems.push(said(e.to_string()));
                     }
                 }
-                _ => problems.push(format!(
-                    "{at}: give exactly one of 'cron', 'event', 'after' or 'on'"
+                _ => problems.push(said(
+                    "give exactly one of 'cron', 'event', 'after' or 'on'".to_owned(),
                 )),
             }
             if let Some(zone) = &schedule.timezone
                 && let Err(e) = parse_time_zone(zone)
             {
-                problems.push(format!("{at}: {e}"));
+                problems.push(DagProblem::new(at(), Rule::Cron(e)));
             }
             if let (Some(start), Some(end)) = (schedule.start_date, schedule.end_date)
                 && end < start
             {
-                problems.push(format!("{at}: end_date {end} is before start_date {start}"));
+                problems.push(said(format!("end_date {end} is before start_date {start}")));
             }
             if schedule.catchup_limit < 0 || schedule.misfire_grace < 0 {
-                problems.push(format!(
-                    "{at}: catchup_limit and misfire_grace must not be negative"
+                problems.push(said(
+                    "catchup_limit and misfire_grace must not be negative".to_owned(),
                 ));
             }
             if schedule.timeout.is_some_and(|secs| secs < 0) {
-                problems.push(format!(
-                    "{at}: timeout must not be negative (0 = none; absent = the DAG's run_timeout)"
+                problems.push(said(
+                    "timeout must not be negative (0 = none; absent = the DAG's run_timeout)"
+                        .to_owned(),
                 ));
             }
         }
     }
 
-    fn task_problems(&self, problems: &mut Vec<String>) {
+    fn task_problems(&self, problems: &mut Vec<DagProblem>) {
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         for task in &self.tasks {
             *seen.entry(task.name.as_str()).or_default() += 1;
         }
         for (name, count) in &seen {
             if *count > 1 {
-                problems.push(format!("task '{name}': defined {count} times"));
+                problems.push(DagProblem::new(
+                    Place::Task((*name).to_owned()),
+                    Rule::DefinedTwice { count: *count },
+                ));
             }
         }
         if let Some(alerts) = &self.alerts {
-            problems.extend(alerts.problems());
+            problems.extend(
+                alerts
+                    .problems()
+                    .into_iter()
+                    .map(|words| DagProblem::said(Place::Dag, words)),
+            );
         }
         for task in &self.tasks {
-            let at = format!("task '{}'", printable(&shortened(&task.name)));
+            let shown = printable(&shortened(&task.name)).into_owned();
+            let at = || Place::Task(shown.clone());
+            let said = |words: String| DagProblem::said(at(), words);
             if !is_name(&task.name) {
-                problems.push(format!("{at}: name {NAME_RULE}"));
+                problems.push(DagProblem::new(
+                    at(),
+                    Rule::Name {
+                        name: shown.clone(),
+                    },
+                ));
             }
             match task.task_type() {
-                None => problems.push(format!(
-                    "{at}: unknown type '{}' (known: {})",
-                    task.task_type,
-                    TaskType::names()
+                None => problems.push(DagProblem::new(
+                    at(),
+                    Rule::UnknownType {
+                        given: task.task_type.clone(),
+                    },
                 )),
                 Some(task_type) => problems.extend(
                     task.content_problems(task_type)
                         .into_iter()
                         .chain(task.misplaced_quoting_forms())
-                        .map(|problem| format!("{at}: {problem}")),
+                        .map(said),
                 ),
             }
             if !(1..=10).contains(&task.priority) {
-                problems.push(format!(
-                    "{at}: priority must be 1-10, got {}",
-                    task.priority
+                problems.push(DagProblem::new(
+                    at(),
+                    Rule::Priority {
+                        given: task.priority,
+                    },
                 ));
             }
             if task.retry.max < 0 || task.retry.interval < 0 {
-                problems.push(format!("{at}: retry max and interval must not be negative"));
+                problems.push(said(
+                    "retry max and interval must not be negative".to_owned(),
+                ));
             }
             if let Some(cap) = task.retry.max_interval
                 && cap < task.retry.interval
             {
-                problems.push(format!(
-                    "{at}: retry max_interval {cap} is below its interval {}",
+                problems.push(said(format!(
+                    "retry max_interval {cap} is below its interval {}",
                     task.retry.interval
-                ));
+                )));
             }
             if !(0.0..=1.0).contains(&task.retry.jitter) {
-                problems.push(format!(
-                    "{at}: retry jitter must be a fraction from 0 to 1, got {}",
+                problems.push(said(format!(
+                    "retry jitter must be a fraction from 0 to 1, got {}",
                     task.retry.jitter
-                ));
+                )));
             }
             if task.wait_timeout < 1 {
-                problems.push(format!("{at}: wait_timeout must be at least 1 second"));
+                problems.push(said("wait_timeout must be at least 1 second".to_owned()));
             }
             if task.timeout < 0 {
-                problems.push(format!("{at}: timeout must not be negative (0 = none)"));
+                problems.push(said("timeout must not be negative (0 = none)".to_owned()));
             }
             if task.queue_timeout.is_some_and(|secs| secs < 0) {
-                problems.push(format!(
-                    "{at}: queue_timeout must not be negative (0 or absent = none)"
+                problems.push(said(
+                    "queue_timeout must not be negative (0 or absent = none)".to_owned(),
                 ));
             }
             if let Err(e) = validate_queue(&task.queue) {
-                problems.push(format!("{at}: {e}"));
+                problems.push(said(e.to_string()));
             }
             let mut written = BTreeSet::new();
             for output in &task.outputs {
                 match crate::datasets::OutputDecl::parse(output) {
-                    Err(e) => problems.push(format!("{at}: outputs: {e}")),
-                    Ok(decl) if !written.insert(decl.dataset) => problems.push(format!(
-                        "{at}: outputs: '{}' is listed more than once; a task writes one partition of a dataset per run",
+                    Err(e) => problems.push(said(format!("outputs: {e}"))),
+                    Ok(decl) if !written.insert(decl.dataset) => problems.push(said(format!(
+                        "outputs: '{}' is listed more than once; a task writes one partition of a dataset per run",
                         decl.dataset
-                    )),
+                    ))),
                     Ok(_) => {}
                 }
             }
@@ -313,34 +353,38 @@ impl DagFile {
                 if !awaited.insert((dag, parent, offset_day, previous_run)) {
                     let reference =
                         dag.map_or_else(|| parent.to_owned(), |d| format!("{d}/{parent}"));
-                    problems.push(format!(
-                        "{at}: depends on '{reference}' more than once; list each dependency once (with its type)"
-                    ));
+                    problems.push(said(format!(
+                        "depends on '{reference}' more than once; list each dependency once (with its type)"
+                    )));
                 }
                 if previous_run && offset_day != 0 {
-                    problems.push(format!(
-                        "{at}: dependency on '{parent}' gives both previous_run and offset_day: \
+                    problems.push(said(format!(
+                        "dependency on '{parent}' gives both previous_run and offset_day: \
                          previous_run is the latest earlier run, whatever its date; use one"
-                    ));
+                    )));
                 }
                 match dag {
-                    Some(dag) if dag.is_empty() || parent.is_empty() => problems.push(format!(
-                        "{at}: dependency '{}/{}' must be 'other_dag/task'",
+                    Some(dag) if dag.is_empty() || parent.is_empty() => {
+                        problems.push(said(format!(
+                            "dependency '{}/{}' must be 'other_dag/task'",
+                            printable(&shortened(dag)),
+                            printable(&shortened(parent))
+                        )))
+                    }
+                    Some(dag) if !is_name(dag) || !is_name(parent) => problems.push(said(format!(
+                        "dependency '{}/{}': a DAG or task name {NAME_RULE}",
                         printable(&shortened(dag)),
                         printable(&shortened(parent))
-                    )),
-                    Some(dag) if !is_name(dag) || !is_name(parent) => problems.push(format!(
-                        "{at}: dependency '{}/{}': a DAG or task name {NAME_RULE}",
-                        printable(&shortened(dag)),
-                        printable(&shortened(parent))
-                    )),
+                    ))),
                     Some(_) => {}
-                    None if !seen.contains_key(parent) => problems.push(format!(
-                        "{at}: depends on unknown task '{}'",
-                        printable(&shortened(parent))
+                    None if !seen.contains_key(parent) => problems.push(DagProblem::new(
+                        at(),
+                        Rule::UnknownDependency {
+                            parent: printable(&shortened(parent)).into_owned(),
+                        },
                     )),
                     None if parent == task.name && offset_day == 0 && !previous_run => {
-                        problems.push(format!("{at}: depends on itself"))
+                        problems.push(DagProblem::new(at(), Rule::DependsOnItself))
                     }
                     None => {}
                 }
@@ -348,10 +392,10 @@ impl DagFile {
         }
         let names_ok = seen.values().all(|&c| c == 1);
         if names_ok
-            && !problems.iter().any(|p| p.contains("depends on itself"))
+            && !problems.iter().any(|p| p.rule == Rule::DependsOnItself)
             && let Err(cycle) = self.topological_order()
         {
-            problems.push(format!("cycle: {}", cycle.join(" -> ")));
+            problems.push(DagProblem::new(Place::Dag, Rule::Cycle { tasks: cycle }));
         }
     }
 }
@@ -536,7 +580,7 @@ impl TaskFile {
 }
 
 /// What a DAG, task or schedule name may be, as the error says it.
-const NAME_RULE: &str = "must be 1-128 characters (not bytes), not only digits, without spaces at \
+pub(super) const NAME_RULE: &str = "must be 1-128 characters (not bytes), not only digits, without spaces at \
      either end, '/', control characters or direction overrides";
 
 /// Whether `name` may name a DAG, a task or a schedule: it is printed in
@@ -574,6 +618,7 @@ mod tests {
         let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
             panic!("invalid");
         };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(
             problems,
             [
@@ -591,7 +636,9 @@ mod tests {
         let quoted = |name: &str| serde_json::Value::from(name).to_string();
         let dag = |name: &str| format!("name: {}\ntasks: []\n", quoted(name));
         let problems = |text: &str| match DagFile::parse(text) {
-            Err(DagFileError::Invalid { problems, .. }) => problems,
+            Err(DagFileError::Invalid { problems, .. }) => {
+                problems.iter().map(ToString::to_string).collect::<Vec<_>>()
+            }
             other => panic!("not invalid: {other:?}"),
         };
         // 128 characters of three bytes each (384 bytes) fit; 129 do not.
@@ -630,6 +677,7 @@ mod tests {
         let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(&text) else {
             panic!("invalid");
         };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         let all = problems.join("\n");
         for needle in [
             "`owner` is 65 characters; at most 64 are stored",
@@ -815,6 +863,7 @@ tasks:
         ) else {
             panic!("invalid");
         };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(problems.len(), 2, "{problems:#?}");
         assert!(
             problems[0].contains(
@@ -837,6 +886,7 @@ tasks:
         ) else {
             panic!("invalid");
         };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(problems.len(), 2, "{problems:#?}");
         assert!(
             problems[0].starts_with("params: parameter 'a.output.b' is reserved")
@@ -866,6 +916,7 @@ tasks:
         let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
             panic!("invalid");
         };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(problems.len(), 3, "{problems:#?}");
         assert!(
             problems[0].starts_with(

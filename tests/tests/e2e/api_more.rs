@@ -736,3 +736,64 @@ tasks:
         );
     }
 );
+
+// #40: an invalid DAG's problems come with the code and values a UI says
+// them from, index for index with the English `details`; a problem said in
+// English only has `null` there, and nothing is stored.
+both_dbs!(
+    an_invalid_dags_problems_carry_codes_beside_their_words,
+    |env| async move {
+        let api = Api::start(&env, None).await;
+        let refused = api
+            .post(
+                "/api/v1/dags",
+                json!({
+                    "name": "coded",
+                    "schedules": [{ "name": "nightly", "cron": "0 60 2 * * ?" }],
+                    "tasks": [
+                        { "name": "load", "command": "true", "dependsOn": ["extract"], "priority": 11 },
+                        { "name": "twice", "command": "true" },
+                        { "name": "twice", "command": "true" },
+                        { "name": "q", "command": "true", "retry": { "max": -1 } },
+                    ],
+                }),
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{}", refused.text);
+        let details = refused.body["details"].as_array().expect("details");
+        let coded = refused.body["detailProblems"]
+            .as_array()
+            .expect("detailProblems");
+        assert_eq!(details.len(), coded.len(), "{}", refused.body);
+        let code_of = |needle: &str| {
+            let index = details
+                .iter()
+                .position(|d| d.as_str().is_some_and(|d| d.contains(needle)))
+                .unwrap_or_else(|| panic!("no detail with {needle:?}: {}", refused.body));
+            coded[index].clone()
+        };
+        assert_eq!(
+            code_of("depends on unknown task 'extract'"),
+            json!({ "code": "dag.unknown_dependency", "params": { "task": "load", "parent": "extract" } })
+        );
+        assert_eq!(
+            code_of("priority must be 1-10"),
+            json!({ "code": "dag.priority", "params": { "task": "load", "value": "11" } })
+        );
+        assert_eq!(
+            code_of("defined 2 times"),
+            json!({ "code": "dag.defined_twice", "params": { "task": "twice", "count": "2" } })
+        );
+        let cron = code_of("schedule 'nightly'");
+        assert_eq!(cron["code"], "cron.out_of_range", "{cron}");
+        assert_eq!(cron["params"]["schedule"], "nightly", "{cron}");
+        assert_eq!(cron["params"]["value"], "60", "{cron}");
+        assert_eq!(code_of("retry max and interval"), json!(null));
+        assert!(
+            datajump_store::catalog::dag_by_name(&env.db, "coded")
+                .await
+                .is_err(),
+            "a DAG was stored"
+        );
+    }
+);

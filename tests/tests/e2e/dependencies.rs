@@ -184,6 +184,20 @@ tasks:
         );
         let reason = instances["report"].reason.clone().unwrap_or_default();
         assert!(reason.contains("upstream/load for 2024-03-01"), "{reason}");
+        // Beside the words, the code, naming the task and date in no
+        // language's words (#40).
+        let problem = instances["report"]
+            .reason_problem
+            .as_ref()
+            .and_then(|stored| stored.read().ok())
+            .cloned();
+        assert_eq!(
+            problem,
+            Some(datajump_shared::problem::Problem::new(
+                "task.wait_timeout",
+                [("awaited", "upstream/load (2024-03-01)".to_owned())]
+            ))
+        );
         assert_eq!(instances["after"].status, TaskStatus::UpstreamFailed);
         assert!(env.executions(run.id).await.is_empty(), "nothing ran");
     }

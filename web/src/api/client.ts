@@ -11,21 +11,37 @@ export const API = '/api/v1';
 
 /**
  * A failed request: the API's `{ error, message, details }` with its
- * status, and the problem's stable code and values when it has them.
+ * status, and the stable codes and values of the problem and of each
+ * detail when they have them.
  */
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
   readonly details: string[];
   readonly problem: Problem | null;
+  /** The code and values of each of `details`, where it has them. */
+  readonly detailProblems: (Problem | null)[];
 
-  constructor(status: number, code: string, message: string, details: string[] = [], problem: Problem | null = null) {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    details: string[] = [],
+    problem: Problem | null = null,
+    detailProblems: (Problem | null)[] = [],
+  ) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.details = details;
     this.problem = problem;
+    this.detailProblems = detailProblems;
+  }
+
+  /** `details`, each in the reader's words where its code is known. */
+  saidDetails(): string[] {
+    return this.details.map((english, i) => sayProblem(this.detailProblems[i], english));
   }
 }
 
@@ -103,6 +119,7 @@ async function errorOf(response: Response): Promise<ApiError> {
     message,
     Array.isArray(body?.details) ? body.details : [],
     typeof body?.code === 'string' ? { code: body.code, params: body.params ?? {} } : null,
+    Array.isArray(body?.detailProblems) ? body.detailProblems : [],
   );
 }
 

@@ -4515,6 +4515,12 @@ export interface components {
         ErrorBody: {
             /** @description Stable across versions: `cron.out_of_range`, `timezone.unknown`, … */
             code?: string;
+            /**
+             * @description The stable name and values of each of `details`, index for index
+             *     (`null` where one has none), when any has them: a UI says those in
+             *     its own words.
+             */
+            detailProblems?: (components["schemas"]["Problem"] | (null))[];
             /** @description Every problem, when there are several. */
             details?: string[];
             /** @description Machine-readable code: `BAD_REQUEST`, `NOT_FOUND`, `CONFLICT`, … */

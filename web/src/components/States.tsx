@@ -14,7 +14,7 @@ export function Loading({ label }: { label?: string }) {
 /** An error answer: its message, the API's details, and a retry. */
 export function ErrorBox({ error, onRetry, title }: { error: unknown; onRetry?: () => void; title?: string }) {
   const { t } = useTranslation();
-  const details = error instanceof ApiError ? error.details : [];
+  const details = error instanceof ApiError ? error.saidDetails() : [];
   const code = error instanceof ApiError ? error.code : null;
   return (
     <div className="state state-error" role="alert">
@@ -42,7 +42,7 @@ export function ErrorBox({ error, onRetry, title }: { error: unknown; onRetry?: 
 /** The short message of an inline error (forms, actions). */
 export function InlineError({ error }: { error: unknown }) {
   if (!error) return null;
-  const details = error instanceof ApiError ? error.details : [];
+  const details = error instanceof ApiError ? error.saidDetails() : [];
   return (
     <div className="inline-error" role="alert">
       <span data-server-text>{errorMessage(error)}</span>

@@ -1,7 +1,8 @@
 // What the server said, in the user's language: a problem's stable code is
 // looked up in the `problems` catalogue and its values filled in; a code
 // the catalogue lacks, or none, keeps the server's English words
-// (docs/ARCHITECTURE.md, "Two languages").
+// (docs/ARCHITECTURE.md, "Two languages"). A problem of a DAG file names
+// its place (`task`, `schedule` or `path`), said before its words.
 
 import i18next from 'i18next';
 import type { Problem } from '../api/types';
@@ -19,5 +20,16 @@ export function sayProblem(problem: Problem | null | undefined, english: string)
     params.field = i18next.t(`problems:fields.${field}` as never);
   }
   if (params.status) params.status = statusLabel(params.status);
-  return i18next.t(key as never, params);
+  return placeOf(params) + i18next.t(key as never, params);
+}
+
+/**
+ * Where a problem of a DAG file is (a task, a schedule, a field's path),
+ * said before it: the one `params` a problem names its place by.
+ */
+function placeOf(params: Record<string, string>): string {
+  for (const place of ['task', 'schedule', 'path'] as const) {
+    if (params[place] !== undefined) return i18next.t(`problems:at.${place}` as never, params);
+  }
+  return '';
 }

@@ -575,6 +575,7 @@ async fn refuse_untrusted_problems(
             dag.name
         ),
         details: problems,
+        detail_problems: Vec::new(),
         problem: None,
     })
 }

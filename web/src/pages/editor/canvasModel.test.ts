@@ -173,6 +173,23 @@ describe('the canvas model', () => {
     expect(edge[0]!.edgeIndexes).toEqual([0]);
   });
 
+  it('shows a coded API problem in the reader’s words, tied by its English', () => {
+    const err = new ApiError(
+      400,
+      'BAD_REQUEST',
+      "DAG 'd' is invalid",
+      ["task 'extract': depends on unknown task 'x'", 'task \'load\': something only said in English'],
+      null,
+      [{ code: 'dag.unknown_dependency', params: { task: 'extract', parent: 'x' } }, null],
+    );
+    const problems = apiProblems(err, nodes, edges);
+    expect(problems[0]).toMatchObject({
+      message: "Task 'extract': depends on 'x', which is not a task of this DAG.",
+      nodeIds: ['n1'],
+    });
+    expect(problems[1]).toMatchObject({ message: "task 'load': something only said in English", nodeIds: ['n2'] });
+  });
+
   it('finds empty and duplicate parameter names', () => {
     const rows = [
       { name: 'env', value: 'prod' },

@@ -375,11 +375,14 @@ export function definitionBody(settings: DagSettings, nodes: EditorNode[], edges
  * named cycle, or `no task 'x'`.
  */
 export function apiProblems(error: unknown, nodes: EditorNode[], edges: EditorEdge[]): Problem[] {
+  // Matched in the server's English, which names tasks and fields the
+  // same way in every problem; shown in the reader's words.
   const messages =
     error instanceof ApiError && error.details.length > 0 ? error.details : [errorMessage(error)];
+  const said = error instanceof ApiError && error.details.length > 0 ? error.saidDetails() : messages;
   const byName = new Map<string, string[]>();
   for (const n of nodes) byName.set(n.task.name.trim(), [...(byName.get(n.task.name.trim()) ?? []), n.id]);
-  return messages.map((message) => {
+  return messages.map((message, index) => {
     const ids = new Set<string>();
     const edgeIndexes: number[] = [];
     for (const m of message.matchAll(/tasks\[(\d+)\]/g)) {
@@ -404,6 +407,6 @@ export function apiProblems(error: unknown, nodes: EditorNode[], edges: EditorEd
         for (const id of byName.get(name) ?? []) ids.add(id);
       }
     }
-    return { message, nodeIds: [...ids], ...(edgeIndexes.length ? { edgeIndexes } : {}) };
+    return { message: said[index] ?? message, nodeIds: [...ids], ...(edgeIndexes.length ? { edgeIndexes } : {}) };
   });
 }
