@@ -158,6 +158,22 @@ test('every page draws in Chinese, in a browser whose language is Chinese', asyn
   expect(sideways, 'pages that scroll sideways at 390 px').toEqual([]);
 });
 
+test('a DAG the API refuses is explained in the reader’s language', async ({ browser }) => {
+  const { context, page } = await inLanguage(browser, 'zh-CN');
+  await signIn(page, 'ADMIN', '/dags/new');
+  await page.getByTestId('dag-name-input').fill('zh_refused');
+  await page.getByTestId('canvas-add-task').click();
+  await page.getByTestId('task-name').fill('load');
+  await page.getByTestId('task-command').fill('true');
+  await page.getByText('调度与重试').click();
+  await page.getByLabel('优先级（1–10）').fill('11');
+  await page.getByTestId('canvas-save').click();
+  // The API's code `dag.priority` with its task, in Chinese words.
+  await expect(page.getByText('任务「load」：优先级须为 1–10，而不是 11。').first()).toBeVisible();
+  await shot(page, 'zh-CN-editor-refused');
+  await context.close();
+});
+
 test('the language switch changes the page without a reload and is remembered', async ({ browser }) => {
   const { context, page } = await inLanguage(browser, 'en-US');
   await signIn(page, 'ADMIN');
