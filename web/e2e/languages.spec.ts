@@ -55,8 +55,9 @@ async function untranslated(page: Page): Promise<string[]> {
       return rest;
     };
     // User content and names (`translate="no"`), and what the server
-    // wrote in English (`data-server-text`: its messages, which carry no
-    // code yet, and the cron descriptions).
+    // wrote (`data-server-text`: its messages, in the reader's words where
+    // the catalogue knows their code and in English otherwise, and the
+    // cron descriptions).
     const exempt = (el: Element) => el.closest('[translate="no"], [data-server-text], script, style, noscript') !== null;
     const shown = (el: Element) => el.tagName === 'OPTION' || el.checkVisibility({ visibilityProperty: true });
     const problems: string[] = [];
