@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::kinds::{DepType, Strategy};
 use datajump_shared::metrics::{self, StoredField};
+use datajump_shared::strategy::{Decision, ParentResult, decide};
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use datajump_store::db::begin_write;
 use sea_orm::sea_query::{Expr, ExprTrait};
@@ -166,6 +167,8 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
     settled: &mut Vec<i64>,
 ) -> Result<(), DbErr> {
     let (mut run, mut disabled, mut upstream_failed) = (Vec::new(), Vec::new(), Vec::new());
+    // Skipped by control flow, by strategy: each has its own reason.
+    let mut flow_skipped: HashMap<Strategy, Vec<i64>> = HashMap::new();
     for row in rows.iter().filter(|r| r.status == TaskStatus::Pending) {
         let task = match row.spec.read() {
             Ok(spec) => &spec.task,
@@ -174,11 +177,12 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
                 continue;
             }
         };
-        match decide(row, task.strategy) {
+        match decide(task.strategy, &row.parent_counts()) {
             Decision::Wait => {}
             Decision::Run if task.enabled => run.push(row.id),
             Decision::Run => disabled.push(row.id),
             Decision::UpstreamFailed => upstream_failed.push(row.id),
+            Decision::Skip => flow_skipped.entry(task.strategy).or_default().push(row.id),
         }
     }
     out.queued
@@ -197,31 +201,26 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
             Reason::UpstreamFailed,
         ),
     ] {
-        let terminal = settle_many(conn, &ids, transition, to, &reason, now).await?;
+        let terminal = settle_many(conn, &ids, transition, to, &reason, false, now).await?;
+        settled.extend(terminal.iter().map(|t| t.id));
+        out.settled.extend(terminal);
+    }
+    for (strategy, ids) in flow_skipped {
+        let reason = Reason::FlowSkipped { strategy };
+        let terminal = settle_many(
+            conn,
+            &ids,
+            TaskTransition::Skip,
+            TaskStatus::Skipped,
+            &reason,
+            true,
+            now,
+        )
+        .await?;
         settled.extend(terminal.iter().map(|t| t.id));
         out.settled.extend(terminal);
     }
     Ok(())
-}
-
-/// What a strategy says about a PENDING instance given its counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decision {
-    Wait,
-    Run,
-    UpstreamFailed,
-}
-
-fn decide(row: &task_instance::Model, strategy: Strategy) -> Decision {
-    let all_terminal = row.pending_parents <= 0;
-    match strategy {
-        Strategy::AllSuccess if all_terminal && row.strong_failed > 0 => Decision::UpstreamFailed,
-        Strategy::AllSuccess | Strategy::None if all_terminal => Decision::Run,
-        Strategy::OneSuccess if row.strong_ok > 0 => Decision::Run,
-        Strategy::OneSuccess if all_terminal && row.strong_parents > 0 => Decision::UpstreamFailed,
-        Strategy::OneSuccess if all_terminal => Decision::Run,
-        _ => Decision::Wait,
-    }
 }
 
 /// Children of an instance in its run: `(task_id, edge type)`. A list
@@ -245,18 +244,21 @@ pub(crate) fn children(row: &task_instance::Model) -> &[(i64, DepType)] {
     }
 }
 
-/// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running.
+/// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running;
+/// `by_flow` for a SKIPPED its strategy decided (B to its children).
 async fn settle_many<C: ConnectionTrait>(
     conn: &C,
     ids: &[i64],
     transition: TaskTransition,
     to: TaskStatus,
     reason: &Reason,
+    by_flow: bool,
     now: DateTime<Utc>,
 ) -> Result<Vec<task_instance::Model>, DbErr> {
     let settled = update_chunked(conn, ids, |chunk| {
         with_reason(Ti::update_many(), reason)
             .col_expr(TiCol::Status, Expr::value(to.as_str()))
+            .col_expr(TiCol::FlowSkipped, Expr::value(by_flow))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
             .filter(TiCol::Id.is_in(chunk.iter().copied()))
             .filter(transition.applies())
@@ -302,9 +304,35 @@ async fn finish_runs<C: ConnectionTrait>(
 #[derive(Debug, Default)]
 struct ParentResults {
     ended: i32,
-    strong_ok: i32,
-    strong_failed: i32,
+    strong: StrongResults,
     latest_end: Option<DateTime<Utc>>,
+}
+
+/// STRONG parents counted by how they ended: S, B, F.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct StrongResults {
+    pub(crate) succeeded: i32,
+    pub(crate) skipped: i32,
+    pub(crate) failed: i32,
+}
+
+impl StrongResults {
+    /// One parent's result if it is STRONG, nothing if WEAK.
+    pub(crate) fn of(dep_type: DepType, result: ParentResult) -> StrongResults {
+        let mut counted = StrongResults::default();
+        if dep_type == DepType::Strong {
+            counted.add(result);
+        }
+        counted
+    }
+
+    pub(crate) fn add(&mut self, result: ParentResult) {
+        match result {
+            ParentResult::Succeeded => self.succeeded += 1,
+            ParentResult::Skipped => self.skipped += 1,
+            ParentResult::Failed => self.failed += 1,
+        }
+    }
 }
 
 /// Counts `parents` into their children, one UPDATE per distinct increment
@@ -320,31 +348,28 @@ async fn count_into_children<C: ConnectionTrait>(
     use std::collections::BTreeMap;
     let mut counted: BTreeMap<(i64, i64), ParentResults> = BTreeMap::new();
     for parent in parents {
-        let ok = parent.status.counts_as_success();
+        // Propagated parents are terminal; a row that is not counts as F.
+        let result = parent.as_parent().unwrap_or(ParentResult::Failed);
         for &(child_task_id, dep_type) in children(parent) {
             let child = counted
                 .entry((parent.dag_run_id, child_task_id))
                 .or_default();
             child.ended += 1;
             if dep_type == DepType::Strong {
-                if ok {
-                    child.strong_ok += 1;
-                } else {
-                    child.strong_failed += 1;
-                }
+                child.strong.add(result);
             }
             child.latest_end = Ord::max(child.latest_end, parent.finished_at);
         }
     }
-    let mut by_increment: BTreeMap<(i32, i32, i32), Vec<(i64, i64)>> = BTreeMap::new();
+    let mut by_increment: BTreeMap<(i32, StrongResults), Vec<(i64, i64)>> = BTreeMap::new();
     for (key, results) in &counted {
         by_increment
-            .entry((results.ended, results.strong_ok, results.strong_failed))
+            .entry((results.ended, results.strong))
             .or_default()
             .push(*key);
     }
     let mut rows = Vec::new();
-    for ((ended, ok, failed), keys) in by_increment {
+    for ((ended, strong), keys) in by_increment {
         for chunk in keys.chunks(IN_LIST_MAX) {
             let mut by_run: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
             for (run, task) in chunk {
@@ -357,7 +382,7 @@ async fn count_into_children<C: ConnectionTrait>(
                         any.add(TiCol::DagRunId.eq(run).and(TiCol::TaskId.is_in(tasks)))
                     });
             rows.extend(
-                count_parents(conn, Ti::update_many().filter(selected), ended, ok, failed).await?,
+                count_parents(conn, Ti::update_many().filter(selected), ended, strong).await?,
             );
         }
     }
@@ -375,23 +400,29 @@ async fn count_into_children<C: ConnectionTrait>(
 }
 
 /// Counts ended parents into the instances `update` selects: `ended` fewer
-/// pending, `ok` and `failed` more strong results.
+/// pending, and `strong` more STRONG results of each kind.
 async fn count_parents<C: ConnectionTrait>(
     conn: &C,
     update: sea_orm::UpdateMany<Ti>,
     ended: i32,
-    ok: i32,
-    failed: i32,
+    strong: StrongResults,
 ) -> Result<Vec<task_instance::Model>, DbErr> {
     update
         .col_expr(
             TiCol::PendingParents,
             Expr::col(TiCol::PendingParents).sub(ended),
         )
-        .col_expr(TiCol::StrongOk, Expr::col(TiCol::StrongOk).add(ok))
+        .col_expr(
+            TiCol::StrongOk,
+            Expr::col(TiCol::StrongOk).add(strong.succeeded),
+        )
+        .col_expr(
+            TiCol::StrongSkipped,
+            Expr::col(TiCol::StrongSkipped).add(strong.skipped),
+        )
         .col_expr(
             TiCol::StrongFailed,
-            Expr::col(TiCol::StrongFailed).add(failed),
+            Expr::col(TiCol::StrongFailed).add(strong.failed),
         )
         .exec_with_returning(conn)
         .await
@@ -402,17 +433,9 @@ pub(crate) async fn count_parent<C: ConnectionTrait>(
     conn: &C,
     update: sea_orm::UpdateMany<Ti>,
     dep_type: DepType,
-    ok: bool,
+    result: ParentResult,
 ) -> Result<Option<task_instance::Model>, DbErr> {
-    let strong = dep_type == DepType::Strong;
-    let rows = count_parents(
-        conn,
-        update,
-        1,
-        i32::from(strong && ok),
-        i32::from(strong && !ok),
-    )
-    .await?;
+    let rows = count_parents(conn, update, 1, StrongResults::of(dep_type, result)).await?;
     Ok(rows.into_iter().next())
 }
 
@@ -492,60 +515,4 @@ async fn count_off_runs<C: ConnectionTrait>(
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use datajump_shared::entities::StoredJson;
-
-    fn row(pending: i32, strong: i32, ok: i32, failed: i32) -> task_instance::Model {
-        task_instance::Model {
-            id: 1,
-            dag_run_id: 1,
-            dag_id: 1,
-            task_id: 1,
-            task_name: "t".into(),
-            biz_date: chrono::NaiveDate::default(),
-            trigger_type: datajump_shared::TriggerType::Manual,
-            status: TaskStatus::Pending,
-            attempt: 0,
-            retries_used: 0,
-            owner: None,
-            queue: "default".into(),
-            priority: 5,
-            deadline_at: None,
-            pending_parents: pending,
-            strong_parents: strong,
-            strong_ok: ok,
-            strong_failed: failed,
-            propagated: false,
-            children: StoredJson::new(Vec::new()),
-            spec: StoredJson::from_json(serde_json::json!({})),
-            reason: None,
-            reason_problem: None,
-            created_at: Utc::now(),
-            queued_at: None,
-            started_at: None,
-            finished_at: None,
-            outputs: None,
-            pokes: 0,
-        }
-    }
-
-    #[test]
-    fn strategies() {
-        use Decision::*;
-        use Strategy as S;
-        assert_eq!(decide(&row(1, 2, 1, 0), S::AllSuccess), Wait);
-        assert_eq!(decide(&row(0, 2, 2, 0), S::AllSuccess), Run);
-        assert_eq!(decide(&row(0, 2, 1, 1), S::AllSuccess), UpstreamFailed);
-        assert_eq!(decide(&row(0, 0, 0, 0), S::AllSuccess), Run);
-        assert_eq!(decide(&row(1, 2, 1, 0), S::OneSuccess), Run);
-        assert_eq!(decide(&row(1, 2, 0, 1), S::OneSuccess), Wait);
-        assert_eq!(decide(&row(0, 2, 0, 2), S::OneSuccess), UpstreamFailed);
-        assert_eq!(decide(&row(0, 0, 0, 0), S::OneSuccess), Run);
-        assert_eq!(decide(&row(1, 2, 0, 1), S::None), Wait);
-        assert_eq!(decide(&row(0, 2, 0, 2), S::None), Run);
-    }
 }

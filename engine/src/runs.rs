@@ -474,6 +474,8 @@ fn instance_rows(
                 strong_parents: Set(strong),
                 strong_ok: Set(0),
                 strong_failed: Set(0),
+                strong_skipped: Set(0),
+                flow_skipped: Set(false),
                 propagated: Set(false),
                 children: Set(StoredJson::new(
                     children

@@ -25,6 +25,7 @@ use crate::slots::start_awaited_run;
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_instance, with_reason};
 use crate::transitions::TaskTransition;
 use datajump_shared::problem::{Awaited, Reason};
+use datajump_shared::strategy::ParentResult;
 
 /// What a cross-run dependency points at, resolved by the caller.
 #[derive(Debug, Clone)]
@@ -38,6 +39,17 @@ pub(crate) struct ExternalParent {
     dep_type: DepType,
     /// `other_dag/task for 2024-01-14`, for reasons and logs.
     description: String,
+}
+
+/// How a parent in another run counts: S when it ended SUCCESS or SKIPPED
+/// of any kind, F otherwise. A branch not taken there is that run's control
+/// flow, not this one's, so it is never B here.
+fn across_runs(succeeded: bool) -> ParentResult {
+    if succeeded {
+        ParentResult::Succeeded
+    } else {
+        ParentResult::Failed
+    }
 }
 
 /// Links a new instance to a parent in another run (docs/ARCHITECTURE.md, "Dependency
@@ -55,7 +67,7 @@ async fn link_external_parent<C: ConnectionTrait>(
 ) -> Result<(), DbErr> {
     let by_id = || Ti::update_many().filter(TiCol::Id.eq(waiter.id));
     let Some((target_dag, target_task)) = parent.target else {
-        count_parent(conn, by_id(), parent.dep_type, false).await?;
+        count_parent(conn, by_id(), parent.dep_type, ParentResult::Failed).await?;
         return Ok(());
     };
     let awaited = Ti::find()
@@ -80,7 +92,7 @@ async fn link_external_parent<C: ConnectionTrait>(
         }
     };
     if let Some(ok) = settled {
-        count_parent(conn, by_id(), parent.dep_type, ok).await?;
+        count_parent(conn, by_id(), parent.dep_type, across_runs(ok)).await?;
         return Ok(());
     }
     dependency_wait::Entity::insert(dependency_wait::ActiveModel {
@@ -289,7 +301,7 @@ pub(crate) async fn release_waiters<C: ConnectionTrait>(
             conn,
             Ti::update_many().filter(TiCol::Id.eq(wait.waiter_instance_id)),
             wait.dep_type,
-            ok,
+            across_runs(ok),
         )
         .await?
         else {

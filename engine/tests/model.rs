@@ -31,10 +31,13 @@ fn random_dag(rng: &mut StdRng, name: &str) -> (String, BTreeMap<String, i32>) {
     let mut retries = BTreeMap::new();
     for i in 0..tasks {
         let task = format!("t{i}");
-        let strategy = match rng.random_range(0..10) {
-            0..=5 => "ALL_SUCCESS",
-            6..=7 => "ONE_SUCCESS",
-            _ => "NONE",
+        let strategy = match rng.random_range(0..12) {
+            0..=4 => "ALL_SUCCESS",
+            5..=6 => "ONE_SUCCESS",
+            7 => "NONE_FAILED",
+            8 => "ONE_FAILED",
+            9 => "ALL_FAILED",
+            _ => "ALL_DONE",
         };
         let enabled = rng.random_range(0..10) != 0;
         let max = rng.random_range(0..=2);
@@ -52,6 +55,11 @@ fn random_dag(rng: &mut StdRng, name: &str) -> (String, BTreeMap<String, i32>) {
                 deps.push(format!("{{ task: t{parent}, type: {dep_type} }}"));
             }
         }
+        // A failure handler needs a STRONG parent to fail.
+        let strategy = match strategy {
+            "ONE_FAILED" | "ALL_FAILED" if !deps.iter().any(|d| d.contains("STRONG")) => "ALL_DONE",
+            strategy => strategy,
+        };
         yaml.push_str(&format!(
             "  - name: {task}\n    type: NOOP\n    strategy: {strategy}\n    enabled: {enabled}\n    queue_timeout: {queue_timeout}\n    retry: {{ max: {max}, interval: 60 }}\n    depends_on: [{}]\n",
             deps.join(", ")

@@ -542,3 +542,108 @@ async fn a_queued_task_whose_spec_does_not_read_is_failed_by_the_deadline_scan()
         check_invariants(&env).await;
     }
 }
+
+/// The issue's two stories (docs/DAG_FORMAT.md, "Strategies"): a failure
+/// handler runs when the load fails and is skipped (B) when it does not; a
+/// B skip passes down an ALL_SUCCESS line and stops at a NONE_FAILED or
+/// ALL_DONE join; a run with a failure stays FAILED though its cleanup
+/// succeeded.
+#[tokio::test]
+async fn failure_handlers_run_on_a_failure_and_their_skip_passes_down_to_the_next_join() {
+    const RECOVERING: &str = r#"
+name: recovering
+tasks:
+  - { name: load, type: NOOP, retry: { max: 0 } }
+  - { name: drop_staging, type: NOOP, strategy: ONE_FAILED, depends_on: [load] }
+  - { name: page_owner, type: NOOP, depends_on: [drop_staging] }
+  - { name: all_broke, type: NOOP, strategy: ALL_FAILED, depends_on: [load, drop_staging] }
+  - { name: summary, type: NOOP, strategy: NONE_FAILED, depends_on: [page_owner] }
+  - { name: done, type: NOOP, strategy: ALL_DONE, depends_on: [load, page_owner] }
+  - { name: report, type: NOOP, depends_on: [load, page_owner] }
+"#;
+    for env in envs().await {
+        // The load succeeds: no cleanup, nobody paged, the summary runs.
+        let dag = env.apply(RECOVERING).await;
+        let (run, _released) = env.fire(dag, date("2026-01-04")).await;
+        let run = run.expect("a run");
+        let _released = env.run_task(run, "load", success()).await;
+        let statuses = env.statuses(run).await;
+        for (task, want) in [
+            ("drop_staging", TaskStatus::Skipped),
+            ("page_owner", TaskStatus::Skipped),
+            ("all_broke", TaskStatus::Skipped),
+            ("report", TaskStatus::Skipped),
+            ("summary", TaskStatus::Queued),
+            ("done", TaskStatus::Queued),
+        ] {
+            assert_eq!(
+                status_of(&statuses, task),
+                want,
+                "{:?}: {task}",
+                env.backend
+            );
+        }
+        let rows = env.instances(run).await;
+        assert!(rows["drop_staging"].flow_skipped && rows["report"].flow_skipped);
+        assert_eq!(
+            rows["drop_staging"].reason.as_deref(),
+            Some(
+                "skipped by its strategy ONE_FAILED (all terminal, no F; S = succeeded, B = \
+                 skipped by control flow, F = failed)"
+            ),
+            "{:?}",
+            env.backend
+        );
+        assert_eq!(
+            rows["drop_staging"]
+                .reason_problem
+                .as_ref()
+                .and_then(|stored| stored.read().ok())
+                .map(|problem| problem.code.as_str()),
+            Some("task.flow_skipped")
+        );
+        check_invariants(&env).await;
+        let _released = env.run_task(run, "summary", success()).await;
+        let _released = env.run_task(run, "done", success()).await;
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Success,
+            "{:?}: skipped branches do not fail a run",
+            env.backend
+        );
+        check_invariants(&env).await;
+
+        // The load fails: the cleanup runs, then the owner is paged, and the
+        // run stays FAILED though both succeeded.
+        let (run, _released) = env.fire(dag, date("2026-01-05")).await;
+        let run = run.expect("a second run");
+        let _released = env.run_task(run, "load", failure()).await;
+        let statuses = env.statuses(run).await;
+        assert_eq!(status_of(&statuses, "drop_staging"), TaskStatus::Queued);
+        let _released = env.run_task(run, "drop_staging", success()).await;
+        let _released = env.run_task(run, "page_owner", success()).await;
+        let statuses = env.statuses(run).await;
+        for (task, want) in [
+            ("all_broke", TaskStatus::Skipped),
+            ("report", TaskStatus::UpstreamFailed),
+            ("summary", TaskStatus::Queued),
+            ("done", TaskStatus::Queued),
+        ] {
+            assert_eq!(
+                status_of(&statuses, task),
+                want,
+                "{:?}: {task}",
+                env.backend
+            );
+        }
+        let _released = env.run_task(run, "summary", success()).await;
+        let _released = env.run_task(run, "done", success()).await;
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Failed,
+            "{:?}: a cleanup does not hide the failure",
+            env.backend
+        );
+        check_invariants(&env).await;
+    }
+}

@@ -30,6 +30,7 @@ mod m20261204_000020_session_token_hash;
 mod m20261205_000021_schedule_active_since;
 mod m20261206_000022_declared_outputs_index;
 mod m20261206_000023_reason_problems;
+mod m20261206_000024_flow_skips;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -60,6 +61,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000021_schedule_active_since::Migration),
             Box::new(m20261206_000022_declared_outputs_index::Migration),
             Box::new(m20261206_000023_reason_problems::Migration),
+            Box::new(m20261206_000024_flow_skips::Migration),
         ]
     }
 }

@@ -181,7 +181,9 @@ impl DepType {
     }
 }
 
-/// When a task with parents may start (the engine requirements' dependency strategies, set per task).
+/// When a task with parents may start (the engine requirements' dependency
+/// strategies, set per task): the table of docs/DAG_FORMAT.md,
+/// "Strategies", kept in [`crate::strategy`].
 #[derive(
     Debug,
     Clone,
@@ -199,16 +201,27 @@ impl DepType {
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Strategy {
-    /// All parents terminal and every STRONG parent SUCCESS or SKIPPED.
+    /// Every STRONG parent succeeded (a disabled one counts).
     #[default]
     #[sea_orm(string_value = "ALL_SUCCESS")]
     AllSuccess,
     /// As soon as one STRONG parent succeeds.
     #[sea_orm(string_value = "ONE_SUCCESS")]
     OneSuccess,
-    /// All parents terminal, whatever their results.
-    #[sea_orm(string_value = "NONE")]
-    None,
+    /// Every parent ended and none failed (a branch not taken is fine).
+    #[sea_orm(string_value = "NONE_FAILED")]
+    NoneFailed,
+    /// As soon as one STRONG parent fails: a failure handler.
+    #[sea_orm(string_value = "ONE_FAILED")]
+    OneFailed,
+    /// Every STRONG parent failed.
+    #[sea_orm(string_value = "ALL_FAILED")]
+    AllFailed,
+    /// Every parent ended, whatever its result. Also read from `NONE`, its
+    /// earlier name.
+    #[serde(alias = "NONE")]
+    #[sea_orm(string_value = "ALL_DONE")]
+    AllDone,
 }
 
 impl Strategy {
@@ -217,8 +230,17 @@ impl Strategy {
         match self {
             Strategy::AllSuccess => "ALL_SUCCESS",
             Strategy::OneSuccess => "ONE_SUCCESS",
-            Strategy::None => "NONE",
+            Strategy::NoneFailed => "NONE_FAILED",
+            Strategy::OneFailed => "ONE_FAILED",
+            Strategy::AllFailed => "ALL_FAILED",
+            Strategy::AllDone => "ALL_DONE",
         }
+    }
+
+    /// Whether it runs a task only after a failure, so a task with no
+    /// STRONG parent to fail may not have it.
+    pub fn needs_a_failure(self) -> bool {
+        matches!(self, Strategy::OneFailed | Strategy::AllFailed)
     }
 }
 

@@ -43,6 +43,7 @@ pub mod plan;
 pub mod problem;
 pub mod secrets;
 pub mod status;
+pub mod strategy;
 pub mod subjects;
 
 pub use ids::{RunId, TaskInstanceId};

@@ -47,6 +47,12 @@ impl From<&CronError> for Problem {
 pub enum Reason {
     /// A disabled task skipped.
     Disabled,
+    /// Skipped by control flow: its strategy does not run it after how its
+    /// STRONG parents ended (docs/DAG_FORMAT.md, "Strategies").
+    FlowSkipped {
+        /// Its strategy.
+        strategy: crate::kinds::Strategy,
+    },
     /// A parent it needed did not succeed.
     UpstreamFailed,
     /// No runner took it within its queue timeout.
@@ -155,6 +161,12 @@ impl Reason {
         use crate::duration::describe;
         match self {
             Reason::Disabled => "task is disabled".to_owned(),
+            Reason::FlowSkipped { strategy } => format!(
+                "skipped by its strategy {} ({}; S = succeeded, B = skipped by control flow, \
+                 F = failed)",
+                strategy.as_str(),
+                crate::strategy::skipped_when(*strategy)
+            ),
             Reason::UpstreamFailed => "an upstream task did not succeed".to_owned(),
             Reason::QueueTimeout {
                 waited_secs,
@@ -234,6 +246,10 @@ impl Reason {
         use crate::duration::describe;
         Some(match self {
             Reason::Disabled => Problem::new("task.disabled", []),
+            Reason::FlowSkipped { strategy } => Problem::new(
+                "task.flow_skipped",
+                [("strategy", strategy.as_str().to_owned())],
+            ),
             Reason::UpstreamFailed => Problem::new("task.upstream_failed", []),
             Reason::QueueTimeout {
                 waited_secs,

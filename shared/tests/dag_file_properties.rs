@@ -231,7 +231,13 @@ fn dag(min_tasks: usize) -> impl Strategy<Value = (String, Vec<GenTask>, bool)> 
                 0i32..3600,
                 prop::sample::select(vec!["FIXED", "EXPONENTIAL"]),
             )),
-            prop::sample::select(vec!["ALL_SUCCESS", "ONE_SUCCESS", "NONE"]),
+            prop::sample::select(vec![
+                "ALL_SUCCESS",
+                "ONE_SUCCESS",
+                "NONE_FAILED",
+                "ALL_DONE",
+                "NONE",
+            ]),
             1i32..=10,
         )
             .prop_map(|(name, depends, retry, strategy, priority)| GenTask {

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::kinds::DepType;
+use datajump_shared::strategy::ParentResult;
 use datajump_shared::{RunId, RunStatus, TaskStatus, TriggerType};
 use datajump_store::db::begin_write;
 use sea_orm::sea_query::Expr;
@@ -16,7 +17,7 @@ use sea_orm::{
 
 use super::{OperatorError, retried};
 use crate::effects::Effects;
-use crate::propagation::children;
+use crate::propagation::{StrongResults, children};
 use crate::slots::{release_roots, run_slot_free_for, run_timeout_at};
 use crate::sql::{Ti, TiCol};
 use crate::transitions::{RunTransition, TaskTransition};
@@ -201,13 +202,13 @@ async fn reset_instances<C: ConnectionTrait>(
         let Some(row) = by_task.get(task_id) else {
             continue;
         };
-        let (mut pending, mut ok, mut failed) = (0, 0, 0);
+        let (mut pending, mut strong) = (0, StrongResults::default());
         for (parent, dep_type) in parents.get(task_id).map(Vec::as_slice).unwrap_or_default() {
-            let strong = *dep_type == DepType::Strong;
             match by_task.get(parent) {
                 _ if selected.contains(parent) => pending += 1,
-                Some(p) if strong && p.status.counts_as_success() => ok += 1,
-                Some(_) if strong => failed += 1,
+                Some(p) if *dep_type == DepType::Strong => {
+                    strong.add(p.as_parent().unwrap_or(ParentResult::Failed));
+                }
                 _ => {}
             }
         }
@@ -222,9 +223,11 @@ async fn reset_instances<C: ConnectionTrait>(
             .col_expr(TiCol::PendingParents, Expr::value(pending))
             .col_expr(
                 TiCol::StrongOk,
-                Expr::value(ok + Ord::max(external_strong, 0)),
+                Expr::value(strong.succeeded + Ord::max(external_strong, 0)),
             )
-            .col_expr(TiCol::StrongFailed, Expr::value(failed))
+            .col_expr(TiCol::StrongSkipped, Expr::value(strong.skipped))
+            .col_expr(TiCol::StrongFailed, Expr::value(strong.failed))
+            .col_expr(TiCol::FlowSkipped, Expr::value(false))
             .col_expr(TiCol::Propagated, Expr::value(false))
             .col_expr(TiCol::RetriesUsed, Expr::value(0))
             .col_expr(TiCol::Pokes, Expr::value(0))

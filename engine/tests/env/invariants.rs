@@ -39,23 +39,26 @@ fn children(row: &task_instance::Model) -> Vec<(i64, bool)> {
 }
 
 /// A child that has not been released counts, in `pending_parents`, the
-/// same-run parents not yet propagated, and in `strong_ok` and
-/// `strong_failed` the propagated STRONG parents that succeeded and did
-/// not: a recount from the parents' rows equals the counters.
+/// same-run parents not yet propagated, and in `strong_ok`,
+/// `strong_skipped` and `strong_failed` the propagated STRONG parents that
+/// ended S, B and F: a recount from the parents' rows equals the counters.
 pub fn counters_match_the_parents(instances: &[task_instance::Model]) -> Vec<String> {
+    use datajump_shared::strategy::ParentResult;
     let mut found = Vec::new();
     for (run, tasks) in by_run(instances) {
-        // (pending, strong ok, strong failed) recounted per child.
-        let mut recount: HashMap<i64, (i32, i32, i32)> = HashMap::new();
+        // (pending, S, B, F) recounted per child.
+        let mut recount: HashMap<i64, (i32, i32, i32, i32)> = HashMap::new();
         for parent in tasks.values() {
             for (child, strong) in children(parent) {
                 let entry = recount.entry(child).or_default();
                 if !parent.propagated {
                     entry.0 += 1;
-                } else if strong && parent.status.counts_as_success() {
-                    entry.1 += 1;
                 } else if strong {
-                    entry.2 += 1;
+                    match parent.as_parent() {
+                        Some(ParentResult::Succeeded) => entry.1 += 1,
+                        Some(ParentResult::Skipped) => entry.2 += 1,
+                        _ => entry.3 += 1,
+                    }
                 }
             }
         }
@@ -65,11 +68,17 @@ pub fn counters_match_the_parents(instances: &[task_instance::Model]) -> Vec<Str
             if row.status != TaskStatus::Created && row.status != TaskStatus::Pending {
                 continue;
             }
-            let (pending, ok, failed) = recount.get(task).copied().unwrap_or_default();
-            if (row.pending_parents, row.strong_ok, row.strong_failed) != (pending, ok, failed) {
+            let expected = recount.get(task).copied().unwrap_or_default();
+            let kept = (
+                row.pending_parents,
+                row.strong_ok,
+                row.strong_skipped,
+                row.strong_failed,
+            );
+            if kept != expected {
                 found.push(format!(
-                    "run {run}, task '{}' ({:?}): pending/strong_ok/strong_failed are {}/{}/{}, its parents say {pending}/{ok}/{failed}",
-                    row.task_name, row.status, row.pending_parents, row.strong_ok, row.strong_failed
+                    "run {run}, task '{}' ({:?}): pending/S/B/F are {kept:?}, its parents say {expected:?}",
+                    row.task_name, row.status
                 ));
             }
         }

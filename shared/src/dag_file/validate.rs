@@ -314,6 +314,17 @@ impl DagFile {
                     task.retry.jitter
                 )));
             }
+            if task.strategy.needs_a_failure()
+                && !task
+                    .depends_on
+                    .iter()
+                    .any(|dep| dep.parts().dep_type == crate::kinds::DepType::Strong)
+            {
+                problems.push(said(format!(
+                    "strategy {} runs it after a parent fails, so it needs a STRONG dependency",
+                    task.strategy.as_str()
+                )));
+            }
             if task.wait_timeout < 1 {
                 problems.push(said("wait_timeout must be at least 1 second".to_owned()));
             }
@@ -705,6 +716,27 @@ mod tests {
             "t".repeat(128)
         );
         DagFile::parse(&fits).expect("every size at its bound");
+    }
+
+    #[test]
+    fn a_failure_handler_needs_a_strong_parent_and_none_is_all_done() {
+        let text = "name: x\ntasks:\n  - { name: a, command: 'true' }\n  - { name: h, command: 'true', strategy: ONE_FAILED, depends_on: [{ task: a, type: WEAK }] }\n  - { name: lone, command: 'true', strategy: ALL_FAILED }\n";
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
+            panic!("invalid");
+        };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            problems,
+            [
+                "task 'h': strategy ONE_FAILED runs it after a parent fails, so it needs a STRONG dependency",
+                "task 'lone': strategy ALL_FAILED runs it after a parent fails, so it needs a STRONG dependency",
+            ]
+        );
+        let old = DagFile::parse(
+            "name: x\ntasks:\n  - { name: a, command: 'true' }\n  - { name: b, command: 'true', strategy: NONE, depends_on: [a] }\n",
+        )
+        .expect("NONE is still read");
+        assert_eq!(old.tasks[1].strategy, crate::kinds::Strategy::AllDone);
     }
 
     #[test]

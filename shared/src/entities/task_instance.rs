@@ -19,8 +19,8 @@ pub type Children = Vec<(i64, DepType)>;
 ///   0-based number is `attempt` before the claim and `attempt - 1` after it.
 ///   Only the conditional claim increments it.
 /// - `pending_parents` counts same-run parents not yet propagated;
-///   `strong_ok` / `strong_failed` count propagated STRONG parents that
-///   succeeded / did not. The propagation that decides the strategy moves the
+///   `strong_ok` / `strong_skipped` / `strong_failed` count propagated
+///   STRONG parents that ended S / B / F (docs/DAG_FORMAT.md, "Strategies"). The propagation that decides the strategy moves the
 ///   instance out of PENDING, exactly once.
 /// - `propagated` flips false → true once per terminal state.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -59,10 +59,16 @@ pub struct Model {
     pub pending_parents: i32,
     /// Same-run STRONG parents in the plan.
     pub strong_parents: i32,
-    /// Propagated STRONG parents that ended SUCCESS or SKIPPED.
+    /// Propagated STRONG parents that ended S: SUCCESS, or SKIPPED because
+    /// disabled ([`crate::strategy::ParentResult`]).
     pub strong_ok: i32,
-    /// Propagated STRONG parents that did not.
+    /// Propagated STRONG parents that ended F.
     pub strong_failed: i32,
+    /// Propagated STRONG parents that ended B: SKIPPED by control flow.
+    pub strong_skipped: i32,
+    /// SKIPPED by control flow (its strategy's table said so), not because
+    /// it is disabled: B, not S, to its children.
+    pub flow_skipped: bool,
     /// Its terminal state has been propagated to children and run.
     pub propagated: bool,
     /// Children in this run: `[[task_id, "STRONG"|"WEAK"], …]`.
@@ -95,6 +101,32 @@ pub struct Model {
 /// No declared relations.
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
 pub enum Relation {}
+
+impl Model {
+    /// How it ended, as its children count it; `None` while it has not.
+    pub fn as_parent(&self) -> Option<crate::strategy::ParentResult> {
+        use crate::strategy::ParentResult;
+        if !self.status.is_terminal() {
+            return None;
+        }
+        Some(match self.status {
+            TaskStatus::Skipped if self.flow_skipped => ParentResult::Skipped,
+            status if status.counts_as_success() => ParentResult::Succeeded,
+            _ => ParentResult::Failed,
+        })
+    }
+
+    /// Its parents' counters, as its strategy reads them.
+    pub fn parent_counts(&self) -> crate::strategy::ParentCounts {
+        crate::strategy::ParentCounts {
+            pending: self.pending_parents,
+            strong: self.strong_parents,
+            succeeded: self.strong_ok,
+            skipped: self.strong_skipped,
+            failed: self.strong_failed,
+        }
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}
 

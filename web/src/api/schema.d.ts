@@ -3582,7 +3582,7 @@ export interface components {
                  * @description Dependency strategy.
                  * @default ALL_SUCCESS
                  */
-                strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE";
+                strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE_FAILED" | "ONE_FAILED" | "ALL_FAILED" | "ALL_DONE";
                 /**
                  * @description Seconds; 0 = none.
                  * @default 3600
@@ -3932,7 +3932,7 @@ export interface components {
                  * @description Dependency strategy.
                  * @default ALL_SUCCESS
                  */
-                strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE";
+                strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE_FAILED" | "ONE_FAILED" | "ALL_FAILED" | "ALL_DONE";
                 /**
                  * @description Seconds; 0 = none.
                  * @default 3600
@@ -4296,7 +4296,7 @@ export interface components {
                  * @description Dependency strategy.
                  * @default ALL_SUCCESS
                  */
-                strategy: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE";
+                strategy: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE_FAILED" | "ONE_FAILED" | "ALL_FAILED" | "ALL_DONE";
                 /**
                  * @description Seconds; 0 = none.
                  * @default 3600
@@ -6089,7 +6089,7 @@ export interface components {
              * @description Dependency strategy.
              * @default ALL_SUCCESS
              */
-            strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE";
+            strategy?: "ALL_SUCCESS" | "ONE_SUCCESS" | "NONE_FAILED" | "ONE_FAILED" | "ALL_FAILED" | "ALL_DONE";
             /**
              * @description Seconds; 0 = none.
              * @default 3600

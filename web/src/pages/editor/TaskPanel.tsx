@@ -17,6 +17,15 @@ import {
 } from './canvasModel';
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'];
+/** The strategies of docs/DAG_FORMAT.md, "Strategies", in the API's words. */
+const STRATEGIES: NonNullable<TaskDef['strategy']>[] = [
+  'ALL_SUCCESS',
+  'ONE_SUCCESS',
+  'NONE_FAILED',
+  'ONE_FAILED',
+  'ALL_FAILED',
+  'ALL_DONE',
+];
 
 /** A text field holding JSON, committed when it parses. */
 function JsonField({
@@ -325,9 +334,11 @@ export function TaskPanel({
             <label className="field">
               <span>{t('task.strategy')}</span>
               <select className="input" value={task.strategy ?? 'ALL_SUCCESS'} onChange={(e) => set({ strategy: e.target.value as TaskDef['strategy'] })} translate="no">
-                <option value="ALL_SUCCESS">ALL_SUCCESS</option>
-                <option value="ONE_SUCCESS">ONE_SUCCESS</option>
-                <option value="NONE">NONE</option>
+                {STRATEGIES.map((strategy) => (
+                  <option key={strategy} value={strategy}>
+                    {strategy}
+                  </option>
+                ))}
               </select>
             </label>
           </div>
