@@ -650,6 +650,9 @@ pub fn task_file(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
     }
     out.insert("queue".into(), json!(row.queue));
     out.insert("strategy".into(), json!(row.strategy));
+    if row.allow_failure {
+        out.insert("allow_failure".into(), json!(true));
+    }
     out.insert("enabled".into(), json!(row.enabled));
     let depends_on: Vec<Value> = deps
         .iter()

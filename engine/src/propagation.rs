@@ -454,7 +454,7 @@ async fn count_off_runs<C: ConnectionTrait>(
     for parent in parents {
         let counts = per_run.entry(parent.dag_run_id).or_default();
         counts.0 += 1;
-        counts.1 += i32::from(!parent.status.counts_as_success());
+        counts.1 += i32::from(parent.fails_its_run());
     }
     let mut by_decrement: BTreeMap<(i32, i32), Vec<i64>> = BTreeMap::new();
     for (run, counts) in per_run {

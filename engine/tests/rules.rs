@@ -647,3 +647,68 @@ tasks:
         check_invariants(&env).await;
     }
 }
+
+/// `allow_failure`: the task's failure does not fail the run, but its
+/// children still count it as F: its failure handler runs, and a child
+/// that needed it ends UPSTREAM_FAILED, which does fail the run.
+#[tokio::test]
+async fn an_allowed_failure_runs_its_handler_and_leaves_the_run_green() {
+    for env in envs().await {
+        let dag = env
+            .apply(
+                r#"
+name: tolerant
+tasks:
+  - { name: optional_feed, type: NOOP, allow_failure: true, retry: { max: 0 } }
+  - { name: note_missing_feed, type: NOOP, strategy: ONE_FAILED, depends_on: [optional_feed] }
+  - { name: report, type: NOOP, strategy: ALL_DONE, depends_on: [optional_feed, note_missing_feed] }
+"#,
+            )
+            .await;
+        let (run, _released) = env.fire(dag, date("2026-01-04")).await;
+        let run = run.expect("a run");
+        let _released = env.run_task(run, "optional_feed", failure()).await;
+        assert_eq!(
+            status_of(&env.statuses(run).await, "note_missing_feed"),
+            TaskStatus::Queued
+        );
+        let _released = env.run_task(run, "note_missing_feed", success()).await;
+        let _released = env.run_task(run, "report", success()).await;
+        let rows = env.instances(run).await;
+        assert!(rows["optional_feed"].failed_allowed(), "{:?}", env.backend);
+        assert!(!rows["optional_feed"].fails_its_run());
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Success,
+            "{:?}: an allowed failure leaves the run green",
+            env.backend
+        );
+        check_invariants(&env).await;
+
+        // A child that needed it fails upstream, and that is not allowed.
+        let strict = env
+            .apply(
+                r#"
+name: strict
+tasks:
+  - { name: optional_feed, type: NOOP, allow_failure: true, retry: { max: 0 } }
+  - { name: use_feed, type: NOOP, depends_on: [optional_feed] }
+"#,
+            )
+            .await;
+        let (run, _released) = env.fire(strict, date("2026-01-04")).await;
+        let run = run.expect("a run");
+        let _released = env.run_task(run, "optional_feed", failure()).await;
+        assert_eq!(
+            status_of(&env.statuses(run).await, "use_feed"),
+            TaskStatus::UpstreamFailed
+        );
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Failed,
+            "{:?}",
+            env.backend
+        );
+        check_invariants(&env).await;
+    }
+}

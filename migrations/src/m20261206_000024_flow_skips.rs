@@ -1,8 +1,9 @@
 //! Two kinds of SKIPPED (docs/DAG_FORMAT.md, "Strategies"): a task skipped
 //! by control flow is B to its children, not S as a disabled one is, so an
 //! instance records which it was (`flow_skipped`) and counts its STRONG
-//! parents that ended B (`strong_skipped`). The strategy once called
-//! `NONE` is stored as `ALL_DONE`.
+//! parents that ended B (`strong_skipped`). A task may allow its failure
+//! (`allow_failure`: the run does not fail for it). The strategy once
+//! called `NONE` is stored as `ALL_DONE`.
 
 use sea_orm_migration::{prelude::*, schema::*};
 
@@ -20,6 +21,7 @@ enum TaskInstance {
 enum Task {
     Table,
     Strategy,
+    AllowFailure,
 }
 
 #[async_trait::async_trait]
@@ -43,6 +45,14 @@ impl MigrationTrait for Migration {
             )
             .await?;
         manager
+            .alter_table(
+                Table::alter()
+                    .table(Task::Table)
+                    .add_column(boolean(Task::AllowFailure).default(false))
+                    .to_owned(),
+            )
+            .await?;
+        manager
             .exec_stmt(
                 Query::update()
                     .table(Task::Table)
@@ -60,6 +70,14 @@ impl MigrationTrait for Migration {
                     .table(Task::Table)
                     .value(Task::Strategy, "NONE")
                     .and_where(Expr::col(Task::Strategy).eq("ALL_DONE"))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(Task::Table)
+                    .drop_column(Task::AllowFailure)
                     .to_owned(),
             )
             .await?;

@@ -116,6 +116,9 @@ pub struct TaskSpec {
     pub strategy: Strategy,
     /// Disabled tasks end SKIPPED.
     pub enabled: bool,
+    /// Its failure does not fail the run (its children still see it as F).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_failure: bool,
     /// Datasets it writes, as declared (`dw.orders/${bizdate}`): announced
     /// when an attempt succeeds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -282,6 +285,7 @@ impl TaskSpec {
             queue: row.queue.clone(),
             strategy: row.strategy,
             enabled: row.enabled,
+            allow_failure: row.allow_failure,
             outputs: row
                 .datasets
                 .as_ref()

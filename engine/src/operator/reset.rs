@@ -265,7 +265,7 @@ async fn recount_run<C: ConnectionTrait>(
 ) -> Result<RunStatus, DbErr> {
     let failed_kept = instances
         .iter()
-        .filter(|i| !selected.contains(&i.task_id) && !i.status.counts_as_success())
+        .filter(|i| !selected.contains(&i.task_id) && i.fails_its_run())
         .count();
     let pending_instances = i32::try_from(selected.len()).unwrap_or(i32::MAX);
     let reopened = pending_instances > 0;

@@ -322,6 +322,10 @@ pub struct TaskFile {
     /// Disabled tasks end SKIPPED.
     #[serde(default = "default_true")]
     pub enabled: bool,
+    /// Its failure does not fail the run: it still fails its children
+    /// (F to them), and the run lists it among its allowed failures.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_failure: bool,
     /// Parents.
     #[serde(default)]
     pub depends_on: Vec<DependencyFile>,

@@ -50,6 +50,8 @@ pub struct Model {
     pub queue: String,
     /// `ALL_SUCCESS`, `ONE_SUCCESS` or `NONE`.
     pub strategy: Strategy,
+    /// Its failure does not fail the run (`allow_failure`).
+    pub allow_failure: bool,
     /// Disabled tasks end SKIPPED.
     pub enabled: bool,
     /// Canvas position for a UI.

@@ -116,6 +116,21 @@ impl Model {
         })
     }
 
+    /// Whether it ended in a way that fails its run: F, unless its task
+    /// allows its failure (`allow_failure`). A spec that does not read
+    /// allows nothing.
+    pub fn fails_its_run(&self) -> bool {
+        self.status.is_terminal()
+            && !self.status.counts_as_success()
+            && !self.spec.read().is_ok_and(|spec| spec.task.allow_failure)
+    }
+
+    /// Whether it failed and its task allows that: the run does not fail
+    /// for it, and lists it.
+    pub fn failed_allowed(&self) -> bool {
+        self.status.is_terminal() && !self.status.counts_as_success() && !self.fails_its_run()
+    }
+
     /// Its parents' counters, as its strategy reads them.
     pub fn parent_counts(&self) -> crate::strategy::ParentCounts {
         crate::strategy::ParentCounts {

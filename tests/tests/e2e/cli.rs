@@ -1007,6 +1007,7 @@ async fn the_example_dags_run_as_their_comments_say() {
         "example_python",
         "example_sql",
         "example_retries",
+        "example_recovery",
         "example_weekday",
         "example_cross_dag",
         "example_event",
@@ -1034,6 +1035,81 @@ async fn the_example_dags_run_as_their_comments_say() {
         let ran = run_at(&api_url, None, &args).await;
         assert!(ran.success, "{dag}:\n{}\n{}", ran.stdout, ran.stderr);
     }
+    // The failure path is not needed when the load succeeds, and runs when
+    // it fails; the run stays FAILED, and the summary goes out both times.
+    let recovered = run_at(
+        &api_url,
+        None,
+        &["trigger", "example_recovery", "--wait", "--timeout", "60"],
+    )
+    .await;
+    assert!(
+        recovered.success,
+        "{}\n{}",
+        recovered.stdout, recovered.stderr
+    );
+    let broke = run_at(
+        &api_url,
+        None,
+        &[
+            "trigger",
+            "example_recovery",
+            "--wait",
+            "--timeout",
+            "60",
+            "-p",
+            "fail=yes",
+        ],
+    )
+    .await;
+    assert!(
+        !broke.success,
+        "a failed load fails the run: {}",
+        broke.stdout
+    );
+    let recovery = run_at(&api_url, None, &["runs", "example_recovery", "--json"])
+        .await
+        .json();
+    let statuses = |run: &serde_json::Value| -> Vec<(String, String)> {
+        run["taskInstances"]
+            .as_array()
+            .expect("taskInstances")
+            .iter()
+            .map(|t| {
+                (
+                    t["taskName"].as_str().unwrap_or_default().to_owned(),
+                    t["status"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    };
+    assert_eq!(recovery[0]["status"], "FAILED", "{recovery}");
+    assert_eq!(
+        statuses(&recovery[0]),
+        pairs(&[
+            ("load", "FAILED"),
+            ("drop_staging", "SUCCESS"),
+            ("page_owner", "SUCCESS"),
+            ("summary", "SUCCESS")
+        ]),
+        "{recovery}"
+    );
+    assert_eq!(recovery[1]["status"], "SUCCESS", "{recovery}");
+    assert_eq!(
+        statuses(&recovery[1]),
+        pairs(&[
+            ("load", "SUCCESS"),
+            ("drop_staging", "SKIPPED"),
+            ("page_owner", "SKIPPED"),
+            ("summary", "SUCCESS")
+        ]),
+        "{recovery}"
+    );
     let retried = run_at(&api_url, None, &["runs", "example_retries", "--json"])
         .await
         .json();

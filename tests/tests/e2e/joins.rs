@@ -178,3 +178,90 @@ tasks:
         assert_eq!(env.instances_by_name(run.id).await["all"].strong_failed, 1);
     }
 );
+
+// #41: failure handlers (ONE_FAILED) are released once each with two
+// resolvers and three runners; their B skips pass down and stop at a
+// NONE_FAILED join; allowed failures leave the run's result to the others
+// and are listed in the run's answer.
+both_dbs!(
+    failure_handlers_run_once_and_skips_pass_down_with_two_resolvers,
+    |env| async move {
+        const LINES: usize = 6;
+        let mut yaml = String::from("name: handlers\ntasks:\n");
+        let mut ends = Vec::new();
+        for i in 0..LINES {
+            // Even lines' loads are allowed to fail.
+            let allowed = i % 2 == 0;
+            writeln!(
+                yaml,
+                "  - {{ name: load{i}, command: 'exit 3', retry: {{ max: 0 }}, allow_failure: {allowed} }}\n  \
+                 - {{ name: handle{i}, command: 'true', strategy: ONE_FAILED, depends_on: [load{i}] }}\n  \
+                 - {{ name: all_failed{i}, command: 'true', strategy: ALL_FAILED, depends_on: [handle{i}] }}\n  \
+                 - {{ name: after{i}, command: 'true', depends_on: [all_failed{i}] }}"
+            )
+            .unwrap();
+            ends.push(format!("after{i}"));
+            ends.push(format!("handle{i}"));
+        }
+        writeln!(
+            yaml,
+            "  - {{ name: summary, command: 'true', strategy: NONE_FAILED, depends_on: [{}] }}",
+            ends.join(", ")
+        )
+        .unwrap();
+        env.apply(&yaml).await;
+        let _resolvers = [env.spawn_resolver().await, env.spawn_resolver().await];
+        let _runners = [
+            env.spawn_runner("runner-1", &["default"], 4).await,
+            env.spawn_runner("runner-2", &["default"], 4).await,
+            env.spawn_runner("runner-3", &["default"], 4).await,
+        ];
+        let key = env.trigger("handlers").await;
+        let run = env.wait_run(&key, Duration::from_secs(120)).await;
+        assert_eq!(
+            run.status,
+            RunStatus::Failed,
+            "the odd loads may not fail: {}",
+            env.describe_run(&run).await
+        );
+        let instances = env.instances_by_name(run.id).await;
+        let executions = env.executions_by_name(run.id).await;
+        for i in 0..LINES {
+            let handle = format!("handle{i}");
+            assert_eq!(instances[&handle].status, TaskStatus::Success, "{handle}");
+            assert_eq!(executions[&handle].len(), 1, "{handle} ran exactly once");
+            for skipped in [format!("all_failed{i}"), format!("after{i}")] {
+                let row = &instances[&skipped];
+                assert!(
+                    row.status == TaskStatus::Skipped && row.flow_skipped,
+                    "{skipped}: {row:?}"
+                );
+                assert!(!executions.contains_key(&skipped), "{skipped} never ran");
+            }
+        }
+        assert_eq!(instances["summary"].status, TaskStatus::Success);
+        assert_eq!(executions["summary"].len(), 1, "the join ran once");
+
+        let api = crate::api::Api::start(&env, None).await;
+        let detail = api
+            .get(&format!("/api/v1/dags/instances/{}", run.id))
+            .await
+            .expect(200);
+        assert_eq!(
+            detail["allowedFailures"],
+            serde_json::json!(["load0", "load2", "load4"]),
+            "{detail}"
+        );
+        let after0 = detail["taskInstances"]
+            .as_array()
+            .expect("taskInstances")
+            .iter()
+            .find(|t| t["taskName"] == "after0")
+            .expect("after0");
+        assert_eq!(after0["flowSkipped"], true, "{after0}");
+        assert_eq!(
+            after0["errorProblem"]["code"], "task.flow_skipped",
+            "{after0}"
+        );
+    }
+);

@@ -3435,6 +3435,11 @@ export interface components {
             /** @description What it runs. */
             tasks?: {
                 /**
+                 * @description Its failure does not fail the run: it still fails its children
+                 *     (F to them), and the run lists it among its allowed failures.
+                 */
+                allowFailure?: boolean;
+                /**
                  * @description Shell command line(s) (SHELL).
                  * @default null
                  */
@@ -3784,6 +3789,11 @@ export interface components {
             sourceFile?: string | null;
             /** @description What it runs. */
             tasks?: {
+                /**
+                 * @description Its failure does not fail the run: it still fails its children
+                 *     (F to them), and the run lists it among its allowed failures.
+                 */
+                allowFailure?: boolean;
                 /**
                  * @description Shell command line(s) (SHELL).
                  * @default null
@@ -4148,6 +4158,11 @@ export interface components {
             sourceFile: string | null;
             /** @description What it runs. */
             tasks?: {
+                /**
+                 * @description Its failure does not fail the run: it still fails its children
+                 *     (F to them), and the run lists it among its allowed failures.
+                 */
+                allowFailure?: boolean;
                 /**
                  * @description Shell command line(s) (SHELL).
                  * @default null
@@ -5300,6 +5315,8 @@ export interface components {
         };
         /** @description A run with its task instances. */
         RunDetail: {
+            /** @description The tasks that failed without failing the run (`allow_failure`). */
+            allowedFailures: string[];
             /**
              * Format: date
              * @description Business date.
@@ -5756,6 +5773,13 @@ export interface components {
             errorProblem?: components["schemas"]["Problem"] | (null);
             /** @description Its executions, one per attempt, oldest first. */
             executions: components["schemas"]["ExecutionDto"][];
+            /** @description It failed, and its task allows that: the run does not fail for it. */
+            failureAllowed?: boolean;
+            /**
+             * @description SKIPPED by control flow (its strategy skipped it), not because it is
+             *     disabled: its children count it as skipped, not succeeded.
+             */
+            flowSkipped?: boolean;
             /**
              * Format: int64
              * @description Task instance id.
@@ -5853,6 +5877,13 @@ export interface components {
              *     it in its reader's words.
              */
             errorProblem?: components["schemas"]["Problem"] | (null);
+            /** @description It failed, and its task allows that: the run does not fail for it. */
+            failureAllowed?: boolean;
+            /**
+             * @description SKIPPED by control flow (its strategy skipped it), not because it is
+             *     disabled: its children count it as skipped, not succeeded.
+             */
+            flowSkipped?: boolean;
             /**
              * Format: int64
              * @description Task instance id.
@@ -5916,6 +5947,11 @@ export interface components {
          * @description A task as written.
          */
         TaskItem: {
+            /**
+             * @description Its failure does not fail the run: it still fails its children
+             *     (F to them), and the run lists it among its allowed failures.
+             */
+            allowFailure?: boolean;
             /**
              * @description Shell command line(s) (SHELL).
              * @default null

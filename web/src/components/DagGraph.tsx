@@ -32,6 +32,8 @@ export interface TaskState {
   status: string;
   taskInstanceId: number;
   attempts?: number;
+  /** SKIPPED by control flow, not because it is disabled. */
+  flowSkipped?: boolean;
 }
 
 /** Above this many nodes the graph gets a minimap. */
@@ -133,6 +135,7 @@ function GraphView({ tasks, stubs = NO_STUBS, edges, states, onOpen, height = 46
             status: state?.status ?? 'NONE',
             taskInstanceId: state?.taskInstanceId ?? null,
             attempts: state?.attempts ?? 0,
+            flowSkipped: state?.flowSkipped === true,
           },
         };
       }),

@@ -100,6 +100,8 @@ pub struct RunDetail {
     pub run: RunDto,
     /// Its task instances, in task order.
     pub task_instances: Vec<TaskInstanceDto>,
+    /// The tasks that failed without failing the run (`allow_failure`).
+    pub allowed_failures: Vec<String>,
 }
 
 /// `GET /api/v1/dags/instances/{id}/status` answer.
@@ -176,6 +178,13 @@ pub struct TaskInstanceDto {
     /// values tasks after it read as `${task.output.name}`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outputs: BTreeMap<String, String>,
+    /// SKIPPED by control flow (its strategy skipped it), not because it is
+    /// disabled: its children count it as skipped, not succeeded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flow_skipped: bool,
+    /// It failed, and its task allows that: the run does not fail for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failure_allowed: bool,
 }
 
 impl From<&task_instance::Model> for TaskInstanceDto {
@@ -212,6 +221,8 @@ impl From<&task_instance::Model> for TaskInstanceDto {
                 .and_then(|outputs| outputs.read().ok())
                 .cloned()
                 .unwrap_or_default(),
+            flow_skipped: row.status == TaskStatus::Skipped && row.flow_skipped,
+            failure_allowed: row.failed_allowed(),
         }
     }
 }

@@ -51,9 +51,15 @@ async fn instances_of(state: &AppState, run_id: i64) -> Result<Vec<TaskInstanceD
 }
 
 async fn run_detail(state: &AppState, run: &dag_run::Model) -> Result<RunDetail> {
+    let task_instances = instances_of(state, run.id).await?;
     Ok(RunDetail {
         run: RunDto::from(run),
-        task_instances: instances_of(state, run.id).await?,
+        allowed_failures: task_instances
+            .iter()
+            .filter(|instance| instance.failure_allowed)
+            .map(|instance| instance.task_name.clone())
+            .collect(),
+        task_instances,
     })
 }
 

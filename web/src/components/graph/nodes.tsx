@@ -17,6 +17,8 @@ export type TaskNodeData = {
   status: string;
   taskInstanceId: number | null;
   attempts: number;
+  /** SKIPPED by control flow (B): drawn apart from a disabled task's SKIPPED. */
+  flowSkipped: boolean;
 };
 
 export type StubNodeData = { stub: GraphStub };
@@ -30,14 +32,15 @@ const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
   const status = normalizeStatus(data.status);
   return (
     <div
-      className={`gnode ${statusClass(data.status)}${data.taskInstanceId ? ' gnode-link' : ''}`}
+      className={`gnode ${statusClass(data.status)}${data.taskInstanceId ? ' gnode-link' : ''}${data.flowSkipped ? ' gnode-flow-skipped' : ''}`}
       style={{ borderColor: s.outline ? 'var(--node-border)' : s.fill }}
       data-testid="graph-node"
       data-task={data.name}
       data-status={status}
+      data-flow-skipped={data.flowSkipped || undefined}
       title={t(data.attempts > 1 ? 'graph.nodeTitleAttempts' : 'graph.nodeTitle', {
         name: data.name,
-        status: statusLabel(data.status),
+        status: data.flowSkipped ? t('graph.flowSkipped') : statusLabel(data.status),
         attempts: data.attempts,
       })}
     >
@@ -51,7 +54,9 @@ const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
           <span className="gnode-type" translate="no">
             {data.type}
           </span>
-          <span className="gnode-status">{status === 'NONE' ? '' : statusLabel(data.status)}</span>
+          <span className="gnode-status">
+            {status === 'NONE' ? '' : data.flowSkipped ? t('graph.flowSkipped') : statusLabel(data.status)}
+          </span>
         </span>
       </span>
       <Handle type="source" position={Position.Right} isConnectable={false} />

@@ -74,9 +74,15 @@ describe('what the DAG graph draws', () => {
 
   it('colours by the run: each task its instance', () => {
     const states = runStates(run.taskInstances);
-    expect(states.get('load')).toEqual({ status: 'SUCCESS', taskInstanceId: 101, attempts: 1 });
+    expect(states.get('load')).toEqual({ status: 'SUCCESS', taskInstanceId: 101, attempts: 1, flowSkipped: false });
     const event = { id: 103, runId: 11, dagId: 7, taskId: 2, taskName: 'report', status: 'RUNNING', attempts: 1 } as TaskEvent;
     const patched = patchInstances(run, event);
     expect(runStates(patched.taskInstances).get('report')).toMatchObject({ status: 'RUNNING', taskInstanceId: 103 });
+  });
+
+  it('tells a branch not taken from a disabled task', () => {
+    const skipped = (flowSkipped: boolean) => ({ ...run.taskInstances[0]!, status: 'SKIPPED' as const, flowSkipped });
+    expect(runStates([skipped(true)]).get('load')?.flowSkipped).toBe(true);
+    expect(runStates([skipped(false)]).get('load')?.flowSkipped).toBe(false);
   });
 });

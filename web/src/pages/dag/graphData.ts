@@ -65,7 +65,7 @@ export function graphParts(graph: Graph, run?: RunDetail | null) {
 export function runStates(instances: TaskInstanceDto[]): Map<string, TaskState> {
   const out = new Map<string, TaskState>();
   for (const ti of instances) {
-    out.set(ti.taskName, { status: ti.status, taskInstanceId: ti.id, attempts: ti.attempts });
+    out.set(ti.taskName, { status: ti.status, taskInstanceId: ti.id, attempts: ti.attempts, flowSkipped: ti.flowSkipped === true });
   }
   return out;
 }

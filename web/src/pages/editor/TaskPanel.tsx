@@ -370,6 +370,15 @@ export function TaskPanel({
             <input type="checkbox" checked={task.enabled !== false} onChange={(e) => set({ enabled: e.target.checked })} />
             {t('task.enabled')}
           </label>
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={task.allowFailure === true}
+              onChange={(e) => set({ allowFailure: e.target.checked || undefined })}
+              data-testid="task-allow-failure"
+            />
+            {t('task.allowFailure')}
+          </label>
           <label className="field">
             <span>{t('task.params')}</span>
             <textarea

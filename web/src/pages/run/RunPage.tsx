@@ -138,6 +138,18 @@ export function RunPage() {
             )}
           </dd>
         </div>
+        {r.allowedFailures.length > 0 && (
+          <div>
+            <dt>{t('page.facts.allowedFailures')}</dt>
+            <dd data-testid="run-allowed-failures">
+              {r.allowedFailures.map((task) => (
+                <span key={task} className="chip mono" translate="no">
+                  {task}
+                </span>
+              ))}
+            </dd>
+          </div>
+        )}
       </dl>
 
       <div className="two-col">
