@@ -169,3 +169,17 @@ test('the editor makes a dependency weak, saves it so, and the graph draws it da
   await page.goto(page.url().replace(/\/edit$/, '?tab=graph'));
   await expect(page.getByTestId('graph-legend').locator('li')).toHaveText(['weak dependency (any result)']);
 });
+
+test('a failure path not taken is drawn apart from a disabled task, and the editor names its strategy', async ({ page }) => {
+  const id = await dagId('example_recovery');
+  const run = await triggerAndWait(id, 'did not succeed', (r) => r.status === 'SUCCESS');
+  await signIn(page, 'ADMIN', `/runs/${run.id}`);
+  const skipped = page.locator('[data-testid="graph-node"][data-task="drop_staging"]');
+  await expect(skipped).toHaveAttribute('data-flow-skipped', 'true');
+  await expect(skipped).toContainText('skipped (not needed)');
+  await expect(page.locator('[data-testid="graph-node"][data-task="summary"]')).toHaveAttribute('data-status', 'SUCCESS');
+  await shot(page, 'graph-failure-path-not-taken');
+  await page.goto(`/dags/${id}/edit`);
+  await expect(page.locator('[data-testid="canvas-node"][data-task="drop_staging"] [data-testid="node-strategy"]')).toHaveText('ONE_FAILED');
+  await expect(page.locator('[data-testid="canvas-node"][data-task="summary"] [data-testid="node-strategy"]')).toHaveText('ALL_DONE');
+});

@@ -84,6 +84,11 @@ const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>)
           <em className="muted">{t('node.unnamed')}</em>
         </span>
       )}
+      {data.task.strategy && data.task.strategy !== 'ALL_SUCCESS' && (
+        <span className="enode-strategy" title={t('node.strategy', { strategy: data.task.strategy })} translate="no" data-testid="node-strategy">
+          {data.task.strategy}
+        </span>
+      )}
       {data.flagged && (
         <span className="enode-flag" title={t('node.seeProblems')}>
           !
