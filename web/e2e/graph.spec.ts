@@ -3,7 +3,7 @@
 // each kind of edge in the legend; and stays readable at 300 tasks.
 
 import { type Browser, type Page, expect, test } from '@playwright/test';
-import { api, createDag, shot, signIn } from './support';
+import { api, base, createDag, shot, signIn, triggerAndWait } from './support';
 
 /** The React Flow node around the graph node (task or stub) `selector`. */
 const flowNode = (page: Page, selector: string) => page.locator(`.react-flow__node:has(${selector})`);
@@ -179,7 +179,7 @@ test('a failure path not taken is drawn apart from a disabled task, and the edit
   await expect(skipped).toContainText('skipped (not needed)');
   await expect(page.locator('[data-testid="graph-node"][data-task="summary"]')).toHaveAttribute('data-status', 'SUCCESS');
   await shot(page, 'graph-failure-path-not-taken');
-  await page.goto(`/dags/${id}/edit`);
+  await page.goto(`${base()}/dags/${id}/edit`);
   await expect(page.locator('[data-testid="canvas-node"][data-task="drop_staging"] [data-testid="node-strategy"]')).toHaveText('ONE_FAILED');
   await expect(page.locator('[data-testid="canvas-node"][data-task="summary"] [data-testid="node-strategy"]')).toHaveText('ALL_DONE');
 });
