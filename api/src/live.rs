@@ -137,6 +137,7 @@ type TaskRow = (
     i32,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
+    bool,
 );
 
 #[derive(Default)]
@@ -231,6 +232,7 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
                     task_instance::Column::Attempt,
                     task_instance::Column::StartedAt,
                     task_instance::Column::FinishedAt,
+                    task_instance::Column::FlowSkipped,
                 ])
                 .filter(task_instance::Column::DagRunId.is_in(chunk.iter().copied()))
                 .into_tuple::<TaskRow>()
@@ -276,7 +278,19 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
         runs_now.insert(id, change);
     }
     let mut tasks_now = HashMap::with_capacity(tasks.len());
-    for (id, run_id, dag_id, task_id, task_name, status, attempts, started, finished) in tasks {
+    for (
+        id,
+        run_id,
+        dag_id,
+        task_id,
+        task_name,
+        status,
+        attempts,
+        started,
+        finished,
+        flow_skipped,
+    ) in tasks
+    {
         let change = TaskChange {
             id,
             run_id,
@@ -287,6 +301,7 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
             attempts,
             start_time: started,
             end_time: finished,
+            flow_skipped: status == TaskStatus::Skipped && flow_skipped,
         };
         let subject = Subject::Task {
             id,

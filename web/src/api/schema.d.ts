@@ -5707,6 +5707,8 @@ export interface components {
              * @description When it ended.
              */
             endTime: string | null;
+            /** @description SKIPPED by control flow, not because it is disabled. */
+            flowSkipped?: boolean;
             /**
              * Format: int64
              * @description Task instance id.

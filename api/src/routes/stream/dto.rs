@@ -29,6 +29,9 @@ pub struct TaskChange {
     pub start_time: Option<DateTime<Utc>>,
     /// When it ended.
     pub end_time: Option<DateTime<Utc>>,
+    /// SKIPPED by control flow, not because it is disabled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flow_skipped: bool,
 }
 
 /// `event: run` of the live stream: a run that started or whose state

@@ -84,5 +84,7 @@ describe('what the DAG graph draws', () => {
     const skipped = (flowSkipped: boolean) => ({ ...run.taskInstances[0]!, status: 'SKIPPED' as const, flowSkipped });
     expect(runStates([skipped(true)]).get('load')?.flowSkipped).toBe(true);
     expect(runStates([skipped(false)]).get('load')?.flowSkipped).toBe(false);
+    const live = { id: 101, runId: 11, dagId: 7, taskId: 1, taskName: 'load', status: 'SKIPPED', attempts: 0, flowSkipped: true } as TaskEvent;
+    expect(runStates(patchInstances(run, live).taskInstances).get('load')?.flowSkipped).toBe(true);
   });
 });

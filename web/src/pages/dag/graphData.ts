@@ -94,6 +94,7 @@ export function patchInstances(run: RunDetail, event: TaskEvent): RunDetail {
       queuedTime: null,
       startTime: event.startTime,
       endTime: event.endTime,
+      flowSkipped: event.flowSkipped === true,
     };
     return { ...run, taskInstances: [...run.taskInstances, added] };
   }
@@ -106,6 +107,7 @@ export function patchInstances(run: RunDetail, event: TaskEvent): RunDetail {
     attempts: event.attempts,
     startTime: event.startTime,
     endTime: event.endTime,
+    flowSkipped: event.flowSkipped === true,
   };
   return { ...run, taskInstances: next };
 }
