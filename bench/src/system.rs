@@ -331,12 +331,11 @@ impl<'b> System<'b> {
         let (nats_server, nats_url) = start_nats_server(&dir.0).await?;
         let (db_url, pg_database) = backend.create(&dir.0).await?;
         let prepared = async {
-            let db = datajump_store::db::connect(&db_url)
-                .await
-                .with_context(|| format!("cannot open {db_url}"))?;
-            Migrator::up(&db, None)
-                .await
-                .context("cannot migrate the bench database")?;
+            let (db, ()) = datajump_store::db::connect_migrated(&db_url, async |db| {
+                Migrator::up(db, None).await
+            })
+            .await
+            .with_context(|| format!("cannot open and migrate the bench database {db_url}"))?;
             let nats = connect_nats(&nats_url, "datajump-bench").await?;
             let js = jetstream::new(nats.clone());
             let names = Namespace::default();

@@ -48,10 +48,10 @@ impl Scheduler {
 async fn scheduler() -> Scheduler {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("dj.db").display());
-    let db = datajump_store::db::connect(&url)
-        .await
-        .expect("scheduler db");
-    Migrator::up(&db, None).await.expect("migrate");
+    let (db, ()) =
+        datajump_store::db::connect_migrated(&url, async |db| Migrator::up(db, None).await)
+            .await
+            .expect("a migrated scheduler database");
     Scheduler { db, dir }
 }
 

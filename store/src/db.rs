@@ -145,6 +145,46 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
     Database::connect(options).await
 }
 
+/// One connection to the database at `url`, with [`connect`]'s settings and
+/// no pool to warm: for work that must see no other connection of this
+/// process, such as migrating. A pool's connections opened while another
+/// connection altered the schema can read a column the migration added as
+/// NULL on SQLite, so migrations run on this one, closed before the pool
+/// opens ([`connect_migrated`]).
+async fn connect_one(url: &str) -> Result<DatabaseConnection, DbErr> {
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .max_connections(1)
+        .min_connections(0)
+        // A database that does not answer is reported within this.
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(10))
+        .sqlx_logging(false)
+        .map_sqlx_sqlite_opts(|o| {
+            o.journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(30))
+        });
+    Database::connect(options).await
+}
+
+/// The database at `url` after `migrate` ran on a connection of its own,
+/// closed before the pool opens, and what `migrate` returned. A pool
+/// warms its connections in the background; one opened while a migration
+/// altered a table can read a column the migration added as NULL (seen on
+/// SQLite in about one start in fifty under load), so no pooled
+/// connection may exist before the schema is final.
+pub async fn connect_migrated<T>(
+    url: &str,
+    migrate: impl AsyncFnOnce(&DatabaseConnection) -> Result<T, DbErr>,
+) -> Result<(DatabaseConnection, T), DbErr> {
+    let one = connect_one(url).await?;
+    let migrated = migrate(&one).await;
+    one.close().await?;
+    let migrated = migrated?;
+    Ok((connect(url).await?, migrated))
+}
+
 /// Serializes this process's SQLite write transactions. SQLite lets one
 /// writer in at a time and makes the others poll with sleeps of 1, 2, 5,
 /// 10 … ms (its busy handler), so a dozen concurrent writers spent more time

@@ -259,9 +259,6 @@ pub enum IfMissing {
     Refuse,
 }
 
-/// How long connecting may take before the database is reported unreachable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Opens and migrates the database; returns it with the number of
 /// migrations this applied.
 pub async fn open_database(
@@ -288,22 +285,19 @@ pub async fn open_database(
             }
         }
     }
-    let db = tokio::time::timeout(CONNECT_TIMEOUT, datajump_store::db::connect(url.as_str()))
+    // Migrated on a connection of its own before the pool opens
+    // (`connect_migrated`): a pooled connection older than the schema can
+    // read a new column as NULL.
+    let opened = datajump_store::db::connect_migrated(url.as_str(), async |db| {
+        let pending = Migrator::get_pending_migrations(db).await?.len();
+        Migrator::up(db, None).await?;
+        Ok(pending)
+    });
+    // A database that does not answer fails within `connect_migrated`'s
+    // connect timeout; a migration takes the time it needs.
+    let (db, pending) = opened
         .await
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "the database {url} did not answer within {}s",
-                CONNECT_TIMEOUT.as_secs()
-            )
-        })?
-        .with_context(|| format!("cannot open the database {url}"))?;
-    let pending = Migrator::get_pending_migrations(&db)
-        .await
-        .with_context(|| format!("cannot read the migrations of {url}"))?
-        .len();
-    Migrator::up(&db, None)
-        .await
-        .with_context(|| format!("cannot migrate the database {url}"))?;
+        .with_context(|| format!("cannot open and migrate the database {url}"))?;
     Ok((db, pending))
 }
 

@@ -79,8 +79,10 @@ impl EngineEnv {
     /// this release's schema; the caller keeps the file.
     pub async fn sqlite_at(file: &std::path::Path) -> EngineEnv {
         let url = format!("sqlite://{}?mode=rwc", file.display());
-        let db = datajump_store::db::connect(&url).await.expect("SQLite");
-        Migrator::up(&db, None).await.expect("migrations");
+        let (db, ()) =
+            datajump_store::db::connect_migrated(&url, async |db| Migrator::up(db, None).await)
+                .await
+                .expect("a migrated SQLite database");
         EngineEnv {
             db,
             backend: Backend::Sqlite,
@@ -117,8 +119,10 @@ impl EngineEnv {
         } else {
             format!("{base}/{name}?{query}")
         };
-        let db = datajump_store::db::connect(&url).await.expect("PostgreSQL");
-        Migrator::up(&db, None).await.expect("migrations");
+        let (db, ()) =
+            datajump_store::db::connect_migrated(&url, async |db| Migrator::up(db, None).await)
+                .await
+                .expect("a migrated PostgreSQL database");
         Some(EngineEnv {
             db,
             backend: Backend::Postgres,

@@ -409,10 +409,10 @@ impl TestEnv {
         pg: Option<PgDatabase>,
         db_url: String,
     ) -> TestEnv {
-        let db = datajump_store::db::connect(&db_url)
-            .await
-            .unwrap_or_else(|e| panic!("cannot connect to {db_url}: {e}"));
-        Migrator::up(&db, None).await.expect("migrations");
+        let (db, ()) =
+            datajump_store::db::connect_migrated(&db_url, async |db| Migrator::up(db, None).await)
+                .await
+                .unwrap_or_else(|e| panic!("cannot connect to and migrate {db_url}: {e}"));
         let nats = datajump_nats::connect(&server.url(), "e2e-test")
             .await
             .expect("connect to NATS");

@@ -597,11 +597,11 @@ async fn an_upgrade_turns_the_project_ids_in_use_into_projects() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
-    let db = datajump_store::db::connect(&url).await.expect("database");
     // Nine migrations: through 000010 (there is no 000005).
-    Migrator::up(&db, Some(9))
-        .await
-        .expect("the schema before projects");
+    let (db, ()) =
+        datajump_store::db::connect_migrated(&url, async |db| Migrator::up(db, Some(9)).await)
+            .await
+            .expect("the schema before projects");
     let applied = Migrator::get_applied_migrations(&db)
         .await
         .expect("applied");
@@ -632,7 +632,12 @@ async fn an_upgrade_turns_the_project_ids_in_use_into_projects() {
         .await
         .expect("a DAG of the old schema");
     }
-    Migrator::up(&db, None).await.expect("the upgrade");
+    // Upgraded as a role starts: its pool opens on the final schema.
+    db.close().await.expect("the old pool closed");
+    let (db, ()) =
+        datajump_store::db::connect_migrated(&url, async |db| Migrator::up(db, None).await)
+            .await
+            .expect("the upgrade");
     let projects: Vec<(i64, String)> = datajump_store::projects::list(&db)
         .await
         .expect("projects")
