@@ -117,18 +117,25 @@ impl Model {
     }
 
     /// Whether it ended in a way that fails its run: F, unless its task
-    /// allows its failure (`allow_failure`). A spec that does not read
-    /// allows nothing.
+    /// allows its failure (`allow_failure`).
     pub fn fails_its_run(&self) -> bool {
-        self.status.is_terminal()
-            && !self.status.counts_as_success()
-            && !self.spec.read().is_ok_and(|spec| spec.task.allow_failure)
+        self.ended_failed() && !self.allows_failure()
     }
 
     /// Whether it failed and its task allows that: the run does not fail
     /// for it, and lists it.
     pub fn failed_allowed(&self) -> bool {
-        self.status.is_terminal() && !self.status.counts_as_success() && !self.fails_its_run()
+        self.ended_failed() && self.allows_failure()
+    }
+
+    /// Terminal and not S or B: F to its children.
+    fn ended_failed(&self) -> bool {
+        self.status.is_terminal() && !self.status.counts_as_success()
+    }
+
+    /// Its task's `allow_failure`; a spec that does not read allows nothing.
+    fn allows_failure(&self) -> bool {
+        self.spec.read().is_ok_and(|spec| spec.task.allow_failure)
     }
 
     /// Its parents' counters, as its strategy reads them.
