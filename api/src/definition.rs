@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
+use datajump_shared::content::TaskType;
 use datajump_shared::dag_file::{DagFile, DagFileError, DagProblem, TaskFile};
 use datajump_shared::entities::{dag, schedule, task, task_dependency};
 use datajump_shared::kinds::ScheduleKind;
@@ -624,6 +625,13 @@ pub fn task_file(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
         if let Some(Value::String(text)) = content.get(key) {
             out.insert(key.into(), json!(text));
             content.remove(key);
+        }
+    }
+    if row.task_type == TaskType::Switch {
+        for key in ["cases", "default"] {
+            if let Some(branches) = content.remove(key) {
+                out.insert(key.into(), branches);
+            }
         }
     }
     if !content.is_empty() {

@@ -40,6 +40,7 @@ mod redelivery;
 mod runs;
 mod slots;
 mod sql;
+mod switches;
 pub mod transitions;
 mod triggers;
 mod waits;

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use datajump_shared::content::TaskType;
 use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::kinds::{DepType, Strategy};
 use datajump_shared::metrics::{self, StoredField};
@@ -30,6 +31,7 @@ use crate::quarantine::quarantine;
 use crate::queue::queue_many;
 use crate::slots::{lock_dags, pending_roots, start_waiting_run};
 use crate::sql::{IN_LIST_MAX, Ti, TiCol, update_chunked, with_reason};
+use crate::switches::{decide_all, skip_every_branch};
 use crate::transitions::{RunTransition, TaskTransition};
 use crate::triggers::owed_fires;
 use crate::waits::release_waiters;
@@ -167,6 +169,7 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
     settled: &mut Vec<i64>,
 ) -> Result<(), DbErr> {
     let (mut run, mut disabled, mut upstream_failed) = (Vec::new(), Vec::new(), Vec::new());
+    let mut switches = Vec::new();
     // Skipped by control flow, by strategy: each has its own reason.
     let mut flow_skipped: HashMap<Strategy, Vec<i64>> = HashMap::new();
     for row in rows.iter().filter(|r| r.status == TaskStatus::Pending) {
@@ -179,6 +182,9 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
         };
         match decide(task.strategy, &row.parent_counts()) {
             Decision::Wait => {}
+            Decision::Run if task.enabled && task.task_type == TaskType::Switch => {
+                switches.push(row);
+            }
             Decision::Run if task.enabled => run.push(row.id),
             Decision::Run => disabled.push(row.id),
             Decision::UpstreamFailed => upstream_failed.push(row.id),
@@ -187,6 +193,7 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
     }
     out.queued
         .extend(queue_many(conn, &run, TaskTransition::Release, now).await?);
+    decide_all(conn, &switches, now, out, settled).await?;
     for (ids, transition, to, reason) in [
         (
             disabled,
@@ -203,6 +210,13 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
     ] {
         let terminal = settle_many(conn, &ids, transition, to, &reason, false, now).await?;
         settled.extend(terminal.iter().map(|t| t.id));
+        // A disabled SWITCH chooses nothing: none of its branches runs.
+        let disabled_switches: Vec<task_instance::Model> = terminal
+            .iter()
+            .filter(|t| t.status == TaskStatus::Skipped && is_switch(t))
+            .cloned()
+            .collect();
+        skip_every_branch(conn, &disabled_switches, now, out, settled).await?;
         out.settled.extend(terminal);
     }
     for (strategy, ids) in flow_skipped {
@@ -244,9 +258,16 @@ pub(crate) fn children(row: &task_instance::Model) -> &[(i64, DepType)] {
     }
 }
 
+/// Whether `row` is a SWITCH's instance.
+fn is_switch(row: &task_instance::Model) -> bool {
+    row.spec
+        .read()
+        .is_ok_and(|spec| spec.task.task_type == TaskType::Switch)
+}
+
 /// PENDING → SKIPPED or UPSTREAM_FAILED: terminal without running;
 /// `by_flow` for a SKIPPED its strategy decided (B to its children).
-async fn settle_many<C: ConnectionTrait>(
+pub(crate) async fn settle_many<C: ConnectionTrait>(
     conn: &C,
     ids: &[i64],
     transition: TaskTransition,

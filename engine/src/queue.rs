@@ -254,7 +254,9 @@ pub(crate) fn queue_new(
     task: &TaskSpec,
     now: DateTime<Utc>,
 ) -> bool {
-    let ready = row.pending_parents.try_as_ref() == Some(&0);
+    // A SWITCH root stays PENDING: the roots' release decides it.
+    let ready = row.pending_parents.try_as_ref() == Some(&0)
+        && task.task_type != datajump_shared::content::TaskType::Switch;
     if ready && task.enabled {
         row.status = Set(TaskStatus::Queued);
         row.queued_at = Set(Some(now));

@@ -37,6 +37,9 @@ pub enum TaskTransition {
     Skip,
     /// Its strategy says its parents failed it.
     UpstreamFail,
+    /// A SWITCH its strategy says may run: the engine evaluated its
+    /// conditions (docs/ARCHITECTURE.md, "SWITCH").
+    Decide,
     /// A runner won its work message.
     Claim,
     /// Its attempt ended for good.
@@ -120,7 +123,9 @@ impl TaskTransition {
     /// The statuses this transition leaves: its update's `status IN (…)`.
     pub const fn from(self) -> &'static [TaskStatus] {
         match self {
-            Self::Release | Self::Skip | Self::UpstreamFail | Self::WaitTimeout => &[T::Pending],
+            Self::Release | Self::Skip | Self::UpstreamFail | Self::Decide | Self::WaitTimeout => {
+                &[T::Pending]
+            }
             Self::Claim | Self::QueueTimeout => &[T::Queued],
             Self::End
             | Self::EndForRetry
@@ -157,7 +162,7 @@ impl TaskTransition {
             Self::WaitTimeout | Self::QueueTimeout => &[T::Timeout],
             Self::Kill => &[T::Killed],
             Self::Reset => &[T::Pending],
-            Self::Mark => &[T::Success, T::Failed],
+            Self::Mark | Self::Decide => &[T::Success, T::Failed],
         }
     }
 

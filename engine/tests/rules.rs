@@ -712,3 +712,243 @@ tasks:
         check_invariants(&env).await;
     }
 }
+
+const ROUTED: &str = r#"
+name: routed
+tasks:
+  - { name: count_new, type: NOOP }
+  - name: route
+    type: SWITCH
+    depends_on: [count_new]
+    cases:
+      - when: "int(tasks.count_new.output.rows) > 0"
+        then: [load]
+    default: [no_data_notice]
+  - { name: load, type: NOOP, depends_on: [route] }
+  - { name: report, type: NOOP, depends_on: [load] }
+  - { name: no_data_notice, type: NOOP, depends_on: [route] }
+  - { name: summary, type: NOOP, strategy: NONE_FAILED, depends_on: [report, no_data_notice] }
+"#;
+
+fn rows(count: &str) -> Option<datajump_shared::outputs::Outputs> {
+    Some(datajump_shared::outputs::Outputs::from([(
+        "rows".to_owned(),
+        count.to_owned(),
+    )]))
+}
+
+/// The one execution of a decided SWITCH.
+async fn decision(
+    env: &EngineEnv,
+    row: &datajump_shared::entities::task_instance::Model,
+) -> datajump_shared::entities::execution::Model {
+    use datajump_shared::entities::execution;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    let mut executions = execution::Entity::find()
+        .filter(execution::Column::TaskInstanceId.eq(row.id))
+        .all(&env.db)
+        .await
+        .expect("executions");
+    assert_eq!(executions.len(), 1, "{:?}: one decision", env.backend);
+    executions.remove(0)
+}
+
+#[tokio::test]
+async fn a_switch_runs_the_first_case_that_holds_and_its_other_branches_pass_their_skip_down() {
+    for env in envs().await {
+        let dag = env.apply(ROUTED).await;
+        // No new rows: the notice runs, the load and its report are
+        // skipped, and the summary after a NONE_FAILED join still runs.
+        let (run, _) = env.fire(dag, date("2026-02-01")).await;
+        let run = run.expect("a run");
+        let _released = env
+            .run_task_declaring(run, "count_new", success(), rows("0"))
+            .await;
+        let instances = env.instances(run).await;
+        let route = &instances["route"];
+        assert_eq!(route.status, TaskStatus::Success, "{:?}", env.backend);
+        assert_eq!((route.attempt, route.owner.as_deref()), (1, None));
+        for (task, want) in [
+            ("load", TaskStatus::Skipped),
+            ("report", TaskStatus::Skipped),
+            ("no_data_notice", TaskStatus::Queued),
+            ("summary", TaskStatus::Pending),
+        ] {
+            assert_eq!(instances[task].status, want, "{:?}: {task}", env.backend);
+        }
+        assert!(instances["load"].flow_skipped && instances["report"].flow_skipped);
+        assert_eq!(
+            instances["load"].reason.as_deref(),
+            Some("skipped: SWITCH 'route' chose another branch")
+        );
+        let decided = decision(&env, route).await;
+        assert_eq!((decided.attempt, decided.worker.as_str()), (0, ""));
+        assert_eq!(decided.status, TaskStatus::Success);
+        assert_eq!(
+            decided.log_tail.as_deref(),
+            Some(
+                "cases[0].when: int(tasks.count_new.output.rows) > 0\n  \
+                 tasks.count_new.output.rows = \"0\"\n  → false\n\
+                 no case holds: default\nruns: no_data_notice\nskipped: load\n"
+            ),
+            "{:?}",
+            env.backend
+        );
+        let _released = env.run_task(run, "no_data_notice", success()).await;
+        let _released = env.run_task(run, "summary", success()).await;
+        assert_eq!(env.run(run).await.status, RunStatus::Success);
+
+        // New rows: the load and the report run, the notice is skipped.
+        let (run, _) = env.fire(dag, date("2026-02-02")).await;
+        let run = run.expect("a run");
+        let _released = env
+            .run_task_declaring(run, "count_new", success(), rows("12"))
+            .await;
+        let statuses = env.statuses(run).await;
+        assert_eq!(status_of(&statuses, "load"), TaskStatus::Queued);
+        assert_eq!(status_of(&statuses, "no_data_notice"), TaskStatus::Skipped);
+        for task in ["load", "report", "summary"] {
+            let _released = env.run_task(run, task, success()).await;
+        }
+        assert_eq!(env.run(run).await.status, RunStatus::Success);
+
+        // No `rows` declared: the condition cannot say, the SWITCH fails
+        // naming it, and so do its branches and the run.
+        let (run, _) = env.fire(dag, date("2026-02-03")).await;
+        let run = run.expect("a run");
+        let _released = env.run_task(run, "count_new", success()).await;
+        let instances = env.instances(run).await;
+        let route = &instances["route"];
+        assert_eq!(route.status, TaskStatus::Failed, "{:?}", env.backend);
+        assert_eq!(
+            route.reason.as_deref(),
+            Some(
+                "cases[0].when could not be evaluated: reads 'rows', which is not there \
+                 (test with has() first if it may be missing)"
+            )
+        );
+        assert_eq!(
+            route
+                .reason_problem
+                .as_ref()
+                .and_then(|stored| stored.read().ok())
+                .map(|problem| problem.code.as_str()),
+            Some("task.condition_failed")
+        );
+        let decided = decision(&env, route).await;
+        assert!(
+            decided
+                .log_tail
+                .as_deref()
+                .is_some_and(|log| log.contains("tasks.count_new.output.rows: not there")),
+            "{:?}",
+            decided.log_tail
+        );
+        for task in ["load", "no_data_notice", "report", "summary"] {
+            assert_eq!(
+                instances[task].status,
+                TaskStatus::UpstreamFailed,
+                "{:?}: {task}",
+                env.backend
+            );
+        }
+        assert_eq!(env.run(run).await.status, RunStatus::Failed);
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn a_conditions_task_routes_on_how_its_parent_ended_and_a_disabled_switch_runs_no_branch() {
+    const CONDITIONS: &str = r#"
+name: conditions
+tasks:
+  - { name: load, type: NOOP, retry: { max: 0 } }
+  - name: on_load
+    type: SWITCH
+    strategy: ALL_DONE
+    depends_on: [load]
+    cases:
+      - when: "tasks.load.status == 'SUCCESS'"
+        then: [publish]
+    default: [page_owner]
+  - { name: publish, type: NOOP, depends_on: [on_load] }
+  - { name: page_owner, type: NOOP, depends_on: [on_load] }
+"#;
+    for env in envs().await {
+        let dag = env.apply(CONDITIONS).await;
+        let (run, _) = env.fire(dag, date("2026-03-01")).await;
+        let run = run.expect("a run");
+        let _released = env.run_task(run, "load", failure()).await;
+        let statuses = env.statuses(run).await;
+        assert_eq!(status_of(&statuses, "on_load"), TaskStatus::Success);
+        assert_eq!(status_of(&statuses, "page_owner"), TaskStatus::Queued);
+        assert_eq!(status_of(&statuses, "publish"), TaskStatus::Skipped);
+        let _released = env.run_task(run, "page_owner", success()).await;
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Failed,
+            "{:?}: a handled failure still fails the run",
+            env.backend
+        );
+
+        let disabled = CONDITIONS.replace(
+            "    type: SWITCH\n",
+            "    type: SWITCH\n    enabled: false\n",
+        );
+        let dag = env.apply(&disabled).await;
+        let (run, _) = env.fire(dag, date("2026-03-02")).await;
+        let run = run.expect("a run");
+        let _released = env.run_task(run, "load", success()).await;
+        let instances = env.instances(run).await;
+        assert_eq!(instances["on_load"].status, TaskStatus::Skipped);
+        assert!(!instances["on_load"].flow_skipped, "disabled, not B");
+        for branch in ["publish", "page_owner"] {
+            assert_eq!(instances[branch].status, TaskStatus::Skipped);
+            assert!(instances[branch].flow_skipped, "{branch}: B");
+            assert_eq!(
+                instances[branch].reason.as_deref(),
+                Some("skipped: SWITCH 'on_load' is disabled, so none of its branches runs")
+            );
+        }
+        assert_eq!(env.run(run).await.status, RunStatus::Success);
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn a_switch_without_parents_is_decided_when_its_run_starts() {
+    const BY_REGION: &str = r#"
+name: by_region
+params: { region: eu }
+tasks:
+  - name: route
+    type: SWITCH
+    cases:
+      - when: "params.region == 'us'"
+        then: [us]
+      - when: "params.region == 'eu' && biz_date >= '2026-04-01'"
+        then: [eu]
+  - { name: us, type: NOOP, depends_on: [route] }
+  - { name: eu, type: NOOP, depends_on: [route] }
+"#;
+    for env in envs().await {
+        let dag = env.apply(BY_REGION).await;
+        let (run, _) = env.fire(dag, date("2026-04-01")).await;
+        let run = run.expect("a run");
+        let statuses = env.statuses(run).await;
+        assert_eq!(status_of(&statuses, "route"), TaskStatus::Success);
+        assert_eq!(status_of(&statuses, "eu"), TaskStatus::Queued);
+        assert_eq!(status_of(&statuses, "us"), TaskStatus::Skipped);
+        let _released = env.run_task(run, "eu", success()).await;
+        assert_eq!(env.run(run).await.status, RunStatus::Success);
+        // No case holds and there is no default: every branch is skipped
+        // and the run succeeds.
+        let (run, _) = env.fire(dag, date("2026-03-31")).await;
+        let run = run.expect("a run");
+        let statuses = env.statuses(run).await;
+        assert_eq!(status_of(&statuses, "eu"), TaskStatus::Skipped);
+        assert_eq!(status_of(&statuses, "us"), TaskStatus::Skipped);
+        assert_eq!(env.run(run).await.status, RunStatus::Success);
+        check_invariants(&env).await;
+    }
+}

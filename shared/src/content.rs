@@ -63,11 +63,15 @@ pub enum TaskType {
     /// between checks.
     #[sea_orm(string_value = "SENSOR")]
     Sensor,
+    /// Chooses which of its children run, by conditions over the run's
+    /// values; the engine decides it, no runner runs it.
+    #[sea_orm(string_value = "SWITCH")]
+    Switch,
 }
 
 impl TaskType {
     /// Every type, in the order help texts list them.
-    pub const ALL: [TaskType; 8] = [
+    pub const ALL: [TaskType; 9] = [
         TaskType::Shell,
         TaskType::Python,
         TaskType::Sql,
@@ -75,6 +79,7 @@ impl TaskType {
         TaskType::Spark,
         TaskType::Flink,
         TaskType::Sensor,
+        TaskType::Switch,
         TaskType::Noop,
     ];
 
@@ -89,6 +94,7 @@ impl TaskType {
             TaskType::Flink => "FLINK",
             TaskType::Noop => "NOOP",
             TaskType::Sensor => "SENSOR",
+            TaskType::Switch => "SWITCH",
         }
     }
 
@@ -640,6 +646,77 @@ impl SensorContent {
     }
 }
 
+/// The most cases a SWITCH may have: each is evaluated in the engine.
+pub const MAX_SWITCH_CASES: usize = 64;
+
+/// A SWITCH task (docs/DAG_FORMAT.md, "SWITCH"): the first case whose
+/// condition holds chooses the children that run; the others end SKIPPED.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchContent {
+    /// In order; the first that holds wins.
+    #[serde(default)]
+    pub cases: Vec<SwitchCase>,
+    /// The children that run when no case holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub default: Vec<String>,
+}
+
+/// One case of a SWITCH.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchCase {
+    /// A CEL condition (`datajump_conditions`).
+    pub when: String,
+    /// The children that run when it is the first that holds.
+    pub then: Vec<String>,
+}
+
+impl SwitchContent {
+    /// The children its cases and default name, each once, in the order
+    /// first written.
+    pub fn branches(&self) -> Vec<&str> {
+        let mut named: Vec<&str> = Vec::new();
+        for name in self
+            .cases
+            .iter()
+            .flat_map(|case| &case.then)
+            .chain(&self.default)
+        {
+            if !named.contains(&name.as_str()) {
+                named.push(name);
+            }
+        }
+        named
+    }
+
+    /// The conditions, in case order.
+    pub fn conditions(&self) -> Vec<&str> {
+        self.cases.iter().map(|case| case.when.as_str()).collect()
+    }
+
+    fn problems(&self) -> Result<(), ContentError> {
+        if self.cases.is_empty() && self.default.is_empty() {
+            return Err(ContentError(
+                "a SWITCH needs 'cases' (each a 'when' and a 'then'), a 'default', or both"
+                    .to_owned(),
+            ));
+        }
+        if self.cases.len() > MAX_SWITCH_CASES {
+            return Err(ContentError(format!(
+                "a SWITCH may have at most {MAX_SWITCH_CASES} cases, got {}",
+                self.cases.len()
+            )));
+        }
+        for (i, case) in self.cases.iter().enumerate() {
+            if let Err(e) = datajump_conditions::Condition::parse(&case.when) {
+                return Err(ContentError(format!("cases[{i}].when {e}")));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A NOOP task takes no content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -667,6 +744,8 @@ pub enum TaskContent {
     Noop(NoopContent),
     /// SENSOR.
     Sensor(SensorContent),
+    /// SWITCH.
+    Switch(SwitchContent),
 }
 
 /// Why a task's content does not read.
@@ -695,7 +774,10 @@ impl TaskContent {
                 .sql
                 .as_deref()
                 .map(|sql| (sql, Mode::Sql(SqlDialect::Postgres))),
-            TaskContent::Http(_) | TaskContent::Flink(_) | TaskContent::Noop(_) => None,
+            TaskContent::Http(_)
+            | TaskContent::Flink(_)
+            | TaskContent::Noop(_)
+            | TaskContent::Switch(_) => None,
         }
     }
 
@@ -783,6 +865,7 @@ impl TaskContent {
             TaskType::Flink => TaskContent::Flink(read(content)?),
             TaskType::Noop => TaskContent::Noop(read(content)?),
             TaskType::Sensor => TaskContent::Sensor(read(content)?),
+            TaskType::Switch => TaskContent::Switch(read(content)?),
         };
         parsed.check()?;
         Ok(parsed)
@@ -799,6 +882,7 @@ impl TaskContent {
             TaskContent::Flink(_) => TaskType::Flink,
             TaskContent::Noop(_) => TaskType::Noop,
             TaskContent::Sensor(_) => TaskType::Sensor,
+            TaskContent::Switch(_) => TaskType::Switch,
         }
     }
 
@@ -819,6 +903,7 @@ impl TaskContent {
             TaskContent::Flink(c) => serde_json::to_value(c),
             TaskContent::Noop(c) => serde_json::to_value(c),
             TaskContent::Sensor(c) => serde_json::to_value(c),
+            TaskContent::Switch(c) => serde_json::to_value(c),
         };
         value.unwrap_or_else(|_| Value::Object(serde_json::Map::new()))
     }
@@ -859,6 +944,7 @@ impl TaskContent {
             TaskContent::SparkSql(c) => c.check(true),
             TaskContent::Flink(c) => c.check(),
             TaskContent::Sensor(c) => c.problems(),
+            TaskContent::Switch(c) => c.problems(),
             _ => Ok(()),
         }
     }

@@ -53,6 +53,24 @@ pub enum Reason {
         /// Its strategy.
         strategy: crate::kinds::Strategy,
     },
+    /// A SWITCH it is a branch of chose another branch (docs/DAG_FORMAT.md,
+    /// "SWITCH").
+    BranchNotTaken {
+        /// The SWITCH.
+        switch: String,
+    },
+    /// A SWITCH it is a branch of is disabled: no branch runs.
+    SwitchDisabled {
+        /// The SWITCH.
+        switch: String,
+    },
+    /// A SWITCH's condition could not say true or false.
+    ConditionFailed {
+        /// The case, 0-based as the DAG file's `cases[n]`.
+        case: usize,
+        /// Why.
+        error: String,
+    },
     /// A parent it needed did not succeed.
     UpstreamFailed,
     /// No runner took it within its queue timeout.
@@ -167,6 +185,15 @@ impl Reason {
                 strategy.as_str(),
                 crate::strategy::skipped_when(*strategy)
             ),
+            Reason::BranchNotTaken { switch } => {
+                format!("skipped: SWITCH '{switch}' chose another branch")
+            }
+            Reason::SwitchDisabled { switch } => {
+                format!("skipped: SWITCH '{switch}' is disabled, so none of its branches runs")
+            }
+            Reason::ConditionFailed { case, error } => {
+                format!("cases[{case}].when could not be evaluated: {error}")
+            }
             Reason::UpstreamFailed => "an upstream task did not succeed".to_owned(),
             Reason::QueueTimeout {
                 waited_secs,
@@ -249,6 +276,16 @@ impl Reason {
             Reason::FlowSkipped { strategy } => Problem::new(
                 "task.flow_skipped",
                 [("strategy", strategy.as_str().to_owned())],
+            ),
+            Reason::BranchNotTaken { switch } => {
+                Problem::new("task.branch_not_taken", [("switch", switch.clone())])
+            }
+            Reason::SwitchDisabled { switch } => {
+                Problem::new("task.switch_disabled", [("switch", switch.clone())])
+            }
+            Reason::ConditionFailed { case, error } => Problem::new(
+                "task.condition_failed",
+                [("case", case.to_string()), ("error", error.clone())],
             ),
             Reason::UpstreamFailed => Problem::new("task.upstream_failed", []),
             Reason::QueueTimeout {

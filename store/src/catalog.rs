@@ -235,7 +235,12 @@ fn task_definition_of_file(file: &datajump_shared::dag_file::TaskFile) -> TaskDe
         content: file.content_json(),
         params: params_to_json(&file.params),
         priority: file.priority,
-        retry_max: file.retry.max,
+        // The engine decides a SWITCH: nothing runs that could be retried.
+        retry_max: if file.task_type() == Some(TaskType::Switch) {
+            0
+        } else {
+            file.retry.max
+        },
         retry_interval_secs: file.retry.interval,
         retry_strategy: file.retry.strategy,
         retry_on_exit_codes: serde_json::json!(file.retry.on_exit_codes),
@@ -520,6 +525,7 @@ async fn write(
     report.version = dag_row.version;
     report.notes = file.untrusted_param_notes();
     report.notes.extend(file.credential_notes());
+    report.notes.extend(file.switch_notes());
     report
         .notes
         .extend(missing_upstream_notes(&*txn, file).await?);

@@ -183,3 +183,57 @@ test('a failure path not taken is drawn apart from a disabled task, and the edit
   await expect(page.locator('[data-testid="canvas-node"][data-task="drop_staging"] [data-testid="node-strategy"]')).toHaveText('ONE_FAILED');
   await expect(page.locator('[data-testid="canvas-node"][data-task="summary"] [data-testid="node-strategy"]')).toHaveText('ALL_DONE');
 });
+
+test('a SWITCH skips the load when there are no new rows, and the editor checks its cases as they are typed', async ({ page }) => {
+  const id = await dagId('example_switch');
+  const run = await triggerAndWait(id, 'did not succeed', (r) => r.status === 'SUCCESS');
+  await signIn(page, 'ADMIN', `/runs/${run.id}`);
+  for (const task of ['load', 'report']) {
+    const skipped = page.locator(`[data-testid="graph-node"][data-task="${task}"]`);
+    await expect(skipped).toHaveAttribute('data-flow-skipped', 'true');
+  }
+  for (const task of ['route', 'no_data_notice', 'summary']) {
+    await expect(page.locator(`[data-testid="graph-node"][data-task="${task}"]`)).toHaveAttribute('data-status', 'SUCCESS');
+  }
+  await shot(page, 'switch-run-no-new-rows');
+
+  await page.goto(`${base()}/dags/${id}/edit`);
+  await page.locator('[data-testid="canvas-node"][data-task="route"]').click();
+  const panel = page.getByTestId('switch-fields');
+  await expect(panel.getByTestId('switch-when-1')).toHaveValue('int(tasks.count_new.output.rows) > 0');
+  await expect(panel.getByTestId('switch-condition-ok')).toHaveText('valid; reads tasks.count_new.output.rows');
+  await expect(panel.getByTestId('switch-then-1').getByLabel('load')).toBeChecked();
+  await expect(panel.getByTestId('switch-default').getByLabel('no_data_notice')).toBeChecked();
+  await expect(page.locator('.react-flow__edge-text', { hasText: /^case 1$/ })).toBeVisible();
+  await expect(page.locator('.react-flow__edge-text', { hasText: /^default$/ })).toBeVisible();
+  await shot(page, 'switch-editor-cases');
+
+  // The example is file-managed; a DAG made over the API can be edited.
+  const editable = await createDag({
+    name: 'switch_edit',
+    tasks: [
+      { name: 'count', type: 'SHELL', command: 'echo "##dj-output rows=3"' },
+      { name: 'route', type: 'SWITCH', dependsOn: ['count'], cases: [{ when: "tasks.count.status == 'SUCCESS'", then: ['load'] }], default: ['notice'] },
+      { name: 'load', type: 'SHELL', command: 'echo load', dependsOn: ['route'] },
+      { name: 'notice', type: 'SHELL', command: 'echo notice', dependsOn: ['route'] },
+    ],
+  });
+  await page.goto(`${base()}/dags/${editable}/edit`);
+  await page.locator('[data-testid="canvas-node"][data-task="route"]').click();
+  await panel.getByTestId('switch-when-1').fill('int(tasks.count.output.rows) >');
+  await expect(panel.getByTestId('switch-condition-error')).toContainText('does not parse at line 1, column 31');
+  await panel.getByTestId('switch-when-1').fill('int(tasks.count.output.rows) > 2');
+  await expect(panel.getByTestId('switch-condition-ok')).toHaveText('valid; reads tasks.count.output.rows');
+  // Unticking the default leaves a child no branch runs: said before saving.
+  await panel.getByTestId('switch-default').getByLabel('notice').uncheck();
+  await expect(page.getByTestId('task-problems')).toContainText("'notice' depends on it but no case and not the default runs it");
+  await panel.getByTestId('switch-default').getByLabel('notice').check();
+  await page.getByTestId('canvas-save').click();
+  await expect(page.locator('.saved-note')).toBeVisible();
+  const client = await api();
+  const saved = await (await client.get(`/api/v1/dags/${editable}`)).json();
+  await client.dispose();
+  const route = saved.tasks.find((t: { name: string }) => t.name === 'route');
+  expect(route.cases).toEqual([{ when: 'int(tasks.count.output.rows) > 2', then: ['load'] }]);
+  expect(route.default).toEqual(['notice']);
+});

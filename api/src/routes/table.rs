@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 use super::canvas::dto::{Canvas, CanvasSave};
 use super::dags::dto::{
     ApplyQuery, BackfillRequest, BackfillResponse, DagDetail, DagListItem, DagListQuery,
-    DagSummary, DryRunResponse, TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
+    DagSummary, DryRunResponse, TriggerRequest, TriggerResponse, ValidateConditionRequest,
+    ValidateConditionResponse, ValidateRequest, ValidateResponse,
 };
 use super::events::dto::EventResponse;
 use super::runners::dto::{QueueDto, RunnerDto};
@@ -449,6 +450,16 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .takes::<ValidateRequest>(Optional)
         .answers::<ValidateResponse>(),
+        Endpoint::new(
+            Post,
+            VIEWER,
+            "/api/v1/dags/validate-condition",
+            "Check a SWITCH condition",
+            dags::validate_condition,
+        )
+        .takes::<ValidateConditionRequest>(Required)
+        .scope(Unscoped)
+        .answers::<ValidateConditionResponse>(),
         Endpoint::new(
             Post,
             OPERATOR,
@@ -916,7 +927,11 @@ mod tests {
                 (_, "/healthz" | "/readyz" | "/api/v1/session") => Access::Public,
                 (Verb::Get, "/api/v1/audit" | "/api/v1/tokens") => Access::Role(Role::Admin),
                 (Verb::Get, _) => Access::Role(Role::Viewer),
-                (_, path) if path.ends_with("/validate") || path.ends_with("/validate-cron") => {
+                (_, path)
+                    if path.ends_with("/validate")
+                        || path.ends_with("/validate-cron")
+                        || path.ends_with("/validate-condition") =>
+                {
                     Access::Role(Role::Viewer)
                 }
                 _ => {
@@ -954,11 +969,12 @@ mod tests {
             "Delete /api/v1/tokens/{name}",
             "Get /api/v1/queues",
         ];
-        const UNSCOPED: [&str; 8] = [
+        const UNSCOPED: [&str; 9] = [
             "Get /healthz",
             "Get /readyz",
             "Get /api/v1/openapi.json",
             "Post /api/v1/dags/schedule/validate-cron",
+            "Post /api/v1/dags/validate-condition",
             "Get /api/v1/runners",
             "Post /api/v1/session",
             "Get /api/v1/session",

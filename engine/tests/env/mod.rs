@@ -303,12 +303,23 @@ impl EngineEnv {
     /// Claims the QUEUED instance `task` of `run` and ends its attempt as
     /// `end` says; panics if the claim is lost.
     pub async fn run_task(&self, run: RunId, task: &str, end: AttemptEnd) -> Effects {
+        self.run_task_declaring(run, task, end, None).await
+    }
+
+    /// [`EngineEnv::run_task`], the attempt having declared `outputs`.
+    pub async fn run_task_declaring(
+        &self,
+        run: RunId,
+        task: &str,
+        end: AttemptEnd,
+        outputs: Option<datajump_shared::outputs::Outputs>,
+    ) -> Effects {
         let row = self.instance(run, task).await;
         let (execution, mut effects) = self.claim(&row).await;
         let execution = execution
             .unwrap_or_else(|| panic!("the claim of '{task}' ({:?}) was lost", row.status));
         let claimed = self.instance(run, task).await;
-        effects.merge(self.end(&claimed, execution, end).await);
+        effects.merge(self.end_declaring(&claimed, execution, end, outputs).await);
         effects
     }
 

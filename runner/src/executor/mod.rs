@@ -167,5 +167,10 @@ pub async fn execute(ctx: &ExecContext, log: &LogSink) -> ExecOutcome {
         TaskContent::Flink(content) => submit::run_flink(content, ctx, log).await,
         TaskContent::Sensor(content) => sensor::run(content, ctx, log).await,
         TaskContent::Noop(_) => ExecOutcome::Success,
+        // The engine decides a SWITCH when it would be released; a work
+        // message for one was not sent by it.
+        TaskContent::Switch(_) => ExecOutcome::Invalid(
+            "a SWITCH is decided by the engine and never runs on a runner".to_owned(),
+        ),
     }
 }

@@ -269,7 +269,8 @@ pub struct TaskFile {
     /// Free text.
     #[serde(default)]
     pub description: String,
-    /// `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
+    /// `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `SENSOR`,
+    /// `SWITCH`, `NOOP` (any case).
     #[serde(rename = "type", default = "default_task_type")]
     pub task_type: String,
     /// Shell command line(s) (SHELL).
@@ -284,6 +285,12 @@ pub struct TaskFile {
     /// Datasource name (SQL).
     #[serde(default)]
     pub datasource: Option<String>,
+    /// Conditions and the children each chooses (SWITCH).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<crate::content::SwitchCase>,
+    /// The children that run when no case holds (SWITCH).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub default: Vec<String>,
     /// Any other type-specific configuration.
     #[serde(default)]
     pub content: serde_json::Map<String, serde_json::Value>,
@@ -354,6 +361,12 @@ impl TaskFile {
             if let Some(value) = value {
                 content.insert(key.to_owned(), serde_json::Value::String(value.clone()));
             }
+        }
+        if !self.cases.is_empty() {
+            content.insert("cases".to_owned(), serde_json::json!(self.cases));
+        }
+        if !self.default.is_empty() {
+            content.insert("default".to_owned(), serde_json::json!(self.default));
         }
         serde_json::Value::Object(content)
     }

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::problem::{DagProblem, Place, Rule};
 use super::{DagFile, DependencyFile, DependencyParts, TaskFile};
-use crate::content::{TaskContent, TaskType};
+use crate::content::{SwitchContent, TaskContent, TaskType};
+use crate::kinds::Strategy;
 use crate::naming::{
     MAX_CRON_CHARS, MAX_NAME_CHARS, MAX_OWNER_CHARS, fits, printable, shortened, validate_event,
     validate_queue,
@@ -95,15 +96,13 @@ impl DagFile {
         self.schedule_problems(&mut problems);
         self.task_problems(&mut problems);
         self.output_problems(&mut problems);
+        self.switch_problems(&mut problems);
         problems
     }
 
-    /// A `${task.output.name}` must name a task this one runs after in the
-    /// same run (directly or through others): otherwise it may not have
-    /// finished, and the value would depend on timing.
-    fn output_problems(&self, problems: &mut Vec<DagProblem>) {
-        let parents: HashMap<&str, Vec<&str>> = self
-            .tasks
+    /// Each task's same-run parents, by name.
+    fn same_run_parents(&self) -> HashMap<&str, Vec<&str>> {
+        self.tasks
             .iter()
             .map(|task| {
                 let same_run = task
@@ -115,7 +114,14 @@ impl DagFile {
                     .collect();
                 (task.name.as_str(), same_run)
             })
-            .collect();
+            .collect()
+    }
+
+    /// A `${task.output.name}` must name a task this one runs after in the
+    /// same run (directly or through others): otherwise it may not have
+    /// finished, and the value would depend on timing.
+    fn output_problems(&self, problems: &mut Vec<DagProblem>) {
+        let parents = self.same_run_parents();
         for task in &self.tasks {
             let at = || Place::Task(crate::naming::printable(&task.name).into_owned());
             problems.extend(task.bare_outputs_in_script().into_iter().map(|(name, form)| {
@@ -124,28 +130,108 @@ impl DagFile {
                 ))
             }));
             let text = task.content_json().to_string();
+            let before = ancestors(&parents, &task.name);
             for read in crate::outputs::tasks_read(&text) {
-                if !parents.contains_key(read) {
-                    problems.push(DagProblem::said(
-                        at(),
-                        format!("reads the output of '{read}', which is not a task of this DAG"),
-                    ));
-                    continue;
-                }
-                let mut seen = BTreeSet::new();
-                let mut frontier = parents.get(task.name.as_str()).cloned().unwrap_or_default();
-                while let Some(parent) = frontier.pop() {
-                    if seen.insert(parent) {
-                        frontier.extend(parents.get(parent).into_iter().flatten().copied());
-                    }
-                }
-                if !seen.contains(read) {
-                    problems.push(DagProblem::said(at(), format!(
-                        "reads the output of '{read}' but does not run after it: add '{read}' to its depends_on (directly or through a task that does)"
-                    )));
+                if let Some(words) = unordered_read(&parents, &before, read, "the output of") {
+                    problems.push(DagProblem::said(at(), words));
                 }
             }
         }
+    }
+
+    /// A SWITCH's branches are its children, all of them; its conditions
+    /// read tasks it runs after; and it writes no dataset.
+    fn switch_problems(&self, problems: &mut Vec<DagProblem>) {
+        let parents = self.same_run_parents();
+        for (task, switch) in self.switches() {
+            let at = || Place::Task(printable(&shortened(&task.name)).into_owned());
+            let said = |words: String| DagProblem::said(at(), words);
+            let children: Vec<&str> = parents
+                .iter()
+                .filter(|(_, of)| of.contains(&task.name.as_str()))
+                .map(|(child, _)| *child)
+                .collect();
+            let named = switch.branches();
+            for (i, case) in switch.cases.iter().enumerate() {
+                for name in &case.then {
+                    if !children.contains(&name.as_str()) {
+                        problems.push(said(format!(
+                            "cases[{i}].then: '{}' {}",
+                            printable(&shortened(name)),
+                            not_a_child(&task.name)
+                        )));
+                    }
+                }
+            }
+            for name in &switch.default {
+                if !children.contains(&name.as_str()) {
+                    problems.push(said(format!(
+                        "default: '{}' {}",
+                        printable(&shortened(name)),
+                        not_a_child(&task.name)
+                    )));
+                }
+            }
+            let mut unnamed: Vec<&str> = children
+                .iter()
+                .copied()
+                .filter(|child| !named.contains(child))
+                .collect();
+            unnamed.sort_unstable();
+            for child in unnamed {
+                problems.push(said(format!(
+                    "'{child}' depends on it, but no case and not 'default' names it: add it to a 'then' or to 'default'"
+                )));
+            }
+            let before = ancestors(&parents, &task.name);
+            for (i, condition) in switch_conditions(switch) {
+                for read in condition.reads().tasks.keys() {
+                    if let Some(words) = unordered_read(&parents, &before, read, "") {
+                        problems.push(said(format!("cases[{i}].when {words}")));
+                    }
+                }
+            }
+            if !task.outputs.is_empty() {
+                problems.push(said(
+                    "outputs: a SWITCH writes no dataset; declare it on the tasks it chooses"
+                        .to_owned(),
+                ));
+            }
+        }
+    }
+
+    /// Notes, not errors, on SWITCH conditions that read a task's status
+    /// under a strategy that never runs the SWITCH after that task failed:
+    /// they can only ever read SUCCESS.
+    pub fn switch_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        for (task, switch) in self.switches() {
+            if !matches!(task.strategy, Strategy::AllSuccess | Strategy::NoneFailed) {
+                continue;
+            }
+            for (i, condition) in switch_conditions(switch) {
+                for (read, what) in &condition.reads().tasks {
+                    if what.status {
+                        notes.push(format!(
+                            "task '{}': cases[{i}].when reads tasks.{read}.status, but with strategy {} it runs only when no parent failed, so it never sees '{read}' fail; write strategy: ALL_DONE to route on how '{read}' ended (DolphinScheduler's conditions task)",
+                            task.name,
+                            task.strategy.as_str()
+                        ));
+                    }
+                }
+            }
+        }
+        notes
+    }
+
+    /// The SWITCH tasks whose content reads, with it.
+    fn switches(&self) -> impl Iterator<Item = (&TaskFile, SwitchContent)> {
+        self.tasks
+            .iter()
+            .filter_map(|task| match task.parsed_content() {
+                Some(TaskContent::Switch(switch)) => Some((task, switch)),
+                _ => None,
+            })
     }
 
     fn schedule_problems(&self, problems: &mut Vec<DagProblem>) {
@@ -409,6 +495,61 @@ impl DagFile {
             problems.push(DagProblem::new(Place::Dag, Rule::Cycle { tasks: cycle }));
         }
     }
+}
+
+/// The tasks `task` runs after in the same run, directly or through others.
+fn ancestors<'a>(parents: &HashMap<&'a str, Vec<&'a str>>, task: &str) -> BTreeSet<&'a str> {
+    let mut seen = BTreeSet::new();
+    let mut frontier = parents.get(task).cloned().unwrap_or_default();
+    while let Some(parent) = frontier.pop() {
+        if seen.insert(parent) {
+            frontier.extend(parents.get(parent).into_iter().flatten().copied());
+        }
+    }
+    seen
+}
+
+/// Why a task may not read `read` (`what` of it): not a task of the DAG,
+/// or not among `before`, the tasks it runs after; `None` when it may.
+fn unordered_read(
+    parents: &HashMap<&str, Vec<&str>>,
+    before: &BTreeSet<&str>,
+    read: &str,
+    what: &str,
+) -> Option<String> {
+    let shortened = shortened(read);
+    let shown = printable(&shortened);
+    let what = if what.is_empty() {
+        String::new()
+    } else {
+        format!("{what} ")
+    };
+    if !parents.contains_key(read) {
+        return Some(format!(
+            "reads {what}'{shown}', which is not a task of this DAG"
+        ));
+    }
+    (!before.contains(read)).then(|| format!(
+        "reads {what}'{shown}' but does not run after it: add '{shown}' to its depends_on (directly or through a task that does)"
+    ))
+}
+
+/// Why a branch name is refused.
+fn not_a_child(switch: &str) -> String {
+    format!(
+        "is not a child of '{switch}': a branch must be a task with '{switch}' in its depends_on"
+    )
+}
+
+/// The conditions of `switch` that parse, with their case numbers (one
+/// that does not is the content's problem, reported apart).
+fn switch_conditions(switch: SwitchContent) -> Vec<(usize, datajump_conditions::Condition)> {
+    switch
+        .cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, case)| Some((i, datajump_conditions::Condition::parse(&case.when).ok()?)))
+        .collect()
 }
 
 impl TaskFile {
@@ -737,6 +878,86 @@ mod tests {
         )
         .expect("NONE is still read");
         assert_eq!(old.tasks[1].strategy, crate::kinds::Strategy::AllDone);
+    }
+
+    #[test]
+    fn a_switch_names_its_children_only_and_all_of_them_and_reads_what_runs_before_it() {
+        let text = r#"
+name: routed
+tasks:
+  - { name: count, command: 'true' }
+  - { name: later, command: 'true', depends_on: [route] }
+  - name: route
+    type: SWITCH
+    depends_on: [count]
+    outputs: [dw.routes]
+    cases:
+      - when: "int(tasks.count.output.rows) > 0 && tasks.later.status == 'SUCCESS'"
+        then: [load, count]
+      - when: "tasks.ghost.status == 'FAILED'"
+        then: [load]
+    default: [nowhere]
+  - { name: load, command: 'true', depends_on: [route] }
+  - { name: forgotten, command: 'true', depends_on: [{ task: route, type: WEAK }] }
+"#;
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
+            panic!("invalid");
+        };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            problems,
+            [
+                "task 'route': cases[0].then: 'count' is not a child of 'route': a branch must be a task with 'route' in its depends_on",
+                "task 'route': default: 'nowhere' is not a child of 'route': a branch must be a task with 'route' in its depends_on",
+                "task 'route': 'forgotten' depends on it, but no case and not 'default' names it: add it to a 'then' or to 'default'",
+                "task 'route': 'later' depends on it, but no case and not 'default' names it: add it to a 'then' or to 'default'",
+                "task 'route': cases[0].when reads 'later' but does not run after it: add 'later' to its depends_on (directly or through a task that does)",
+                "task 'route': cases[1].when reads 'ghost', which is not a task of this DAG",
+                "task 'route': outputs: a SWITCH writes no dataset; declare it on the tasks it chooses",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_switch_condition_that_does_not_compile_is_refused_with_its_position() {
+        let text = "name: x\ntasks:\n  - { name: a, command: 'true' }\n  - { name: s, type: SWITCH, depends_on: [a], cases: [{ when: 'tasks.a.status ==', then: [b] }, { when: 'env.HOME != \"\"', then: [b] }] }\n  - { name: b, command: 'true', depends_on: [s] }\n  - { name: empty, type: SWITCH }\n";
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
+            panic!("invalid");
+        };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert!(
+            problems[0].starts_with("task 's': content: cases[0].when does not parse at line 1, column 18: mismatched input '<EOF>'"),
+            "{problems:#?}"
+        );
+        assert_eq!(
+            problems[1],
+            "task 'empty': content: a SWITCH needs 'cases' (each a 'when' and a 'then'), a 'default', or both"
+        );
+        let text = "name: x\ntasks:\n  - { name: a, command: 'true' }\n  - { name: s, type: SWITCH, depends_on: [a], cases: [{ when: 'env.HOME != \"\"', then: [b] }] }\n  - { name: b, command: 'true', depends_on: [s] }\n";
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(text) else {
+            panic!("invalid");
+        };
+        assert_eq!(
+            problems[0].to_string(),
+            "task 's': content: cases[0].when reads 'env' at column 1, which is not a value a condition may read: write params.<name>, biz_date, tasks.<task>.output.<key> or tasks.<task>.status"
+        );
+    }
+
+    #[test]
+    fn a_switch_reading_a_status_it_can_only_see_succeed_is_noted() {
+        let text = "name: x\ntasks:\n  - { name: a, command: 'true' }\n  - { name: s, type: SWITCH, depends_on: [a], cases: [{ when: \"tasks.a.status == 'FAILED'\", then: [b] }] }\n  - { name: b, command: 'true', depends_on: [s] }\n";
+        let dag = DagFile::parse(text).expect("valid");
+        assert_eq!(
+            dag.switch_notes(),
+            [
+                "task 's': cases[0].when reads tasks.a.status, but with strategy ALL_SUCCESS it runs only when no parent failed, so it never sees 'a' fail; write strategy: ALL_DONE to route on how 'a' ended (DolphinScheduler's conditions task)"
+            ]
+        );
+        let all_done =
+            DagFile::parse(&text.replace("type: SWITCH,", "type: SWITCH, strategy: ALL_DONE,"))
+                .expect("valid");
+        assert!(all_done.switch_notes().is_empty());
     }
 
     #[test]

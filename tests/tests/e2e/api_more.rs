@@ -797,3 +797,110 @@ both_dbs!(
         );
     }
 );
+
+// #41: a SWITCH over the API: its conditions checked as they are typed,
+// hostile ones refused before any parser sees them, a bad branch refused
+// naming its case, and a stored SWITCH reading back as itself.
+both_dbs!(
+    switch_conditions_are_checked_and_hostile_ones_refused,
+    |env| async move {
+        let api = Api::start(&env, None).await;
+        let check = |condition: String| {
+            let api = &api;
+            async move {
+                api.post(
+                    "/api/v1/dags/validate-condition",
+                    json!({ "condition": condition }),
+                )
+                .await
+                .expect(200)
+            }
+        };
+        let valid = check("int(tasks.count.output.rows) > 0 && params.region == 'eu'".into()).await;
+        assert_eq!(valid["valid"], true, "{valid}");
+        assert_eq!(
+            valid["reads"],
+            json!(["params.region", "tasks.count.output.rows"])
+        );
+        let broken = check("tasks.count.status ==".into()).await;
+        assert_eq!(broken["valid"], false);
+        assert!(
+            broken["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("the condition does not parse at line 1, column 22")),
+            "{broken}"
+        );
+        let outside = check("env.HOME != ''".into()).await;
+        assert!(
+            outside["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("reads 'env' at column 1")),
+            "{outside}"
+        );
+        // Deep enough to overflow any stack if a parser saw it.
+        let deep = check(format!("{}1{}", "(".repeat(50_000), ")".repeat(50_000))).await;
+        assert!(
+            deep["error"].as_str().is_some_and(
+                |e| e.contains("is 100001 bytes long; a condition may be at most 1024")
+            ),
+            "{deep}"
+        );
+        let nested = check(format!("{}1{} == 1", "[".repeat(40), "]".repeat(40))).await;
+        assert!(
+            nested["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("nests brackets 17 deep at column 17")),
+            "{nested}"
+        );
+        let looped = check("[1,2].all(x, [3].exists(y, x < y))".into()).await;
+        assert!(
+            looped["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("inside another macro")),
+            "{looped}"
+        );
+        // The longest chain the limits allow compiles on its own thread.
+        let chain = format!("{} > 0", vec!["1"; 500].join("+"));
+        assert_eq!(check(chain).await["valid"], true);
+        api.get("/healthz").await.expect(200);
+
+        let dag = |then: &str| {
+            json!({
+                "name": "routed",
+                "tasks": [
+                    { "name": "count", "command": "true" },
+                    {
+                        "name": "route", "type": "SWITCH", "dependsOn": ["count"],
+                        "cases": [{ "when": "tasks.count.status == 'SUCCESS'", "then": [then] }],
+                        "default": ["notice"],
+                    },
+                    { "name": "load", "command": "true", "dependsOn": ["route"] },
+                    { "name": "notice", "command": "true", "dependsOn": ["route"] },
+                ],
+            })
+        };
+        let refused = api.post("/api/v1/dags", dag("count")).await;
+        assert_eq!(refused.status, 400, "{}", refused.text);
+        assert!(
+            refused
+                .text
+                .contains("task 'route': cases[0].then: 'count' is not a child of 'route'")
+                && refused
+                    .text
+                    .contains("'load' depends on it, but no case and not 'default' names it"),
+            "{}",
+            refused.text
+        );
+        let created = api.post("/api/v1/dags", dag("load")).await.expect(201);
+        let id = id_of(&created);
+        let before = api.get(&format!("/api/v1/dags/{id}")).await.expect(200);
+        let after = api
+            .put(&format!("/api/v1/dags/{id}"), json!({}))
+            .await
+            .expect(200);
+        assert_eq!(
+            before["version"], after["version"],
+            "a SWITCH reads back as itself: {after}"
+        );
+    }
+);

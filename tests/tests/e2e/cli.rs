@@ -1008,6 +1008,8 @@ async fn the_example_dags_run_as_their_comments_say() {
         "example_sql",
         "example_retries",
         "example_recovery",
+        "example_switch",
+        "example_conditions",
         "example_weekday",
         "example_cross_dag",
         "example_event",
@@ -1109,6 +1111,82 @@ async fn the_example_dags_run_as_their_comments_say() {
             ("summary", "SUCCESS")
         ]),
         "{recovery}"
+    );
+    // The SWITCH skips the load and its report when there are no new rows,
+    // and runs them when there are; the summary goes out both times.
+    for params in [&[][..], &["-p", "new_rows=12"][..]] {
+        let mut args = vec!["trigger", "example_switch", "--wait", "--timeout", "60"];
+        args.extend_from_slice(params);
+        let ran = run_at(&api_url, None, &args).await;
+        assert!(ran.success, "{}\n{}", ran.stdout, ran.stderr);
+    }
+    let switched = run_at(&api_url, None, &["runs", "example_switch", "--json"])
+        .await
+        .json();
+    assert_eq!(
+        statuses(&switched[1]),
+        pairs(&[
+            ("count_new", "SUCCESS"),
+            ("route", "SUCCESS"),
+            ("load", "SKIPPED"),
+            ("report", "SKIPPED"),
+            ("no_data_notice", "SUCCESS"),
+            ("summary", "SUCCESS")
+        ]),
+        "{switched}"
+    );
+    assert_eq!(
+        statuses(&switched[0]),
+        pairs(&[
+            ("count_new", "SUCCESS"),
+            ("route", "SUCCESS"),
+            ("load", "SUCCESS"),
+            ("report", "SUCCESS"),
+            ("no_data_notice", "SKIPPED"),
+            ("summary", "SUCCESS")
+        ]),
+        "{switched}"
+    );
+    let route = switched[1]["taskInstances"][1]["id"].to_string();
+    let decision = run_at(&api_url, None, &["logs", &route]).await.ok();
+    assert!(
+        decision.contains("tasks.count_new.output.rows = \"0\"")
+            && decision.contains("runs: no_data_notice")
+            && decision.contains("skipped: load"),
+        "the decision is the SWITCH's log:\n{decision}"
+    );
+    // The conditions task pages the owner when the load fails.
+    let paged = run_at(
+        &api_url,
+        None,
+        &[
+            "trigger",
+            "example_conditions",
+            "--wait",
+            "--timeout",
+            "60",
+            "-p",
+            "fail=yes",
+        ],
+    )
+    .await;
+    assert!(
+        !paged.success,
+        "the failed load fails the run: {}",
+        paged.stdout
+    );
+    let conditions = run_at(&api_url, None, &["runs", "example_conditions", "--json"])
+        .await
+        .json();
+    assert_eq!(
+        statuses(&conditions[0]),
+        pairs(&[
+            ("load", "FAILED"),
+            ("on_load", "SUCCESS"),
+            ("publish", "SKIPPED"),
+            ("page_owner", "SUCCESS")
+        ]),
+        "{conditions}"
     );
     let retried = run_at(&api_url, None, &["runs", "example_retries", "--json"])
         .await

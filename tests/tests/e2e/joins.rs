@@ -265,3 +265,73 @@ both_dbs!(
         );
     }
 );
+
+// #41: SWITCH tasks are decided once each, with two resolvers and three
+// runners racing to propagate their parents: one decision row each, the
+// chosen branch run once, the others never.
+both_dbs!(
+    switches_are_decided_once_with_two_resolvers,
+    |env| async move {
+        const LINES: usize = 8;
+        let mut yaml = String::from("name: switches\ntasks:\n");
+        let mut ends = Vec::new();
+        for i in 0..LINES {
+            writeln!(
+                yaml,
+                "  - {{ name: count{i}, command: 'echo \"##dj-output rows={i}\"' }}\n  \
+                 - {{ name: other{i}, command: 'true' }}\n  \
+                 - name: route{i}\n    type: SWITCH\n    depends_on: [count{i}, other{i}]\n    \
+                 cases:\n      - {{ when: \"int(tasks.count{i}.output.rows) % 2 == 0\", then: [even{i}] }}\n    \
+                 default: [odd{i}]\n  \
+                 - {{ name: even{i}, command: 'true', depends_on: [route{i}] }}\n  \
+                 - {{ name: odd{i}, command: 'true', depends_on: [route{i}] }}"
+            )
+            .unwrap();
+            ends.push(format!("even{i}"));
+            ends.push(format!("odd{i}"));
+        }
+        writeln!(
+            yaml,
+            "  - {{ name: summary, command: 'true', strategy: NONE_FAILED, depends_on: [{}] }}",
+            ends.join(", ")
+        )
+        .unwrap();
+        env.apply(&yaml).await;
+        let _resolvers = [env.spawn_resolver().await, env.spawn_resolver().await];
+        let _runners = [
+            env.spawn_runner("runner-1", &["default"], 4).await,
+            env.spawn_runner("runner-2", &["default"], 4).await,
+            env.spawn_runner("runner-3", &["default"], 4).await,
+        ];
+        let key = env.trigger("switches").await;
+        let run = env.wait_run(&key, Duration::from_secs(120)).await;
+        assert_eq!(
+            run.status,
+            RunStatus::Success,
+            "{}",
+            env.describe_run(&run).await
+        );
+        let instances = env.instances_by_name(run.id).await;
+        let executions = env.executions_by_name(run.id).await;
+        for i in 0..LINES {
+            let route = format!("route{i}");
+            assert_eq!(instances[&route].status, TaskStatus::Success, "{route}");
+            let decided = &executions[&route];
+            assert_eq!(decided.len(), 1, "{route} decided exactly once");
+            assert_eq!((decided[0].attempt, decided[0].worker.as_str()), (0, ""));
+            let (chosen, skipped) = if i % 2 == 0 {
+                (format!("even{i}"), format!("odd{i}"))
+            } else {
+                (format!("odd{i}"), format!("even{i}"))
+            };
+            assert_eq!(executions[&chosen].len(), 1, "{chosen} ran once");
+            let row = &instances[&skipped];
+            assert!(
+                row.status == TaskStatus::Skipped && row.flow_skipped,
+                "{skipped}: {row:?}"
+            );
+            assert!(!executions.contains_key(&skipped), "{skipped} never ran");
+        }
+        assert_eq!(executions["summary"].len(), 1, "the join ran once");
+    }
+);

@@ -39,6 +39,8 @@ import type {
   TriggerResponse,
   ValidateCronRequest,
   ValidateCronResponse,
+  ValidateConditionRequest,
+  ValidateConditionResponse,
 } from './types';
 
 type Signal = { signal?: AbortSignal };
@@ -169,6 +171,8 @@ export const setScheduleEnabled = (dagId: number, scheduleId: number, enabled: b
   );
 export const validateCron = (body: ValidateCronRequest, o: Signal = {}) =>
   request<ValidateCronResponse>('/dags/schedule/validate-cron', { ...o, method: 'POST', body });
+export const validateCondition = (body: ValidateConditionRequest, o: Signal = {}) =>
+  request<ValidateConditionResponse>('/dags/validate-condition', { ...o, method: 'POST', body });
 
 // ---- Runners, alerts, audit ----
 

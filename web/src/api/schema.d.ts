@@ -685,6 +685,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/dags/validate-condition": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check a SWITCH condition */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ValidateConditionRequest"];
+                };
+            };
+            responses: {
+                /** @description Check a SWITCH condition */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ValidateConditionResponse"];
+                    };
+                };
+                /** @description An error */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dags/{dagId}": {
         parameters: {
             query?: never;
@@ -3439,6 +3488,13 @@ export interface components {
                  *     (F to them), and the run lists it among its allowed failures.
                  */
                 allowFailure?: boolean;
+                /** @description Conditions and the children each chooses (SWITCH). */
+                cases?: {
+                    /** @description The children that run when it is the first that holds. */
+                    then: string[];
+                    /** @description A CEL condition (`datajump_conditions`). */
+                    when: string;
+                }[];
                 /**
                  * @description Shell command line(s) (SHELL).
                  * @default null
@@ -3456,6 +3512,8 @@ export interface components {
                  * @default null
                  */
                 datasource?: string | null;
+                /** @description The children that run when no case holds (SWITCH). */
+                default?: string[];
                 /**
                  * @description Parents.
                  * @default []
@@ -3594,7 +3652,8 @@ export interface components {
                  */
                 timeout?: number | string;
                 /**
-                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `SENSOR`,
+                 *     `SWITCH`, `NOOP` (any case).
                  * @default SHELL
                  */
                 type?: string;
@@ -3794,6 +3853,13 @@ export interface components {
                  *     (F to them), and the run lists it among its allowed failures.
                  */
                 allowFailure?: boolean;
+                /** @description Conditions and the children each chooses (SWITCH). */
+                cases?: {
+                    /** @description The children that run when it is the first that holds. */
+                    then: string[];
+                    /** @description A CEL condition (`datajump_conditions`). */
+                    when: string;
+                }[];
                 /**
                  * @description Shell command line(s) (SHELL).
                  * @default null
@@ -3811,6 +3877,8 @@ export interface components {
                  * @default null
                  */
                 datasource?: string | null;
+                /** @description The children that run when no case holds (SWITCH). */
+                default?: string[];
                 /**
                  * @description Parents.
                  * @default []
@@ -3949,7 +4017,8 @@ export interface components {
                  */
                 timeout?: number | string;
                 /**
-                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `SENSOR`,
+                 *     `SWITCH`, `NOOP` (any case).
                  * @default SHELL
                  */
                 type?: string;
@@ -4163,6 +4232,13 @@ export interface components {
                  *     (F to them), and the run lists it among its allowed failures.
                  */
                 allowFailure?: boolean;
+                /** @description Conditions and the children each chooses (SWITCH). */
+                cases?: {
+                    /** @description The children that run when it is the first that holds. */
+                    then: string[];
+                    /** @description A CEL condition (`datajump_conditions`). */
+                    when: string;
+                }[];
                 /**
                  * @description Shell command line(s) (SHELL).
                  * @default null
@@ -4180,6 +4256,8 @@ export interface components {
                  * @default null
                  */
                 datasource: string | null;
+                /** @description The children that run when no case holds (SWITCH). */
+                default?: string[];
                 /**
                  * @description Parents.
                  * @default []
@@ -4318,7 +4396,8 @@ export interface components {
                  */
                 timeout: number | string;
                 /**
-                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
+                 * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `SENSOR`,
+                 *     `SWITCH`, `NOOP` (any case).
                  * @default SHELL
                  */
                 type: string;
@@ -5954,6 +6033,13 @@ export interface components {
              *     (F to them), and the run lists it among its allowed failures.
              */
             allowFailure?: boolean;
+            /** @description Conditions and the children each chooses (SWITCH). */
+            cases?: {
+                /** @description The children that run when it is the first that holds. */
+                then: string[];
+                /** @description A CEL condition (`datajump_conditions`). */
+                when: string;
+            }[];
             /**
              * @description Shell command line(s) (SHELL).
              * @default null
@@ -5981,6 +6067,8 @@ export interface components {
              * @default null
              */
             datasource?: string | null;
+            /** @description The children that run when no case holds (SWITCH). */
+            default?: string[];
             /**
              * @description Parents.
              * @default []
@@ -6134,7 +6222,8 @@ export interface components {
              */
             timeout?: number | string;
             /**
-             * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `NOOP` (any case).
+             * @description `SHELL`, `PYTHON`, `SQL`, `HTTP`, `SPARK`, `FLINK`, `SENSOR`,
+             *     `SWITCH`, `NOOP` (any case).
              * @default SHELL
              */
             type?: string;
@@ -6235,6 +6324,24 @@ export interface components {
             runKey: string;
             /** @description Where to follow the run by key. */
             statusUrl: string;
+        };
+        /** @description `POST /api/v1/dags/validate-condition` body. */
+        ValidateConditionRequest: {
+            /** @description A SWITCH case's `when`, in CEL. */
+            condition: string;
+        };
+        /** @description `POST /api/v1/dags/validate-condition` answer. */
+        ValidateConditionResponse: {
+            /** @description Why it is invalid, with its position. */
+            error?: string | null;
+            /**
+             * @description What it reads (`tasks.load.output.rows`, `params.region`,
+             *     `biz_date`), when valid. Whether each task read runs before the
+             *     SWITCH is checked when the DAG is saved.
+             */
+            reads: string[];
+            /** @description True when it compiles and reads only what a condition may. */
+            valid: boolean;
         };
         /** @description `POST /api/v1/dags/schedule/validate-cron` body. */
         ValidateCronRequest: {

@@ -17,7 +17,7 @@ export type RunStatus = Schemas['RunStatus'];
 
 export type Role = Schemas['Role'];
 
-export type TaskType = 'SHELL' | 'PYTHON' | 'SQL' | 'HTTP' | 'SPARK' | 'FLINK' | 'SENSOR' | 'NOOP';
+export type TaskType = 'SHELL' | 'PYTHON' | 'SQL' | 'HTTP' | 'SPARK' | 'FLINK' | 'SENSOR' | 'SWITCH' | 'NOOP';
 
 /** Every error answer. */
 export type ErrorBody = Schemas['ErrorBody'];
@@ -45,6 +45,10 @@ export type ValidateCronRequest = Schemas['ValidateCronRequest'];
 
 export type ValidateCronResponse = Schemas['ValidateCronResponse'];
 
+export type ValidateConditionRequest = Schemas['ValidateConditionRequest'];
+
+export type ValidateConditionResponse = Schemas['ValidateConditionResponse'];
+
 /** A run in a DAG list item's strip. */
 export type RecentRun = Schemas['RecentRun'];
 
@@ -70,6 +74,9 @@ export type ScheduleDef = NonNullable<DagDefinitionBody['schedules']>[number];
 
 /** A task's retry policy. */
 export type RetryDef = NonNullable<TaskDef['retry']>;
+
+/** One case of a SWITCH task: a CEL condition and the children it runs. */
+export type SwitchCaseDef = NonNullable<TaskDef['cases']>[number];
 
 /** A task's dependency as a definition writes it. */
 export type DependencyDef = NonNullable<TaskDef['dependsOn']>[number];

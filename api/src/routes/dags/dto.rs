@@ -142,6 +142,29 @@ pub struct ValidateRequest {
     pub edges: Option<Vec<Edge>>,
 }
 
+/// `POST /api/v1/dags/validate-condition` body.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ValidateConditionRequest {
+    /// A SWITCH case's `when`, in CEL.
+    pub condition: String,
+}
+
+/// `POST /api/v1/dags/validate-condition` answer.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidateConditionResponse {
+    /// True when it compiles and reads only what a condition may.
+    pub valid: bool,
+    /// What it reads (`tasks.load.output.rows`, `params.region`,
+    /// `biz_date`), when valid. Whether each task read runs before the
+    /// SWITCH is checked when the DAG is saved.
+    pub reads: Vec<String>,
+    /// Why it is invalid, with its position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// `POST /api/v1/dags/{dagId}/validate` answer.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -34,7 +34,8 @@ use tracing::{info, warn};
 use self::dto::{
     ApplyQuery, BackfillRequest, BackfillResponse, BackfillRun, BackfillSkip, DagDetail,
     DagListItem, DagListQuery, DagSummary, DryRunResponse, RECENT_RUNS, RecentRun, Reprocess,
-    TriggerRequest, TriggerResponse, ValidateRequest, ValidateResponse,
+    TriggerRequest, TriggerResponse, ValidateConditionRequest, ValidateConditionResponse,
+    ValidateRequest, ValidateResponse,
 };
 use super::shared::{
     CallerOf, find_cycle, find_dag, paging, preview, schedule_dto, schedules_changed, store,
@@ -540,6 +541,31 @@ pub async fn validate(
             valid: true,
             message: format!("valid: {} edges, no cycle", edges.len()),
             cycle: None,
+        },
+    }))
+}
+
+/// `POST /api/v1/dags/validate-condition` `{ condition }`: whether a SWITCH
+/// condition compiles and reads only what a condition may, and what it
+/// reads; the editor asks as a case is typed. Checked on a thread of its
+/// own, as at apply (`datajump_conditions`).
+pub async fn validate_condition(
+    Json(body): Json<ValidateConditionRequest>,
+) -> Result<AxumJson<ValidateConditionResponse>> {
+    let checked =
+        tokio::task::spawn_blocking(move || datajump_conditions::Condition::parse(&body.condition))
+            .await
+            .map_err(|e| Error::Internal(format!("checking the condition: {e}")))?;
+    Ok(AxumJson(match checked {
+        Ok(condition) => ValidateConditionResponse {
+            valid: true,
+            reads: condition.reads().paths(),
+            error: None,
+        },
+        Err(e) => ValidateConditionResponse {
+            valid: false,
+            reads: Vec::new(),
+            error: Some(format!("the condition {e}")),
         },
     }))
 }

@@ -27,11 +27,14 @@ import type { Canvas, DagDetail, TaskDef } from '../../api/types';
 import { layoutDag, NODE_HEIGHT, NODE_WIDTH, positionsFor } from '../../lib/layout';
 import {
   apiProblems,
+  branchLabel,
   canvasBody,
+  childrenOf,
   definitionBody,
   edgeTypeOf,
   localProblems,
   newTask,
+  renameBranch,
   settingsBody,
   settingsOf,
   settingsProblems,
@@ -60,6 +63,7 @@ const TYPE_COLOR: Record<string, string> = {
   SPARK: '#c2410c',
   FLINK: '#be185d',
   SENSOR: '#a16207',
+  SWITCH: '#0369a1',
 };
 
 const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>) {
@@ -100,6 +104,7 @@ const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>)
 });
 
 const nodeTypes = { edit: EditNode };
+const branchLabelStyle = { fontSize: 11, fill: '#0369a1', fontWeight: 600 };
 const marker = { type: MarkerType.ArrowClosed, color: '#64748b', width: 16, height: 16 };
 const edgeId = (source: string, target: string) => `e:${source}->${target}`;
 
@@ -253,12 +258,19 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
   );
   const badEdges = useMemo(() => new Set(apiIssues.flatMap((p) => p.edgeIndexes ?? [])), [apiIssues]);
   const nameOf = useMemo(() => new Map(model.map((n) => [n.id, n.task.name])), [model]);
+  const taskOf = useMemo(() => new Map(model.map((n) => [n.id, n.task])), [model]);
   const flowEdges = useMemo(
     () =>
       edges.map((e, i) => {
         const weak = e.data?.type === 'WEAK';
+        const source = taskOf.get(e.source);
+        const branch = source && typeOf(source) === 'SWITCH' ? branchLabel(source, nameOf.get(e.target) ?? '', t) : null;
         return {
           ...e,
+          label: branch ?? undefined,
+          labelStyle: branchLabelStyle,
+          labelBgPadding: [4, 2] as [number, number],
+          labelBgBorderRadius: 4,
           ariaLabel: edgeLabel(
             i18n.language,
             nameOf.get(e.source) ?? e.source,
@@ -268,7 +280,7 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
           className: [weak && 'eedge-weak', badEdges.has(i) && 'edge-bad'].filter(Boolean).join(' '),
         };
       }),
-    [edges, badEdges, nameOf, i18n.language, t],
+    [edges, badEdges, nameOf, taskOf, i18n.language, t],
   );
   const ariaLabelConfig = useMemo(() => flowLabels(i18n.language), [i18n.language]);
 
@@ -329,7 +341,17 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
   };
 
   const updateTask = (id: string, task: TaskDef) => {
-    setNodes((ns) => ns.map((n) => (n.id === id ? { ...n, data: { ...n.data, task } } : n)));
+    setNodes((ns) => {
+      // A renamed task keeps its place in the SWITCHes that choose it.
+      const before = ns.find((n) => n.id === id)?.data.task.name.trim() ?? '';
+      const after = task.name.trim();
+      return ns.map((n) => {
+        if (n.id === id) return { ...n, data: { ...n.data, task } };
+        if (before === after) return n;
+        const renamed = renameBranch(n.data.task, before, after);
+        return renamed === n.data.task ? n : { ...n, data: { ...n.data, task: renamed } };
+      });
+    });
     touch();
   };
 
@@ -529,6 +551,7 @@ function EditorInner({ dag, canvas }: { dag: DagDetail | null; canvas: Canvas | 
             <TaskPanel
               key={selected.id}
               task={selected.data.task}
+              branches={childrenOf(selected.id, model, modelEdges)}
               problems={problems.filter((p) => p.nodeIds.includes(selected.id))}
               onChange={(task) => updateTask(selected.id, task)}
               onDelete={() => {

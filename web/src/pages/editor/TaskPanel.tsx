@@ -1,8 +1,9 @@
 // The side panel of the canvas editor: the selected task's fields, by type.
 
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
-import type { DependencyDef, TaskDef } from '../../api/types';
+import { validateCondition } from '../../api/endpoints';
+import type { DependencyDef, SwitchCaseDef, TaskDef, ValidateConditionResponse } from '../../api/types';
 import {
   changeSensorCheck,
   changeType,
@@ -113,12 +114,15 @@ function OtherDependency({ dep }: { dep: DependencyDef }) {
 
 export function TaskPanel({
   task,
+  branches,
   problems,
   onChange,
   onDelete,
   readOnly,
 }: {
   task: TaskDef;
+  /** The tasks an edge from this one leads to (a SWITCH's branches). */
+  branches: string[];
   problems: Problem[];
   onChange: (task: TaskDef) => void;
   onDelete: () => void;
@@ -230,6 +234,7 @@ export function TaskPanel({
           />
         )}
         {type === 'SENSOR' && <SensorFields content={content} replace={(c) => set({ content: c as TaskDef['content'] })} />}
+        {type === 'SWITCH' && <SwitchFields task={task} branches={branches} set={set} />}
         {type === 'HTTP' && (
           <>
             <div className="form-row">
@@ -296,7 +301,7 @@ export function TaskPanel({
           </>
         )}
 
-        {type !== 'SENSOR' && (
+        {type !== 'SENSOR' && type !== 'SWITCH' && (
           <label className="field">
             <span>{t('task.outputs')}</span>
             <input
@@ -405,6 +410,142 @@ export function TaskPanel({
           </div>
         )}
       </fieldset>
+    </div>
+  );
+}
+
+/** Ticks for the tasks a case (or the default) runs, among the SWITCH's children. */
+function BranchChoice({
+  branches,
+  chosen,
+  onChange,
+  testId,
+}: {
+  branches: string[];
+  chosen: string[];
+  onChange: (names: string[]) => void;
+  testId: string;
+}) {
+  // A name no edge leads to any more stays listed, so it can be unticked.
+  const shown = [...branches, ...chosen.filter((name) => !branches.includes(name))];
+  return (
+    <div className="branch-choice" data-testid={testId}>
+      {shown.map((name) => (
+        <label key={name} className="check" translate="no">
+          <input
+            type="checkbox"
+            checked={chosen.includes(name)}
+            onChange={(e) =>
+              onChange(e.target.checked ? [...chosen, name] : chosen.filter((other) => other !== name))
+            }
+          />
+          {name}
+        </label>
+      ))}
+    </div>
+  );
+}
+
+/** What the API says of a condition as it is typed: valid and what it reads, or why not. */
+function ConditionCheck({ when }: { when: string }) {
+  const { t } = useTranslation('editor');
+  const [answer, setAnswer] = useState<ValidateConditionResponse | null>(null);
+  useEffect(() => {
+    if (!when.trim()) return;
+    const abort = new AbortController();
+    const timer = window.setTimeout(() => {
+      validateCondition({ condition: when }, { signal: abort.signal })
+        .then(setAnswer)
+        .catch(() => setAnswer(null));
+    }, 300);
+    return () => {
+      window.clearTimeout(timer);
+      abort.abort();
+      setAnswer(null);
+    };
+  }, [when]);
+  if (!when.trim()) return null;
+  if (!answer) return <span className="hint">{t('switch.checking')}</span>;
+  if (!answer.valid) {
+    return (
+      <span className="field-error" translate="no" data-testid="switch-condition-error">
+        {answer.error}
+      </span>
+    );
+  }
+  return (
+    <span className="hint" data-testid="switch-condition-ok">
+      {answer.reads.length ? t('switch.reads', { reads: answer.reads.join(', ') }) : t('switch.readsNothing')}
+    </span>
+  );
+}
+
+/** A SWITCH's cases, each a condition and the children it runs, and its default. */
+function SwitchFields({
+  task,
+  branches,
+  set,
+}: {
+  task: TaskDef;
+  branches: string[];
+  set: (patch: Partial<TaskDef>) => void;
+}) {
+  const { t } = useTranslation('editor');
+  const cases = task.cases ?? [];
+  const setCase = (i: number, patch: Partial<SwitchCaseDef>) =>
+    set({ cases: cases.map((c, j) => (j === i ? { ...c, ...patch } : c)) });
+  return (
+    <div className="switch-fields" data-testid="switch-fields">
+      <p className="hint">{t('switch.engineDecides')}</p>
+      <div className="muted small">{t('switch.cases')}</div>
+      <p className="hint">{t('switch.casesHint')}</p>
+      {branches.length === 0 && <p className="hint">{t('switch.noChildren')}</p>}
+      {cases.map((c, i) => (
+        <fieldset key={i} className="switch-case" data-testid={`switch-case-${i + 1}`}>
+          <legend>{t('switch.case', { n: i + 1 })}</legend>
+          <label className="field">
+            <span>{t('switch.when')}</span>
+            <textarea
+              className="input mono"
+              rows={2}
+              spellCheck={false}
+              translate="no"
+              value={c.when}
+              placeholder={t('switch.whenPlaceholder')}
+              onChange={(e) => setCase(i, { when: e.target.value })}
+              data-testid={`switch-when-${i + 1}`}
+            />
+            <ConditionCheck when={c.when} />
+          </label>
+          <div className="field">
+            <span>{t('switch.then')}</span>
+            <BranchChoice branches={branches} chosen={c.then} onChange={(then) => setCase(i, { then })} testId={`switch-then-${i + 1}`} />
+          </div>
+          <button
+            type="button"
+            className="btn btn-sm btn-ghost-danger"
+            onClick={() => set({ cases: cases.filter((_, j) => j !== i) })}
+            aria-label={t('switch.removeCase', { n: i + 1 })}
+          >
+            {t('switch.removeCase', { n: i + 1 })}
+          </button>
+        </fieldset>
+      ))}
+      <button type="button" className="btn btn-sm" onClick={() => set({ cases: [...cases, { when: '', then: [] }] })} data-testid="switch-add-case">
+        {t('switch.addCase')}
+      </button>
+      <div className="field">
+        <span>{t('switch.default')}</span>
+        <BranchChoice
+          branches={branches}
+          chosen={task.default ?? []}
+          onChange={(names) => set({ default: names.length ? names : undefined })}
+          testId="switch-default"
+        />
+      </div>
+      <p className="hint" translate="no">
+        {t('switch.spellings')}
+      </p>
     </div>
   );
 }

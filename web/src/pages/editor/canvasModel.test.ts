@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../api/client';
 import {
   apiProblems,
+  branchLabel,
   canvasBody,
   changeSensorCheck,
   changeType,
@@ -13,6 +14,7 @@ import {
   paramErrors,
   paramRows,
   paramsOf,
+  renameBranch,
   sensorCheck,
   settingsBody,
   settingsOf,
@@ -237,5 +239,57 @@ describe('the canvas model', () => {
     expect(paramRows(params)).toEqual(settings.params);
     expect(settingsBody(settings)).toEqual({ description: 'nightly', owner: null, maxActiveRuns: 2, params });
     expect(settingsOf(null)).toEqual({ name: '', description: '', owner: '', maxActiveRuns: '1', params: [], online: true });
+  });
+});
+
+describe('SWITCH tasks', () => {
+  const route = (task: Partial<TaskDef>): EditorNode => ({
+    id: 's',
+    task: { name: 'route', type: 'SWITCH', ...task },
+    position: { x: 0, y: 0 },
+  });
+  const children = [node('a', 'load'), node('b', 'notice')];
+  const edges = [
+    { source: 's', target: 'a' },
+    { source: 's', target: 'b' },
+  ];
+
+  it('starts with one empty case and drops its cases when it becomes another type', () => {
+    const fresh = newTask('route', 'SWITCH');
+    expect(fresh.cases).toEqual([{ when: '', then: [] }]);
+    const shell = changeType({ ...fresh, default: ['x'] }, 'SHELL');
+    expect(shell.cases).toBeUndefined();
+    expect(shell.default).toBeUndefined();
+  });
+
+  it('says which branches are not exactly its children before the API does', () => {
+    const task = route({ cases: [{ when: '', then: ['load', 'ghost'] }] });
+    const messages = localProblems([task, ...children], edges).map((p) => p.message);
+    expect(messages).toEqual([
+      "task 'route': case 1 has no condition",
+      "task 'route': 'notice' depends on it but no case and not the default runs it",
+      "task 'route': 'ghost' is a branch but does not depend on it: draw an edge to it",
+    ]);
+    const whole = route({ cases: [{ when: 'true', then: ['load'] }], default: ['notice'] });
+    expect(localProblems([whole, ...children], edges)).toEqual([]);
+  });
+
+  it('labels each edge with the cases that choose it and keeps a renamed child chosen', () => {
+    const task: TaskDef = {
+      name: 'route',
+      type: 'SWITCH',
+      cases: [
+        { when: 'a', then: ['load'] },
+        { when: 'b', then: ['load', 'notice'] },
+      ],
+      default: ['notice'],
+    };
+    expect(branchLabel(task, 'load')).toBe('cases 1, 2');
+    expect(branchLabel(task, 'notice')).toBe('case 2 · default');
+    expect(branchLabel(task, 'other')).toBeNull();
+    const renamed = renameBranch(task, 'notice', 'no_data_notice');
+    expect(renamed.cases?.[1]?.then).toEqual(['load', 'no_data_notice']);
+    expect(renamed.default).toEqual(['no_data_notice']);
+    expect(renameBranch(children[0]!.task, 'load', 'x')).toBe(children[0]!.task);
   });
 });

@@ -6,7 +6,7 @@ import i18next, { type TFunction } from 'i18next';
 import { ApiError, errorMessage } from '../../api/client';
 import type { CanvasSave, CanvasTask, DagDefinitionBody, DagDetail, DependencyDef, TaskDef } from '../../api/types';
 
-export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP', 'SPARK', 'FLINK', 'SENSOR'] as const;
+export const TASK_TYPES = ['SHELL', 'PYTHON', 'SQL', 'HTTP', 'SPARK', 'FLINK', 'SENSOR', 'SWITCH'] as const;
 export type EditorTaskType = (typeof TASK_TYPES)[number];
 
 export interface EditorNode {
@@ -87,6 +87,8 @@ export function changeType(task: TaskDef, type: EditorTaskType): TaskDef {
   delete next.sql;
   delete next.datasource;
   delete next.content;
+  delete next.cases;
+  delete next.default;
   if (type === 'SHELL') next.command = text;
   if (type === 'PYTHON') next.script = text;
   if (type === 'SQL') {
@@ -98,7 +100,59 @@ export function changeType(task: TaskDef, type: EditorTaskType): TaskDef {
   if (type === 'SPARK') next.content = text.trim() && typeOf(task) === 'SQL' ? { sql: text } : { py_file: '' };
   if (type === 'FLINK') next.content = { py_file: '' };
   if (type === 'SENSOR') next.content = { dataset: '' };
+  if (type === 'SWITCH') next.cases = [{ when: '', then: [] }];
   return next;
+}
+
+/** The names of the tasks an edge from `nodeId` leads to: a SWITCH's possible branches. */
+export function childrenOf(nodeId: string, nodes: EditorNode[], edges: EditorEdge[]): string[] {
+  const names = new Map(nodes.map((n) => [n.id, n.task.name.trim()]));
+  return edges
+    .filter((e) => e.source === nodeId)
+    .map((e) => names.get(e.target) ?? '')
+    .filter(Boolean);
+}
+
+/**
+ * What a SWITCH's edge to `child` is labelled: the cases that choose it
+ * (1-based) and `default`; null for a child no case names.
+ */
+export function branchLabel(task: TaskDef, child: string, t: EditorT = editorT()): string | null {
+  const cases = (task.cases ?? []).flatMap((c, i) => (c.then.includes(child) ? [i + 1] : []));
+  const parts = cases.length ? [t('switch.edgeCases', { count: cases.length, cases: cases.join(', ') })] : [];
+  if ((task.default ?? []).includes(child)) parts.push(t('switch.edgeDefault'));
+  return parts.length ? parts.join(' · ') : null;
+}
+
+/** `task`'s SWITCH branches with `from` renamed `to`. */
+export function renameBranch(task: TaskDef, from: string, to: string): TaskDef {
+  if (typeOf(task) !== 'SWITCH' || !from) return task;
+  const swap = (names: string[] | undefined) => names?.map((n) => (n === from ? to : n));
+  return {
+    ...task,
+    cases: task.cases?.map((c) => ({ ...c, then: swap(c.then) ?? [] })),
+    default: swap(task.default),
+  };
+}
+
+/** Why a SWITCH's branches are not exactly its children, as the API would say before saving. */
+function switchProblems(node: EditorNode, children: string[], t: EditorT): Problem[] {
+  const name = node.task.name.trim() || '?';
+  const named = new Set([...(node.task.cases ?? []).flatMap((c) => c.then), ...(node.task.default ?? [])]);
+  const out: Problem[] = [];
+  if (!(node.task.cases ?? []).length && !(node.task.default ?? []).length) {
+    out.push({ message: t('problems.switch.empty', { name }), nodeIds: [node.id], local: true });
+  }
+  (node.task.cases ?? []).forEach((c, i) => {
+    if (!c.when.trim()) out.push({ message: t('problems.switch.noCondition', { name, case: i + 1 }), nodeIds: [node.id], local: true });
+  });
+  for (const child of children) {
+    if (!named.has(child)) out.push({ message: t('problems.switch.unnamedChild', { name, child }), nodeIds: [node.id], local: true });
+  }
+  for (const branch of named) {
+    if (!children.includes(branch)) out.push({ message: t('problems.switch.notAChild', { name, branch }), nodeIds: [node.id], local: true });
+  }
+  return out;
 }
 
 /** What a SENSOR waits for: one of these keys of its content. */
@@ -212,6 +266,7 @@ export function localProblems(nodes: EditorNode[], edges: EditorEdge[], t: Edito
       const problem = sensorCheckProblem((n.task.content ?? {}) as Record<string, unknown>, shown, t);
       if (problem) out.push({ message: problem, nodeIds: [n.id], local: true });
     }
+    if (typeOf(n.task) === 'SWITCH') out.push(...switchProblems(n, childrenOf(n.id, nodes, edges), t));
     const application = submittedApplication(n.task);
     if (application !== null && !application) {
       const message =
