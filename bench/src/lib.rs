@@ -21,6 +21,7 @@
 //! `DATAJUMP_LOG=warn` unless `DATAJUMP_LOG` is set, so tens of thousands of
 //! log lines neither flood the output nor cost time during the measurement.
 
+mod procfs;
 mod report;
 mod stats;
 mod system;
@@ -36,7 +37,8 @@ use datajump::commands::shutdown_on_signal;
 
 use report::{Environment, Row};
 use system::{Backend, DbKind, RunnerSetup};
-use workloads::{Bench, TaskKind, Workload, schedules};
+use workloads::load::{LoadPlan, Offer, Shape};
+use workloads::{Appendix, Bench, TaskKind, Workload, schedules};
 
 /// Which task types to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -78,7 +80,8 @@ const DEFAULT_SCALE_TASKS: u64 = 2_560;
     after_help = "Examples:
   datajump-bench --db sqlite --write docs/BENCHMARKS.md
   datajump-bench chain10 fanout50 --repeat 5 --task noop
-  datajump-bench schedules1m --db postgres --write docs/BENCHMARKS.md"
+  datajump-bench schedules1m --db postgres --write docs/BENCHMARKS.md
+  datajump-bench load --load-offers cron --load-shapes one --repeat 2 --write docs/BENCHMARKS.md"
 )]
 pub struct BenchArgs {
     /// Workloads to run, in order (default: chain10 fanout50 wide200
@@ -142,6 +145,22 @@ pub struct BenchArgs {
     /// measures firing during one full reload.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=3600))]
     schedules1m_seconds: u64,
+    /// Offered rates (runs a second) `load` sweeps, in increasing order.
+    #[arg(long, value_delimiter = ',', default_values_t = [100, 250, 500, 1000, 2000], value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    load_rates: Vec<u32>,
+    /// Length of each `load` rate's window, in seconds.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(5..=3600))]
+    load_seconds: u64,
+    /// Who offers `load`'s runs: the ticker (`cron`: every run of a second
+    /// due at once) or events the bench publishes (`event`: evenly spread).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Offer::Cron, Offer::Event])]
+    load_offers: Vec<Offer>,
+    /// What `load`'s runs are: one NOOP task, or ten in a line.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Shape::One, Shape::Chain10])]
+    load_shapes: Vec<Shape>,
+    /// One-task DAGs of `burst`, all due in the same second.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    burst_runs: u64,
     /// Also write the report into this Markdown file (its section for this
     /// database is replaced — `schedules1m` has a section of its own, so
     /// running it alone keeps the other workloads' figures; the rest of the
@@ -163,9 +182,12 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
         None => system::datajump_next_to_bench()?,
     };
     if args.processes
-        || workloads
-            .iter()
-            .any(|w| matches!(w, Workload::Scale | Workload::Schedules1m))
+        || workloads.iter().any(|w| {
+            matches!(
+                w,
+                Workload::Scale | Workload::Schedules1m | Workload::Load | Workload::Burst
+            )
+        })
     {
         system::check_datajump(&datajump)?;
     }
@@ -192,6 +214,18 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
         schedules1m_count: usize::try_from(args.schedules1m_count)
             .unwrap_or(schedules::ISSUE_SCHEDULES),
         schedules1m_seconds: args.schedules1m_seconds,
+        load: LoadPlan {
+            rates: {
+                let mut rates = args.load_rates.clone();
+                rates.sort_unstable();
+                rates.dedup();
+                rates
+            },
+            seconds: args.load_seconds,
+            offers: args.load_offers.clone(),
+            shapes: args.load_shapes.clone(),
+        },
+        burst_runs: usize::try_from(args.burst_runs).unwrap_or(10_000),
     };
     let kinds: &[TaskKind] = match args.task {
         TaskChoice::Noop => &[TaskKind::Noop],
@@ -204,7 +238,7 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
         measured = measure_all(&bench, &workloads, kinds) => Some(measured),
         () = shutdown.cancelled() => None,
     };
-    let Some((rows, mut notes)) = measured else {
+    let Some((rows, mut notes, appendices)) = measured else {
         // The abandoned system's children were killed and its folder
         // removed as it was dropped; a PostgreSQL database needs a word.
         backend.drop_leftovers().await;
@@ -240,6 +274,10 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
     println!(
         "* p99 on the bad side (p1 for rates); worst = max for times, min for rates; † = the bench's own criterion."
     );
+    for (workload, appendix) in &appendices {
+        println!("\n{}:\n{}", workload.name(), appendix.text);
+        notes.extend(appendix.notes.iter().cloned());
+    }
     for note in &notes {
         println!("note: {note}");
     }
@@ -279,7 +317,13 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
         // round).
         let mut rows = rows;
         let mut notes = env.notes.clone();
-        for own in [Workload::Schedules1m, Workload::Ui, Workload::Scale] {
+        for own in [
+            Workload::Schedules1m,
+            Workload::Ui,
+            Workload::Scale,
+            Workload::Load,
+            Workload::Burst,
+        ] {
             let mine = |text: &str| text.starts_with(own.name());
             let (own_rows, rest): (Vec<Row>, Vec<Row>) =
                 rows.into_iter().partition(|r| mine(r.workload()));
@@ -297,6 +341,40 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
                      `datajump ticker` process (no resolver, no runners: the fire is the \
                      measured event); {} repetitions",
                     args.schedules1m_count, args.schedules1m_seconds, args.repeat
+                ),
+                Workload::Burst => format!(
+                    "{} one-task NOOP DAGs on one cron, `0 * * * * ?`, run by one `datajump up` \
+                     process (runner of {} slots); {} repetitions",
+                    args.burst_runs, runners.slots, args.repeat
+                ),
+                Workload::Load => format!(
+                    "one `datajump up` process (runner of {} slots) on a fresh system per rate \
+                     and repetition, offered {} runs a second for {} s by {}, of {}; {} \
+                     repetitions",
+                    runners.slots,
+                    bench
+                        .load
+                        .rates
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    args.load_seconds,
+                    bench
+                        .load
+                        .offers
+                        .iter()
+                        .map(|o| o.describe())
+                        .collect::<Vec<_>>()
+                        .join(" and "),
+                    bench
+                        .load
+                        .shapes
+                        .iter()
+                        .map(|s| s.describe())
+                        .collect::<Vec<_>>()
+                        .join(" and "),
+                    args.repeat
                 ),
                 Workload::Scale => format!(
                     "{} independent `sleep 0.2` SHELL tasks run by 1, 2, 4 and 8 `datajump \
@@ -322,14 +400,31 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
                 notes: own_notes,
                 ..env.clone()
             };
-            let section = report::markdown_section(&env, &own_rows);
+            let mut section = report::markdown_section(&env, &own_rows);
+            let appendix = appendices.iter().find(|(w, _)| *w == own).map(|(_, a)| a);
+            if let Some(appendix) = appendix {
+                section.push('\n');
+                section.push_str(&appendix.markdown);
+            }
             let key = format!("{}-{}", backend.kind.key(), own.name());
             report::write_section(path, &key, &section)?;
+            if let Some((name, svg)) = appendix.and_then(|a| a.svg.as_ref()) {
+                let file = path.with_file_name(name);
+                std::fs::write(&file, svg)
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+                println!("wrote {}", file.display());
+            }
         }
-        if workloads
-            .iter()
-            .any(|w| !matches!(w, Workload::Schedules1m | Workload::Ui | Workload::Scale))
-        {
+        if workloads.iter().any(|w| {
+            !matches!(
+                w,
+                Workload::Schedules1m
+                    | Workload::Ui
+                    | Workload::Scale
+                    | Workload::Load
+                    | Workload::Burst
+            )
+        }) {
             let env = Environment {
                 notes,
                 ..env.clone()
@@ -352,9 +447,10 @@ async fn measure_all(
     bench: &Bench<'_>,
     workloads: &[Workload],
     kinds: &[TaskKind],
-) -> (Vec<Row>, Vec<String>) {
+) -> (Vec<Row>, Vec<String>, Vec<(Workload, Appendix)>) {
     let mut rows: Vec<Row> = Vec::new();
     let mut notes = Vec::new();
+    let mut appendices = Vec::new();
     eprintln!(
         "datajump-bench on {}: {} × {} repetitions",
         bench.backend.kind.label(),
@@ -367,7 +463,11 @@ async fn measure_all(
     );
     for workload in workloads {
         let kinds: &[TaskKind] = match workload {
-            Workload::Cron | Workload::Schedules1m | Workload::Ui => &[TaskKind::Noop],
+            Workload::Cron
+            | Workload::Schedules1m
+            | Workload::Ui
+            | Workload::Load
+            | Workload::Burst => &[TaskKind::Noop],
             Workload::Scale => &[TaskKind::Sleep],
             _ => kinds,
         };
@@ -375,14 +475,15 @@ async fn measure_all(
             let began = Instant::now();
             eprintln!("{} {} …", workload.name(), kind.label());
             match workloads::run(bench, *workload, *kind).await {
-                Ok(new) => {
+                Ok(measured) => {
                     eprintln!(
                         "{} {} done in {:.1} s",
                         workload.name(),
                         kind.label(),
                         began.elapsed().as_secs_f64()
                     );
-                    rows.extend(new);
+                    rows.extend(measured.rows);
+                    appendices.extend(measured.appendix.map(|a| (*workload, a)));
                 }
                 Err(e) => {
                     let note = format!("{} {} failed: {e:#}", workload.name(), kind.label());
@@ -392,7 +493,7 @@ async fn measure_all(
             }
         }
     }
-    (rows, notes)
+    (rows, notes, appendices)
 }
 
 /// Runs this same bench again with `DATAJUMP_LOG=warn`: the subscriber of

@@ -250,6 +250,8 @@ pub struct System<'b> {
     pools: Vec<DatabaseConnection>,
     children: Vec<Child>,
     ticker: Option<Child>,
+    /// `datajump up`, when the system runs as one process.
+    up: Option<Child>,
 }
 
 /// The `nats-server` binary on PATH (or the usual places).
@@ -370,6 +372,7 @@ impl<'b> System<'b> {
             pools: Vec::new(),
             children: Vec::new(),
             ticker: None,
+            up: None,
         })
     }
 
@@ -517,6 +520,51 @@ impl<'b> System<'b> {
         Ok((pid, log))
     }
 
+    /// The pid of this system's nats-server.
+    pub fn nats_server_pid(&self) -> Option<u32> {
+        self.nats_server.id()
+    }
+
+    /// Starts the whole system as one `datajump up` process on this
+    /// system's NATS server and database, as a user runs it (API on a free
+    /// port, no DAG folder, its runner with `slots` slots), and waits until
+    /// its runner has announced itself; returns its pid. Its log is
+    /// `up.log`.
+    pub async fn start_up_process(&mut self, slots: usize) -> Result<u32> {
+        let log = self.dir.0.join("up.log");
+        let log_file = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let api_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
+        let child = Command::new(self.datajump)
+            .arg("up")
+            .args(["--dags", &self.dir.0.join("no-dags").display().to_string()])
+            .args(["--api-addr", &api_addr.to_string()])
+            .args(["--slots", &slots.to_string()])
+            .env("DATAJUMP_DATABASE_URL", &self.db_url)
+            .env("DATAJUMP_NATS_URL", &self.nats_url)
+            .env("DATAJUMP_DATA_DIR", self.dir.0.join("up"))
+            .env_remove("DATAJUMP_METRICS_ADDR")
+            .env(
+                "DATAJUMP_LOG",
+                std::env::var("DATAJUMP_LOG").unwrap_or_else(|_| "warn".to_owned()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| {
+                format!(
+                    "cannot start `datajump up` ({}): {BUILD_HINT}",
+                    self.datajump.display()
+                )
+            })?;
+        let pid = child.id().context("the up process has no pid")?;
+        self.up = Some(child);
+        self.wait_for_runners(1).await?;
+        Ok(pid)
+    }
+
     async fn wait_for_runners(&mut self, count: usize) -> Result<()> {
         let kv =
             datajump_nats::key_value(self.bus.js(), &self.bus.names().runners_bucket()).await?;
@@ -531,19 +579,8 @@ impl<'b> System<'b> {
             if seen >= count {
                 return Ok(());
             }
-            for (index, child) in self.children.iter_mut().enumerate() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    let log = self.dir.0.join(format!("runner-{index}.log"));
-                    bail!("runner process {index} exited ({status}):\n{}", tail(&log));
-                }
-            }
-            if let Some(joined) = self.roles.try_join_next() {
-                match joined {
-                    Ok(Err(e)) => return Err(e.context("a role stopped at start")),
-                    Err(e) => bail!("a role panicked at start: {e}"),
-                    Ok(Ok(())) => bail!("a role stopped at start"),
-                }
-            }
+            self.check_alive()
+                .context("while waiting for the runners")?;
             if started.elapsed() > Duration::from_secs(30) {
                 bail!("only {seen} of {count} runners announced themselves within 30 s");
             }
@@ -571,13 +608,22 @@ impl<'b> System<'b> {
             let log = self.dir.0.join("ticker.log");
             bail!("ticker process exited ({status}):\n{}", tail(&log));
         }
+        if let Some(Ok(Some(status))) = self.up.as_mut().map(Child::try_wait) {
+            let log = self.dir.0.join("up.log");
+            bail!("`datajump up` exited ({status}):\n{}", tail(&log));
+        }
         Ok(())
     }
 
     /// Stops everything and deletes the database and the temporary folder.
     pub async fn stop(mut self) {
         self.shutdown.cancel();
-        for child in self.children.iter_mut().chain(&mut self.ticker) {
+        for child in self
+            .children
+            .iter_mut()
+            .chain(&mut self.ticker)
+            .chain(&mut self.up)
+        {
             terminate(child).await;
         }
         let roles = async { while self.roles.join_next().await.is_some() {} };

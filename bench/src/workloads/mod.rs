@@ -1,8 +1,8 @@
 //! The workloads: the DAG shapes, how each repetition drives its system,
 //! and which figures it reads back from the database. One module per
 //! workload family — [`chain`] (`chain10`, `chain1000`), [`fanout`]
-//! (`fanout50`), [`wide`] (`wide200`, `wide10k`), [`scale`], [`cron`] and
-//! [`schedules`] (`schedules1m`) — and here what they share: the workload
+//! (`fanout50`), [`wide`] (`wide200`, `wide10k`), [`scale`], [`cron`],
+//! [`load`], [`burst`] and [`schedules`] (`schedules1m`) — and here what they share: the workload
 //! and task types, the figures, the DAG YAML, and the one-DAG
 //! repetition ([`repeat_runs`]: a fresh system, a warm-up run, the measured
 //! run, read back as [`RunTimes`]).
@@ -13,9 +13,11 @@
 //! run's `created_at`, `finished_at` and `logical_time`. The only instant
 //! the bench takes itself is the moment it publishes a manual fire.
 
+mod burst;
 mod chain;
 mod cron;
 mod fanout;
+pub mod load;
 mod scale;
 
 pub use scale::SLOTS as SCALE_SLOTS;
@@ -77,6 +79,16 @@ pub enum Workload {
     /// writes its own report section.
     #[value(name = "schedules1m")]
     Schedules1m,
+    /// Dispatch latency against offered load (`--load-*`): the curve, its
+    /// knee, a table and an SVG plot. Not run by default: a minute per
+    /// rate and repetition; it writes its own report section.
+    #[value(name = "load")]
+    Load,
+    /// `--burst-runs` runs due in the same second: time until every first
+    /// task started. Not run by default: it applies thousands of DAGs and
+    /// waits for a whole minute; it writes its own report section.
+    #[value(name = "burst")]
+    Burst,
 }
 
 impl Workload {
@@ -104,6 +116,8 @@ impl Workload {
             Workload::Cron => "cron",
             Workload::Ui => "ui",
             Workload::Schedules1m => "schedules1m",
+            Workload::Load => "load",
+            Workload::Burst => "burst",
         }
     }
 }
@@ -161,6 +175,41 @@ pub struct Bench<'a> {
     pub schedules1m_count: usize,
     /// Length of the schedules1m window, in seconds.
     pub schedules1m_seconds: u64,
+    /// What `load` sweeps.
+    pub load: load::LoadPlan,
+    /// Runs of the `burst`.
+    pub burst_runs: usize,
+}
+
+/// What a workload measured: its report rows, and for a workload whose
+/// figures do not fit rows alone, an appendix.
+pub struct Measured {
+    /// The report rows.
+    pub rows: Vec<Row>,
+    /// A table or plot of its own, if any.
+    pub appendix: Option<Appendix>,
+}
+
+impl From<Vec<Row>> for Measured {
+    fn from(rows: Vec<Row>) -> Measured {
+        Measured {
+            rows,
+            appendix: None,
+        }
+    }
+}
+
+/// What a workload reports beside its rows.
+pub struct Appendix {
+    /// For the terminal.
+    pub text: String,
+    /// For the Markdown section, after its table.
+    pub markdown: String,
+    /// An SVG file the Markdown links to: its file name (written next to
+    /// the report) and contents.
+    pub svg: Option<(String, String)>,
+    /// Remarks for the section's notes.
+    pub notes: Vec<String>,
 }
 
 /// Every fire the ticker publishes, as a core subscriber on `dj.fire.>` sees
@@ -510,8 +559,8 @@ async fn repeat_runs(
 }
 
 /// Runs `workload` with `kind` tasks; returns its report rows.
-pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Result<Vec<Row>> {
-    match workload {
+pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Result<Measured> {
+    let rows = match workload {
         Workload::Chain10 => chain::chain10(bench, kind).await,
         Workload::Fanout50 => fanout::fanout50(bench, kind).await,
         Workload::Wide200 => wide::wide200(bench, kind).await,
@@ -521,7 +570,10 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
         Workload::Cron => cron::run(bench).await,
         Workload::Ui => ui::run(bench).await,
         Workload::Schedules1m => schedules::run(bench).await,
-    }
+        Workload::Burst => burst::run(bench).await,
+        Workload::Load => return load::run(bench).await,
+    };
+    rows.map(Measured::from)
 }
 
 #[cfg(test)]

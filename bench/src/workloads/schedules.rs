@@ -30,6 +30,7 @@ use sea_orm::{
 };
 
 use super::{Bench, FireWatch, TaskKind, apply, dag_yaml, wide};
+use crate::procfs;
 use crate::report::{Row, Target, Unit};
 use crate::stats::Better;
 use crate::system::System;
@@ -335,20 +336,6 @@ async fn prefill_last_fires(system: &System<'_>, first_id: i64, count: usize) ->
     Ok(())
 }
 
-/// A `/proc/<pid>/status` field in MiB (`VmHWM`, `VmRSS`).
-fn memory_mib(pid: u32, field: &str) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib / 1024.0)
-}
-
 /// The ticker's "schedules loaded" line, once it is in `log`, without
 /// colours (the log is written with ANSI escapes even into a file).
 fn ready_line(log: &Path) -> Option<String> {
@@ -437,8 +424,8 @@ async fn measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<Rep> {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let peak = memory_mib(pid, "VmHWM").context("cannot read the ticker's memory")?;
-    let end = memory_mib(pid, "VmRSS").context("cannot read the ticker's memory")?;
+    let peak = procfs::memory_mib(pid, "VmHWM").context("cannot read the ticker's memory")?;
+    let end = procfs::memory_mib(pid, "VmRSS").context("cannot read the ticker's memory")?;
     let published = watcher.finish().await?;
 
     // Window seconds by second of the day (a window is shorter than a day).
