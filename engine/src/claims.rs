@@ -21,7 +21,7 @@ use sea_orm::{
 
 use crate::datasets::{Announcement, record_written};
 use crate::effects::Effects;
-use crate::propagation::propagate_all;
+use crate::propagation::propagate_marked;
 use crate::queue::requeue_abandoned;
 use crate::sql::{Ti, TiCol, stored_problem};
 use crate::transitions::TaskTransition;
@@ -212,6 +212,21 @@ async fn finish_many<C: ConnectionTrait>(
             .into(),
         );
     }
+    // A terminal end is propagated in this same transaction
+    // ([`record`]), so the statement that ends it marks it propagated too.
+    let terminal: Vec<i64> = finishes
+        .iter()
+        .filter(|f| matches!(f.end, AttemptEnd::Terminal(_)))
+        .map(|f| f.id)
+        .collect();
+    if !terminal.is_empty() {
+        update = update.col_expr(
+            TiCol::Propagated,
+            Expr::case(TiCol::Id.is_in(terminal), Expr::value(true))
+                .finally(Expr::col(TiCol::Propagated))
+                .into(),
+        );
+    }
     // End and EndForRetry leave the same status, RUNNING.
     let mut ended = update
         .filter(TaskTransition::End.applies())
@@ -355,15 +370,15 @@ pub async fn record(
     let claimed = apply_claims(&txn, owner, claims, now).await?;
     let ended = apply_ends(&txn, owner, ends).await?;
     let mut effects = Effects::default();
-    let finished: Vec<i64> = ended
+    // Marked propagated by the statement that ended them.
+    let finished: Vec<&task_instance::Model> = ended
         .values()
         .filter_map(|ended| ended.finished.as_ref())
         .filter(|row| row.status.is_terminal())
-        .map(|row| row.id)
         .collect();
     let announcements = announcements_of(&ended, ends);
     record_written(&txn, announcements, now, &mut effects).await?;
-    propagate_all(&txn, finished, now, &mut effects).await?;
+    propagate_marked(&txn, &finished, now, &mut effects).await?;
     effects
         .queued
         .extend(ended.values().filter_map(|ended| ended.requeued.clone()));

@@ -145,15 +145,41 @@ pub(crate) async fn propagate_all<C: ConnectionTrait>(
                 .filter(TiCol::Status.is_in(TaskStatus::TERMINAL))
         })
         .await?;
-        out.propagated
-            .extend(parents.iter().map(|p| (p.id, p.dag_run_id)));
-        let mut next = Vec::new();
-        count_into_children(conn, &parents, now, out, &mut next).await?;
-        release_waiters(conn, &parents, now, out, &mut next).await?;
-        count_off_runs(conn, &parents, now, out, &mut next).await?;
-        work = next;
+        let parents: Vec<&task_instance::Model> = parents.iter().collect();
+        work = propagate_wave(conn, &parents, now, out).await?;
     }
     Ok(())
+}
+
+/// [`propagate_all`] for terminal instances the caller's own statement has
+/// just marked propagated — a runner's attempt ends, marked by the update
+/// that ended them — so the first wave costs no statement of its own.
+pub(crate) async fn propagate_marked<C: ConnectionTrait>(
+    conn: &C,
+    marked: &[&task_instance::Model],
+    now: DateTime<Utc>,
+    out: &mut Effects,
+) -> Result<(), DbErr> {
+    let next = propagate_wave(conn, marked, now, out).await?;
+    propagate_all(conn, next, now, out).await
+}
+
+/// Counts one wave of `parents`, already marked propagated, into their
+/// children, waiters and runs; returns the instances it settled, the next
+/// wave.
+async fn propagate_wave<C: ConnectionTrait>(
+    conn: &C,
+    parents: &[&task_instance::Model],
+    now: DateTime<Utc>,
+    out: &mut Effects,
+) -> Result<Vec<i64>, DbErr> {
+    out.propagated
+        .extend(parents.iter().map(|p| (p.id, p.dag_run_id)));
+    let mut next = Vec::new();
+    count_into_children(conn, parents, now, out, &mut next).await?;
+    release_waiters(conn, parents, now, out, &mut next).await?;
+    count_off_runs(conn, parents, now, out, &mut next).await?;
+    Ok(next)
 }
 
 /// Applies the strategy's decision to each PENDING instance of `rows`, a
@@ -361,7 +387,7 @@ impl StrongResults {
 /// and releases the children whose strategy is now decided.
 async fn count_into_children<C: ConnectionTrait>(
     conn: &C,
-    parents: &[task_instance::Model],
+    parents: &[&task_instance::Model],
     now: DateTime<Utc>,
     out: &mut Effects,
     settled: &mut Vec<i64>,
@@ -465,7 +491,7 @@ pub(crate) async fn count_parent<C: ConnectionTrait>(
 /// to the DAG's oldest waiting run, whose roots are released.
 async fn count_off_runs<C: ConnectionTrait>(
     conn: &C,
-    parents: &[task_instance::Model],
+    parents: &[&task_instance::Model],
     now: DateTime<Utc>,
     out: &mut Effects,
     settled: &mut Vec<i64>,

@@ -265,7 +265,7 @@ async fn awaited_batch<C: ConnectionTrait>(
 /// waiter and evaluates it if its run is running.
 pub(crate) async fn release_waiters<C: ConnectionTrait>(
     conn: &C,
-    parents: &[task_instance::Model],
+    parents: &[&task_instance::Model],
     now: DateTime<Utc>,
     out: &mut Effects,
     settled: &mut Vec<i64>,
