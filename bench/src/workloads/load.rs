@@ -713,7 +713,9 @@ fn plot(points: &[Point], database: &str) -> Result<String> {
             .x_label_area_size(44)
             .y_label_area_size(64)
             .build_cartesian_2d(
-                (50.0_f64..f64::from(max_rate) * 1.5).log_scale(),
+                (50.0_f64..f64::from(max_rate) * 1.5)
+                    .log_scale()
+                    .with_key_points(points.iter().map(|p| f64::from(p.rate)).collect()),
                 (1.0_f64..max_ms * 2.0).log_scale(),
             )
             .map_err(plot_error)?;
@@ -770,7 +772,7 @@ fn plot(points: &[Point], database: &str) -> Result<String> {
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK.mix(0.3))
             .draw()
