@@ -68,8 +68,8 @@ const DEFAULT_SCALE_TASKS: u64 = 2_560;
 /// repetitions, judged against issue 6's targets and compared with Airflow's
 /// and Hatchet's figures; `--write` records it in a Markdown file.
 ///
-/// Runner and ticker processes (`scale`, `schedules1m`, `--processes`) run
-/// the `datajump` binary next to this one (or `--datajump`): build both with
+/// Role processes (`scale`, `schedules1m`, `load`, `burst`, `--processes`)
+/// run the `datajump` binary next to this one (or `--datajump`): build both with
 /// `cargo build --release -p datajump -p datajump-bench`.
 #[derive(Parser)]
 #[command(
@@ -85,7 +85,8 @@ const DEFAULT_SCALE_TASKS: u64 = 2_560;
 )]
 pub struct BenchArgs {
     /// Workloads to run, in order (default: chain10 fanout50 wide200
-    /// chain1000 wide10k scale cron ui; schedules1m runs only when named).
+    /// chain1000 wide10k scale cron ui; schedules1m, load and burst run only
+    /// when named).
     #[arg(value_enum)]
     workloads: Vec<Workload>,
     /// Database of the systems the bench starts.
@@ -113,8 +114,8 @@ pub struct BenchArgs {
     /// processes (`scale` always does) instead of inside the bench process.
     #[arg(long)]
     processes: bool,
-    /// The `datajump` binary that runner and ticker processes run (`scale`,
-    /// `schedules1m`, `--processes`); by default the `datajump` next to this
+    /// The `datajump` binary that role processes run (`scale`,
+    /// `schedules1m`, `load`, `burst`, `--processes`); by default the `datajump` next to this
     /// executable, as `cargo build -p datajump -p datajump-bench` leaves it.
     #[arg(long, env = "DATAJUMP_BENCH_DATAJUMP", value_name = "PATH")]
     datajump: Option<PathBuf>,
