@@ -254,6 +254,11 @@ pub struct System<'b> {
     up: Option<Child>,
 }
 
+/// The bench's own `DATAJUMP_LOG` for role processes, `warn` by default.
+fn quiet_log_level() -> String {
+    std::env::var("DATAJUMP_LOG").unwrap_or_else(|_| "warn".to_owned())
+}
+
 /// The `nats-server` binary on PATH (or the usual places).
 pub fn nats_server_binary() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -453,28 +458,19 @@ impl<'b> System<'b> {
         self.wait_for_runners(runners.count).await
     }
 
-    fn spawn_runner_process(&mut self, index: usize, args: &RunnerArgs) -> Result<()> {
-        let log = self.dir.0.join(format!("runner-{index}.log"));
-        let log_file = std::fs::File::create(&log)
+    /// A `datajump` role process on this system's database and NATS,
+    /// logging into `log` in its folder at `log_level`, with `args`; no
+    /// metrics address (several processes cannot all listen on one), and
+    /// killed if the bench drops it.
+    fn spawn_role(&self, args: &[String], log: &Path, log_level: &str) -> Result<Child> {
+        let log_file = std::fs::File::create(log)
             .with_context(|| format!("cannot create {}", log.display()))?;
-        let child = Command::new(self.datajump)
-            .args([
-                "runner",
-                "--queues",
-                &args.queues.join(","),
-                "--slots",
-                &args.slots.to_string(),
-                "--drain-timeout",
-                &args.drain_timeout.to_string(),
-            ])
+        Command::new(self.datajump)
+            .args(args)
             .env("DATAJUMP_DATABASE_URL", &self.db_url)
             .env("DATAJUMP_NATS_URL", &self.nats_url)
-            // Several runner processes cannot all listen on the one address.
             .env_remove("DATAJUMP_METRICS_ADDR")
-            .env(
-                "DATAJUMP_LOG",
-                std::env::var("DATAJUMP_LOG").unwrap_or_else(|_| "warn".to_owned()),
-            )
+            .env("DATAJUMP_LOG", log_level)
             .stdin(Stdio::null())
             .stdout(log_file.try_clone()?)
             .stderr(log_file)
@@ -482,10 +478,25 @@ impl<'b> System<'b> {
             .spawn()
             .with_context(|| {
                 format!(
-                    "cannot start a runner process ({}): {BUILD_HINT}",
+                    "cannot start `datajump {}` ({}): {BUILD_HINT}",
+                    args.first().map_or("", String::as_str),
                     self.datajump.display()
                 )
-            })?;
+            })
+    }
+
+    fn spawn_runner_process(&mut self, index: usize, args: &RunnerArgs) -> Result<()> {
+        let log = self.dir.0.join(format!("runner-{index}.log"));
+        let args = [
+            "runner".to_owned(),
+            "--queues".to_owned(),
+            args.queues.join(","),
+            "--slots".to_owned(),
+            args.slots.to_string(),
+            "--drain-timeout".to_owned(),
+            args.drain_timeout.to_string(),
+        ];
+        let child = self.spawn_role(&args, &log, &quiet_log_level())?;
         self.children.push(child);
         Ok(())
     }
@@ -495,26 +506,8 @@ impl<'b> System<'b> {
     /// `ticker.log`; returns its pid and the log's path.
     pub fn spawn_ticker_process(&mut self) -> Result<(u32, PathBuf)> {
         let log = self.dir.0.join("ticker.log");
-        let log_file = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
-        let child = Command::new(self.datajump)
-            .arg("ticker")
-            .env("DATAJUMP_DATABASE_URL", &self.db_url)
-            .env("DATAJUMP_NATS_URL", &self.nats_url)
-            .env_remove("DATAJUMP_METRICS_ADDR")
-            // Its "schedules loaded" line is how the bench sees it ready.
-            .env("DATAJUMP_LOG", "warn,datajump_ticker=info")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| {
-                format!(
-                    "cannot start a ticker process ({}): {BUILD_HINT}",
-                    self.datajump.display()
-                )
-            })?;
+        // Its "schedules loaded" line is how the bench sees it ready.
+        let child = self.spawn_role(&["ticker".to_owned()], &log, "warn,datajump_ticker=info")?;
         let pid = child.id().context("the ticker process has no pid")?;
         self.ticker = Some(child);
         Ok((pid, log))
@@ -532,33 +525,19 @@ impl<'b> System<'b> {
     /// `up.log`.
     pub async fn start_up_process(&mut self, slots: usize) -> Result<u32> {
         let log = self.dir.0.join("up.log");
-        let log_file = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
         let api_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
-        let child = Command::new(self.datajump)
-            .arg("up")
-            .args(["--dags", &self.dir.0.join("no-dags").display().to_string()])
-            .args(["--api-addr", &api_addr.to_string()])
-            .args(["--slots", &slots.to_string()])
-            .env("DATAJUMP_DATABASE_URL", &self.db_url)
-            .env("DATAJUMP_NATS_URL", &self.nats_url)
-            .env("DATAJUMP_DATA_DIR", self.dir.0.join("up"))
-            .env_remove("DATAJUMP_METRICS_ADDR")
-            .env(
-                "DATAJUMP_LOG",
-                std::env::var("DATAJUMP_LOG").unwrap_or_else(|_| "warn".to_owned()),
-            )
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| {
-                format!(
-                    "cannot start `datajump up` ({}): {BUILD_HINT}",
-                    self.datajump.display()
-                )
-            })?;
+        let args = [
+            "up".to_owned(),
+            "--dags".to_owned(),
+            self.dir.0.join("no-dags").display().to_string(),
+            "--api-addr".to_owned(),
+            api_addr.to_string(),
+            "--slots".to_owned(),
+            slots.to_string(),
+            "--data-dir".to_owned(),
+            self.dir.0.join("up").display().to_string(),
+        ];
+        let child = self.spawn_role(&args, &log, &quiet_log_level())?;
         let pid = child.id().context("the up process has no pid")?;
         self.up = Some(child);
         self.wait_for_runners(1).await?;
