@@ -6,17 +6,22 @@
 //! fails at once with "database is locked" when another writer got there
 //! first. [`begin_write`] is the one way to open a write transaction; on
 //! SQLite it also queues the process's writers on one lock, so they never
-//! poll SQLite's lock with sleeps.
+//! poll SQLite's lock with sleeps, and runs them all on one connection of
+//! their own, whose page cache and prepared statements stay warm.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use sea_orm::sea_query::{CaseStatement, Expr, Value};
-use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+use sea_orm::sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
 use sea_orm::{
     ColumnTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection,
     DatabaseTransaction, DbBackend, DbErr, ExecResult, QueryResult, SqliteTransactionMode,
-    Statement, TransactionOptions, TransactionTrait,
+    SqlxSqliteConnector, Statement, TransactionOptions, TransactionTrait,
 };
 
 /// The SQLite file a data folder holds when no database URL is given.
@@ -246,22 +251,70 @@ impl ConnectionTrait for WriteTxn {
     }
 }
 
-/// Opens a transaction that will write: IMMEDIATE on SQLite, behind the
-/// process's write gate, and the default (READ COMMITTED) on PostgreSQL.
+/// Opens a transaction that will write: on SQLite IMMEDIATE, behind the
+/// process's write gate and on the file's [`sqlite_writer`]; on PostgreSQL
+/// the default (READ COMMITTED) on a pooled connection.
 pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
-    let sqlite = db.get_database_backend() == DbBackend::Sqlite;
-    let gate = if sqlite {
-        Some(SQLITE_WRITE_GATE.lock().await)
-    } else {
-        None
-    };
-    let txn = db
+    if db.get_database_backend() != DbBackend::Sqlite {
+        let txn = db.begin().await?;
+        return Ok(WriteTxn { txn, _gate: None });
+    }
+    let gate = SQLITE_WRITE_GATE.lock().await;
+    let txn = sqlite_writer(db)
         .begin_with_options(TransactionOptions {
-            sqlite_transaction_mode: sqlite.then_some(SqliteTransactionMode::Immediate),
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
             ..Default::default()
         })
         .await?;
-    Ok(WriteTxn { txn, _gate: gate })
+    Ok(WriteTxn {
+        txn,
+        _gate: Some(gate),
+    })
+}
+
+/// How long the writer's connection stays open with nothing to write.
+const SQLITE_WRITER_IDLE: Duration = Duration::from_secs(60);
+
+/// The connection this process writes the SQLite file of `db` on: a pool
+/// of one with `db`'s settings, opened when first needed and closed after
+/// [`SQLITE_WRITER_IDLE`] without writes. SQLite has one writer at a time
+/// anyway, and on one connection the writer's work stays warm: a connection
+/// that another one wrote after must reread the pages it had cached, and
+/// each connection prepares each statement for itself, so write
+/// transactions spread over the pool paid both again and again (a third of
+/// a runner's statement time under load, docs/BENCHMARKS.md). One writer
+/// per pool, found by the pool's connect options and dropped with them, so
+/// a file deleted and created again is never written through a connection
+/// to the old one.
+fn sqlite_writer(db: &DatabaseConnection) -> DatabaseConnection {
+    type Writers = BTreeMap<usize, (Weak<SqliteConnectOptions>, DatabaseConnection)>;
+    static WRITERS: std::sync::Mutex<Writers> = std::sync::Mutex::new(BTreeMap::new());
+    let options = db.get_sqlite_connection_pool().connect_options();
+    let key = Arc::as_ptr(&options) as usize;
+    let mut writers = WRITERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((owner, writer)) = writers.get(&key)
+        && owner
+            .upgrade()
+            .is_some_and(|owner| Arc::ptr_eq(&owner, &options))
+    {
+        return writer.clone();
+    }
+    writers.retain(|_, (owner, _)| owner.strong_count() > 0);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .min_connections(0)
+        .idle_timeout(SQLITE_WRITER_IDLE)
+        // Only the gate's holder asks, so nobody ever waits here; and a
+        // ping would be one more round trip to the connection's thread in
+        // every transaction.
+        .test_before_acquire(false)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_lazy_with((*options).clone());
+    let writer = SqlxSqliteConnector::from_sqlx_sqlite_pool(pool);
+    writers.insert(key, (Arc::downgrade(&options), writer.clone()));
+    writer
 }
 
 /// A column's new value per row in a set-based UPDATE, keyed by `key`:
