@@ -307,12 +307,16 @@ async fn settle_message(message: &jetstream::Message, stream: Stream, settlement
         }
         Settlement::Poison(why) => {
             error!(subject, sequence, why, "poison message terminated");
-            metrics::poison_message(stream);
             AckKind::Term
         }
     };
-    if let Err(e) = datajump_nats::settle(message, kind).await {
-        warn!(error = %e, subject, sequence, "could not acknowledge message");
+    let poison = matches!(kind, AckKind::Term);
+    match datajump_nats::settle(message, kind).await {
+        // Counted once the server has it terminated, so a scrape that
+        // sees the count sees the message gone from its consumer's backlog.
+        Ok(()) if poison => metrics::poison_message(stream),
+        Ok(()) => {}
+        Err(e) => warn!(error = %e, subject, sequence, "could not acknowledge message"),
     }
 }
 

@@ -59,9 +59,11 @@ impl Runner {
                     .map(|i| i.stream_sequence)
                     .unwrap_or_default();
                 warn!(subject = %message.subject, sequence, error = %e, "poison work message terminated");
-                metrics::poison_message(Stream::Work);
-                if let Err(e) = datajump_nats::settle(&message, AckKind::Term).await {
-                    warn!(error = %e, "could not terminate poison work message");
+                // Counted once the server has it terminated, so a scrape
+                // that sees the count sees the message out of the backlog.
+                match datajump_nats::settle(&message, AckKind::Term).await {
+                    Ok(()) => metrics::poison_message(Stream::Work),
+                    Err(e) => warn!(error = %e, "could not terminate poison work message"),
                 }
                 return;
             }
