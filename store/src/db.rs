@@ -283,9 +283,9 @@ const SQLITE_WRITER_IDLE: Duration = Duration::from_secs(60);
 /// each connection prepares each statement for itself, so write
 /// transactions spread over the pool paid both again and again (a third of
 /// a runner's statement time under load, docs/BENCHMARKS.md). One writer
-/// per pool, found by the pool's connect options and dropped with them, so
-/// a file deleted and created again is never written through a connection
-/// to the old one.
+/// per pool, found by the pool's connect options and never used once they
+/// are gone (dropped when the next writer is made), so a file deleted and
+/// created again is never written through a connection to the old one.
 fn sqlite_writer(db: &DatabaseConnection) -> DatabaseConnection {
     type Writers = BTreeMap<usize, (Weak<SqliteConnectOptions>, DatabaseConnection)>;
     static WRITERS: std::sync::Mutex<Writers> = std::sync::Mutex::new(BTreeMap::new());
@@ -294,10 +294,10 @@ fn sqlite_writer(db: &DatabaseConnection) -> DatabaseConnection {
     let mut writers = WRITERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A live owner at this address is this pool's options: an address is
+    // reused only once its allocation is gone.
     if let Some((owner, writer)) = writers.get(&key)
-        && owner
-            .upgrade()
-            .is_some_and(|owner| Arc::ptr_eq(&owner, &options))
+        && owner.strong_count() > 0
     {
         return writer.clone();
     }
