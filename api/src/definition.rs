@@ -756,6 +756,9 @@ fn dag_file(dag: &dag::Model, schedules: &[schedule::Model]) -> Map<String, Valu
     out.insert("params".into(), dag.params.clone());
     out.insert("max_active_runs".into(), json!(dag.max_active_runs));
     out.insert("overlap".into(), json!(dag.overlap_policy));
+    if let Some(priority) = dag.priority {
+        out.insert("priority".into(), json!(priority));
+    }
     for (key, secs) in [
         ("queue_timeout", dag.queue_timeout_secs),
         ("run_timeout", dag.run_timeout_secs),

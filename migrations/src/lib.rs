@@ -31,6 +31,7 @@ mod m20261205_000021_schedule_active_since;
 mod m20261206_000022_declared_outputs_index;
 mod m20261206_000023_reason_problems;
 mod m20261206_000024_flow_skips;
+mod m20261207_000025_dag_priority;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -62,6 +63,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000022_declared_outputs_index::Migration),
             Box::new(m20261206_000023_reason_problems::Migration),
             Box::new(m20261206_000024_flow_skips::Migration),
+            Box::new(m20261207_000025_dag_priority::Migration),
         ]
     }
 }

@@ -128,13 +128,17 @@ impl ApplyReport {
             && self.schedules_removed.is_empty()
     }
 
-    /// True when schedules changed, so tickers should reload.
+    /// True when what the tickers load changed (schedules, whether the DAG
+    /// is online, the priority its fires go out by), so they should reload.
     pub fn schedules_touched(&self) -> bool {
         self.created
             || !self.schedules_added.is_empty()
             || !self.schedules_changed.is_empty()
             || !self.schedules_removed.is_empty()
-            || self.dag_fields.iter().any(|f| f == "online")
+            || self
+                .dag_fields
+                .iter()
+                .any(|f| f == "online" || f == "priority")
     }
 }
 
@@ -442,6 +446,8 @@ async fn write(
                 params: Set(params),
                 max_active_runs: Set(file.max_active_runs),
                 overlap_policy: Set(file.overlap),
+                priority: Set(file.priority),
+                fire_priority: Set(file.fire_priority()),
                 queue_timeout_secs: Set(file.queue_timeout),
                 run_timeout_secs: Set(file.run_timeout),
                 alert_config: Set(alert_config.clone()),
@@ -469,6 +475,10 @@ async fn write(
                 ),
                 ("overlap", row.overlap_policy != file.overlap),
                 (
+                    "priority",
+                    row.priority != file.priority || row.fire_priority != file.fire_priority(),
+                ),
+                (
                     "queue_timeout",
                     row.queue_timeout_secs != file.queue_timeout,
                 ),
@@ -492,6 +502,8 @@ async fn write(
             active.params = Set(params);
             active.max_active_runs = Set(file.max_active_runs);
             active.overlap_policy = Set(file.overlap);
+            active.priority = Set(file.priority);
+            active.fire_priority = Set(file.fire_priority());
             active.queue_timeout_secs = Set(file.queue_timeout);
             active.run_timeout_secs = Set(file.run_timeout);
             active.alert_config = Set(alert_config);

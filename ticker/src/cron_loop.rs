@@ -61,6 +61,10 @@ const CATCHUP_SCAN_LIMIT: usize = 100_000;
 struct Entry {
     schedule_id: i64,
     dag_id: i64,
+    /// Its DAG's project and fire priority: the order fires due together
+    /// go out in ([`fair_order`]).
+    project_id: i64,
+    priority: i32,
     /// Shared by every schedule with the same expression text.
     cron: Arc<CronExpr>,
     tz: Tz,
@@ -120,6 +124,8 @@ impl Schedules {
 struct Row {
     id: i64,
     dag_id: i64,
+    project_id: i64,
+    fire_priority: i32,
     cron_expr: Option<String>,
     timezone: String,
     start_date: Option<NaiveDate>,
@@ -275,6 +281,7 @@ async fn fire_due(
         }
     }
     let entries = &schedules.entries;
+    fair_order(&mut due, entries);
     let published: Vec<_> = futures::stream::iter(due)
         .map(|(index, at)| async move { (index, at, publish(firing, &entries[index], at).await) })
         .buffer_unordered(FIRES_IN_FLIGHT)
@@ -311,6 +318,42 @@ async fn fire_due(
                 schedules.heap.push(Reverse((at.timestamp(), index)));
             }
         }
+    }
+}
+
+/// Puts due fires in the order they go out: by time, then by their DAG's
+/// priority (10 first), then round-robin across projects (each project's
+/// first fire, then each one's second, …, projects by id), then by
+/// schedule id. Fires are stored in the stream in the order they are
+/// published, and resolvers take them in that order, so a project with a
+/// thousand schedules due this second does not start all of its runs
+/// before another project's first.
+fn fair_order(due: &mut [(usize, DateTime<Utc>)], entries: &[Entry]) {
+    due.sort_unstable_by_key(|(index, _)| entries[*index].schedule_id);
+    // A fire's round is its place among its project's fires of the same
+    // time and priority.
+    let mut rounds: HashMap<(DateTime<Utc>, i32, i64), usize> = HashMap::new();
+    let mut keyed: Vec<_> = due
+        .iter()
+        .map(|&(index, at)| {
+            let entry = &entries[index];
+            let round = rounds
+                .entry((at, entry.priority, entry.project_id))
+                .or_default();
+            let key = (
+                at,
+                Reverse(entry.priority),
+                *round,
+                entry.project_id,
+                entry.schedule_id,
+            );
+            *round += 1;
+            (key, (index, at))
+        })
+        .collect();
+    keyed.sort_unstable_by_key(|(key, _)| *key);
+    for (slot, (_, fire)) in due.iter_mut().zip(keyed) {
+        *slot = fire;
     }
 }
 
@@ -397,6 +440,8 @@ async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
             schedule::Column::MisfireGraceSecs,
             schedule::Column::BizDateOffsetDays,
         ])
+        .column(dag::Column::ProjectId)
+        .column(dag::Column::FirePriority)
         .join(
             JoinType::InnerJoin,
             schedule::Entity::belongs_to(dag::Entity)
@@ -440,6 +485,8 @@ async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
         entries.push(Entry {
             schedule_id: row.id,
             dag_id: row.dag_id,
+            project_id: row.project_id,
+            priority: row.fire_priority,
             cron,
             tz: parse_time_zone(&row.timezone).unwrap_or(config.default_timezone),
             start_date: row.start_date,
@@ -560,6 +607,8 @@ mod tests {
         Ok(Entry {
             schedule_id: 1,
             dag_id: 1,
+            project_id: 1,
+            priority: 5,
             cron: Arc::new(CronExpr::parse("0 * * * * ?")?),
             tz: chrono_tz::UTC,
             start_date: None,
@@ -572,6 +621,57 @@ mod tests {
 
     fn minute(n: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + n * 60, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn fires_due_together_go_by_priority_then_round_robin_across_projects() -> Result<(), CronError>
+    {
+        // Schedule ids 1.., (project, priority) each.
+        let dags = [
+            (1, 5),
+            (1, 5),
+            (1, 5),
+            (2, 5),
+            (2, 5),
+            (3, 5),
+            (3, 9),
+            (1, 5),
+        ];
+        let entries = dags
+            .iter()
+            .enumerate()
+            .map(|(i, (project_id, priority))| {
+                Ok(Entry {
+                    schedule_id: i64::try_from(i).unwrap_or_default() + 1,
+                    project_id: *project_id,
+                    priority: *priority,
+                    ..every_minute(0)?
+                })
+            })
+            .collect::<Result<Vec<_>, CronError>>()?;
+        let (now, later) = (minute(1), minute(2));
+        let mut due: Vec<_> = (0..entries.len()).rev().map(|i| (i, now)).collect();
+        due.insert(0, (0, later));
+        fair_order(&mut due, &entries);
+        let order: Vec<(i64, DateTime<Utc>)> = due
+            .iter()
+            .map(|(i, at)| (entries[*i].schedule_id, *at))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (7, now), // priority 9 first
+                (1, now),
+                (4, now),
+                (6, now), // round 1: each project's first
+                (2, now),
+                (5, now), // round 2
+                (3, now),
+                (8, now), // project 1's rest
+                (1, later),
+            ]
+        );
+        Ok(())
     }
 
     #[test]

@@ -51,6 +51,7 @@ test('a DAG drawn on the canvas is saved with its positions and parameters, runs
   await page.getByTestId('dag-param-add').click();
   await page.getByTestId('dag-param-name').fill('greeting');
   await page.getByTestId('dag-param-value').fill('hello');
+  await page.getByTestId('dag-priority').selectOption('8');
   const tasks = [
     { name: 'extract', command: 'echo extracting; sleep 1' },
     { name: 'transform', command: 'echo transforming' },
@@ -98,8 +99,11 @@ test('a DAG drawn on the canvas is saved with its positions and parameters, runs
   await expect(page.locator('.react-flow__edge')).toHaveCount(2);
   await expect(page.getByTestId('dag-param-name')).toHaveValue('greeting');
   await expect(page.getByTestId('dag-param-value')).toHaveValue('hello');
+  await expect(page.getByTestId('dag-priority')).toHaveValue('8');
+  await shot(page, '03-dag-settings');
 
   await page.goto(`${base()}/dags/${dagId}?tab=graph`);
+  await expect(page.getByText(/priority 8$/)).toBeVisible();
   await page.getByTestId('trigger-button').first().click();
   await expect(page.getByTestId('trigger-param-greeting')).toHaveValue('hello');
   await page.getByTestId('trigger-submit').click();

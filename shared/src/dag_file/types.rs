@@ -49,6 +49,11 @@ pub struct DagFile {
     /// What a fire does beyond `max_active_runs`.
     #[serde(default)]
     pub overlap: OverlapPolicy,
+    /// Its fires' priority, 1-10 (10 first): fires due in the same second
+    /// go out highest first. Absent: the highest `priority` of its root
+    /// tasks ([`DagFile::fire_priority`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
     /// Seconds a task may wait QUEUED for a runner before it ends TIMEOUT,
     /// for tasks without their own `queue_timeout`; absent or 0: no limit.
     #[serde(default, deserialize_with = "duration::optional_seconds")]
@@ -234,6 +239,14 @@ pub struct DependencyParts<'a> {
     pub previous_run: bool,
 }
 
+impl DependencyParts<'_> {
+    /// Whether the awaited task is in the same run: same DAG, same
+    /// business date, not the previous run.
+    pub fn is_same_run(&self) -> bool {
+        self.dag.is_none() && self.offset_day == 0 && !self.previous_run
+    }
+}
+
 impl DependencyFile {
     /// Its parts; `dag` is `None` for the same DAG.
     pub fn parts(&self) -> DependencyParts<'_> {
@@ -393,18 +406,26 @@ impl DagFile {
         let edges = self.tasks.iter().flat_map(|task| {
             task.depends_on
                 .iter()
-                .filter_map(move |dep| match dep.parts() {
-                    DependencyParts {
-                        dag: None,
-                        task: parent,
-                        offset_day: 0,
-                        previous_run: false,
-                        ..
-                    } => Some((parent, task.name.as_str())),
-                    _ => None,
-                })
+                .map(DependencyFile::parts)
+                .filter(DependencyParts::is_same_run)
+                .map(move |parent| (parent.task, task.name.as_str()))
         });
         crate::graph::topological_order(&names, edges)
+    }
+
+    /// The priority its fires carry: `priority` as written, else the
+    /// highest of its root tasks (those without a parent in the same run),
+    /// else the tasks' default. Fires of a DAG whose first tasks matter
+    /// most go first without the file saying so twice.
+    pub fn fire_priority(&self) -> i32 {
+        self.priority.unwrap_or_else(|| {
+            self.tasks
+                .iter()
+                .filter(|task| !task.depends_on.iter().any(|dep| dep.parts().is_same_run()))
+                .map(|task| task.priority)
+                .max()
+                .unwrap_or_else(default_priority)
+        })
     }
 }
 
@@ -430,6 +451,28 @@ tasks:
         assert_eq!(order.first().map(String::as_str), Some("a"));
         assert_eq!(order.last().map(String::as_str), Some("d"));
         assert_eq!(dag.schedule_names(), vec!["default"]);
+    }
+
+    #[test]
+    fn a_dag_fires_at_its_own_priority_else_its_highest_root() {
+        let roots = "name: x\ntasks:\n  - { name: a, command: 'true', priority: 3 }\n  - { name: b, command: 'true', priority: 7, depends_on: [{ task: y/z, offset_day: -1 }] }\n  - { name: c, command: 'true', priority: 9, depends_on: [a] }\n";
+        let dag = DagFile::parse(roots).unwrap();
+        assert_eq!(
+            dag.fire_priority(),
+            7,
+            "b waits only for another DAG, so it is a root; c is not"
+        );
+        let written = DagFile::parse(&format!("priority: 2\n{roots}")).unwrap();
+        assert_eq!(written.fire_priority(), 2, "as written wins");
+        let empty = DagFile::parse("name: x\ntasks: []\n").unwrap();
+        assert_eq!(empty.fire_priority(), 5, "no tasks: the tasks' default");
+        let refused = DagFile::parse(&format!("priority: 11\n{roots}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("priority must be 1-10, got 11"),
+            "{refused}"
+        );
     }
 
     #[test]

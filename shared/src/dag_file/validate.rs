@@ -51,6 +51,11 @@ impl DagFile {
         {
             problems.push(dag(too_long("`owner`", owner, MAX_OWNER_CHARS)));
         }
+        if let Some(given) = self.priority
+            && !(1..=10).contains(&given)
+        {
+            problems.push(DagProblem::new(Place::Dag, Rule::Priority { given }));
+        }
         if self.max_active_runs < 1 {
             problems.push(dag(format!(
                 "max_active_runs: must be at least 1, got {}",

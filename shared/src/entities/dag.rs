@@ -30,6 +30,11 @@ pub struct Model {
     pub max_active_runs: i32,
     /// `skip | wait | parallel`: what a fire does when `max_active_runs` is reached.
     pub overlap_policy: OverlapPolicy,
+    /// Fire priority as the file says it (1-10); `None`: not said.
+    pub priority: Option<i32>,
+    /// The priority its fires go out by: `priority`, else the highest of
+    /// its root tasks (`DagFile::fire_priority`), kept at each apply.
+    pub fire_priority: i32,
     /// Alert targets and conditions.
     pub alert_config: Option<Json>,
     /// Seconds a task may wait QUEUED for a runner before it ends TIMEOUT,

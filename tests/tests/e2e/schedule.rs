@@ -1,13 +1,16 @@
-//! Cron fires: one run per fire time, with one ticker or two, and only for
-//! the active schedules of online DAGs.
+//! Cron fires: one run per fire time, with one ticker or two, only for
+//! the active schedules of online DAGs, and in a fair order when many are
+//! due together.
 
 use std::time::Duration;
 
 use datajump_shared::entities::{dag, schedule};
-use datajump_shared::messages::scheduled_run_key;
+use datajump_shared::messages::{FireMsg, Message, scheduled_run_key};
 use datajump_shared::{RunStatus, TriggerType, subjects};
+use futures::StreamExt;
+use sea_orm::ActiveValue::{NotSet, Set};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter};
 
 use crate::harness::{TestEnv, dj};
 
@@ -176,3 +179,136 @@ tasks:
         }
     }
 );
+
+/// Schedules per project in [`fires_due_together_alternate_projects`].
+const SCHEDULES_PER_PROJECT: usize = 1000;
+
+both_dbs!(fires_due_together_alternate_projects, |env| async move {
+    // Three projects with a thousand schedules each, all due every second,
+    // and one DAG of the second project that says priority 9.
+    let mut projects = vec![datajump_shared::dag_file::DEFAULT_PROJECT];
+    for name in ["marketing", "finance"] {
+        let created = datajump_store::projects::create(&env.db, name, "")
+            .await
+            .expect("create a project");
+        projects.push(created.id);
+    }
+    let mut project_of = std::collections::HashMap::new();
+    for (p, project) in projects.iter().enumerate() {
+        env.apply(&format!(
+            "name: p{p}_0000\nproject: {project}\nschedules: [{{ cron: '* * * * * ?' }}]\ntasks:\n  - {{ name: t, command: 'true' }}\n"
+        ))
+        .await;
+        let template = dag::Entity::find_by_id(env.dag_id(&format!("p{p}_0000")).await)
+            .one(&env.db)
+            .await
+            .expect("read the template DAG")
+            .expect("the template DAG");
+        let schedule = schedule::Entity::find()
+            .filter(schedule::Column::DagId.eq(template.id))
+            .one(&env.db)
+            .await
+            .expect("read the template schedule")
+            .expect("the template schedule");
+        let copies: Vec<String> = (1..SCHEDULES_PER_PROJECT)
+            .map(|i| format!("p{p}_{i:04}"))
+            .collect();
+        for names in copies.chunks(200) {
+            dag::Entity::insert_many(names.iter().map(|name| {
+                let mut copy = template.clone().into_active_model().reset_all();
+                copy.id = NotSet;
+                copy.name = Set(name.clone());
+                copy
+            }))
+            .exec_without_returning(&env.db)
+            .await
+            .expect("copy the template DAG");
+        }
+        let ids: Vec<i64> = dag::Entity::find()
+            .filter(dag::Column::ProjectId.eq(*project))
+            .all(&env.db)
+            .await
+            .expect("read the copies")
+            .into_iter()
+            .filter(|row| row.id != template.id)
+            .map(|row| row.id)
+            .collect();
+        for ids in ids.chunks(200) {
+            schedule::Entity::insert_many(ids.iter().map(|dag_id| {
+                let mut copy = schedule.clone().into_active_model().reset_all();
+                copy.id = NotSet;
+                copy.dag_id = Set(*dag_id);
+                copy
+            }))
+            .exec_without_returning(&env.db)
+            .await
+            .expect("copy the template schedule");
+        }
+        for row in dag::Entity::find()
+            .filter(dag::Column::ProjectId.eq(*project))
+            .all(&env.db)
+            .await
+            .expect("read the project's DAGs")
+        {
+            project_of.insert(row.id, *project);
+        }
+    }
+    env.apply(&format!(
+        "name: urgent\nproject: {}\npriority: 9\nschedules: [{{ cron: '* * * * * ?' }}]\ntasks:\n  - {{ name: t, command: 'true', priority: 2 }}\n",
+        projects[1]
+    ))
+    .await;
+    let urgent = env.dag_id("urgent").await;
+    let schedule_of: std::collections::HashMap<i64, i64> = schedule::Entity::find()
+        .all(&env.db)
+        .await
+        .expect("read the schedules")
+        .into_iter()
+        .map(|row| (row.dag_id, row.id))
+        .collect();
+    assert_eq!(schedule_of.len(), 3 * SCHEDULES_PER_PROJECT + 1);
+
+    let mut fires = env
+        .nats
+        .subscribe(dj().stream_subjects(subjects::Stream::Fire))
+        .await
+        .expect("subscribe to fires");
+    let ticker = env.spawn_ticker().await;
+    let mut first = Vec::new();
+    while first.len() < 31 {
+        let message = tokio::time::timeout(Duration::from_secs(30), fires.next())
+            .await
+            .expect("the ticker fires within 30 s")
+            .expect("the subscription stays open");
+        let fire = FireMsg::decode(&message.payload).expect("a fire");
+        first.push((fire.dag_id, fire.logical_time));
+    }
+    ticker.stop().await;
+
+    assert!(
+        first.iter().all(|(_, at)| *at == first[0].1),
+        "the first 31 fires are of one second: {first:?}"
+    );
+    assert_eq!(first[0].0, urgent, "the priority-9 DAG's fire goes first");
+    let order: Vec<(i64, i64)> = first[1..]
+        .iter()
+        .map(|(dag_id, _)| (project_of[dag_id], schedule_of[dag_id]))
+        .collect();
+    let projects_in_turn: Vec<i64> = order.iter().map(|(project, _)| *project).collect();
+    let expected: Vec<i64> = projects.iter().copied().cycle().take(30).collect();
+    assert_eq!(
+        projects_in_turn, expected,
+        "then one fire of each project in turn"
+    );
+    for project in &projects {
+        let schedules: Vec<i64> = order
+            .iter()
+            .filter(|(p, _)| p == project)
+            .map(|(_, schedule)| *schedule)
+            .collect();
+        assert!(
+            schedules.windows(2).all(|pair| pair[0] < pair[1]),
+            "each project's fires by schedule id: {schedules:?}"
+        );
+    }
+});

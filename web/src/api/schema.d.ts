@@ -3370,6 +3370,13 @@ export interface components {
                 [key: string]: string;
             };
             /**
+             * Format: int32
+             * @description Its fires' priority, 1-10 (10 first): fires due in the same second
+             *     go out highest first. Absent: the highest `priority` of its root
+             *     tasks ([`DagFile::fire_priority`]).
+             */
+            priority?: number | null;
+            /**
              * Format: int64
              * @description Project id (default 1, [`DEFAULT_PROJECT`]).
              * @default 1
@@ -3735,6 +3742,13 @@ export interface components {
                 [key: string]: string;
             };
             /**
+             * Format: int32
+             * @description Its fires' priority, 1-10 (10 first): fires due in the same second
+             *     go out highest first. Absent: the highest `priority` of its root
+             *     tasks ([`DagFile::fire_priority`]).
+             */
+            priority?: number | null;
+            /**
              * Format: int64
              * @description Project id (default 1, [`DEFAULT_PROJECT`]).
              * @default 1
@@ -4076,6 +4090,12 @@ export interface components {
              */
             description: string;
             /**
+             * Format: int32
+             * @description The priority its fires go out by (1-10, 10 first): its `priority`,
+             *     else the highest of its root tasks.
+             */
+            firePriority: number;
+            /**
              * Format: int64
              * @description DAG id.
              */
@@ -4110,6 +4130,13 @@ export interface components {
             params?: {
                 [key: string]: string;
             };
+            /**
+             * Format: int32
+             * @description Its fires' priority, 1-10 (10 first): fires due in the same second
+             *     go out highest first. Absent: the highest `priority` of its root
+             *     tasks ([`DagFile::fire_priority`]).
+             */
+            priority?: number | null;
             /**
              * Format: int64
              * @description Project id (default 1, [`DEFAULT_PROJECT`]).
@@ -4432,6 +4459,12 @@ export interface components {
             /** @description Free text. */
             description: string;
             /**
+             * Format: int32
+             * @description The priority its fires go out by (1-10, 10 first): its `priority`,
+             *     else the highest of its root tasks.
+             */
+            firePriority: number;
+            /**
              * Format: int64
              * @description DAG id.
              */
@@ -4483,6 +4516,12 @@ export interface components {
             createdAt: string;
             /** @description Free text. */
             description: string;
+            /**
+             * Format: int32
+             * @description The priority its fires go out by (1-10, 10 first): its `priority`,
+             *     else the highest of its root tasks.
+             */
+            firePriority: number;
             /**
              * Format: int64
              * @description DAG id.

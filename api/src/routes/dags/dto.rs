@@ -68,6 +68,9 @@ pub struct DagSummary {
     pub max_active_runs: i32,
     /// `skip | wait | parallel`.
     pub overlap: OverlapPolicy,
+    /// The priority its fires go out by (1-10, 10 first): its `priority`,
+    /// else the highest of its root tasks.
+    pub fire_priority: i32,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Last change.
@@ -89,6 +92,7 @@ impl From<&dag::Model> for DagSummary {
             version: row.version,
             max_active_runs: row.max_active_runs,
             overlap: row.overlap_policy,
+            fire_priority: row.fire_priority,
             created_at: row.created_at,
             updated_at: row.updated_at,
             source_file: row.source_file.clone(),

@@ -75,7 +75,7 @@ export function DagPage() {
           </span>
         )}
         <span className="muted small">
-          {t('page.meta', { version: d.version, owner: d.owner ?? '—', max: d.maxActiveRuns, overlap: d.overlap })}
+          {t('page.meta', { version: d.version, owner: d.owner ?? '—', max: d.maxActiveRuns, overlap: d.overlap, priority: d.firePriority })}
         </span>
         <div className="spacer" />
         {canTrigger && (

@@ -86,7 +86,28 @@ export function DagSettingsPanel({
             />
             {runsBad && <span className="field-error">{t('settings.maxActiveRunsError')}</span>}
           </label>
+          <label className="field">
+            <span>{t('settings.priority')}</span>
+            <select
+              className="input"
+              value={settings.priority}
+              onChange={(e) => onChange({ priority: e.target.value })}
+              data-testid="dag-priority"
+            >
+              <option value="">
+                {dag && dag.priority == null
+                  ? t('settings.priorityFromRootsNow', { priority: dag.firePriority })
+                  : t('settings.priorityFromRoots')}
+              </option>
+              {Array.from({ length: 10 }, (_, i) => String(10 - i)).map((level) => (
+                <option key={level} value={level}>
+                  {level}
+                </option>
+              ))}
+            </select>
+          </label>
         </div>
+        <div className="hint">{t('settings.priorityHint')}</div>
         {!dag && (
           <label className="check">
             <input type="checkbox" checked={settings.online} onChange={(e) => onChange({ online: e.target.checked })} data-testid="dag-online-input" />

@@ -237,8 +237,16 @@ describe('the canvas model', () => {
     const params = paramsOf(settings.params);
     expect(params).toEqual({ env: 'prod', batch: '10', flag: 'true', code: '007' });
     expect(paramRows(params)).toEqual(settings.params);
-    expect(settingsBody(settings)).toEqual({ description: 'nightly', owner: null, maxActiveRuns: 2, params });
-    expect(settingsOf(null)).toEqual({ name: '', description: '', owner: '', maxActiveRuns: '1', params: [], online: true });
+    expect(settingsBody(settings)).toEqual({ description: 'nightly', owner: null, maxActiveRuns: 2, priority: null, params });
+    expect(settingsOf(null)).toEqual({ name: '', description: '', owner: '', maxActiveRuns: '1', priority: '', params: [], online: true });
+  });
+
+  it("keeps a DAG's own priority, and sends none to take its first tasks'", () => {
+    const dag = { name: 'd', maxActiveRuns: 1, priority: 8, params: {} } as Partial<DagDetail> as DagDetail;
+    const settings = settingsOf(dag);
+    expect(settings.priority).toBe('8');
+    expect(settingsBody(settings)).toMatchObject({ priority: 8 });
+    expect(settingsBody({ ...settings, priority: '' })).toMatchObject({ priority: null });
   });
 });
 

@@ -330,6 +330,8 @@ export interface DagSettings {
   description: string;
   owner: string;
   maxActiveRuns: string;
+  /** '1'–'10', or '' for the highest priority of its root tasks. */
+  priority: string;
   params: ParamRow[];
   /** Sent with a new DAG; an existing DAG's is switched on its own route. */
   online: boolean;
@@ -347,6 +349,7 @@ export function settingsOf(dag: DagDetail | null): DagSettings {
     description: dag?.description ?? '',
     owner: dag?.owner ?? '',
     maxActiveRuns: String(dag?.maxActiveRuns ?? 1),
+    priority: dag?.priority == null ? '' : String(dag.priority),
     params: paramRows(dag?.params),
     online: dag?.online ?? true,
   };
@@ -399,11 +402,12 @@ export function paramsOf(rows: ParamRow[]): Record<string, string> {
  */
 export function settingsBody(
   settings: DagSettings,
-): Required<Pick<DagDefinitionBody, 'description' | 'owner' | 'maxActiveRuns' | 'params'>> {
+): Required<Pick<DagDefinitionBody, 'description' | 'owner' | 'maxActiveRuns' | 'priority' | 'params'>> {
   return {
     description: settings.description.trim(),
     owner: settings.owner.trim() || null,
     maxActiveRuns: Number(settings.maxActiveRuns.trim()),
+    priority: settings.priority === '' ? null : Number(settings.priority),
     params: paramsOf(settings.params),
   };
 }
