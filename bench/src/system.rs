@@ -394,7 +394,7 @@ impl<'b> System<'b> {
             replicas: datajump_nats::Replicas::AUTO,
             shard: None,
             default_timezone: chrono_tz::UTC,
-            retention: None,
+            retention: datajump_ticker::cleanup::Retention::default(),
             network: std::sync::Arc::default(),
             periods: datajump_ticker::Periods::default(),
         };

@@ -1,68 +1,181 @@
-//! Retention: runs finished longer ago than the retention period are removed
-//! with their task instances, executions, dependency waits and full logs,
-//! alerts older than the period too, and `dj_ticker` keys of schedules that
-//! no longer exist are dropped.
+//! Retention: what is older than its retention period is removed — finished
+//! runs with their task instances, executions, dependency waits, plan
+//! snapshots and full logs; dataset events and triggers, but for those
+//! data schedules still read; alerts and audit entries on periods of their
+//! own — and `dj_ticker` keys of schedules that no longer exist are
+//! dropped.
 //!
 //! It runs inside the ticker because the ticker already owns everything
 //! time-driven; two tickers cleaning at once only race into deletes of rows
-//! that are already gone.
+//! that are already gone. Every delete is a short transaction whose batch
+//! adapts so that it holds the write lock at most [`LOCK_BUDGET`]
+//! ([`Batch`]): on SQLite one writer serves the whole system, and a
+//! cleanup that held it for seconds would stall dispatch for as long.
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use datajump_nats::Bus;
 use datajump_shared::entities::{
-    alert, dag_run, dag_run_plan, dependency_wait, execution, schedule, task_instance,
+    alert, audit_log, dag_run, dag_run_plan, dataset_event, dataset_trigger, dependency_wait,
+    execution, schedule, task_instance,
 };
 use futures::StreamExt;
+use sea_orm::sea_query::Query;
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::Config;
 
-/// How often the cleanup runs.
-const EVERY: Duration = Duration::from_secs(3600);
-/// Runs removed per transaction.
-const BATCH: u64 = 200;
+/// How long each kind of history is kept; `None` keeps it forever.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// Finished runs, with everything of theirs, and dataset events and
+    /// triggers.
+    pub runs: Option<chrono::Duration>,
+    /// Alerts, delivered or not.
+    pub alerts: Option<chrono::Duration>,
+    /// Audit log entries.
+    pub audit: Option<chrono::Duration>,
+}
+
+/// Longest pause between cleanups.
+const AT_MOST_EVERY: Duration = Duration::from_secs(3600);
+/// Shortest pause between cleanups, however short a period.
+const AT_LEAST_EVERY: Duration = Duration::from_secs(1);
+
+impl Retention {
+    /// How often to clean: a tenth of the shortest period, so nothing
+    /// outlives its period by more than a tenth, at most hourly; `None`
+    /// when everything is kept forever.
+    pub fn every(&self) -> Option<Duration> {
+        [self.runs, self.alerts, self.audit]
+            .into_iter()
+            .flatten()
+            .filter_map(|period| period.to_std().ok())
+            .min()
+            .map(|shortest| (shortest / 10).clamp(AT_LEAST_EVERY, AT_MOST_EVERY))
+    }
+}
+
+/// What one cleanup removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// Finished runs.
+    pub runs: usize,
+    /// Dataset events.
+    pub dataset_events: usize,
+    /// Data schedules' triggers.
+    pub dataset_triggers: usize,
+    /// Alerts.
+    pub alerts: usize,
+    /// Audit log entries.
+    pub audit: usize,
+}
+
+impl Removed {
+    fn is_empty(&self) -> bool {
+        *self == Removed::default()
+    }
+}
 
 pub(crate) async fn run(config: &Config, bus: &Bus, shutdown: &CancellationToken) {
-    let Some(retention) = config.retention else {
+    let Some(every) = config.retention.every() else {
         return;
     };
     while !shutdown.is_cancelled() {
-        match remove_old_runs(config, bus, retention).await {
-            Ok(0) => {}
-            Ok(removed) => info!(
-                removed,
-                retention_days = retention.num_days(),
-                "old runs removed"
-            ),
-            Err(e) => warn!(error = %e, "retention cleanup failed; next hour retries"),
+        match clean(config, bus, Utc::now()).await {
+            Ok(removed) if removed.is_empty() => {}
+            Ok(removed) => info!(?removed, "history past its retention removed"),
+            Err(e) => warn!(error = %e, "retention cleanup failed; the next one retries"),
         }
         if let Err(e) = drop_stale_ticker_keys(config, bus).await {
             warn!(error = %e, "cannot clean dj_ticker keys");
         }
         tokio::select! {
-            () = tokio::time::sleep(EVERY) => {},
+            () = tokio::time::sleep(every) => {},
             () = shutdown.cancelled() => {},
         }
     }
 }
 
-/// Removes finished runs older than `retention`; returns how many.
-pub async fn remove_old_runs(
+/// Removes everything older than its period at `now`.
+pub async fn clean(config: &Config, bus: &Bus, now: DateTime<Utc>) -> Result<Removed, DbErr> {
+    let retention = config.retention;
+    let before = |period: Option<chrono::Duration>| period.map(|period| now - period);
+    let mut removed = Removed::default();
+    if let Some(cutoff) = before(retention.runs) {
+        removed.runs = remove_old_runs(config, bus, cutoff).await?;
+        removed.dataset_events = remove_old_dataset_events(config, cutoff).await?;
+        removed.dataset_triggers = remove_old_dataset_triggers(config, cutoff).await?;
+    }
+    if let Some(cutoff) = before(retention.alerts) {
+        removed.alerts = remove_old_alerts(config, cutoff).await?;
+    }
+    if let Some(cutoff) = before(retention.audit) {
+        removed.audit = remove_old_audit(config, cutoff).await?;
+    }
+    Ok(removed)
+}
+
+/// The longest a cleanup transaction should hold the write lock.
+pub const LOCK_BUDGET: Duration = Duration::from_millis(20);
+/// Most rows one cleanup transaction deletes, however fast.
+const MAX_BATCH: u64 = 5_000;
+
+/// How many rows the next cleanup transaction deletes: halved (or cut in
+/// proportion) when one held the lock past [`LOCK_BUDGET`], doubled when
+/// one took under half of it. Rows cost very different amounts (a run
+/// with a thousand instances against a run of one), so no fixed size
+/// fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batch {
+    size: u64,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch { size: 64 }
+    }
+}
+
+impl Batch {
+    /// Rows to take now.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Learns from a transaction of [`Batch::size`] rows that held the
+    /// lock for `held`.
+    pub fn held(&mut self, held: Duration) {
+        if held > LOCK_BUDGET {
+            // Aim at three quarters of the budget, at least halving.
+            let fit =
+                u128::from(self.size) * LOCK_BUDGET.as_micros() * 3 / (held.as_micros().max(1) * 4);
+            self.size = u64::try_from(fit)
+                .unwrap_or(u64::MAX)
+                .min(self.size / 2)
+                .max(1);
+        } else if held < LOCK_BUDGET / 2 {
+            self.size = (self.size * 2).min(MAX_BATCH);
+        }
+    }
+}
+
+/// Removes finished runs that ended before `cutoff`; returns how many.
+async fn remove_old_runs(
     config: &Config,
     bus: &Bus,
-    retention: chrono::Duration,
+    cutoff: DateTime<Utc>,
 ) -> Result<usize, DbErr> {
-    let cutoff = Utc::now() - retention;
     let logs = bus
         .js()
         .get_object_store(bus.names().logs_bucket())
         .await
         .ok();
+    let mut batch = Batch::default();
     let mut removed = 0;
     loop {
         let runs: Vec<i64> = dag_run::Entity::find()
@@ -70,16 +183,11 @@ pub async fn remove_old_runs(
             .column(dag_run::Column::Id)
             .filter(dag_run::Column::FinishedAt.lt(cutoff))
             .order_by_asc(dag_run::Column::Id)
-            .limit(BATCH)
+            .limit(batch.size())
             .into_tuple()
             .all(&config.db)
             .await?;
         if runs.is_empty() {
-            // Alerts of removed runs, and test alerts, age out the same way.
-            alert::Entity::delete_many()
-                .filter(alert::Column::CreatedAt.lt(cutoff))
-                .exec(&config.db)
-                .await?;
             return Ok(removed);
         }
         let log_names: Vec<String> = execution::Entity::find()
@@ -89,6 +197,7 @@ pub async fn remove_old_runs(
             .into_iter()
             .filter_map(|e| e.log_path)
             .collect();
+        let started = Instant::now();
         let txn = datajump_store::db::begin_write(&config.db).await?;
         execution::Entity::delete_many()
             .filter(execution::Column::DagRunId.is_in(runs.clone()))
@@ -111,12 +220,135 @@ pub async fn remove_old_runs(
             .exec(&txn)
             .await?;
         txn.commit().await?;
+        batch.held(started.elapsed());
         if let Some(logs) = &logs {
             for name in log_names {
                 let _ = logs.delete(name.as_str()).await;
             }
         }
         removed += runs.len();
+    }
+}
+
+/// Removes dataset events recorded before `cutoff` but the newest of each
+/// dataset and partition: a data schedule waiting for several datasets
+/// reads the last event of each (docs/ARCHITECTURE.md "Datasets"), and a
+/// partition's may be the one that completes it months later.
+async fn remove_old_dataset_events(config: &Config, cutoff: DateTime<Utc>) -> Result<usize, DbErr> {
+    let newest = Query::select()
+        .expr(dataset_event::Column::Id.max())
+        .from(dataset_event::Entity)
+        .group_by_columns([
+            dataset_event::Column::ProjectId,
+            dataset_event::Column::Dataset,
+            dataset_event::Column::Partition,
+        ])
+        .to_owned();
+    remove_in_batches(
+        config,
+        |size| {
+            dataset_event::Entity::find()
+                .select_only()
+                .column(dataset_event::Column::Id)
+                .filter(dataset_event::Column::CreatedAt.lt(cutoff))
+                .filter(dataset_event::Column::Id.not_in_subquery(newest.clone()))
+                .order_by_asc(dataset_event::Column::Id)
+                .limit(size)
+                .into_tuple()
+        },
+        |ids| dataset_event::Entity::delete_many().filter(dataset_event::Column::Id.is_in(ids)),
+    )
+    .await
+}
+
+/// Removes data schedules' triggers written before `cutoff` but each
+/// schedule's latest: how far a schedule has consumed unpartitioned
+/// events is read from it. (A trigger whose event is another schedule's
+/// latest is kept too, which costs a row and saves a tuple comparison.)
+async fn remove_old_dataset_triggers(
+    config: &Config,
+    cutoff: DateTime<Utc>,
+) -> Result<usize, DbErr> {
+    let latest = Query::select()
+        .expr(dataset_trigger::Column::EventId.max())
+        .from(dataset_trigger::Entity)
+        .group_by_col(dataset_trigger::Column::ScheduleId)
+        .to_owned();
+    remove_in_batches(
+        config,
+        |size| {
+            dataset_trigger::Entity::find()
+                .select_only()
+                .column(dataset_trigger::Column::Id)
+                .filter(dataset_trigger::Column::CreatedAt.lt(cutoff))
+                .filter(dataset_trigger::Column::EventId.not_in_subquery(latest.clone()))
+                .order_by_asc(dataset_trigger::Column::Id)
+                .limit(size)
+                .into_tuple()
+        },
+        |ids| dataset_trigger::Entity::delete_many().filter(dataset_trigger::Column::Id.is_in(ids)),
+    )
+    .await
+}
+
+/// Removes alerts made before `cutoff`, delivered or not.
+async fn remove_old_alerts(config: &Config, cutoff: DateTime<Utc>) -> Result<usize, DbErr> {
+    remove_in_batches(
+        config,
+        |size| {
+            alert::Entity::find()
+                .select_only()
+                .column(alert::Column::Id)
+                .filter(alert::Column::CreatedAt.lt(cutoff))
+                .order_by_asc(alert::Column::Id)
+                .limit(size)
+                .into_tuple()
+        },
+        |ids| alert::Entity::delete_many().filter(alert::Column::Id.is_in(ids)),
+    )
+    .await
+}
+
+/// Removes audit entries written before `cutoff`.
+async fn remove_old_audit(config: &Config, cutoff: DateTime<Utc>) -> Result<usize, DbErr> {
+    remove_in_batches(
+        config,
+        |size| {
+            audit_log::Entity::find()
+                .select_only()
+                .column(audit_log::Column::Id)
+                .filter(audit_log::Column::At.lt(cutoff))
+                .order_by_asc(audit_log::Column::Id)
+                .limit(size)
+                .into_tuple()
+        },
+        |ids| audit_log::Entity::delete_many().filter(audit_log::Column::Id.is_in(ids)),
+    )
+    .await
+}
+
+/// Deletes, a [`Batch`] per transaction, the rows whose ids `select` finds
+/// (at most `size` of them, oldest first), until it finds none; returns
+/// how many went.
+async fn remove_in_batches<E, S, D>(config: &Config, select: S, delete: D) -> Result<usize, DbErr>
+where
+    E: EntityTrait,
+    S: Fn(u64) -> sea_orm::Selector<sea_orm::SelectGetableTuple<i64>>,
+    D: Fn(Vec<i64>) -> sea_orm::DeleteMany<E>,
+{
+    let mut batch = Batch::default();
+    let mut removed = 0;
+    loop {
+        let ids = select(batch.size()).all(&config.db).await?;
+        if ids.is_empty() {
+            return Ok(removed);
+        }
+        removed += ids.len();
+        let started = Instant::now();
+        let txn = datajump_store::db::begin_write(&config.db).await?;
+        delete(ids).exec(&txn).await?;
+        txn.commit().await?;
+        batch.held(started.elapsed());
     }
 }
 
@@ -147,4 +379,52 @@ async fn drop_stale_ticker_keys(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_shrinks_past_the_budget_and_grows_well_under_it() {
+        let mut batch = Batch::default();
+        let start = batch.size();
+        batch.held(Duration::from_millis(5));
+        assert_eq!(batch.size(), start * 2, "a quarter of the budget: doubled");
+        batch.held(Duration::from_millis(15));
+        assert_eq!(batch.size(), start * 2, "within the budget: kept");
+        batch.held(Duration::from_millis(30));
+        assert_eq!(batch.size(), start, "half again the budget: halved");
+        batch.held(Duration::from_millis(300));
+        assert_eq!(
+            batch.size(),
+            start * 15 / 300,
+            "fifteen times the budget: cut to fit three quarters of it"
+        );
+        for _ in 0..20 {
+            batch.held(Duration::from_secs(1));
+        }
+        assert_eq!(batch.size(), 1, "never below one row");
+        for _ in 0..20 {
+            batch.held(Duration::ZERO);
+        }
+        assert_eq!(batch.size(), MAX_BATCH, "never past the cap");
+    }
+
+    #[test]
+    fn cleanups_come_a_tenth_of_the_shortest_period_apart_at_most_hourly() {
+        let days = |n| Some(chrono::Duration::days(n));
+        let kept = Retention {
+            runs: days(30),
+            alerts: days(30),
+            audit: days(365),
+        };
+        assert_eq!(kept.every(), Some(AT_MOST_EVERY));
+        let soak = Retention {
+            runs: Some(chrono::Duration::minutes(10)),
+            ..kept
+        };
+        assert_eq!(soak.every(), Some(Duration::from_secs(60)));
+        assert_eq!(Retention::default().every(), None, "everything kept");
+    }
 }

@@ -47,8 +47,9 @@ pub struct Config {
     pub shard: Option<(u64, u64)>,
     /// Zone for schedules whose stored zone cannot be read.
     pub default_timezone: Tz,
-    /// Finished runs older than this are removed; `None` keeps everything.
-    pub retention: Option<chrono::Duration>,
+    /// How long finished runs, dataset events, alerts and audit entries
+    /// are kept ([`cleanup`]).
+    pub retention: cleanup::Retention,
     /// Where alert webhooks may connect: the rule HTTP tasks follow, with
     /// the ticker's `--http-allow` and the API's address
     /// (`datajump_shared::network`).

@@ -28,7 +28,7 @@ pub struct TickerArgs {
     /// Serve only schedules whose id ≡ K (mod N), written `K/N`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
-    /// How long finished runs are kept.
+    /// How long history is kept.
     #[command(flatten)]
     pub retention: RetentionArgs,
     /// Where alert webhooks may connect.
@@ -92,17 +92,64 @@ pub struct MetricsArgs {
     pub metrics_addr: Option<SocketAddr>,
 }
 
-/// How long finished runs are kept (shared by `ticker` and `up`).
+/// How long history is kept (shared by `ticker` and `up`). Periods are
+/// spans such as `30d`, `12h`, `10m` or `1h30m` (digits alone are seconds);
+/// `0` keeps that history forever.
 #[derive(Args, Clone, Copy)]
 pub struct RetentionArgs {
-    /// Days finished runs, their executions and logs are kept (0 keeps them forever).
-    #[arg(long, env = "DATAJUMP_RETENTION_DAYS", default_value_t = 30)]
-    pub retention_days: u32,
+    /// How long finished runs are kept, with their task instances,
+    /// executions and logs, and dataset events and triggers (the newest
+    /// event of each dataset and partition, and each data schedule's last
+    /// trigger, stay). Default 30d. Cleanup runs every tenth of the
+    /// shortest period, at most hourly.
+    #[arg(long, env = "DATAJUMP_RETENTION", value_name = "SPAN", value_parser = parse_kept_for)]
+    pub retention: Option<KeptFor>,
+    /// The same in days: the older flag, read when `--retention` is not
+    /// given.
+    #[arg(long, env = "DATAJUMP_RETENTION_DAYS", value_name = "DAYS")]
+    pub retention_days: Option<u32>,
+    /// How long alerts are kept, delivered or not. Default: as long as runs.
+    #[arg(long, env = "DATAJUMP_ALERT_RETENTION", value_name = "SPAN", value_parser = parse_kept_for)]
+    pub alert_retention: Option<KeptFor>,
+    /// How long the audit log (who changed what, through the API) is kept.
+    #[arg(long, env = "DATAJUMP_AUDIT_RETENTION", value_name = "SPAN", value_parser = parse_kept_for, default_value = "365d")]
+    pub audit_retention: KeptFor,
 }
 
+/// A retention period as given: `None` keeps forever (`0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeptFor(Option<chrono::Duration>);
+
+/// Reads a retention period: a span (`30d`, `10m`), digits alone as
+/// seconds, `0` for forever.
+fn parse_kept_for(text: &str) -> Result<KeptFor, String> {
+    let secs = datajump_shared::duration::parse_seconds(text)?;
+    if secs < 0 {
+        return Err(format!(
+            "'{text}' is negative; give a span such as 30d, or 0 to keep forever"
+        ));
+    }
+    Ok(KeptFor(
+        (secs > 0).then(|| chrono::Duration::seconds(secs.into())),
+    ))
+}
+
+/// Runs are kept this long when neither flag says.
+const DEFAULT_RUN_RETENTION_DAYS: i64 = 30;
+
 impl RetentionArgs {
-    fn period(self) -> Option<chrono::Duration> {
-        (self.retention_days > 0).then(|| chrono::Duration::days(i64::from(self.retention_days)))
+    /// The periods the ticker cleans by.
+    pub fn periods(self) -> datajump_ticker::cleanup::Retention {
+        let runs = match (self.retention, self.retention_days) {
+            (Some(KeptFor(period)), _) => period,
+            (None, Some(days)) => (days > 0).then(|| chrono::Duration::days(i64::from(days))),
+            (None, None) => Some(chrono::Duration::days(DEFAULT_RUN_RETENTION_DAYS)),
+        };
+        datajump_ticker::cleanup::Retention {
+            runs,
+            alerts: self.alert_retention.map_or(runs, |KeptFor(period)| period),
+            audit: self.audit_retention.0,
+        }
     }
 }
 
@@ -377,7 +424,7 @@ pub fn ticker_config(
         replicas: global.nats_replicas,
         shard: parse_shard(shard)?,
         default_timezone: parse_time_zone(&global.timezone)?,
-        retention: retention.period(),
+        retention: retention.periods(),
         network: network.policy(api_url, Caller::Webhook)?,
         periods: datajump_ticker::Periods::default(),
     })
@@ -561,5 +608,62 @@ mod tests {
         assert!(parse_shard(Some("4/4")).is_err());
         assert!(parse_shard(Some("x")).is_err());
         assert_eq!(parse_shard(None).unwrap(), None);
+    }
+
+    #[test]
+    fn retention_takes_spans_and_the_older_days_flag() {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            retention: RetentionArgs,
+        }
+        let periods = |args: &[&str]| {
+            <Flags as clap::Parser>::try_parse_from(
+                std::iter::once("ticker").chain(args.iter().copied()),
+            )
+            .map(|flags| flags.retention.periods())
+            .map_err(|e| e.to_string())
+        };
+        let (days, minutes) = (chrono::Duration::days, chrono::Duration::minutes);
+        let defaults = periods(&[]).unwrap();
+        assert_eq!(
+            (defaults.runs, defaults.alerts, defaults.audit),
+            (Some(days(30)), Some(days(30)), Some(days(365)))
+        );
+        let soak = periods(&["--retention", "10m"]).unwrap();
+        assert_eq!(
+            (soak.runs, soak.alerts),
+            (Some(minutes(10)), Some(minutes(10)))
+        );
+        assert_eq!(
+            periods(&["--retention-days", "7"]).unwrap().runs,
+            Some(days(7))
+        );
+        assert_eq!(
+            periods(&["--retention", "1h", "--retention-days", "7"])
+                .unwrap()
+                .runs,
+            Some(chrono::Duration::hours(1)),
+            "the span wins"
+        );
+        let forever = periods(&[
+            "--retention",
+            "0",
+            "--audit-retention",
+            "0",
+            "--alert-retention",
+            "90d",
+        ])
+        .unwrap();
+        assert_eq!(
+            (forever.runs, forever.alerts, forever.audit),
+            (None, Some(days(90)), None)
+        );
+        assert_eq!(periods(&["--retention-days", "0"]).unwrap().runs, None);
+        let refused = periods(&["--retention", "soon"]).unwrap_err();
+        assert!(
+            refused.contains("--retention") && refused.contains("soon"),
+            "{refused}"
+        );
     }
 }

@@ -546,7 +546,7 @@ impl TestEnv {
             replicas: datajump_nats::Replicas::AUTO,
             shard: None,
             default_timezone: chrono_tz::Asia::Shanghai,
-            retention: None,
+            retention: datajump_ticker::cleanup::Retention::default(),
             network,
             periods: TICKER_PERIODS,
         };

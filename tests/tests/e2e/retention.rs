@@ -1,5 +1,7 @@
 //! Retention: finished runs older than the retention period go, with their
-//! task instances, executions and plan snapshots; recent runs stay.
+//! task instances, executions and plan snapshots; recent runs stay; dataset
+//! history goes but for what data schedules still read; the audit log has a
+//! period of its own.
 
 use std::time::Duration;
 
@@ -55,15 +57,18 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
         replicas: datajump_nats::Replicas::AUTO,
         shard: None,
         default_timezone: chrono_tz::UTC,
-        retention: Some(chrono::Duration::days(30)),
+        retention: datajump_ticker::cleanup::Retention {
+            runs: Some(chrono::Duration::days(30)),
+            alerts: Some(chrono::Duration::days(30)),
+            audit: None,
+        },
         network: std::sync::Arc::default(),
         periods: datajump_ticker::Periods::default(),
     };
-    let removed =
-        datajump_ticker::cleanup::remove_old_runs(&config, &env.bus, chrono::Duration::days(30))
-            .await
-            .expect("cleanup");
-    assert_eq!(removed, 1);
+    let removed = datajump_ticker::cleanup::clean(&config, &env.bus, chrono::Utc::now())
+        .await
+        .expect("cleanup");
+    assert_eq!((removed.runs, removed.alerts), (1, 1));
     assert!(
         dag_run::Entity::find_by_id(old.id)
             .one(&env.db)
@@ -107,3 +112,123 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
         .collect();
     assert_eq!(alerts, ["recent"], "alerts older than the period go");
 });
+
+both_dbs!(
+    retention_keeps_what_data_schedules_still_read,
+    |env| async move {
+        use datajump_shared::entities::{audit_log, dataset_event, dataset_trigger};
+        use sea_orm::sea_query::Expr;
+        use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait};
+        use serde_json::json;
+
+        env.apply(
+            "name: joined\nschedules: [{ on: { all: [ods.orders, ods.users] } }]\ntasks: [{ name: t, command: 'true' }]\n",
+        )
+        .await;
+        let api = crate::api::Api::start(&env, None).await;
+        let announce = |dataset: &'static str, partition: &'static str| {
+            let api = &api;
+            async move {
+                api.post(
+                    &format!("/api/v1/datasets/{dataset}/events"),
+                    json!({ "partition": partition }),
+                )
+                .await
+                .expect(201)
+            }
+        };
+        // Orders of the 1st twice (the first restated), then the 2nd and
+        // 3rd both ways: two fires of `joined`.
+        announce("ods.orders", "2024-05-01").await;
+        announce("ods.orders", "2024-05-01").await;
+        for day in ["2024-05-02", "2024-05-03"] {
+            announce("ods.orders", day).await;
+            let started = announce("ods.users", day).await;
+            assert_eq!(started["starts"], json!(["joined"]), "{started}");
+        }
+        let forty_days_ago = chrono::Utc::now() - chrono::Duration::days(40);
+        dataset_event::Entity::update_many()
+            .col_expr(
+                dataset_event::Column::CreatedAt,
+                Expr::value(forty_days_ago),
+            )
+            .exec(&env.db)
+            .await
+            .expect("age the events");
+        dataset_trigger::Entity::update_many()
+            .col_expr(
+                dataset_trigger::Column::CreatedAt,
+                Expr::value(forty_days_ago),
+            )
+            .exec(&env.db)
+            .await
+            .expect("age the triggers");
+        for (days, target) in [(400, "old"), (100, "recent")] {
+            audit_log::ActiveModel {
+                at: Set(chrono::Utc::now() - chrono::Duration::days(days)),
+                actor: Set("alice".to_owned()),
+                role: Set("admin".to_owned()),
+                action: Set("secret set".to_owned()),
+                target: Set(target.to_owned()),
+                status: Set(0),
+                origin: Set("cli@test".to_owned()),
+                ..Default::default()
+            }
+            .insert(&env.db)
+            .await
+            .expect("an audit entry");
+        }
+
+        let config = datajump_ticker::Config {
+            db: env.db.clone(),
+            nats: env.nats.clone(),
+            names: dj(),
+            replicas: datajump_nats::Replicas::AUTO,
+            shard: None,
+            default_timezone: chrono_tz::UTC,
+            retention: datajump_ticker::cleanup::Retention {
+                runs: Some(chrono::Duration::days(30)),
+                alerts: None,
+                audit: Some(chrono::Duration::days(365)),
+            },
+            network: std::sync::Arc::default(),
+            periods: datajump_ticker::Periods::default(),
+        };
+        let removed = datajump_ticker::cleanup::clean(&config, &env.bus, chrono::Utc::now())
+            .await
+            .expect("cleanup");
+        assert_eq!(
+            (
+                removed.dataset_events,
+                removed.dataset_triggers,
+                removed.audit
+            ),
+            (1, 1, 1),
+            "the restated event, the earlier fire and the year-old audit entry went: {removed:?}"
+        );
+        let events: Vec<(String, Option<String>)> = dataset_event::Entity::find()
+            .all(&env.db)
+            .await
+            .expect("events")
+            .into_iter()
+            .map(|event| (event.dataset, event.partition))
+            .collect();
+        assert_eq!(events.len(), 5, "one per dataset and partition: {events:?}");
+        let audit: Vec<String> = audit_log::Entity::find()
+            .all(&env.db)
+            .await
+            .expect("audit")
+            .into_iter()
+            .map(|entry| entry.target)
+            .collect();
+        assert!(
+            audit.contains(&"recent".to_owned()) && !audit.contains(&"old".to_owned()),
+            "{audit:?}"
+        );
+
+        // The orders of the 1st, forty days old, still complete the
+        // condition when its users arrive.
+        let started = announce("ods.users", "2024-05-01").await;
+        assert_eq!(started["starts"], json!(["joined"]), "{started}");
+    }
+);
