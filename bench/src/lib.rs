@@ -38,6 +38,7 @@ use datajump::commands::shutdown_on_signal;
 use report::{Environment, Row};
 use system::{Backend, DbKind, RunnerSetup};
 use workloads::load::{LoadPlan, Offer, Shape};
+use workloads::soak::{ISSUE_SOAK_TASKS, SoakPlan};
 use workloads::{Appendix, Bench, TaskKind, Workload, schedules};
 
 /// Which task types to measure.
@@ -68,7 +69,7 @@ const DEFAULT_SCALE_TASKS: u64 = 2_560;
 /// repetitions, judged against issue 6's targets and compared with Airflow's
 /// and Hatchet's figures; `--write` records it in a Markdown file.
 ///
-/// Role processes (`scale`, `schedules1m`, `load`, `burst`, `--processes`)
+/// Role processes (`scale`, `schedules1m`, `load`, `burst`, `soak`, `--processes`)
 /// run the `datajump` binary next to this one (or `--datajump`): build both with
 /// `cargo build --release -p datajump -p datajump-bench`.
 #[derive(Parser)]
@@ -81,12 +82,13 @@ const DEFAULT_SCALE_TASKS: u64 = 2_560;
   datajump-bench --db sqlite --write docs/BENCHMARKS.md
   datajump-bench chain10 fanout50 --repeat 5 --task noop
   datajump-bench schedules1m --db postgres --write docs/BENCHMARKS.md
-  datajump-bench load --load-offers cron --load-shapes one --repeat 2 --write docs/BENCHMARKS.md"
+  datajump-bench load --load-offers cron --load-shapes one --repeat 2 --write docs/BENCHMARKS.md
+  datajump-bench soak --soak-tasks 100000   # a 3-minute rehearsal of the 33-minute soak"
 )]
 pub struct BenchArgs {
     /// Workloads to run, in order (default: chain10 fanout50 wide200
-    /// chain1000 wide10k scale cron ui; schedules1m, load and burst run only
-    /// when named).
+    /// chain1000 wide10k scale cron ui; schedules1m, load, burst and soak
+    /// run only when named).
     #[arg(value_enum)]
     workloads: Vec<Workload>,
     /// Database of the systems the bench starts.
@@ -115,7 +117,7 @@ pub struct BenchArgs {
     #[arg(long)]
     processes: bool,
     /// The `datajump` binary that role processes run (`scale`,
-    /// `schedules1m`, `load`, `burst`, `--processes`); by default the `datajump` next to this
+    /// `schedules1m`, `load`, `burst`, `soak`, `--processes`); by default the `datajump` next to this
     /// executable, as `cargo build -p datajump -p datajump-bench` leaves it.
     #[arg(long, env = "DATAJUMP_BENCH_DATAJUMP", value_name = "PATH")]
     datajump: Option<PathBuf>,
@@ -162,6 +164,14 @@ pub struct BenchArgs {
     /// One-task DAGs of `burst`, all due in the same second.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     burst_runs: u64,
+    /// Runs `soak` offers in all (the issue's million by default). One
+    /// repetition, whatever `--repeat` says: it is long.
+    #[arg(long, default_value_t = ISSUE_SOAK_TASKS, value_parser = clap::value_parser!(u64).range(1_000..=100_000_000))]
+    soak_tasks: u64,
+    /// Runs `soak` offers each second, each a one-task DAG firing every
+    /// second (the issue's 500 by default).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    soak_rate: u32,
     /// Also write the report into this Markdown file (its section for this
     /// database is replaced — `schedules1m` has a section of its own, so
     /// running it alone keeps the other workloads' figures; the rest of the
@@ -186,7 +196,11 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
         || workloads.iter().any(|w| {
             matches!(
                 w,
-                Workload::Scale | Workload::Schedules1m | Workload::Load | Workload::Burst
+                Workload::Scale
+                    | Workload::Schedules1m
+                    | Workload::Load
+                    | Workload::Burst
+                    | Workload::Soak
             )
         })
     {
@@ -227,6 +241,10 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
             shapes: args.load_shapes.clone(),
         },
         burst_runs: usize::try_from(args.burst_runs).unwrap_or(10_000),
+        soak: SoakPlan {
+            tasks: args.soak_tasks,
+            rate: args.soak_rate,
+        },
     };
     let kinds: &[TaskKind] = match args.task {
         TaskChoice::Noop => &[TaskKind::Noop],
@@ -324,6 +342,7 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
             Workload::Scale,
             Workload::Load,
             Workload::Burst,
+            Workload::Soak,
         ] {
             let mine = |text: &str| text.starts_with(own.name());
             let (own_rows, rest): (Vec<Row>, Vec<Row>) =
@@ -342,6 +361,12 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
                      `datajump ticker` process (no resolver, no runners: the fire is the \
                      measured event); {} repetitions",
                     args.schedules1m_count, args.schedules1m_seconds, args.repeat
+                ),
+                Workload::Soak => format!(
+                    "one `datajump up` process (runner of {} slots, `--retention 10m`) offered \
+                     {} one-task NOOP runs a second by the ticker (one DAG per run a second) \
+                     until {} were due, sampled every 10 s; one repetition",
+                    runners.slots, args.soak_rate, args.soak_tasks
                 ),
                 Workload::Burst => format!(
                     "{} one-task NOOP DAGs on one cron, `0 * * * * ?`, run by one `datajump up` \
@@ -424,6 +449,7 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
                     | Workload::Scale
                     | Workload::Load
                     | Workload::Burst
+                    | Workload::Soak
             )
         }) {
             let env = Environment {
@@ -468,7 +494,8 @@ async fn measure_all(
             | Workload::Schedules1m
             | Workload::Ui
             | Workload::Load
-            | Workload::Burst => &[TaskKind::Noop],
+            | Workload::Burst
+            | Workload::Soak => &[TaskKind::Noop],
             Workload::Scale => &[TaskKind::Sleep],
             _ => kinds,
         };

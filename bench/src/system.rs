@@ -524,9 +524,14 @@ impl<'b> System<'b> {
     /// its runner has announced itself; returns its pid. Its log is
     /// `up.log`.
     pub async fn start_up_process(&mut self, slots: usize) -> Result<u32> {
+        self.start_up_process_with(slots, &[]).await
+    }
+
+    /// [`System::start_up_process`] with `extra` flags for `up`.
+    pub async fn start_up_process_with(&mut self, slots: usize, extra: &[&str]) -> Result<u32> {
         let log = self.dir.0.join("up.log");
         let api_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
-        let args = [
+        let mut args = vec![
             "up".to_owned(),
             "--dags".to_owned(),
             self.dir.0.join("no-dags").display().to_string(),
@@ -537,6 +542,7 @@ impl<'b> System<'b> {
             "--data-dir".to_owned(),
             self.dir.0.join("up").display().to_string(),
         ];
+        args.extend(extra.iter().map(|flag| (*flag).to_owned()));
         let child = self.spawn_role(&args, &log, &quiet_log_level())?;
         let pid = child.id().context("the up process has no pid")?;
         self.up = Some(child);

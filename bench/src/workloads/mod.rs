@@ -22,6 +22,7 @@ mod scale;
 
 pub use scale::SLOTS as SCALE_SLOTS;
 pub mod schedules;
+pub mod soak;
 mod ui;
 mod wide;
 
@@ -89,6 +90,12 @@ pub enum Workload {
     /// waits for a whole minute; it writes its own report section.
     #[value(name = "burst")]
     Burst,
+    /// `--soak-tasks` runs offered steadily (`--soak-rate` a second) to
+    /// one `datajump up` keeping runs 10 minutes: memory, dispatch and the
+    /// database must stay flat. Not run by default (and never in CI): half
+    /// an hour and more; it writes its own report section.
+    #[value(name = "soak")]
+    Soak,
 }
 
 impl Workload {
@@ -118,6 +125,7 @@ impl Workload {
             Workload::Schedules1m => "schedules1m",
             Workload::Load => "load",
             Workload::Burst => "burst",
+            Workload::Soak => "soak",
         }
     }
 }
@@ -179,6 +187,8 @@ pub struct Bench<'a> {
     pub load: load::LoadPlan,
     /// Runs of the `burst`.
     pub burst_runs: usize,
+    /// What `soak` offers.
+    pub soak: soak::SoakPlan,
 }
 
 /// What a workload measured: its report rows, and for a workload whose
@@ -572,6 +582,7 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
         Workload::Schedules1m => schedules::run(bench).await,
         Workload::Burst => burst::run(bench).await,
         Workload::Load => return load::run(bench).await,
+        Workload::Soak => return soak::run(bench).await,
     };
     rows.map(Measured::from)
 }
