@@ -38,7 +38,7 @@ use datajump::commands::shutdown_on_signal;
 use report::{Environment, Row};
 use system::{Backend, DbKind, RunnerSetup};
 use workloads::load::{LoadPlan, Offer, Shape};
-use workloads::soak::{ISSUE_SOAK_TASKS, SoakPlan};
+use workloads::soak::{ISSUE_SOAK_RETENTION_SECS, ISSUE_SOAK_TASKS, SoakPlan};
 use workloads::{Appendix, Bench, TaskKind, Workload, schedules};
 
 /// Which task types to measure.
@@ -83,7 +83,7 @@ const DEFAULT_SCALE_TASKS: u64 = 2_560;
   datajump-bench chain10 fanout50 --repeat 5 --task noop
   datajump-bench schedules1m --db postgres --write docs/BENCHMARKS.md
   datajump-bench load --load-offers cron --load-shapes one --repeat 2 --write docs/BENCHMARKS.md
-  datajump-bench soak --soak-tasks 100000   # a 3-minute rehearsal of the 33-minute soak"
+  datajump-bench soak --soak-tasks 90000 --soak-retention 60   # a 3-minute rehearsal of the 33-minute soak"
 )]
 pub struct BenchArgs {
     /// Workloads to run, in order (default: chain10 fanout50 wide200
@@ -172,6 +172,10 @@ pub struct BenchArgs {
     /// second (the issue's 500 by default).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     soak_rate: u32,
+    /// Seconds `soak`'s `datajump up` keeps finished runs (`--retention`;
+    /// the issue's 600 by default; shorter for a rehearsal of the cleanup).
+    #[arg(long, default_value_t = ISSUE_SOAK_RETENTION_SECS, value_parser = clap::value_parser!(u32).range(10..))]
+    soak_retention: u32,
     /// Also write the report into this Markdown file (its section for this
     /// database is replaced — `schedules1m` has a section of its own, so
     /// running it alone keeps the other workloads' figures; the rest of the
@@ -244,6 +248,7 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
         soak: SoakPlan {
             tasks: args.soak_tasks,
             rate: args.soak_rate,
+            retention_secs: args.soak_retention,
         },
     };
     let kinds: &[TaskKind] = match args.task {
@@ -363,10 +368,10 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
                     args.schedules1m_count, args.schedules1m_seconds, args.repeat
                 ),
                 Workload::Soak => format!(
-                    "one `datajump up` process (runner of {} slots, `--retention 10m`) offered \
+                    "one `datajump up` process (runner of {} slots, `--retention {}`) offered \
                      {} one-task NOOP runs a second by the ticker (one DAG per run a second) \
                      until {} were due, sampled every 10 s; one repetition",
-                    runners.slots, args.soak_rate, args.soak_tasks
+                    runners.slots, args.soak_retention, args.soak_rate, args.soak_tasks
                 ),
                 Workload::Burst => format!(
                     "{} one-task NOOP DAGs on one cron, `0 * * * * ?`, run by one `datajump up` \

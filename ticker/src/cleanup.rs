@@ -190,17 +190,26 @@ async fn remove_old_runs(
         if runs.is_empty() {
             return Ok(removed);
         }
-        let log_names: Vec<String> = execution::Entity::find()
-            .filter(execution::Column::DagRunId.is_in(runs.clone()))
+        // Executions are reached through their instances: `execution` has
+        // no index on its run (every attempt's insert would pay for one), so
+        // a filter on `dag_run_id` read the whole table, and did so inside
+        // the write lock.
+        let instances = Query::select()
+            .column(task_instance::Column::Id)
+            .from(task_instance::Entity)
+            .and_where(task_instance::Column::DagRunId.is_in(runs.clone()))
+            .to_owned();
+        let log_names: Vec<Option<String>> = execution::Entity::find()
+            .select_only()
+            .column(execution::Column::LogPath)
+            .filter(execution::Column::TaskInstanceId.in_subquery(instances.clone()))
+            .into_tuple()
             .all(&config.db)
-            .await?
-            .into_iter()
-            .filter_map(|e| e.log_path)
-            .collect();
+            .await?;
         let started = Instant::now();
         let txn = datajump_store::db::begin_write(&config.db).await?;
         execution::Entity::delete_many()
-            .filter(execution::Column::DagRunId.is_in(runs.clone()))
+            .filter(execution::Column::TaskInstanceId.in_subquery(instances))
             .exec(&txn)
             .await?;
         dependency_wait::Entity::delete_many()
@@ -222,7 +231,7 @@ async fn remove_old_runs(
         txn.commit().await?;
         batch.held(started.elapsed());
         if let Some(logs) = &logs {
-            for name in log_names {
+            for name in log_names.into_iter().flatten() {
                 let _ = logs.delete(name.as_str()).await;
             }
         }

@@ -2,8 +2,9 @@
 //! retention, to show that nothing grows. `--soak-rate` one-task NOOP DAGs
 //! fire every second (the ticker offers the load, as in `load`) until
 //! `--soak-tasks` runs were due (the issue's 1,000,000 by default: 33 minutes
-//! at 500 a second); `up` keeps finished runs `--retention 10m`, so from
-//! minute ten on its cleanup removes every minute what the load adds.
+//! at 500 a second); `up` keeps finished runs ten minutes (`--retention`;
+//! `--soak-retention` for a rehearsal), so from minute ten on its cleanup
+//! removes every minute what the load adds.
 //!
 //! Every [`SAMPLE_EVERY`] it samples the resident memory of `datajump up`
 //! (every role is in it) and of the nats-server, the database's size and its
@@ -33,9 +34,9 @@ use crate::system::{DbKind, System};
 pub const ISSUE_SOAK_TASKS: u64 = 1_000_000;
 /// How often the soak samples.
 const SAMPLE_EVERY: i64 = 10;
-/// What `up` keeps finished runs for.
-const RETENTION: &str = "10m";
-const RETENTION_SECS: f64 = 600.0;
+/// What `up` keeps finished runs for unless `--soak-retention` says:
+/// the issue's ten minutes.
+pub const ISSUE_SOAK_RETENTION_SECS: u32 = 600;
 /// Seconds between the system's start and the first due second.
 const SETTLE_SECS: i64 = 6;
 /// The issue's bound on memory growth: the last quarter's median within
@@ -50,6 +51,8 @@ pub struct SoakPlan {
     pub tasks: u64,
     /// Runs due each second.
     pub rate: u32,
+    /// What `up` keeps finished runs for, in seconds (`--retention`).
+    pub retention_secs: u32,
 }
 
 /// One sample.
@@ -92,14 +95,15 @@ pub(super) async fn run(bench: &Bench<'_>) -> Result<Measured> {
     let second = quarter(&samples, 1);
     let last = quarter(&samples, 3);
     let ratio = |value: fn(&Sample) -> f64| median(last, value) / median(second, value);
+    let retention = f64::from(plan.retention_secs);
     let before_cleanup: Vec<f64> = samples
         .iter()
-        .filter(|s| s.elapsed_s >= 60.0 && s.elapsed_s < RETENTION_SECS)
+        .filter(|s| s.elapsed_s >= 60.0_f64.min(retention / 2.0) && s.elapsed_s < retention)
         .flat_map(|s| s.lag_ms.iter().copied())
         .collect();
     let with_cleanup: Vec<f64> = samples
         .iter()
-        .filter(|s| s.elapsed_s >= RETENTION_SECS + 60.0)
+        .filter(|s| s.elapsed_s >= retention * 1.1)
         .flat_map(|s| s.lag_ms.iter().copied())
         .collect();
     let p99 = |lags: &[f64]| Summary::of(lags, Better::Lower).map_or(f64::NAN, |s| s.tail);
@@ -189,18 +193,20 @@ async fn measure(
     for index in 0..plan.rate {
         apply(system, &dag(index)).await?;
     }
+    let retention = plan.retention_secs.to_string();
     let up = system
-        .start_up_process_with(bench.runners.slots, &["--retention", RETENTION])
+        .start_up_process_with(bench.runners.slots, &["--retention", &retention])
         .await?;
     let nats = system.nats_server_pid();
     let first_due =
         DateTime::from_timestamp(Utc::now().timestamp() + SETTLE_SECS, 0).context("bad start")?;
     let seconds = i64::try_from(plan.tasks.div_ceil(u64::from(plan.rate))).unwrap_or(i64::MAX);
     eprintln!(
-        "  soak: {} runs due from {first_due}, {} a second for {:.1} min; `up` keeps runs {RETENTION}",
+        "  soak: {} runs due from {first_due}, {} a second for {:.1} min; `up` keeps runs {} s",
         plan.tasks,
         plan.rate,
-        seconds as f64 / 60.0
+        seconds as f64 / 60.0,
+        plan.retention_secs
     );
     let mut samples = Vec::new();
     // Sample k looks at the runs due in [first_due + (k-2)·10 s, +10 s):
