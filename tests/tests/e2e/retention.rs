@@ -9,6 +9,27 @@ use crate::harness::dj;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// One cleanup of `env`'s history by a ticker keeping it for `retention`.
+async fn clean(
+    env: &crate::harness::TestEnv,
+    retention: datajump_ticker::cleanup::Retention,
+) -> datajump_ticker::cleanup::Removed {
+    let config = datajump_ticker::Config {
+        db: env.db.clone(),
+        nats: env.nats.clone(),
+        names: dj(),
+        replicas: datajump_nats::Replicas::AUTO,
+        shard: None,
+        default_timezone: chrono_tz::UTC,
+        retention,
+        network: std::sync::Arc::default(),
+        periods: datajump_ticker::Periods::default(),
+    };
+    datajump_ticker::cleanup::clean(&config, &env.bus, chrono::Utc::now())
+        .await
+        .expect("cleanup")
+}
+
 both_dbs!(retention_removes_old_runs_only, |env| async move {
     use datajump_shared::entities::{alert, dag_run, dag_run_plan, execution, task_instance};
     use datajump_shared::kinds::{AlertKind, AlertState};
@@ -50,24 +71,15 @@ both_dbs!(retention_removes_old_runs_only, |env| async move {
         .insert(&env.db)
         .await
         .expect("recent alert");
-    let config = datajump_ticker::Config {
-        db: env.db.clone(),
-        nats: env.nats.clone(),
-        names: dj(),
-        replicas: datajump_nats::Replicas::AUTO,
-        shard: None,
-        default_timezone: chrono_tz::UTC,
-        retention: datajump_ticker::cleanup::Retention {
+    let removed = clean(
+        &env,
+        datajump_ticker::cleanup::Retention {
             runs: Some(chrono::Duration::days(30)),
             alerts: Some(chrono::Duration::days(30)),
             audit: None,
         },
-        network: std::sync::Arc::default(),
-        periods: datajump_ticker::Periods::default(),
-    };
-    let removed = datajump_ticker::cleanup::clean(&config, &env.bus, chrono::Utc::now())
-        .await
-        .expect("cleanup");
+    )
+    .await;
     assert_eq!((removed.runs, removed.alerts), (1, 1));
     assert!(
         dag_run::Entity::find_by_id(old.id)
@@ -179,24 +191,15 @@ both_dbs!(
             .expect("an audit entry");
         }
 
-        let config = datajump_ticker::Config {
-            db: env.db.clone(),
-            nats: env.nats.clone(),
-            names: dj(),
-            replicas: datajump_nats::Replicas::AUTO,
-            shard: None,
-            default_timezone: chrono_tz::UTC,
-            retention: datajump_ticker::cleanup::Retention {
+        let removed = clean(
+            &env,
+            datajump_ticker::cleanup::Retention {
                 runs: Some(chrono::Duration::days(30)),
                 alerts: None,
                 audit: Some(chrono::Duration::days(365)),
             },
-            network: std::sync::Arc::default(),
-            periods: datajump_ticker::Periods::default(),
-        };
-        let removed = datajump_ticker::cleanup::clean(&config, &env.bus, chrono::Utc::now())
-            .await
-            .expect("cleanup");
+        )
+        .await;
         assert_eq!(
             (
                 removed.dataset_events,
