@@ -60,7 +60,7 @@ impl Retention {
     }
 }
 
-/// What one cleanup removed.
+/// What one cleanup removed, and how it held the write lock doing so.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Removed {
     /// Finished runs.
@@ -73,11 +73,26 @@ pub struct Removed {
     pub alerts: usize,
     /// Audit log entries.
     pub audit: usize,
+    /// Delete transactions it took.
+    pub transactions: usize,
+    /// The longest any of them held the write lock.
+    pub longest_hold: Duration,
+    /// How long they held it in all.
+    pub held: Duration,
 }
 
 impl Removed {
     fn is_empty(&self) -> bool {
-        *self == Removed::default()
+        self.transactions == 0
+    }
+
+    /// Notes a delete transaction that held the write lock for `held`, and
+    /// gives the lock to others for a while ([`REST_PER_HOLD`]).
+    async fn held(&mut self, held: Duration) {
+        self.transactions += 1;
+        self.longest_hold = self.longest_hold.max(held);
+        self.held += held;
+        tokio::time::sleep(held * REST_PER_HOLD).await;
     }
 }
 
@@ -86,9 +101,14 @@ pub(crate) async fn run(config: &Config, bus: &Bus, shutdown: &CancellationToken
         return;
     };
     while !shutdown.is_cancelled() {
+        let started = Instant::now();
         match clean(config, bus, Utc::now()).await {
             Ok(removed) if removed.is_empty() => {}
-            Ok(removed) => info!(?removed, "history past its retention removed"),
+            Ok(removed) => info!(
+                ?removed,
+                took_ms = started.elapsed().as_millis(),
+                "history past its retention removed"
+            ),
             Err(e) => warn!(error = %e, "retention cleanup failed; the next one retries"),
         }
         if let Err(e) = drop_stale_ticker_keys(config, bus).await {
@@ -107,21 +127,28 @@ pub async fn clean(config: &Config, bus: &Bus, now: DateTime<Utc>) -> Result<Rem
     let before = |period: Option<chrono::Duration>| period.map(|period| now - period);
     let mut removed = Removed::default();
     if let Some(cutoff) = before(retention.runs) {
-        removed.runs = remove_old_runs(config, bus, cutoff).await?;
-        removed.dataset_events = remove_old_dataset_events(config, cutoff).await?;
-        removed.dataset_triggers = remove_old_dataset_triggers(config, cutoff).await?;
+        removed.runs = remove_old_runs(config, bus, cutoff, &mut removed).await?;
+        removed.dataset_events = remove_old_dataset_events(config, cutoff, &mut removed).await?;
+        removed.dataset_triggers =
+            remove_old_dataset_triggers(config, cutoff, &mut removed).await?;
     }
     if let Some(cutoff) = before(retention.alerts) {
-        removed.alerts = remove_old_alerts(config, cutoff).await?;
+        removed.alerts = remove_old_alerts(config, cutoff, &mut removed).await?;
     }
     if let Some(cutoff) = before(retention.audit) {
-        removed.audit = remove_old_audit(config, cutoff).await?;
+        removed.audit = remove_old_audit(config, cutoff, &mut removed).await?;
     }
     Ok(removed)
 }
 
 /// The longest a cleanup transaction should hold the write lock.
 pub const LOCK_BUDGET: Duration = Duration::from_millis(20);
+/// How many times as long as a cleanup transaction held the write lock the
+/// cleanup waits before its next one: it takes at most a quarter of the
+/// writer's time. Back to back, its transactions took turns with
+/// dispatch's at the lock and halved what dispatch could commit while it
+/// ran, so a cleanup of a minute's runs under load left seconds of backlog.
+const REST_PER_HOLD: u32 = 3;
 /// Most rows one cleanup transaction deletes, however fast.
 const MAX_BATCH: u64 = 5_000;
 
@@ -169,6 +196,7 @@ async fn remove_old_runs(
     config: &Config,
     bus: &Bus,
     cutoff: DateTime<Utc>,
+    holds: &mut Removed,
 ) -> Result<usize, DbErr> {
     let logs = bus
         .js()
@@ -229,7 +257,9 @@ async fn remove_old_runs(
             .exec(&txn)
             .await?;
         txn.commit().await?;
-        batch.held(started.elapsed());
+        let held = started.elapsed();
+        batch.held(held);
+        holds.held(held).await;
         if let Some(logs) = &logs {
             for name in log_names.into_iter().flatten() {
                 let _ = logs.delete(name.as_str()).await;
@@ -243,7 +273,11 @@ async fn remove_old_runs(
 /// dataset and partition: a data schedule waiting for several datasets
 /// reads the last event of each (docs/ARCHITECTURE.md "Datasets"), and a
 /// partition's may be the one that completes it months later.
-async fn remove_old_dataset_events(config: &Config, cutoff: DateTime<Utc>) -> Result<usize, DbErr> {
+async fn remove_old_dataset_events(
+    config: &Config,
+    cutoff: DateTime<Utc>,
+    holds: &mut Removed,
+) -> Result<usize, DbErr> {
     let newest = Query::select()
         .expr(dataset_event::Column::Id.max())
         .from(dataset_event::Entity)
@@ -255,6 +289,7 @@ async fn remove_old_dataset_events(config: &Config, cutoff: DateTime<Utc>) -> Re
         .to_owned();
     remove_in_batches(
         config,
+        holds,
         |size| {
             dataset_event::Entity::find()
                 .select_only()
@@ -277,6 +312,7 @@ async fn remove_old_dataset_events(config: &Config, cutoff: DateTime<Utc>) -> Re
 async fn remove_old_dataset_triggers(
     config: &Config,
     cutoff: DateTime<Utc>,
+    holds: &mut Removed,
 ) -> Result<usize, DbErr> {
     let latest = Query::select()
         .expr(dataset_trigger::Column::EventId.max())
@@ -285,6 +321,7 @@ async fn remove_old_dataset_triggers(
         .to_owned();
     remove_in_batches(
         config,
+        holds,
         |size| {
             dataset_trigger::Entity::find()
                 .select_only()
@@ -301,9 +338,14 @@ async fn remove_old_dataset_triggers(
 }
 
 /// Removes alerts made before `cutoff`, delivered or not.
-async fn remove_old_alerts(config: &Config, cutoff: DateTime<Utc>) -> Result<usize, DbErr> {
+async fn remove_old_alerts(
+    config: &Config,
+    cutoff: DateTime<Utc>,
+    holds: &mut Removed,
+) -> Result<usize, DbErr> {
     remove_in_batches(
         config,
+        holds,
         |size| {
             alert::Entity::find()
                 .select_only()
@@ -319,9 +361,14 @@ async fn remove_old_alerts(config: &Config, cutoff: DateTime<Utc>) -> Result<usi
 }
 
 /// Removes audit entries written before `cutoff`.
-async fn remove_old_audit(config: &Config, cutoff: DateTime<Utc>) -> Result<usize, DbErr> {
+async fn remove_old_audit(
+    config: &Config,
+    cutoff: DateTime<Utc>,
+    holds: &mut Removed,
+) -> Result<usize, DbErr> {
     remove_in_batches(
         config,
+        holds,
         |size| {
             audit_log::Entity::find()
                 .select_only()
@@ -339,7 +386,12 @@ async fn remove_old_audit(config: &Config, cutoff: DateTime<Utc>) -> Result<usiz
 /// Deletes, a [`Batch`] per transaction, the rows whose ids `select` finds
 /// (at most `size` of them, oldest first), until it finds none; returns
 /// how many went.
-async fn remove_in_batches<E, S, D>(config: &Config, select: S, delete: D) -> Result<usize, DbErr>
+async fn remove_in_batches<E, S, D>(
+    config: &Config,
+    holds: &mut Removed,
+    select: S,
+    delete: D,
+) -> Result<usize, DbErr>
 where
     E: EntityTrait,
     S: Fn(u64) -> sea_orm::Selector<sea_orm::SelectGetableTuple<i64>>,
@@ -357,7 +409,9 @@ where
         let txn = datajump_store::db::begin_write(&config.db).await?;
         delete(ids).exec(&txn).await?;
         txn.commit().await?;
-        batch.held(started.elapsed());
+        let held = started.elapsed();
+        batch.held(held);
+        holds.held(held).await;
     }
 }
 
