@@ -30,6 +30,7 @@ use datajump_shared::datasets::{Condition, EventSource, OnUpdate, Written, parti
 use datajump_shared::entities::{dag, dataset_event, dataset_trigger, schedule};
 use datajump_shared::kinds::ScheduleKind;
 use datajump_shared::messages::FireMsg;
+use datajump_shared::subjects::Priority;
 use datajump_store::db::{WriteTxn, begin_write};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
@@ -129,13 +130,15 @@ pub(crate) async fn record_written(
     .exec_with_returning(&**txn)
     .await?;
     events.sort_by_key(|event| event.id);
-    for (schedule, condition) in schedules_waiting_for(txn, &events).await? {
+    for (schedule, condition, priority) in schedules_waiting_for(txn, &events).await? {
         let mine: Vec<&dataset_event::Model> = events
             .iter()
             .filter(|event| condition.datasets().contains(event.dataset.as_str()))
             .collect();
         for trigger in fire_schedule(txn, &schedule, &condition, &mine, now).await? {
-            effects.fires.push(FireMsg::data(&schedule, &trigger));
+            effects
+                .fires
+                .push(FireMsg::data(&schedule, priority, &trigger));
         }
     }
     effects.dataset_events.extend(events.iter().cloned());
@@ -143,11 +146,12 @@ pub(crate) async fn record_written(
 }
 
 /// The active data schedules of online DAGs in the events' projects that
-/// name one of their datasets, locked in id order, with their conditions.
+/// name one of their datasets, locked in id order, with their conditions
+/// and their DAGs' fire priorities.
 async fn schedules_waiting_for(
     txn: &WriteTxn,
     events: &[dataset_event::Model],
-) -> Result<Vec<(schedule::Model, Condition)>, DbErr> {
+) -> Result<Vec<(schedule::Model, Condition, Priority)>, DbErr> {
     let candidates = schedule::Entity::find()
         .filter(schedule::Column::Kind.eq(ScheduleKind::Data))
         .filter(schedule::Column::Active.eq(true))
@@ -157,13 +161,13 @@ async fn schedules_waiting_for(
         return Ok(Vec::new());
     }
     let dag_ids: BTreeSet<i64> = candidates.iter().map(|s| s.dag_id).collect();
-    let dags: BTreeMap<i64, i64> = dag::Entity::find()
+    let dags: BTreeMap<i64, (i64, Priority)> = dag::Entity::find()
         .filter(dag::Column::Id.is_in(dag_ids))
         .filter(dag::Column::Online.eq(true))
         .all(&**txn)
         .await?
         .into_iter()
-        .map(|dag| (dag.id, dag.project_id))
+        .map(|dag| (dag.id, (dag.project_id, Priority::of(dag.fire_priority))))
         .collect();
     let wanted: Vec<i64> = candidates
         .iter()
@@ -173,7 +177,8 @@ async fn schedules_waiting_for(
             };
             let names = condition.datasets();
             events.iter().any(|event| {
-                dags.get(&schedule.dag_id) == Some(&event.project_id)
+                dags.get(&schedule.dag_id)
+                    .is_some_and(|(project, _)| *project == event.project_id)
                     && names.contains(event.dataset.as_str())
             })
         })
@@ -193,8 +198,11 @@ async fn schedules_waiting_for(
     Ok(locked
         .into_iter()
         .filter(|schedule| schedule.active)
-        .filter_map(|schedule| Some((schedule.condition()?, schedule)))
-        .map(|(condition, schedule)| (schedule, condition))
+        .filter_map(|schedule| {
+            let condition = schedule.condition()?;
+            let (_, priority) = dags.get(&schedule.dag_id)?;
+            Some((schedule, condition, *priority))
+        })
         .collect())
 }
 
@@ -382,6 +390,15 @@ pub(crate) async fn owed_data_fires(
         .into_iter()
         .map(|schedule| (schedule.id, schedule))
         .collect();
+    let priorities: BTreeMap<i64, i32> = dag::Entity::find()
+        .select_only()
+        .columns([dag::Column::Id, dag::Column::FirePriority])
+        .filter(dag::Column::Id.is_in(schedules.values().map(|s| s.dag_id)))
+        .into_tuple()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
     // A trigger recorded before its schedule last began to fire was
     // recorded while it fired before a pause (docs/DAG_FORMAT.md
     // "Datasets and data schedules"): its run may have been skipped as
@@ -390,7 +407,9 @@ pub(crate) async fn owed_data_fires(
         .iter()
         .filter_map(|trigger| {
             let schedule = schedules.get(&trigger.schedule_id)?;
-            (trigger.created_at >= schedule.counts_from()).then(|| FireMsg::data(schedule, trigger))
+            let priority = Priority::of(*priorities.get(&schedule.dag_id)?);
+            (trigger.created_at >= schedule.counts_from())
+                .then(|| FireMsg::data(schedule, priority, trigger))
         })
         .collect())
 }

@@ -15,6 +15,7 @@ use datajump_shared::RunStatus;
 use datajump_shared::entities::{dag, dag_run, schedule};
 use datajump_shared::kinds::ScheduleKind;
 use datajump_shared::messages::FireMsg;
+use datajump_shared::subjects::Priority;
 use sea_orm::sea_query::Query;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
@@ -23,13 +24,13 @@ use sea_orm::{
 use crate::sql::IN_LIST_MAX;
 
 /// The active `after:` schedules naming one of `dag_ids`' DAGs, with the
-/// id of the DAG each names. A schedule names only a DAG of its own DAG's
+/// id of the DAG each names and the fire priority of its own. A schedule names only a DAG of its own DAG's
 /// project: another project's DAG of that name is, to it, a DAG that does
 /// not exist (docs/SECURITY.md, "Projects").
 async fn schedules_after<C: ConnectionTrait>(
     conn: &C,
     dag_ids: &[i64],
-) -> Result<Vec<(i64, schedule::Model)>, DbErr> {
+) -> Result<Vec<(i64, schedule::Model, Priority)>, DbErr> {
     let mut found = Vec::new();
     for chunk in dag_ids.chunks(IN_LIST_MAX) {
         let names_query = Query::select()
@@ -53,22 +54,28 @@ async fn schedules_after<C: ConnectionTrait>(
             .into_iter()
             .map(|d| (d.id, d.name, d.project_id))
             .collect();
-        let projects: HashMap<i64, i64> = dag::Entity::find()
+        let downstream: HashMap<i64, (i64, i32)> = dag::Entity::find()
             .select_only()
-            .columns([dag::Column::Id, dag::Column::ProjectId])
+            .columns([
+                dag::Column::Id,
+                dag::Column::ProjectId,
+                dag::Column::FirePriority,
+            ])
             .filter(dag::Column::Id.is_in(schedules.iter().map(|s| s.dag_id)))
-            .into_tuple::<(i64, i64)>()
+            .into_tuple::<(i64, i64, i32)>()
             .all(conn)
             .await?
             .into_iter()
+            .map(|(id, project, priority)| (id, (project, priority)))
             .collect();
         for after in schedules {
-            let project = projects.get(&after.dag_id).copied();
+            let Some(&(project, priority)) = downstream.get(&after.dag_id) else {
+                continue;
+            };
             if let Some((id, _, _)) = upstream.iter().find(|(_, name, upstream_project)| {
-                after.after_dag.as_deref() == Some(name.as_str())
-                    && project == Some(*upstream_project)
+                after.after_dag.as_deref() == Some(name.as_str()) && project == *upstream_project
             }) {
-                found.push((*id, after));
+                found.push((*id, after, Priority::of(priority)));
             }
         }
     }
@@ -119,12 +126,12 @@ async fn fires_of<C: ConnectionTrait>(
         .flat_map(|run| {
             schedules
                 .iter()
-                .filter(move |(upstream, _)| *upstream == run.dag_id)
-                .filter(move |(_, after)| match ended {
+                .filter(move |(upstream, _, _)| *upstream == run.dag_id)
+                .filter(move |(_, after, _)| match ended {
                     Ended::Now => true,
                     Ended::Before => run.finished_at.is_some_and(|at| at >= after.counts_from()),
                 })
-                .map(move |(_, after)| FireMsg::after(after, run))
+                .map(move |(_, after, priority)| FireMsg::after(after, *priority, run))
         })
         .collect())
 }

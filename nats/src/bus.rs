@@ -155,7 +155,7 @@ impl Bus {
         use datajump_shared::messages::Message;
         self.publish(
             Stream::Fire,
-            self.names.fire(fire.dag_id),
+            self.names.fire(fire.priority, fire.dag_id),
             msg_id,
             fire.encode(),
         )

@@ -6,6 +6,10 @@
 //! *reports* differences in those that exist. It never updates: nats-server
 //! 2.9 ignores the create/update action field of stream and consumer
 //! requests, so an "update" could silently rewrite an operator's tuning.
+//! The one exception is an upgrade's: the fire stream of a release before
+//! fire priorities has its subjects widened to take the levelled fires,
+//! the rest of its configuration read back and kept
+//! ([`widen_legacy_fire_subjects`]).
 //! Every role calls it at start; concurrent callers race only into
 //! "already exists", which is treated as success. On a NATS where roles'
 //! users may not create streams (`nats/config/roles.conf`), an admin runs
@@ -21,7 +25,7 @@ use async_nats::jetstream::{
 };
 use datajump_shared::subjects::{self, Namespace, Priority, Stream};
 use futures::StreamExt;
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::buckets::{ensure_object_store, kv_stream, object_store_stream};
 use crate::drift::{Drift, consumer_drift, missing, stream_drift};
@@ -309,6 +313,33 @@ pub struct Scaled {
     pub to: usize,
 }
 
+/// Widens the subjects of a fire stream made by a release before fire
+/// priorities, which took only `dj.fire.<dag_id>`, to take the levelled
+/// fires (`dj.fire.p5.<dag_id>`) as well; everything else of its
+/// configuration is read back and kept. The fires of the old form still in
+/// it are drained by the old consumer
+/// ([`subjects::LEGACY_RESOLVER_FIRE_CONSUMER`]), whose filter matches no
+/// levelled fire.
+async fn widen_legacy_fire_subjects(js: &Context, names: &Namespace) -> Result<(), NatsError> {
+    let name = names.stream(Stream::Fire);
+    let Ok(stream) = js.get_stream(&name).await else {
+        return Ok(());
+    };
+    let mut config = stream.cached_info().config.clone();
+    if config.subjects != [names.legacy_fire()] {
+        return Ok(());
+    }
+    config.subjects = vec![names.stream_subjects(Stream::Fire)];
+    js.update_stream(&config).await.map_err(|e| {
+        js_err(format!(
+            "widen the subjects of stream {name} to {:?} for fire priorities (if this NATS user may not update streams, run `datajump topology apply` as one that may)",
+            config.subjects
+        ))(e.into())
+    })?;
+    info!(stream = %name, subjects = ?config.subjects, "fire stream upgraded to take fires by priority level");
+    Ok(())
+}
+
 /// Sets the copies of every existing stream, bucket and object store of
 /// the topology to `replicas` (their consumers follow their stream), for
 /// `datajump topology apply --replicas N`: the one place DataJump updates
@@ -412,12 +443,22 @@ async fn topology(
 ) -> Result<Vec<Drift>, NatsError> {
     require_jetstream(js).await?;
     let replicas = replicas.resolve(&js.client().server_info());
+    if mode == Mode::Create {
+        widen_legacy_fire_subjects(js, names).await?;
+    }
     let mut drift = Vec::new();
     for config in stream_configs(names, replicas) {
         drift.extend(ensure_stream(js, config, mode).await?);
     }
+    for priority in Priority::ALL {
+        let config = consumer_config(
+            &subjects::resolver_fire_consumer(priority),
+            &names.fire_level(priority),
+            false,
+        );
+        drift.extend(ensure_consumer(js, &names.stream(Stream::Fire), config, mode).await?);
+    }
     for (stream, consumer, deliver_new) in [
-        (Stream::Fire, subjects::RESOLVER_FIRE_CONSUMER, false),
         (Stream::Event, subjects::RESOLVER_EVENT_CONSUMER, true),
         (Stream::Dataset, subjects::RESOLVER_DATASET_CONSUMER, true),
         (Stream::Done, subjects::RESOLVER_DONE_CONSUMER, false),

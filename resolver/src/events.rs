@@ -35,12 +35,13 @@ pub(crate) async fn handle_event(
         Err(e) => return e.into(),
     };
     let now = Utc::now();
-    for schedule in schedules {
+    for (schedule, priority) in schedules {
         let tz =
             datajump_cron::parse_time_zone(&schedule.timezone).unwrap_or(config.default_timezone);
         let fire = FireMsg {
             v: VERSION,
             dag_id: schedule.dag_id,
+            priority,
             schedule_id: Some(schedule.id),
             trigger_type: TriggerType::Event,
             logical_time: now,

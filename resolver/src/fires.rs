@@ -1,4 +1,4 @@
-//! `dj.fire.*`: fires from the ticker, triggers, backfills and events
+//! `dj.fire.p<N>.*`: fires from the ticker, triggers, backfills and events
 //! become runs, a batch per transaction.
 
 use async_nats::jetstream;

@@ -5,8 +5,10 @@
 //! ([`heartbeat`]).
 //!
 //! Stateless; any number of replicas share the durable consumers
-//! `resolver-fire`, `resolver-done`, `resolver-event` and
-//! `resolver-dataset`. The work is the
+//! `resolver-fire-p10` … `resolver-fire-p1`, `resolver-done`,
+//! `resolver-event` and `resolver-dataset`. Fires are taken from the
+//! highest level that has one ready, so in a storm the most urgent DAGs
+//! get their runs first (docs/ARCHITECTURE.md "Priorities"). The work is the
 //! engine's (`datajump-engine`): each batch is one engine call, whose
 //! effects are published after its commit, and every handler is safe to run
 //! twice: a repeated fire hits the run's unique `dedup_key`, a repeated
@@ -44,9 +46,10 @@ use datajump_engine::Effects;
 use datajump_nats::{Bus, NatsError, pull_consumer};
 use datajump_shared::messages::{Message, MessageError};
 use datajump_shared::metrics;
-use datajump_shared::subjects::{self, Namespace, Stream};
+use datajump_shared::subjects::{self, Namespace, Priority, Stream};
 use datajump_store::installation::{self, InstallationError};
 use futures::StreamExt;
+use futures::stream::{BoxStream, PollNext, select_with_strategy};
 use sea_orm::{DatabaseConnection, DbErr};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
@@ -136,11 +139,18 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
         id,
         beating.clone(),
     ));
+    let mut fire_consumers: Vec<String> = Priority::ALL
+        .into_iter()
+        .map(subjects::resolver_fire_consumer)
+        .collect();
+    if legacy_fires_exist(&bus).await {
+        fire_consumers.push(subjects::LEGACY_RESOLVER_FIRE_CONSUMER.to_owned());
+    }
     let fires = consume(
         &config,
         &bus,
         Stream::Fire,
-        subjects::RESOLVER_FIRE_CONSUMER,
+        &fire_consumers,
         &shutdown,
         Kind::Fire,
     );
@@ -148,7 +158,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
         &config,
         &bus,
         Stream::Done,
-        subjects::RESOLVER_DONE_CONSUMER,
+        &[subjects::RESOLVER_DONE_CONSUMER],
         &shutdown,
         Kind::Done,
     );
@@ -156,7 +166,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
         &config,
         &bus,
         Stream::Event,
-        subjects::RESOLVER_EVENT_CONSUMER,
+        &[subjects::RESOLVER_EVENT_CONSUMER],
         &shutdown,
         Kind::Event,
     );
@@ -164,7 +174,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Reso
         &config,
         &bus,
         Stream::Dataset,
-        subjects::RESOLVER_DATASET_CONSUMER,
+        &[subjects::RESOLVER_DATASET_CONSUMER],
         &shutdown,
         Kind::Dataset,
     );
@@ -192,33 +202,56 @@ pub const DONE_BATCH: usize = 128;
 /// Most fires turned into runs in one transaction.
 pub const FIRE_BATCH: usize = 128;
 
+/// Whether an installation upgraded from a release before fire priorities
+/// still has the consumer its fires of the old form wait in.
+async fn legacy_fires_exist(bus: &Bus) -> bool {
+    pull_consumer(
+        bus.js(),
+        &bus.names().stream(Stream::Fire),
+        subjects::LEGACY_RESOLVER_FIRE_CONSUMER,
+    )
+    .await
+    .is_ok()
+}
+
+/// Consumes `consumers` of `stream` (several: most urgent first) until
+/// `shutdown`.
 async fn consume(
     config: &Config,
     bus: &Bus,
     stream: Stream,
-    consumer: &str,
+    consumers: &[impl AsRef<str>],
     shutdown: &CancellationToken,
     kind: Kind,
 ) -> Result<(), ResolverError> {
-    let consumer = pull_consumer(bus.js(), &bus.names().stream(stream), consumer).await?;
-    while !shutdown.is_cancelled() {
-        let messages = match consumer.messages().await {
-            Ok(messages) => messages,
-            Err(e) => {
-                warn!(error = %e, stream = stream.as_str(), "cannot pull; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
+    let mut pulled = Vec::with_capacity(consumers.len());
+    for consumer in consumers {
+        pulled.push(pull_consumer(bus.js(), &bus.names().stream(stream), consumer.as_ref()).await?);
+    }
+    'pulling: while !shutdown.is_cancelled() {
+        let mut sources = Vec::with_capacity(pulled.len());
+        for consumer in &pulled {
+            match consumer.messages().await {
+                Ok(messages) => sources.push(
+                    messages
+                        .take_until(shutdown.cancelled())
+                        .filter_map(|message| {
+                            futures::future::ready(
+                                message
+                                    .map_err(|e| debug!(error = %e, "pull stream hiccup"))
+                                    .ok(),
+                            )
+                        })
+                        .boxed(),
+                ),
+                Err(e) => {
+                    warn!(error = %e, stream = stream.as_str(), "cannot pull; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue 'pulling;
+                }
             }
-        };
-        let messages = messages
-            .take_until(shutdown.cancelled())
-            .filter_map(|message| {
-                futures::future::ready(
-                    message
-                        .map_err(|e| debug!(error = %e, "pull stream hiccup"))
-                        .ok(),
-                )
-            });
+        }
+        let messages = most_urgent_first(sources);
         match kind {
             // One transaction at a time: batches of one resolver never wait
             // on each other's row locks, and the next batch is whatever
@@ -289,6 +322,34 @@ where
             settle_batch(&messages, stream, committed.settlements).await;
         })
         .await;
+}
+
+/// One stream of the messages of `sources`, each taken from the first
+/// source (in order) that has one ready: a resolver with fires of several
+/// levels waiting turns those of the highest into runs first, as a runner
+/// takes work. Messages a lower level has buffered wait meanwhile; one kept
+/// past its consumer's ack wait is delivered again, which a fire's run key
+/// makes harmless. It ends when any source ends, so that the caller pulls
+/// them all again.
+fn most_urgent_first(
+    sources: Vec<BoxStream<'_, jetstream::Message>>,
+) -> impl futures::Stream<Item = jetstream::Message> + '_ {
+    fn higher_first(_: &mut ()) -> PollNext {
+        PollNext::Left
+    }
+    sources
+        .into_iter()
+        .map(|source| {
+            source
+                .map(Some)
+                .chain(futures::stream::once(futures::future::ready(None)))
+                .boxed()
+        })
+        .rev()
+        .reduce(|lower, higher| select_with_strategy(higher, lower, higher_first).boxed())
+        .unwrap_or_else(|| futures::stream::empty().boxed())
+        .take_while(|message| futures::future::ready(message.is_some()))
+        .filter_map(futures::future::ready)
 }
 
 async fn settle_message(message: &jetstream::Message, stream: Stream, settlement: Settlement) {

@@ -12,6 +12,7 @@ use crate::datasets::EventSource;
 use crate::entities::{UnreadableJson, dag_run, schedule, task_instance};
 use crate::params::Params;
 use crate::plan::InstanceSpec;
+use crate::subjects::Priority;
 use crate::{RunId, TaskInstanceId, TaskStatus, TriggerType};
 
 /// The message format version this build writes and reads.
@@ -150,7 +151,7 @@ fn default_time_zone() -> String {
     datajump_cron::DEFAULT_TIME_ZONE.to_owned()
 }
 
-/// "Start a run of this DAG": on `dj.fire.<dag_id>`.
+/// "Start a run of this DAG": on `dj.fire.p<priority>.<dag_id>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FireMsg {
@@ -158,6 +159,10 @@ pub struct FireMsg {
     pub v: u32,
     /// The DAG.
     pub dag_id: i64,
+    /// The DAG's fire priority when the fire was made: the level it is
+    /// published on, so the most urgent fires become runs first.
+    #[serde(default)]
+    pub priority: Priority,
     /// The schedule that fired, for scheduled and event runs.
     pub schedule_id: Option<i64>,
     /// What fired.
@@ -182,9 +187,11 @@ pub struct FireMsg {
 }
 
 impl FireMsg {
-    /// A manual run of `dag_id` at `logical_time` for `biz_date`, with a fresh run key.
+    /// A manual run of `dag_id` (firing at `priority`) at `logical_time`
+    /// for `biz_date`, with a fresh run key.
     pub fn manual(
         dag_id: i64,
+        priority: Priority,
         logical_time: DateTime<Utc>,
         biz_date: NaiveDate,
         params: Params,
@@ -192,6 +199,7 @@ impl FireMsg {
         FireMsg {
             v: VERSION,
             dag_id,
+            priority,
             schedule_id: None,
             trigger_type: TriggerType::Manual,
             logical_time,
@@ -204,14 +212,19 @@ impl FireMsg {
     }
 
     /// The fire a successful run `upstream` owes the dependency schedule
-    /// `after` (an `after:` schedule naming `upstream`'s DAG): a run of
-    /// `after`'s DAG with `upstream`'s business date and logical time,
-    /// keyed by the pair so each upstream run starts it once however often
-    /// the fire is sent.
-    pub fn after(after: &schedule::Model, upstream: &dag_run::Model) -> FireMsg {
+    /// `after` (an `after:` schedule naming `upstream`'s DAG, which fires
+    /// at `priority`): a run of `after`'s DAG with `upstream`'s business
+    /// date and logical time, keyed by the pair so each upstream run starts
+    /// it once however often the fire is sent.
+    pub fn after(
+        after: &schedule::Model,
+        priority: Priority,
+        upstream: &dag_run::Model,
+    ) -> FireMsg {
         FireMsg {
             v: VERSION,
             dag_id: after.dag_id,
+            priority,
             schedule_id: Some(after.id),
             trigger_type: TriggerType::Dependency,
             logical_time: upstream.logical_time,
@@ -225,17 +238,20 @@ impl FireMsg {
 }
 
 impl FireMsg {
-    /// The fire of a data schedule whose condition `trigger` recorded as
-    /// met: dated as the trigger says, logically timed when it was met, and
-    /// given the partition as `${dataset_partition}` (an event's partition
-    /// comes from whoever announced it: untrusted, like any fire's params).
+    /// The fire of a data schedule (of a DAG firing at `priority`) whose
+    /// condition `trigger` recorded as met: dated as the trigger says,
+    /// logically timed when it was met, and given the partition as
+    /// `${dataset_partition}` (an event's partition comes from whoever
+    /// announced it: untrusted, like any fire's params).
     pub fn data(
         schedule: &schedule::Model,
+        priority: Priority,
         trigger: &crate::entities::dataset_trigger::Model,
     ) -> FireMsg {
         FireMsg {
             v: VERSION,
             dag_id: schedule.dag_id,
+            priority,
             schedule_id: Some(schedule.id),
             trigger_type: TriggerType::Dataset,
             logical_time: trigger.created_at,
@@ -451,9 +467,29 @@ mod tests {
     }
 
     #[test]
+    fn a_fire_from_before_priorities_fires_at_the_default_and_levels_clamp() {
+        let fire = FireMsg::manual(
+            1,
+            Priority::HIGHEST,
+            Utc::now(),
+            NaiveDate::from_ymd_opt(2024, 1, 15).unwrap(),
+            Params::new(),
+        );
+        let mut json: serde_json::Value = serde_json::from_slice(&fire.encode()).unwrap();
+        assert_eq!(json["priority"], 10, "sent as its number");
+        json.as_object_mut().unwrap().remove("priority");
+        let old = FireMsg::decode(&serde_json::to_vec(&json).unwrap()).unwrap();
+        assert_eq!(old.priority, Priority::DEFAULT);
+        json["priority"] = 99.into();
+        let loud = FireMsg::decode(&serde_json::to_vec(&json).unwrap()).unwrap();
+        assert_eq!(loud.priority, Priority::HIGHEST);
+    }
+
+    #[test]
     fn a_fire_dated_outside_the_stored_dates_does_not_decode() {
         let mut fire = FireMsg::manual(
             1,
+            Priority::DEFAULT,
             Utc::now(),
             NaiveDate::from_ymd_opt(2024, 1, 15).unwrap(),
             Params::new(),

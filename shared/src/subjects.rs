@@ -4,12 +4,35 @@
 
 use crate::{RunId, TaskInstanceId};
 
-/// A work message's priority, 1–10, larger first: each level is its own
-/// subject and consumer per queue, so a runner with a free slot takes the
-/// oldest message of the highest level that has one, and no runner holds
-/// messages it has no slot for (docs/ARCHITECTURE.md "Priorities").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A work message's or a fire's priority, 1–10, larger first: each level
+/// is its own subject and consumer per queue (and of the fire stream), so a
+/// runner with a free slot takes the oldest message of the highest level
+/// that has one, no runner holds messages it has no slot for, and a
+/// resolver turns the most urgent fires into runs first
+/// (docs/ARCHITECTURE.md "Priorities"). On the wire it is its number.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(from = "i32", into = "i32")]
 pub struct Priority(u8);
+
+impl Default for Priority {
+    fn default() -> Priority {
+        Priority::DEFAULT
+    }
+}
+
+impl From<i32> for Priority {
+    fn from(priority: i32) -> Priority {
+        Priority::of(priority)
+    }
+}
+
+impl From<Priority> for i32 {
+    fn from(priority: Priority) -> i32 {
+        i32::from(priority.0)
+    }
+}
 
 impl Priority {
     /// The highest level.
@@ -97,8 +120,17 @@ impl Stream {
     }
 }
 
-/// Durable consumer of the fire stream, shared by every resolver.
-pub const RESOLVER_FIRE_CONSUMER: &str = "resolver-fire";
+/// Durable consumer of one priority level of the fire stream, shared by
+/// every resolver.
+pub fn resolver_fire_consumer(priority: Priority) -> String {
+    format!("resolver-fire-{}", priority.token())
+}
+
+/// Durable consumer of the fires of releases before fire priorities
+/// (`dj.fire.<dag_id>`, one token after `fire`): never created, but a
+/// resolver drains it where an upgraded installation still has it
+/// (docs/ARCHITECTURE.md "Priorities").
+pub const LEGACY_RESOLVER_FIRE_CONSUMER: &str = "resolver-fire";
 /// Durable consumer of the event stream, shared by every resolver.
 pub const RESOLVER_EVENT_CONSUMER: &str = "resolver-event";
 /// Durable consumer of the dataset stream, shared by every resolver: it
@@ -227,7 +259,7 @@ impl Namespace {
     pub fn stream_subjects(&self, stream: Stream) -> String {
         let p = &self.prefix;
         match stream {
-            Stream::Fire => format!("{p}.fire.*"),
+            Stream::Fire => format!("{p}.fire.>"),
             Stream::Event => format!("{p}.event.>"),
             Stream::Work => format!("{p}.work.*.*"),
             Stream::Done => format!("{p}.done.*"),
@@ -235,9 +267,20 @@ impl Namespace {
         }
     }
 
-    /// `dj.fire.<dag_id>`
-    pub fn fire(&self, dag_id: i64) -> String {
-        format!("{}.fire.{dag_id}", self.prefix)
+    /// `dj.fire.p<priority>.<dag_id>`
+    pub fn fire(&self, priority: Priority, dag_id: i64) -> String {
+        format!("{}.fire.{}.{dag_id}", self.prefix, priority.token())
+    }
+
+    /// Filter of the fires of one priority level.
+    pub fn fire_level(&self, priority: Priority) -> String {
+        format!("{}.fire.{}.*", self.prefix, priority.token())
+    }
+
+    /// Filter of the fires releases before fire priorities published
+    /// (`dj.fire.<dag_id>`); it shares no subject with any level's.
+    pub fn legacy_fire(&self) -> String {
+        format!("{}.fire.*", self.prefix)
     }
 
     /// `dj.event.<project>.<name>`: event `name` of project `project`. The

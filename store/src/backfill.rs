@@ -17,9 +17,10 @@ use thiserror::Error;
 use datajump_cron::{CronError, CronExpr, parse_time_zone};
 use datajump_shared::TriggerType;
 use datajump_shared::biz_date::{DEFAULT_OFFSET_DAYS, biz_date_for, scheduled_fire_for, shift};
-use datajump_shared::entities::schedule;
+use datajump_shared::entities::{dag, schedule};
 use datajump_shared::messages::{FireMsg, scheduled_run_key};
 use datajump_shared::params::Params;
+use datajump_shared::subjects::Priority;
 
 /// Why a backfill could not be planned.
 #[derive(Debug, Error)]
@@ -178,8 +179,9 @@ impl DateRule {
     }
 }
 
-/// The fires of a backfill of DAG `dag_id` over `from..=to`, in date
-/// order, each at its date's logical time ([`DateRule`]). A date the DAG's
+/// The fires of a backfill of DAG `dag` over `from..=to`, in date
+/// order, each at its date's logical time ([`DateRule`]) and its DAG's
+/// fire priority. A date the DAG's
 /// schedule does not fire for is [`Planned::NoFire`]; with no schedule,
 /// each date runs at midnight after it in `default_zone`.
 ///
@@ -189,16 +191,17 @@ impl DateRule {
 /// expression or zone does not parse.
 pub async fn plan<C: ConnectionTrait>(
     conn: &C,
-    dag_id: i64,
+    dag: &dag::Model,
     from: NaiveDate,
     to: NaiveDate,
     default_zone: Tz,
 ) -> Result<Vec<Planned>, BackfillError> {
-    let rule = DateRule::of_dag(conn, dag_id, default_zone).await?;
+    let rule = DateRule::of_dag(conn, dag.id, default_zone).await?;
+    let priority = Priority::of(dag.fire_priority);
     let mut out = Vec::new();
     for date in from.iter_days().take_while(|d| *d <= to) {
         let logical = rule.logical_time(date);
-        let mut fire = FireMsg::manual(dag_id, logical.at(), date, Params::new());
+        let mut fire = FireMsg::manual(dag.id, priority, logical.at(), date, Params::new());
         fire.time_zone = logical.zone().name().to_owned();
         match (logical, rule.schedule_name()) {
             (
@@ -218,7 +221,7 @@ pub async fn plan<C: ConnectionTrait>(
                 continue;
             }
             (LogicalTime::Midnight { .. }, None) => {
-                fire.dedup_key = format!("backfill:{dag_id}:{date}");
+                fire.dedup_key = format!("backfill:{}:{date}", dag.id);
             }
         }
         fire.trigger_type = TriggerType::Backfill;

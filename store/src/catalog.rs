@@ -5,12 +5,12 @@
 //! and schedules keep their ids across updates (matched by name), so runs in
 //! flight and tickers' last-fire records stay attached to them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::Utc;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, ModelTrait, QueryFilter, QueryOrder, sea_query::Expr,
+    IntoActiveModel, ModelTrait, QueryFilter, QueryOrder, QuerySelect, sea_query::Expr,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -22,6 +22,7 @@ use datajump_shared::entities::{dag, project, schedule, task, task_dependency};
 use datajump_shared::kinds::{Catchup, RetryStrategy, ScheduleKind, Strategy};
 use datajump_shared::params::params_to_json;
 use datajump_shared::plan::Plan;
+use datajump_shared::subjects::Priority;
 
 /// Why a DAG could not be stored.
 #[derive(Debug, Error)]
@@ -840,25 +841,45 @@ pub async fn current_plans<'a, C: sea_orm::ConnectionTrait>(
 /// event `name`: what a resolver fires when the event arrives (each run
 /// then needs its DAG online), and what `POST /api/v1/events/{name}` says
 /// it will start. An event never reaches another project's DAGs
-/// (docs/SECURITY.md, "Projects").
+/// (docs/SECURITY.md, "Projects"). Each comes with its DAG's fire
+/// priority, the level its fires are published on.
 pub async fn event_schedules(
     db: &impl sea_orm::ConnectionTrait,
     project: i64,
     name: &str,
-) -> Result<Vec<schedule::Model>, DbErr> {
+) -> Result<Vec<(schedule::Model, Priority)>, DbErr> {
     let project_dags = sea_orm::sea_query::Query::select()
         .column(dag::Column::Id)
         .from(dag::Entity)
         .and_where(dag::Column::ProjectId.eq(project))
         .to_owned();
-    schedule::Entity::find()
+    let schedules = schedule::Entity::find()
         .filter(schedule::Column::Kind.eq(ScheduleKind::Event))
         .filter(schedule::Column::EventName.eq(name))
         .filter(schedule::Column::Active.eq(true))
         .filter(schedule::Column::DagId.in_subquery(project_dags))
         .order_by_asc(schedule::Column::Id)
         .all(db)
-        .await
+        .await?;
+    if schedules.is_empty() {
+        return Ok(Vec::new());
+    }
+    let priorities: HashMap<i64, i32> = dag::Entity::find()
+        .select_only()
+        .columns([dag::Column::Id, dag::Column::FirePriority])
+        .filter(dag::Column::Id.is_in(schedules.iter().map(|s| s.dag_id)))
+        .into_tuple()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(schedules
+        .into_iter()
+        .filter_map(|schedule| {
+            let priority = Priority::of(*priorities.get(&schedule.dag_id)?);
+            Some((schedule, priority))
+        })
+        .collect())
 }
 
 /// Notes on dependencies naming a DAG that does not exist (yet): such a

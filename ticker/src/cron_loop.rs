@@ -32,6 +32,7 @@ use datajump_shared::entities::{dag, schedule};
 use datajump_shared::kinds::{Catchup, ScheduleKind};
 use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
 use datajump_shared::params::Params;
+use datajump_shared::subjects::Priority;
 use futures::StreamExt;
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, FromQueryResult, JoinType, QueryFilter, QuerySelect,
@@ -64,7 +65,7 @@ struct Entry {
     /// Its DAG's project and fire priority: the order fires due together
     /// go out in ([`fair_order`]).
     project_id: i64,
-    priority: i32,
+    priority: Priority,
     /// Shared by every schedule with the same expression text.
     cron: Arc<CronExpr>,
     tz: Tz,
@@ -324,15 +325,15 @@ async fn fire_due(
 /// Puts due fires in the order they go out: by time, then by their DAG's
 /// priority (10 first), then round-robin across projects (each project's
 /// first fire, then each one's second, …, projects by id), then by
-/// schedule id. Fires are stored in the stream in the order they are
-/// published, and resolvers take them in that order, so a project with a
-/// thousand schedules due this second does not start all of its runs
-/// before another project's first.
+/// schedule id. Each fire goes out on its level, which keeps the order
+/// fires were published in, and resolvers take a level's fires in that
+/// order, so a project with a thousand schedules due this second does not
+/// start all of its runs before another project's first.
 fn fair_order(due: &mut [(usize, DateTime<Utc>)], entries: &[Entry]) {
     due.sort_unstable_by_key(|(index, _)| entries[*index].schedule_id);
     // A fire's round is its place among its project's fires of the same
     // time and priority.
-    let mut rounds: HashMap<(DateTime<Utc>, i32, i64), usize> = HashMap::new();
+    let mut rounds: HashMap<(DateTime<Utc>, Priority, i64), usize> = HashMap::new();
     let mut keyed: Vec<_> = due
         .iter()
         .map(|&(index, at)| {
@@ -486,7 +487,7 @@ async fn read_schedules(config: &Config) -> Result<Vec<Entry>, LoadError> {
             schedule_id: row.id,
             dag_id: row.dag_id,
             project_id: row.project_id,
-            priority: row.fire_priority,
+            priority: Priority::of(row.fire_priority),
             cron,
             tz: parse_time_zone(&row.timezone).unwrap_or(config.default_timezone),
             start_date: row.start_date,
@@ -561,6 +562,7 @@ async fn publish(firing: &Firing, entry: &Entry, at: DateTime<Utc>) -> Result<()
     let message = FireMsg {
         v: VERSION,
         dag_id: entry.dag_id,
+        priority: entry.priority,
         schedule_id: Some(entry.schedule_id),
         trigger_type: TriggerType::Schedule,
         logical_time: at,
@@ -608,7 +610,7 @@ mod tests {
             schedule_id: 1,
             dag_id: 1,
             project_id: 1,
-            priority: 5,
+            priority: Priority::DEFAULT,
             cron: Arc::new(CronExpr::parse("0 * * * * ?")?),
             tz: chrono_tz::UTC,
             start_date: None,
@@ -644,7 +646,7 @@ mod tests {
                 Ok(Entry {
                     schedule_id: i64::try_from(i).unwrap_or_default() + 1,
                     project_id: *project_id,
-                    priority: *priority,
+                    priority: Priority::of(*priority),
                     ..every_minute(0)?
                 })
             })

@@ -37,6 +37,7 @@ use datajump_shared::dag_file::DagFile;
 use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::messages::{FireMsg, Message};
 use datajump_shared::params::Params;
+use datajump_shared::subjects::Priority;
 use datajump_shared::{RunStatus, TaskStatus};
 use datajump_store::catalog;
 use futures::StreamExt;
@@ -418,7 +419,13 @@ async fn trigger_and_wait(
     timeout: Duration,
 ) -> Result<RunTimes> {
     let published = Utc::now();
-    let fire = FireMsg::manual(dag_id, published, published.date_naive(), Params::new());
+    let fire = FireMsg::manual(
+        dag_id,
+        Priority::DEFAULT,
+        published,
+        published.date_naive(),
+        Params::new(),
+    );
     system.bus.publish_fire(&fire).await?;
     let started = Instant::now();
     let mut pause = Duration::from_millis(5);

@@ -12,6 +12,7 @@ use chrono::Utc;
 use datajump_shared::entities::dag_run;
 use datajump_shared::messages::FireMsg;
 use datajump_shared::params::Params;
+use datajump_shared::subjects::Priority;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use tokio_util::sync::CancellationToken;
 
@@ -91,7 +92,7 @@ async fn fill(system: &mut System<'_>, dag_id: i64) -> Result<()> {
     let first = Utc::now().date_naive() - chrono::Days::new(RUNS as u64);
     for day in 0..RUNS {
         let date = first + chrono::Days::new(day as u64);
-        let fire = FireMsg::manual(dag_id, Utc::now(), date, Params::new());
+        let fire = FireMsg::manual(dag_id, Priority::DEFAULT, Utc::now(), date, Params::new());
         system.bus.publish_fire(&fire).await?;
     }
     let started = Instant::now();

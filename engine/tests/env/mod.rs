@@ -144,7 +144,13 @@ impl EngineEnv {
     /// A manual run of `dag_id` for `biz_date`: its outcome, the run's id
     /// when one was created, and what the commit released.
     pub async fn fire(&self, dag_id: i64, biz_date: NaiveDate) -> (Option<RunId>, Effects) {
-        let fire = FireMsg::manual(dag_id, self.now, biz_date, Default::default());
+        let fire = FireMsg::manual(
+            dag_id,
+            Default::default(),
+            self.now,
+            biz_date,
+            Default::default(),
+        );
         let (outcomes, effects) = datajump_engine::create_runs(&self.db, &[&fire], self.now)
             .await
             .expect("create_runs");

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use chrono::NaiveDate;
-use datajump_shared::subjects;
+use datajump_shared::subjects::{self, Priority};
 use sea_orm::DbBackend;
 use serde_json::json;
 
@@ -212,10 +212,12 @@ both_dbs!(
         env.wait_run_created(&good, TIMEOUT).await;
 
         // Each ended: nothing is left to deliver again.
-        env.wait_consumer_idle("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER, TIMEOUT)
-            .await;
+        env.wait_fires_idle(TIMEOUT).await;
         let info = env
-            .consumer_info("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER)
+            .consumer_info(
+                "DJ_FIRE",
+                &subjects::resolver_fire_consumer(Priority::DEFAULT),
+            )
             .await;
         assert_eq!(info.num_ack_pending, 0, "{info:?}");
         assert!(env.run_by_key(&far.dedup_key).await.is_none());
@@ -227,7 +229,10 @@ both_dbs!(
         // Still idle a few redelivery intervals later: not retried.
         tokio::time::sleep(Duration::from_secs(3)).await;
         let info = env
-            .consumer_info("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER)
+            .consumer_info(
+                "DJ_FIRE",
+                &subjects::resolver_fire_consumer(Priority::DEFAULT),
+            )
             .await;
         assert_eq!(
             (info.num_pending, info.num_ack_pending, info.num_redelivered),

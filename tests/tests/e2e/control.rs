@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use datajump_shared::subjects::Priority;
 use datajump_shared::{RunStatus, TaskStatus};
 
 use crate::harness::dj;
@@ -88,7 +89,10 @@ tasks:
         let first = first.expect("five fires");
         env.bus
             .js()
-            .publish(dj().fire(first.dag_id), first.encode().into())
+            .publish(
+                dj().fire(Priority::DEFAULT, first.dag_id),
+                first.encode().into(),
+            )
             .await
             .expect("publish copy")
             .await

@@ -514,9 +514,9 @@ tasks:
     let mut expected = BTreeMap::new();
     for (subject, stream, consumer) in [
         (
-            dj().fire(dag_id),
+            dj().fire(Priority::DEFAULT, dag_id),
             "DJ_FIRE",
-            subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
+            subjects::resolver_fire_consumer(Priority::DEFAULT),
         ),
         (
             dj().work("default", Priority::DEFAULT),
@@ -592,7 +592,10 @@ tasks:
     assert_side_effects_once(&side, ["a", "b"]);
     // Nothing is waiting for redelivery: a NAKed poison message would be.
     for (stream, consumer) in [
-        ("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER.to_owned()),
+        (
+            "DJ_FIRE",
+            subjects::resolver_fire_consumer(Priority::DEFAULT),
+        ),
         ("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER.to_owned()),
         (
             "DJ_WORK",
@@ -850,12 +853,7 @@ tasks:
     );
     sleep_until(at(33)).await;
     ticker.kill9();
-    env.wait_consumer_idle(
-        "DJ_FIRE",
-        subjects::RESOLVER_FIRE_CONSUMER,
-        Duration::from_secs(30),
-    )
-    .await;
+    env.wait_fires_idle(Duration::from_secs(30)).await;
 
     let mut total_runs = 0;
     for (dag_id, expected) in [

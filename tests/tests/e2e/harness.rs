@@ -685,7 +685,13 @@ impl TestEnv {
             chrono_tz::Asia::Shanghai,
             datajump_shared::biz_date::DEFAULT_OFFSET_DAYS,
         );
-        FireMsg::manual(self.dag_id(name).await, now, biz_date, Params::new())
+        FireMsg::manual(
+            self.dag_id(name).await,
+            datajump_shared::subjects::Priority::DEFAULT,
+            now,
+            biz_date,
+            Params::new(),
+        )
     }
 
     /// Triggers DAG `name` manually; returns the run's dedup key.
@@ -899,6 +905,14 @@ impl TestEnv {
                 info.num_ack_pending
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until no fire of any level waits for a resolver.
+    pub async fn wait_fires_idle(&self, timeout: Duration) {
+        for priority in datajump_shared::subjects::Priority::ALL {
+            let consumer = datajump_shared::subjects::resolver_fire_consumer(priority);
+            self.wait_consumer_idle("DJ_FIRE", &consumer, timeout).await;
         }
     }
 

@@ -40,7 +40,7 @@ both_dbs!(fire_delivered_twice_creates_one_run, |env| async move {
             .bus
             .publish(
                 Stream::Fire,
-                dj().fire(dag_id),
+                dj().fire(Priority::DEFAULT, dag_id),
                 &again_id("fire"),
                 fire.encode(),
             )
@@ -55,8 +55,7 @@ both_dbs!(fire_delivered_twice_creates_one_run, |env| async move {
         "{}",
         env.describe_run(&run).await
     );
-    env.wait_consumer_idle("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER, MINUTE)
-        .await;
+    env.wait_fires_idle(MINUTE).await;
 
     let runs = env.runs_of(dag_id).await;
     assert_eq!(runs.len(), 1, "one run for one fire: {runs:?}");
@@ -223,6 +222,7 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
     };
     let missing_dag = FireMsg::manual(
         987_654_321,
+        Priority::DEFAULT,
         chrono::Utc::now(),
         chrono::Utc::now().date_naive(),
         Params::new(),
@@ -248,8 +248,12 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
         ),
         (
             "DJ_FIRE".to_owned(),
-            subjects::RESOLVER_FIRE_CONSUMER.to_owned(),
-            publish(dj().fire(987_654_321), missing_dag.encode()).await,
+            subjects::resolver_fire_consumer(Priority::DEFAULT),
+            publish(
+                dj().fire(Priority::DEFAULT, 987_654_321),
+                missing_dag.encode(),
+            )
+            .await,
         ),
         (
             "DJ_WORK".to_owned(),
@@ -286,7 +290,10 @@ both_dbs!(poison_messages_are_terminated, |env| async move {
     tokio::time::sleep(Duration::from_secs(3)).await;
     for (stream, consumer) in [
         ("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER.to_owned()),
-        ("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER.to_owned()),
+        (
+            "DJ_FIRE",
+            subjects::resolver_fire_consumer(Priority::DEFAULT),
+        ),
         ("DJ_WORK", subjects::runner_consumer("default", normal)),
     ] {
         let info = env.consumer_info(stream, &consumer).await;

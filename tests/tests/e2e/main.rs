@@ -54,6 +54,7 @@ mod engine;
 mod executors;
 mod faults;
 mod file_managed;
+mod fire_levels;
 mod forged_messages;
 mod harness;
 mod hostile_params;

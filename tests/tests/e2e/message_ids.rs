@@ -288,7 +288,7 @@ tasks:
         env.bus
             .publish(
                 Stream::Fire,
-                dj().fire(dag_id),
+                dj().fire(Priority::DEFAULT, dag_id),
                 &installation.fire_msg_id(schedule_id, *at),
                 b"{\"forged\":true}".to_vec(),
             )

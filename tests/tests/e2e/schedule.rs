@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use datajump_shared::entities::{dag, schedule};
 use datajump_shared::messages::{FireMsg, Message, scheduled_run_key};
-use datajump_shared::{RunStatus, TriggerType, subjects};
+use datajump_shared::subjects::{self, Priority};
+use datajump_shared::{RunStatus, TriggerType};
 use futures::StreamExt;
 use sea_orm::ActiveValue::{NotSet, Set};
 use sea_orm::sea_query::Expr;
@@ -51,12 +52,7 @@ tasks:
     for ticker in running {
         ticker.stop().await;
     }
-    env.wait_consumer_idle(
-        "DJ_FIRE",
-        subjects::RESOLVER_FIRE_CONSUMER,
-        Duration::from_secs(30),
-    )
-    .await;
+    env.wait_fires_idle(Duration::from_secs(30)).await;
 
     let runs = env.runs_of(dag_id).await;
     let times: Vec<i64> = runs.iter().map(|r| r.logical_time.timestamp()).collect();
@@ -163,7 +159,7 @@ tasks:
             .expect("fire stream");
         assert!(
             stream
-                .get_last_raw_message_by_subject(&dj().fire(fires))
+                .get_last_raw_message_by_subject(&dj().fire(Priority::DEFAULT, fires))
                 .await
                 .is_ok(),
             "the active schedule of the online DAG fired"
@@ -171,7 +167,7 @@ tasks:
         for (what, dag_id) in [("offline DAG", offline), ("paused schedule", paused)] {
             assert!(
                 stream
-                    .get_last_raw_message_by_subject(&dj().fire(dag_id))
+                    .get_last_raw_message_by_subject(&dj().fire(Priority::DEFAULT, dag_id))
                     .await
                     .is_err(),
                 "the {what} did not fire"
@@ -281,6 +277,12 @@ both_dbs!(fires_due_together_alternate_projects, |env| async move {
             .expect("the ticker fires within 30 s")
             .expect("the subscription stays open");
         let fire = FireMsg::decode(&message.payload).expect("a fire");
+        let level = if fire.dag_id == urgent { 9 } else { 5 };
+        assert_eq!(
+            message.subject.as_str(),
+            dj().fire(Priority::of(level), fire.dag_id),
+            "each fire goes out on its DAG's level"
+        );
         first.push((fire.dag_id, fire.logical_time));
     }
     ticker.stop().await;

@@ -40,7 +40,8 @@ async fn creates_everything_concurrently() {
             .unwrap_or_else(|e| panic!("stream {name}: {e}"));
     }
     for (stream, consumer) in [
-        ("DJ_FIRE", subjects::RESOLVER_FIRE_CONSUMER),
+        ("DJ_FIRE", "resolver-fire-p10"),
+        ("DJ_FIRE", "resolver-fire-p1"),
         ("DJ_DONE", subjects::RESOLVER_DONE_CONSUMER),
         ("DJ_EVENT", subjects::RESOLVER_EVENT_CONSUMER),
         ("DJ_WORK", "runner-default-p10"),

@@ -22,6 +22,7 @@ use datajump_shared::entities::{
 use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
 use datajump_shared::params::Params;
+use datajump_shared::subjects::Priority;
 use datajump_shared::{RunId, RunStatus};
 use datajump_store::backfill::{self, BackfillError, DateRule, Planned};
 use datajump_store::catalog::{ApplyReport, Origin};
@@ -662,7 +663,13 @@ pub async fn trigger(
     // The date's logical time, not the trigger's moment: a manual run of a
     // date sees the dates its scheduled run and a backfill of it see.
     let logical = rule.logical_time(biz_date);
-    let mut fire = FireMsg::manual(dag.id, logical.at(), biz_date, params);
+    let mut fire = FireMsg::manual(
+        dag.id,
+        Priority::of(dag.fire_priority),
+        logical.at(),
+        biz_date,
+        params,
+    );
     fire.time_zone = logical.zone().name().to_owned();
     state.bus.publish_fire(&fire).await?;
     info!(dag = %dag.name, run_key = %fire.dedup_key, "DAG triggered through the API");
@@ -751,7 +758,7 @@ pub async fn backfill(
         )));
     }
     let zone = parse_time_zone(&state.timezone).map_err(|e| Error::Internal(e.to_string()))?;
-    let planned = backfill::plan(&state.db, dag.id, body.from, body.to, zone)
+    let planned = backfill::plan(&state.db, &dag, body.from, body.to, zone)
         .await
         .map_err(backfill_error)?;
     // A date that has a run, whatever started it (manual, scheduled or

@@ -62,7 +62,7 @@ pub async fn publish(
     let dag_ids: Vec<i64> = datajump_store::catalog::event_schedules(&state.db, project, &name)
         .await?
         .iter()
-        .map(|s| s.dag_id)
+        .map(|(schedule, _)| schedule.dag_id)
         .collect();
     let (starts, offline): (Vec<dag::Model>, Vec<dag::Model>) = dag::Entity::find()
         .filter(dag::Column::Id.is_in(dag_ids))
