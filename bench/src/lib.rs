@@ -374,8 +374,9 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
                     runners.slots, args.soak_retention, args.soak_rate, args.soak_tasks
                 ),
                 Workload::Burst => format!(
-                    "{} one-task NOOP DAGs on one cron, `0 * * * * ?`, run by one `datajump up` \
-                     process (runner of {} slots); {} repetitions",
+                    "{} one-task NOOP DAGs on one cron, `0 * * * * ?`, and one whose task has \
+                     priority 10 on `1 * * * * ?`, run by one `datajump up` process (runner of {} \
+                     slots); {} repetitions",
                     args.burst_runs, runners.slots, args.repeat
                 ),
                 Workload::Load => format!(
@@ -483,15 +484,21 @@ async fn measure_all(
     let mut rows: Vec<Row> = Vec::new();
     let mut notes = Vec::new();
     let mut appendices = Vec::new();
+    // The soak is long enough to run once.
+    let repetitions = if workloads.iter().all(|w| *w == Workload::Soak) {
+        1
+    } else {
+        bench.repeat
+    };
     eprintln!(
-        "datajump-bench on {}: {} × {} repetitions",
+        "datajump-bench on {}: {} × {repetitions} repetition{}",
         bench.backend.kind.label(),
         workloads
             .iter()
             .map(|w| w.name())
             .collect::<Vec<_>>()
             .join(", "),
-        bench.repeat
+        if repetitions == 1 { "" } else { "s" }
     );
     for workload in workloads {
         let kinds: &[TaskKind] = match workload {

@@ -513,6 +513,11 @@ impl<'b> System<'b> {
         Ok((pid, log))
     }
 
+    /// The log of the `datajump up` process.
+    pub fn up_log(&self) -> PathBuf {
+        self.dir.0.join("up.log")
+    }
+
     /// The pid of this system's nats-server.
     pub fn nats_server_pid(&self) -> Option<u32> {
         self.nats_server.id()
@@ -524,12 +529,19 @@ impl<'b> System<'b> {
     /// its runner has announced itself; returns its pid. Its log is
     /// `up.log`.
     pub async fn start_up_process(&mut self, slots: usize) -> Result<u32> {
-        self.start_up_process_with(slots, &[]).await
+        self.start_up_process_with(slots, &[], &quiet_log_level())
+            .await
     }
 
-    /// [`System::start_up_process`] with `extra` flags for `up`.
-    pub async fn start_up_process_with(&mut self, slots: usize, extra: &[&str]) -> Result<u32> {
-        let log = self.dir.0.join("up.log");
+    /// [`System::start_up_process`] with `extra` flags for `up`, logging at
+    /// `log_level` (a `DATAJUMP_LOG` filter) into [`System::up_log`].
+    pub async fn start_up_process_with(
+        &mut self,
+        slots: usize,
+        extra: &[&str],
+        log_level: &str,
+    ) -> Result<u32> {
+        let log = self.up_log();
         let api_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
         let mut args = vec![
             "up".to_owned(),
@@ -543,7 +555,7 @@ impl<'b> System<'b> {
             self.dir.0.join("up").display().to_string(),
         ];
         args.extend(extra.iter().map(|flag| (*flag).to_owned()));
-        let child = self.spawn_role(&args, &log, &quiet_log_level())?;
+        let child = self.spawn_role(&args, &log, log_level)?;
         let pid = child.id().context("the up process has no pid")?;
         self.up = Some(child);
         self.wait_for_runners(1).await?;

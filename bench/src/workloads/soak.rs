@@ -12,8 +12,9 @@
 //! last (due second → first task started; one not started yet counts with
 //! its wait so far). The report compares the last quarter of the samples
 //! with the second (the first holds the warm-up and the database filling
-//! towards its retention), and dispatch while the cleanup runs (after the
-//! retention period) with dispatch before it. One repetition: it is long.
+//! towards its retention), and, once the database is full, dispatch of the
+//! runs whose wait overlapped a cleanup (read from `up`'s log) with that of
+//! the runs between cleanups. One repetition: it is long.
 
 use std::time::Instant;
 
@@ -55,6 +56,46 @@ pub struct SoakPlan {
     pub retention_secs: u32,
 }
 
+/// One run's wait: its due second, and how long until its first task
+/// started.
+#[derive(Clone, Copy, Debug)]
+struct Lag {
+    due: DateTime<Utc>,
+    ms: f64,
+}
+
+/// When one cleanup ran.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Cleanup {
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+}
+
+impl Cleanup {
+    /// Whether `lag`'s wait overlapped it.
+    fn overlaps(&self, lag: &Lag) -> bool {
+        let started = lag.due + chrono::Duration::milliseconds(lag.ms as i64);
+        lag.due <= self.end && started >= self.start
+    }
+}
+
+/// The cleanups `up` logged: each ends with a line `<time> INFO history
+/// past its retention removed … took_ms=<ms>`.
+fn cleanups(log: &str) -> Vec<Cleanup> {
+    log.lines()
+        .filter(|line| line.contains("history past its retention removed"))
+        .filter_map(|line| {
+            let end = DateTime::parse_from_rfc3339(line.split_whitespace().next()?).ok()?;
+            let took: i64 = line.rsplit_once("took_ms=")?.1.trim().parse().ok()?;
+            let end = end.with_timezone(&Utc);
+            Some(Cleanup {
+                start: end - chrono::Duration::milliseconds(took),
+                end,
+            })
+        })
+        .collect()
+}
+
 /// One sample.
 struct Sample {
     /// Seconds since the first due second.
@@ -65,12 +106,16 @@ struct Sample {
     run_rows: u64,
     instance_rows: u64,
     /// Lags of the runs due in the window before last.
-    lag_ms: Vec<f64>,
+    lags: Vec<Lag>,
 }
 
 impl Sample {
+    fn lag_ms(&self) -> Vec<f64> {
+        self.lags.iter().map(|lag| lag.ms).collect()
+    }
+
     fn p99(&self) -> f64 {
-        Summary::of(&self.lag_ms, Better::Lower).map_or(f64::NAN, |s| s.tail)
+        Summary::of(&self.lag_ms(), Better::Lower).map_or(f64::NAN, |s| s.tail)
     }
 }
 
@@ -80,8 +125,10 @@ pub(super) async fn run(bench: &Bench<'_>) -> Result<Measured> {
     let began = Instant::now();
     let mut system = System::start(bench.backend, bench.datajump).await?;
     let result = measure(bench, &mut system, plan).await;
+    let log = std::fs::read_to_string(system.up_log()).unwrap_or_default();
     system.stop().await;
     let samples = result.context("soak")?;
+    let cleanups = cleanups(&log);
     eprintln!(
         "  soak [{}]: {} samples in {:.1} min",
         bench.backend.kind.key(),
@@ -96,20 +143,25 @@ pub(super) async fn run(bench: &Bench<'_>) -> Result<Measured> {
     let last = quarter(&samples, 3);
     let ratio = |value: fn(&Sample) -> f64| median(last, value) / median(second, value);
     let retention = f64::from(plan.retention_secs);
-    let before_cleanup: Vec<f64> = samples
+    let filling: Vec<f64> = samples
         .iter()
         .filter(|s| s.elapsed_s >= 60.0_f64.min(retention / 2.0) && s.elapsed_s < retention)
-        .flat_map(|s| s.lag_ms.iter().copied())
+        .flat_map(Sample::lag_ms)
         .collect();
-    let with_cleanup: Vec<f64> = samples
+    let full: Vec<Lag> = samples
         .iter()
         .filter(|s| s.elapsed_s >= retention * 1.1)
-        .flat_map(|s| s.lag_ms.iter().copied())
+        .flat_map(|s| s.lags.iter().copied())
         .collect();
-    let p99 = |lags: &[f64]| Summary::of(lags, Better::Lower).map_or(f64::NAN, |s| s.tail);
-    let all_lags: Vec<f64> = samples
+    let (while_cleaning, between_cleanups): (Vec<Lag>, Vec<Lag>) = full
         .iter()
-        .flat_map(|s| s.lag_ms.iter().copied())
+        .partition(|lag| cleanups.iter().any(|cleanup| cleanup.overlaps(lag)));
+    let waits = |lags: &[Lag]| lags.iter().map(|lag| lag.ms).collect::<Vec<f64>>();
+    let p99 = |lags: &[f64]| Summary::of(lags, Better::Lower).map_or(f64::NAN, |s| s.tail);
+    let all_lags: Vec<f64> = samples.iter().flat_map(Sample::lag_ms).collect();
+    let took: Vec<f64> = cleanups
+        .iter()
+        .map(|cleanup| (cleanup.end - cleanup.start).num_milliseconds() as f64 / 1000.0)
         .collect();
     let rows = vec![
         row(
@@ -136,11 +188,17 @@ pub(super) async fn run(bench: &Bench<'_>) -> Result<Measured> {
         )
         .target(Target::worst(FLAT).bench_criterion()),
         row(
-            "first task p99 with the cleanup running ÷ before it",
+            "first task p99, waits overlapping a cleanup ÷ between cleanups",
             Unit::Ratio,
-            &[p99(&with_cleanup) / p99(&before_cleanup)],
+            &[p99(&waits(&while_cleaning)) / p99(&waits(&between_cleanups))],
         )
         .target(Target::worst(FLAT)),
+        row(
+            "first task p99, the database full ÷ still filling",
+            Unit::Ratio,
+            &[p99(&waits(&full)) / p99(&filling)],
+        ),
+        row("one cleanup, start to end", Unit::S, &took),
         row("due → first task started", Unit::Ms, &all_lags),
         row(
             "`datajump up` RSS, last quarter",
@@ -159,7 +217,12 @@ pub(super) async fn run(bench: &Bench<'_>) -> Result<Measured> {
             text: sample_table(&samples, false),
             markdown: sample_table(&samples, true),
             svg: None,
-            notes: Vec::new(),
+            notes: vec![format!(
+                "{} cleanups; of the {} runs due once the database was full, {} waited while one ran",
+                cleanups.len(),
+                full.len(),
+                while_cleaning.len()
+            )],
         }),
     })
 }
@@ -195,7 +258,11 @@ async fn measure(
     }
     let retention = plan.retention_secs.to_string();
     let up = system
-        .start_up_process_with(bench.runners.slots, &["--retention", &retention])
+        .start_up_process_with(
+            bench.runners.slots,
+            &["--retention", &retention],
+            "warn,datajump_ticker::cleanup=info",
+        )
         .await?;
     let nats = system.nats_server_pid();
     let first_due =
@@ -232,7 +299,7 @@ async fn measure(
             db_mib: database_mib(system, bench.backend.kind).await?,
             run_rows: dag_run::Entity::find().count(&system.db).await?,
             instance_rows: task_instance::Entity::find().count(&system.db).await?,
-            lag_ms: lags(system, window, plan.rate).await?,
+            lags: lags(system, window, plan.rate).await?,
         };
         if k % 6 == 0 {
             eprintln!(
@@ -257,7 +324,7 @@ async fn lags(
     system: &System<'_>,
     window: std::ops::Range<DateTime<Utc>>,
     rate: u32,
-) -> Result<Vec<f64>> {
+) -> Result<Vec<Lag>> {
     let now = Utc::now();
     let runs: Vec<(i64, DateTime<Utc>)> = dag_run::Entity::find()
         .select_only()
@@ -279,15 +346,22 @@ async fn lags(
             .await?
             .into_iter()
             .collect();
-    let mut lags: Vec<f64> = runs
+    let mut lags: Vec<Lag> = runs
         .iter()
-        .map(|(id, due)| ms(starts.get(id).copied().flatten().unwrap_or(now) - *due))
+        .map(|(id, due)| Lag {
+            due: *due,
+            ms: ms(starts.get(id).copied().flatten().unwrap_or(now) - *due),
+        })
         .collect();
     // Fires of the window that made no run yet waited since its end at
     // least.
     let due = usize::try_from(i64::from(rate) * SAMPLE_EVERY).unwrap_or(usize::MAX);
     let missing = due.saturating_sub(lags.len());
-    lags.extend(std::iter::repeat_n(ms(now - window.end), missing));
+    let unmade = Lag {
+        due: window.end,
+        ms: ms(now - window.end),
+    };
+    lags.extend(std::iter::repeat_n(unmade, missing));
     Ok(lags)
 }
 
@@ -335,7 +409,7 @@ fn sample_table(samples: &[Sample], markdown: bool) -> String {
         out.push('\n');
     }
     for sample in samples.iter().step_by(per_minute) {
-        let p50 = Summary::of(&sample.lag_ms, Better::Lower).map_or(f64::NAN, |s| s.median);
+        let p50 = Summary::of(&sample.lag_ms(), Better::Lower).map_or(f64::NAN, |s| s.median);
         let cells = [
             format!("{:.0}", sample.elapsed_s / 60.0),
             Unit::Ms.format(p50),
@@ -376,8 +450,35 @@ mod tests {
             db_mib: 1.0,
             run_rows: 0,
             instance_rows: 0,
-            lag_ms: vec![10.0],
+            lags: vec![Lag {
+                due: DateTime::UNIX_EPOCH,
+                ms: 10.0,
+            }],
         }
+    }
+
+    #[test]
+    fn cleanups_are_read_from_the_log_and_overlap_the_waits_they_touch() {
+        let log = "2026-12-07T05:11:21.500000Z  INFO history past its retention removed removed=Removed { runs: 9000 } took_ms=6500\n\
+                   2026-12-07T05:11:22.000000Z  WARN something else took_ms=1\n";
+        let found = cleanups(log);
+        let at = |text: &str| {
+            DateTime::parse_from_rfc3339(text)
+                .expect("a time")
+                .with_timezone(&Utc)
+        };
+        assert_eq!(
+            found,
+            [Cleanup {
+                start: at("2026-12-07T05:11:15Z"),
+                end: at("2026-12-07T05:11:21.5Z"),
+            }]
+        );
+        let lag = |due: &str, ms: f64| Lag { due: at(due), ms };
+        assert!(found[0].overlaps(&lag("2026-12-07T05:11:10Z", 6000.0)));
+        assert!(found[0].overlaps(&lag("2026-12-07T05:11:21Z", 100.0)));
+        assert!(!found[0].overlaps(&lag("2026-12-07T05:11:10Z", 4000.0)));
+        assert!(!found[0].overlaps(&lag("2026-12-07T05:11:22Z", 100.0)));
     }
 
     #[test]
