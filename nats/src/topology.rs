@@ -342,7 +342,8 @@ async fn widen_legacy_fire_subjects(js: &Context, names: &Namespace) -> Result<(
 
 /// Sets the copies of every existing stream, bucket and object store of
 /// the topology to `replicas` (their consumers follow their stream), for
-/// `datajump topology apply --replicas N`: the one place DataJump updates
+/// `datajump topology apply --replicas N`: besides an old fire stream's
+/// subjects ([`widen_legacy_fire_subjects`]), the one place DataJump updates
 /// a stream it did not just create, and only when told to, since an update
 /// rewrites the whole configuration. Streams already at `replicas` are left
 /// alone; JetStream moves the data while the streams stay in use.
