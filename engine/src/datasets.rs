@@ -31,6 +31,7 @@ use datajump_shared::entities::{dag, dataset_event, dataset_trigger, schedule};
 use datajump_shared::kinds::ScheduleKind;
 use datajump_shared::messages::FireMsg;
 use datajump_shared::subjects::Priority;
+use datajump_store::catalog;
 use datajump_store::db::{WriteTxn, begin_write};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
@@ -390,15 +391,7 @@ pub(crate) async fn owed_data_fires(
         .into_iter()
         .map(|schedule| (schedule.id, schedule))
         .collect();
-    let priorities: BTreeMap<i64, i32> = dag::Entity::find()
-        .select_only()
-        .columns([dag::Column::Id, dag::Column::FirePriority])
-        .filter(dag::Column::Id.is_in(schedules.values().map(|s| s.dag_id)))
-        .into_tuple()
-        .all(db)
-        .await?
-        .into_iter()
-        .collect();
+    let priorities = catalog::fire_priorities(db, schedules.values().map(|s| s.dag_id)).await?;
     // A trigger recorded before its schedule last began to fire was
     // recorded while it fired before a pause (docs/DAG_FORMAT.md
     // "Datasets and data schedules"): its run may have been skipped as
@@ -407,7 +400,7 @@ pub(crate) async fn owed_data_fires(
         .iter()
         .filter_map(|trigger| {
             let schedule = schedules.get(&trigger.schedule_id)?;
-            let priority = Priority::of(*priorities.get(&schedule.dag_id)?);
+            let priority = *priorities.get(&schedule.dag_id)?;
             (trigger.created_at >= schedule.counts_from())
                 .then(|| FireMsg::data(schedule, priority, trigger))
         })

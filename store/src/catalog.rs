@@ -864,21 +864,32 @@ pub async fn event_schedules(
     if schedules.is_empty() {
         return Ok(Vec::new());
     }
-    let priorities: HashMap<i64, i32> = dag::Entity::find()
-        .select_only()
-        .columns([dag::Column::Id, dag::Column::FirePriority])
-        .filter(dag::Column::Id.is_in(schedules.iter().map(|s| s.dag_id)))
-        .into_tuple()
-        .all(db)
-        .await?
-        .into_iter()
-        .collect();
+    let priorities = fire_priorities(db, schedules.iter().map(|s| s.dag_id)).await?;
     Ok(schedules
         .into_iter()
         .filter_map(|schedule| {
-            let priority = Priority::of(*priorities.get(&schedule.dag_id)?);
+            let priority = *priorities.get(&schedule.dag_id)?;
             Some((schedule, priority))
         })
+        .collect())
+}
+
+/// The fire priority of each of `dag_ids`' DAGs that exists: the level
+/// its fires are published on (docs/ARCHITECTURE.md, "Priorities").
+pub async fn fire_priorities(
+    db: &impl sea_orm::ConnectionTrait,
+    dag_ids: impl IntoIterator<Item = i64>,
+) -> Result<HashMap<i64, Priority>, DbErr> {
+    let rows: Vec<(i64, i32)> = dag::Entity::find()
+        .select_only()
+        .columns([dag::Column::Id, dag::Column::FirePriority])
+        .filter(dag::Column::Id.is_in(dag_ids))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, level)| (id, Priority::of(level)))
         .collect())
 }
 

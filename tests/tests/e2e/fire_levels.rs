@@ -31,6 +31,7 @@ both_dbs!(
         // The resolver is working through the backlog, with the next
         // fires of it buffered, when the urgent one comes.
         let _resolver = env.spawn_resolver().await;
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
         let made_before = loop {
             let made = dag_run::Entity::find()
                 .count(&env.db)
@@ -39,6 +40,10 @@ both_dbs!(
             if made >= 300 {
                 break usize::try_from(made).expect("a count");
             }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the resolver made only {made} of the backlog's runs in {TIMEOUT:?}"
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         };
         let mut urgent = env.manual_fire("urgent").await;
