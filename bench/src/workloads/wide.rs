@@ -4,7 +4,11 @@
 //! and where the rest of the run's time goes (ramp-up, wind-down). `scale`
 //! reports the same rows.
 
-use anyhow::Result;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, ensure};
+use datajump_runner::executor::{Cgroups, TaskProcess, run_bare_script};
 
 use super::{Bench, RunTimes, TaskKind, Workload, figures, ms, repeat_runs, secs};
 use crate::report::{Anchor, Row, Target, Unit};
@@ -25,6 +29,7 @@ pub(super) async fn wide200(bench: &Bench<'_>, kind: TaskKind) -> Result<Vec<Row
         figures::AIRFLOW,
         figures::AIRFLOW_WIDE200_PER_S,
     ));
+    rows.extend(spawn_floor_rows(bench, &label, kind, &runs).await?);
     let totals: Vec<f64> = runs.iter().map(RunTimes::total_s).collect();
     rows.push(
         Row::new(
@@ -44,7 +49,86 @@ pub(super) async fn wide200(bench: &Bench<'_>, kind: TaskKind) -> Result<Vec<Row
 pub(super) async fn wide10k(bench: &Bench<'_>, kind: TaskKind) -> Result<Vec<Row>> {
     let label = bench.label(Workload::Wide10k);
     let runs = repeat_runs(bench, &label, bench.runners, kind, &tasks(bench.wide_tasks)).await?;
-    Ok(throughput_rows(&label, kind, &runs, ""))
+    let mut rows = throughput_rows(&label, kind, &runs, "");
+    rows.extend(spawn_floor_rows(bench, &label, kind, &runs).await?);
+    Ok(rows)
+}
+
+/// For SHELL `true` tasks, the spawn floor and how close the runs came to
+/// it: after each repetition, as many scripts as the run had tasks, run
+/// the way a SHELL task's process runs (`run_bare_script`: the same
+/// guard, `bash` and script file) by as many at once as the runners have
+/// slots, outside DataJump. What the runs lose to it is DataJump's own
+/// cost per task: claim, records, log, messages.
+async fn spawn_floor_rows(
+    bench: &Bench<'_>,
+    workload: &str,
+    kind: TaskKind,
+    runs: &[RunTimes],
+) -> Result<Vec<Row>> {
+    if kind != TaskKind::Shell {
+        return Ok(Vec::new());
+    }
+    let at_once = bench.runners.count * bench.runners.slots;
+    let mut floors = Vec::with_capacity(runs.len());
+    for run in runs {
+        let floor = spawn_floor(run.tasks.len(), at_once).await?;
+        eprintln!(
+            "  {workload} spawn floor: {} scripts, {at_once} at once: {floor:.0}/s",
+            run.tasks.len()
+        );
+        floors.push(floor);
+    }
+    let achieved: Vec<f64> = runs
+        .iter()
+        .zip(&floors)
+        .map(|(run, floor)| run.tasks.len() as f64 / run.total_s() / floor)
+        .collect();
+    Ok(vec![
+        Row::new(
+            workload,
+            kind,
+            &format!(
+                "spawn floor: guarded `bash` running `true`, {at_once} at once, outside DataJump"
+            ),
+            Unit::PerS,
+            Better::Higher,
+            &floors,
+        ),
+        Row::new(
+            workload,
+            kind,
+            "tasks/s, trigger → run SUCCESS ÷ spawn floor",
+            Unit::Ratio,
+            Better::Higher,
+            &achieved,
+        )
+        .target(Target::median(figures::SHELL_OF_SPAWN_FLOOR)),
+    ])
+}
+
+/// Scripts of `true` per second, `n` of them, `at_once` at a time, each
+/// started and reaped as a SHELL task's process is, in a control group of
+/// its own where this process may create one (as a runner's attempts are).
+async fn spawn_floor(n: usize, at_once: usize) -> Result<f64> {
+    let process = Arc::new(TaskProcess::new(&[], None)?);
+    let cgroups = Cgroups::open().ok().map(Arc::new);
+    let permits = Arc::new(tokio::sync::Semaphore::new(at_once.max(1)));
+    let started = Instant::now();
+    let mut scripts = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let permit = Arc::clone(&permits).acquire_owned().await?;
+        let (process, cgroups) = (Arc::clone(&process), cgroups.clone());
+        scripts.spawn(async move {
+            let _permit = permit;
+            run_bare_script(&process, cgroups.as_deref(), "true").await
+        });
+    }
+    while let Some(script) = scripts.join_next().await {
+        let status = script?.context("run a guarded script")?;
+        ensure!(status.success(), "a guarded `true` script ended {status}");
+    }
+    Ok(n as f64 / started.elapsed().as_secs_f64())
 }
 
 /// The throughput target for `task` tasks; tasks that sleep have

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::log::{DEFAULT_MAX_LOG_BYTES, LogSink};
 pub use cgroup::{Cgroups, CgroupsUnavailable, kill as kill_cgroup};
+pub use process::run_bare_script;
 pub use sql::{DATASOURCES_FOLDER, check_datasource};
 pub use task_process::{TaskProcess, TaskProcessError, TaskUser, protect_runner};
 

@@ -32,6 +32,8 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+use super::cgroup::{AttemptCgroup, Cgroups};
+use super::task_process::TaskProcess;
 use super::{ExecContext, ExecOutcome, LogSink};
 
 fn failed(message: String) -> ExecOutcome {
@@ -128,6 +130,108 @@ pub fn task_path(ctx: &ExecContext) -> OsString {
     task_var(ctx, "PATH").unwrap_or_default()
 }
 
+/// Makes `file` the task user's, where tasks run as one: a script file
+/// is created readable by the runner's user alone.
+fn hand_to_task_user(process: &TaskProcess, file: &Path) -> nix::Result<()> {
+    match process.user() {
+        Some(user) => nix::unistd::chown(
+            file,
+            Some(nix::unistd::Uid::from_raw(user.uid())),
+            Some(nix::unistd::Gid::from_raw(user.gid())),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// The command every task process starts through: `setpriv` (the
+/// parent-death signal, and the task user) → the guard (joining `cgroup`)
+/// → the program, in a process group of its own, with the inherited
+/// environment only; the caller adds the attempt's variables and output.
+fn guarded_command(
+    process: &TaskProcess,
+    cgroup: Option<&AttemptCgroup<'_>>,
+    program: &Program<'_>,
+) -> Command {
+    let mut command = Command::new(process.setpriv());
+    match cgroup {
+        // The guard joins the group as the runner's user (only it may move
+        // a process there), then starts the program as the task user.
+        Some(group) => {
+            command
+                .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
+                .arg(program.owned_file.unwrap_or(Path::new("")))
+                .arg(group.procs_file());
+            if process.user().is_some() {
+                command
+                    .arg(process.setpriv())
+                    .args(process.setpriv_args())
+                    .arg("--");
+            }
+        }
+        None => {
+            command
+                .args(process.setpriv_args())
+                .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
+                .arg(program.owned_file.unwrap_or(Path::new("")))
+                .arg("");
+        }
+    }
+    command
+        .arg(program.executable)
+        .args(program.args)
+        .env_clear()
+        .envs(process.inherited())
+        .stdin(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs a script of `body` with `bash` the way a SHELL task's process
+/// runs — the same file, guard, process group and (where `cgroups` is
+/// given) control group — and reads its output to the end, without
+/// anything else an attempt has (claim, log, lease, timeout, records):
+/// the spawn floor `datajump-bench` compares SHELL throughput with.
+///
+/// # Errors
+///
+/// The file, pipe, group or process cannot be made, or not waited for.
+pub async fn run_bare_script(
+    process: &TaskProcess,
+    cgroups: Option<&Cgroups>,
+    body: &str,
+) -> std::io::Result<std::process::ExitStatus> {
+    use tokio::io::AsyncReadExt;
+    let script = script_file(body, ".sh")?;
+    hand_to_task_user(process, script.path())?;
+    let cgroup = cgroups.map(Cgroups::attempt).transpose()?;
+    let args = [script.path().as_os_str().to_owned()];
+    let program = Program {
+        executable: Path::new("bash"),
+        args: &args,
+        owned_file: Some(script.path()),
+        env: &[],
+    };
+    let (reader, writer) = std::io::pipe()?;
+    let stderr = writer.try_clone()?;
+    let mut command = guarded_command(process, cgroup.as_ref(), &program);
+    command
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(stderr));
+    let mut child = command.spawn()?;
+    drop(command);
+    let group = child.id().and_then(|id| i32::try_from(id).ok());
+    let mut output = Vec::new();
+    tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())?
+        .read_to_end(&mut output)
+        .await?;
+    let status = child.wait().await?;
+    if let Some(group) = group {
+        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+    }
+    Ok(status)
+}
+
 /// Runs `program` until it exits, times out or is cancelled, handing each
 /// output line to `watch` as well as to the log.
 pub async fn run(
@@ -144,13 +248,8 @@ pub async fn run(
         Ok(w) => w,
         Err(e) => return failed(format!("cannot create a pipe: {e}")),
     };
-    if let Some(user) = ctx.process.user()
-        && let Some(file) = program.owned_file
-        && let Err(e) = nix::unistd::chown(
-            file,
-            Some(nix::unistd::Uid::from_raw(user.uid())),
-            Some(nix::unistd::Gid::from_raw(user.gid())),
-        )
+    if let Some(file) = program.owned_file
+        && let Err(e) = hand_to_task_user(&ctx.process, file)
     {
         return failed(format!("cannot hand the script file to the task user: {e}"));
     }
@@ -159,42 +258,12 @@ pub async fn run(
         Some(Ok(group)) => Some(group),
         Some(Err(e)) => return failed(format!("cannot create the attempt's control group: {e}")),
     };
-    let mut command = Command::new(ctx.process.setpriv());
-    match &cgroup {
-        // The guard joins the group as the runner's user (only it may move
-        // a process there), then starts the program as the task user.
-        Some(group) => {
-            command
-                .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
-                .arg(program.owned_file.unwrap_or(Path::new("")))
-                .arg(group.procs_file());
-            if ctx.process.user().is_some() {
-                command
-                    .arg(ctx.process.setpriv())
-                    .args(ctx.process.setpriv_args())
-                    .arg("--");
-            }
-        }
-        None => {
-            command
-                .args(ctx.process.setpriv_args())
-                .args(["--pdeathsig", "TERM", "--", "sh", "-c", GUARD])
-                .arg(program.owned_file.unwrap_or(Path::new("")))
-                .arg("");
-        }
-    }
+    let mut command = guarded_command(&ctx.process, cgroup.as_ref(), &program);
     command
-        .arg(program.executable)
-        .args(program.args)
-        .env_clear()
-        .envs(ctx.process.inherited())
         .envs(&ctx.env)
         .envs(program.env.iter().copied())
-        .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(stderr))
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(Stdio::from(stderr));
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
