@@ -85,15 +85,51 @@ impl Removed {
     fn is_empty(&self) -> bool {
         self.transactions == 0
     }
+}
+
+/// A cleanup under way: what it removed so far, and what paces it.
+struct Pace {
+    removed: Removed,
+    began: Instant,
+    /// How often cleanups start ([`Retention::every`]).
+    period: Duration,
+}
+
+impl Pace {
+    fn new(period: Duration) -> Pace {
+        Pace {
+            removed: Removed::default(),
+            began: Instant::now(),
+            period,
+        }
+    }
 
     /// Notes a delete transaction that held the write lock for `held`, and
-    /// gives the lock to others for a while ([`REST_PER_HOLD`]).
+    /// gives the lock to others for a while ([`rest_after`]).
     async fn held(&mut self, held: Duration) {
-        self.transactions += 1;
-        self.longest_hold = self.longest_hold.max(held);
-        self.held += held;
-        tokio::time::sleep(held * REST_PER_HOLD).await;
+        let removed = &mut self.removed;
+        removed.transactions += 1;
+        removed.longest_hold = removed.longest_hold.max(held);
+        removed.held += held;
+        tokio::time::sleep(rest_after(held, self.began.elapsed(), self.period)).await;
     }
+}
+
+/// How long a cleanup waits after a delete that held the write lock for
+/// `held`, once it has been cleaning for `cleaning_for`: [`REST_PER_HOLD`]
+/// times as long while it is within its `period`, so it takes at most a
+/// quarter of the writer; past its period it has more to remove than one
+/// period's history, the system writes faster than it removes, and it
+/// rests less the longer it runs (at twice its period it takes two fifths
+/// of the writer, at six times two thirds): dispatch slows while it
+/// catches up, where a fixed share would let the database grow without
+/// bound.
+fn rest_after(held: Duration, cleaning_for: Duration, period: Duration) -> Duration {
+    let rest = held * REST_PER_HOLD;
+    if cleaning_for <= period {
+        return rest;
+    }
+    rest.mul_f64(period.as_secs_f64() / cleaning_for.as_secs_f64())
 }
 
 pub(crate) async fn run(config: &Config, bus: &Bus, shutdown: &CancellationToken) {
@@ -125,27 +161,27 @@ pub(crate) async fn run(config: &Config, bus: &Bus, shutdown: &CancellationToken
 pub async fn clean(config: &Config, bus: &Bus, now: DateTime<Utc>) -> Result<Removed, DbErr> {
     let retention = config.retention;
     let before = |period: Option<chrono::Duration>| period.map(|period| now - period);
-    let mut removed = Removed::default();
+    let mut pace = Pace::new(retention.every().unwrap_or(AT_MOST_EVERY));
     if let Some(cutoff) = before(retention.runs) {
-        removed.runs = remove_old_runs(config, bus, cutoff, &mut removed).await?;
-        removed.dataset_events = remove_old_dataset_events(config, cutoff, &mut removed).await?;
-        removed.dataset_triggers =
-            remove_old_dataset_triggers(config, cutoff, &mut removed).await?;
+        pace.removed.runs = remove_old_runs(config, bus, cutoff, &mut pace).await?;
+        pace.removed.dataset_events = remove_old_dataset_events(config, cutoff, &mut pace).await?;
+        pace.removed.dataset_triggers =
+            remove_old_dataset_triggers(config, cutoff, &mut pace).await?;
     }
     if let Some(cutoff) = before(retention.alerts) {
-        removed.alerts = remove_old_alerts(config, cutoff, &mut removed).await?;
+        pace.removed.alerts = remove_old_alerts(config, cutoff, &mut pace).await?;
     }
     if let Some(cutoff) = before(retention.audit) {
-        removed.audit = remove_old_audit(config, cutoff, &mut removed).await?;
+        pace.removed.audit = remove_old_audit(config, cutoff, &mut pace).await?;
     }
-    Ok(removed)
+    Ok(pace.removed)
 }
 
 /// The longest a cleanup transaction should hold the write lock.
 pub const LOCK_BUDGET: Duration = Duration::from_millis(20);
 /// How many times as long as a cleanup transaction held the write lock the
-/// cleanup waits before its next one: it takes at most a quarter of the
-/// writer's time. Back to back, its transactions took turns with
+/// cleanup waits before its next one, while it is within its period
+/// ([`rest_after`]): it takes at most a quarter of the writer's time. Back to back, its transactions took turns with
 /// dispatch's at the lock and halved what dispatch could commit while it
 /// ran, so a cleanup of a minute's runs under load left seconds of backlog.
 const REST_PER_HOLD: u32 = 3;
@@ -196,7 +232,7 @@ async fn remove_old_runs(
     config: &Config,
     bus: &Bus,
     cutoff: DateTime<Utc>,
-    holds: &mut Removed,
+    pace: &mut Pace,
 ) -> Result<usize, DbErr> {
     let logs = bus
         .js()
@@ -259,7 +295,7 @@ async fn remove_old_runs(
         txn.commit().await?;
         let held = started.elapsed();
         batch.held(held);
-        holds.held(held).await;
+        pace.held(held).await;
         if let Some(logs) = &logs {
             for name in log_names.into_iter().flatten() {
                 let _ = logs.delete(name.as_str()).await;
@@ -276,7 +312,7 @@ async fn remove_old_runs(
 async fn remove_old_dataset_events(
     config: &Config,
     cutoff: DateTime<Utc>,
-    holds: &mut Removed,
+    pace: &mut Pace,
 ) -> Result<usize, DbErr> {
     let newest = Query::select()
         .expr(dataset_event::Column::Id.max())
@@ -289,7 +325,7 @@ async fn remove_old_dataset_events(
         .to_owned();
     remove_in_batches(
         config,
-        holds,
+        pace,
         |size| {
             dataset_event::Entity::find()
                 .select_only()
@@ -312,7 +348,7 @@ async fn remove_old_dataset_events(
 async fn remove_old_dataset_triggers(
     config: &Config,
     cutoff: DateTime<Utc>,
-    holds: &mut Removed,
+    pace: &mut Pace,
 ) -> Result<usize, DbErr> {
     let latest = Query::select()
         .expr(dataset_trigger::Column::EventId.max())
@@ -321,7 +357,7 @@ async fn remove_old_dataset_triggers(
         .to_owned();
     remove_in_batches(
         config,
-        holds,
+        pace,
         |size| {
             dataset_trigger::Entity::find()
                 .select_only()
@@ -341,11 +377,11 @@ async fn remove_old_dataset_triggers(
 async fn remove_old_alerts(
     config: &Config,
     cutoff: DateTime<Utc>,
-    holds: &mut Removed,
+    pace: &mut Pace,
 ) -> Result<usize, DbErr> {
     remove_in_batches(
         config,
-        holds,
+        pace,
         |size| {
             alert::Entity::find()
                 .select_only()
@@ -364,11 +400,11 @@ async fn remove_old_alerts(
 async fn remove_old_audit(
     config: &Config,
     cutoff: DateTime<Utc>,
-    holds: &mut Removed,
+    pace: &mut Pace,
 ) -> Result<usize, DbErr> {
     remove_in_batches(
         config,
-        holds,
+        pace,
         |size| {
             audit_log::Entity::find()
                 .select_only()
@@ -388,7 +424,7 @@ async fn remove_old_audit(
 /// how many went.
 async fn remove_in_batches<E, S, D>(
     config: &Config,
-    holds: &mut Removed,
+    pace: &mut Pace,
     select: S,
     delete: D,
 ) -> Result<usize, DbErr>
@@ -411,7 +447,7 @@ where
         txn.commit().await?;
         let held = started.elapsed();
         batch.held(held);
-        holds.held(held).await;
+        pace.held(held).await;
     }
 }
 
@@ -447,6 +483,39 @@ async fn drop_stale_ticker_keys(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cleanup_past_its_period_rests_less_the_longer_it_runs() {
+        let held = Duration::from_millis(20);
+        let period = Duration::from_secs(60);
+        let share = |cleaning_for: Duration| {
+            let rest = rest_after(held, cleaning_for, period);
+            held.as_secs_f64() / (held + rest).as_secs_f64()
+        };
+        let within = share(Duration::from_secs(30));
+        assert!(
+            (within - 0.25).abs() < 1e-9,
+            "within its period: a quarter, got {within}"
+        );
+        assert!(
+            (share(period) - 0.25).abs() < 1e-9,
+            "at its period: still a quarter"
+        );
+        let twice = share(period * 2);
+        assert!(
+            (twice - 0.4).abs() < 1e-9,
+            "at twice its period: two fifths, got {twice}"
+        );
+        let six = share(period * 6);
+        assert!(
+            (six - 2.0 / 3.0).abs() < 1e-9,
+            "at six times: two thirds, got {six}"
+        );
+        assert!(
+            share(period * 60) > 0.9,
+            "far behind, it takes most of the writer"
+        );
+    }
 
     #[test]
     fn a_batch_shrinks_past_the_budget_and_grows_well_under_it() {
