@@ -562,6 +562,14 @@ impl<'b> System<'b> {
         Ok(pid)
     }
 
+    /// Stops the `datajump up` process (SIGTERM: it drains), leaving the
+    /// NATS server and the database.
+    pub async fn stop_up_process(&mut self) {
+        if let Some(mut up) = self.up.take() {
+            terminate(&mut up).await;
+        }
+    }
+
     async fn wait_for_runners(&mut self, count: usize) -> Result<()> {
         let kv =
             datajump_nats::key_value(self.bus.js(), &self.bus.names().runners_bucket()).await?;

@@ -3,13 +3,16 @@
 //! Each fire rechecks what may have changed since it was published (the
 //! DAG online, its schedule active), then the DAG's run slots under its
 //! overlap policy; a repeated fire meets its run's unique `dedup_key` and
-//! creates nothing. A new run snapshots the DAG's plan, gets one instance
-//! per task with its parent counters, and its ready roots start QUEUED.
+//! creates nothing. A new run keeps its DAG version's plan (once per
+//! version), gets one instance per task with its parent counters, and its
+//! ready roots start QUEUED.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use datajump_shared::entities::{StoredJson, dag, dag_run, dag_run_plan, schedule, task_instance};
+use datajump_shared::entities::{
+    StoredJson, dag, dag_run, dag_version_plan, schedule, task_instance,
+};
 use datajump_shared::kinds::DepType;
 use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
@@ -77,9 +80,9 @@ const INSERT_CHUNK: usize = 200;
 /// Creates the runs of `fires` in one transaction, in
 /// a fixed number of statements however many fires: the DAGs, schedules
 /// and plans of the whole batch are read at once, the DAGs' run slots
-/// counted and locked at once, and the runs, plan snapshots and instances
-/// inserted in multi-row statements, the roots of running runs already
-/// QUEUED. A cron minute's thousand fires are a few batches, so per-fire
+/// counted and locked at once, and the runs, new versions' plans and
+/// instances inserted in multi-row statements, the roots of running runs
+/// already QUEUED. A cron minute's thousand fires are a few batches, so per-fire
 /// statements were what held run creation back on PostgreSQL. Returns each
 /// fire's outcome, in the order of `fires`, and the work released.
 pub async fn create_runs(
@@ -122,7 +125,7 @@ pub async fn create_runs(
         queued,
         pending,
     } = build_instances(&new_runs, &run_ids, now, &mut outcomes);
-    insert_plan_snapshots(&txn, &created).await?;
+    insert_version_plans(&txn, &created).await?;
     insert_task_instances(&txn, queued, pending, &mut released).await?;
     link_cross_run_parents(&txn, &created, now).await?;
     start_awaited_and_release_roots(&txn, running, now, &mut released).await?;
@@ -495,18 +498,52 @@ fn instance_rows(
         .collect()
 }
 
-/// Inserts each created run's `dag_run_plan` snapshot.
-async fn insert_plan_snapshots(
+/// Keeps the plan of each version the created runs were made from, once
+/// per version: only the versions not yet kept are written, so a version
+/// that already has runs costs a lookup of its key, not its plan.
+async fn insert_version_plans(
     txn: &DatabaseTransaction,
     created: &[(&NewRun<'_>, i64)],
 ) -> Result<(), DbErr> {
-    for chunk in created.chunks(INSERT_CHUNK) {
-        dag_run_plan::Entity::insert_many(chunk.iter().map(|(run, run_id)| {
-            dag_run_plan::ActiveModel {
-                dag_run_id: Set(*run_id),
-                plan: Set(StoredJson::new(run.plan.clone())),
+    let mut plans: BTreeMap<(i64, i32), &Plan> = created
+        .iter()
+        .map(|(run, _)| ((run.plan.dag_id, run.plan.version), run.plan))
+        .collect();
+    if plans.is_empty() {
+        return Ok(());
+    }
+    let versions: HashSet<i32> = plans.keys().map(|(_, version)| *version).collect();
+    let kept: Vec<(i64, i32)> = dag_version_plan::Entity::find()
+        .select_only()
+        .columns([
+            dag_version_plan::Column::DagId,
+            dag_version_plan::Column::Version,
+        ])
+        .filter(dag_version_plan::Column::DagId.is_in(plans.keys().map(|(dag, _)| *dag)))
+        .filter(dag_version_plan::Column::Version.is_in(versions))
+        .into_tuple()
+        .all(txn)
+        .await?;
+    for key in kept {
+        plans.remove(&key);
+    }
+    let missing: Vec<&Plan> = plans.into_values().collect();
+    for chunk in missing.chunks(INSERT_CHUNK) {
+        dag_version_plan::Entity::insert_many(chunk.iter().map(|plan| {
+            dag_version_plan::ActiveModel {
+                dag_id: Set(plan.dag_id),
+                version: Set(plan.version),
+                plan: Set(StoredJson::new((*plan).clone())),
             }
         }))
+        .on_conflict(
+            OnConflict::columns([
+                dag_version_plan::Column::DagId,
+                dag_version_plan::Column::Version,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
         .exec_without_returning(txn)
         .await?;
     }

@@ -952,3 +952,54 @@ tasks:
         check_invariants(&env).await;
     }
 }
+
+#[tokio::test]
+async fn a_dag_versions_plan_is_kept_once_for_all_its_runs_and_a_new_version_keeps_its_own() {
+    use datajump_shared::entities::dag_version_plan;
+    use sea_orm::{EntityTrait, QueryOrder};
+    for env in envs().await {
+        let dag = env.apply(DIAMOND).await;
+        for day in ["2026-01-04", "2026-01-05", "2026-01-06"] {
+            env.fire(dag, date(day)).await.0.expect("a run");
+        }
+        let changed = DIAMOND.replace(
+            "  - { name: report, type: NOOP, depends_on: [clean, enrich] }",
+            "  - { name: report, type: NOOP, depends_on: [clean, enrich] }\n  - { name: publish, type: NOOP, depends_on: [report] }",
+        );
+        assert_eq!(env.apply(&changed).await, dag, "the same DAG");
+        let run = env.fire(dag, date("2026-01-07")).await.0.expect("a run");
+        assert_eq!(
+            env.run(run).await.dag_version,
+            2,
+            "a run of the new version"
+        );
+
+        let kept = dag_version_plan::Entity::find()
+            .order_by_asc(dag_version_plan::Column::Version)
+            .all(&env.db)
+            .await
+            .expect("plans");
+        let kept: Vec<(i64, i32, Vec<String>)> = kept
+            .iter()
+            .map(|row| {
+                let plan = row.plan.read().expect("a plan");
+                let tasks = plan.tasks.iter().map(|t| t.name.clone()).collect();
+                (row.dag_id, row.version, tasks)
+            })
+            .collect();
+        let tasks = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            kept,
+            [
+                (dag, 1, tasks(&["extract", "clean", "enrich", "report"])),
+                (
+                    dag,
+                    2,
+                    tasks(&["extract", "clean", "enrich", "report", "publish"])
+                ),
+            ],
+            "{:?}: one plan per version, each with that version's tasks",
+            env.backend
+        );
+    }
+}

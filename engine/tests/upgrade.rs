@@ -19,7 +19,7 @@ use datajump_shared::alerts::{AlertConfig, Webhook};
 use datajump_shared::content::TaskContent;
 use datajump_shared::datasets::Condition;
 use datajump_shared::entities::{
-    StoredJson, alert, dag, dag_run_plan, schedule, task, task_instance,
+    StoredJson, alert, dag, dag_run, dag_version_plan, schedule, task, task_instance,
 };
 use datajump_shared::outputs::Outputs;
 use datajump_shared::{RunId, TaskStatus};
@@ -90,10 +90,24 @@ async fn upgrade_and_read(fixture: &Path) {
             typed(&mut problems, &at("outputs"), outputs);
         }
     }
-    let plans = dag_run_plan::Entity::find().all(db).await.expect("plans");
+    let plans = dag_version_plan::Entity::find()
+        .all(db)
+        .await
+        .expect("plans");
     for row in &plans {
-        let at = format!("dag_run_plan {}.plan", row.dag_run_id);
+        let at = format!("dag_version_plan {} v{}.plan", row.dag_id, row.version);
         typed(&mut problems, &at, &row.plan);
+    }
+    for run in dag_run::Entity::find().all(db).await.expect("runs") {
+        if !plans
+            .iter()
+            .any(|plan| plan.dag_id == run.dag_id && plan.version == run.dag_version)
+        {
+            problems.push(format!(
+                "dag_run {}: no plan kept for its DAG {} version {}",
+                run.id, run.dag_id, run.dag_version
+            ));
+        }
     }
     for row in dag::Entity::find().all(db).await.expect("DAGs") {
         if let Some(config) = &row.alert_config {
@@ -133,8 +147,8 @@ async fn upgrade_and_read(fixture: &Path) {
 
     // A fixture that lost its rows would pass the reads above vacuously.
     assert!(
-        instances.len() >= 30 && with_outputs >= 10 && plans.len() >= 20 && tasks.len() >= 15,
-        "{} holds too little to test: {} instances ({with_outputs} with outputs), {} plans, {} tasks",
+        instances.len() >= 30 && with_outputs >= 10 && plans.len() >= 10 && tasks.len() >= 15,
+        "{} holds too little to test: {} instances ({with_outputs} with outputs), {} version plans, {} tasks",
         fixture.display(),
         instances.len(),
         plans.len(),

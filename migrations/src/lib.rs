@@ -32,6 +32,7 @@ mod m20261206_000022_declared_outputs_index;
 mod m20261206_000023_reason_problems;
 mod m20261206_000024_flow_skips;
 mod m20261207_000025_dag_priority;
+mod m20261207_000026_version_plans;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -64,6 +65,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000023_reason_problems::Migration),
             Box::new(m20261206_000024_flow_skips::Migration),
             Box::new(m20261207_000025_dag_priority::Migration),
+            Box::new(m20261207_000026_version_plans::Migration),
         ]
     }
 }

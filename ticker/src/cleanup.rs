@@ -1,9 +1,9 @@
 //! Retention: what is older than its retention period is removed — finished
-//! runs with their task instances, executions, dependency waits, plan
-//! snapshots and full logs; dataset events and triggers, but for those
-//! data schedules still read; alerts and audit entries on periods of their
-//! own — and `dj_ticker` keys of schedules that no longer exist are
-//! dropped.
+//! runs with their task instances, executions, dependency waits and full
+//! logs (their DAG versions' plans stay, for audit); dataset events and
+//! triggers, but for those data schedules still read; alerts and audit
+//! entries on periods of their own — and `dj_ticker` keys of schedules
+//! that no longer exist are dropped.
 //!
 //! It runs inside the ticker because the ticker already owns everything
 //! time-driven; two tickers cleaning at once only race into deletes of rows
@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use datajump_nats::Bus;
 use datajump_shared::entities::{
-    alert, audit_log, dag_run, dag_run_plan, dataset_event, dataset_trigger, dependency_wait,
-    execution, schedule, task_instance,
+    alert, audit_log, dag_run, dataset_event, dataset_trigger, dependency_wait, execution,
+    schedule, task_instance,
 };
 use futures::StreamExt;
 use sea_orm::sea_query::Query;
@@ -282,10 +282,6 @@ async fn remove_old_runs(
             .await?;
         task_instance::Entity::delete_many()
             .filter(task_instance::Column::DagRunId.is_in(runs.clone()))
-            .exec(&txn)
-            .await?;
-        dag_run_plan::Entity::delete_many()
-            .filter(dag_run_plan::Column::DagRunId.is_in(runs.clone()))
             .exec(&txn)
             .await?;
         dag_run::Entity::delete_many()

@@ -4,7 +4,9 @@
 //! measures how long until every first task started, the lag of each, and
 //! every fire missed or doubled; and how soon the task of a priority-10
 //! DAG due one second into the burst starts, with ten thousand runs of
-//! priority 5 ahead of it.
+//! priority 5 ahead of it. Then, with `up` stopped, the same DAGs' runs by
+//! the engine alone ([`super::engine_alone`]): what the database writer
+//! needs for them, the floor under the burst's figure.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -15,6 +17,7 @@ use datajump_shared::entities::{dag_run, task_instance};
 use sea_orm::sea_query::Query;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect};
 
+use super::engine_alone::{self, EngineAlone};
 use super::{Bench, TaskKind, apply, chain, dag_yaml, ms, secs};
 use crate::report::{Row, Target, Unit};
 use crate::stats::Better;
@@ -41,6 +44,8 @@ struct BurstRep {
     all_started_s: Option<f64>,
     missed: f64,
     doubled: f64,
+    /// The same DAGs' runs by the engine alone.
+    engine_alone: Option<EngineAlone>,
 }
 
 /// Runs `burst`; returns its report rows.
@@ -48,6 +53,9 @@ pub(super) async fn run(bench: &Bench<'_>) -> Result<Vec<Row>> {
     let mut total = BurstRep::default();
     let mut all_started = Vec::new();
     let mut urgent = Vec::new();
+    let (mut alone_create, mut alone_claim_end, mut alone_total, mut alone_per_run) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut over_alone = Vec::new();
     for rep in 1..=bench.repeat {
         let began = Instant::now();
         let mut system = System::start(bench.backend, bench.datajump).await?;
@@ -65,6 +73,23 @@ pub(super) async fn run(bench: &Bench<'_>) -> Result<Vec<Row>> {
             one.doubled,
             began.elapsed().as_secs_f64()
         );
+        if let Some(alone) = &one.engine_alone {
+            let total = alone.total().as_secs_f64();
+            eprintln!(
+                "  burst [{}] rep {rep}: the engine alone created {} runs in {:.2} s and claimed and ended their tasks in {:.2} s",
+                bench.backend.kind.key(),
+                alone.runs,
+                alone.create.as_secs_f64(),
+                alone.claim_and_end.as_secs_f64()
+            );
+            alone_create.push(alone.create.as_secs_f64());
+            alone_claim_end.push(alone.claim_and_end.as_secs_f64());
+            alone_total.push(total);
+            alone_per_run.push(total * 1_000.0 / alone.runs.max(1) as f64);
+            if let Some(all) = one.all_started_s {
+                over_alone.push(all / total);
+            }
+        }
         all_started.extend(one.all_started_s);
         urgent.extend(one.urgent_ms);
         total.first_task_ms.extend(one.first_task_ms);
@@ -104,6 +129,33 @@ pub(super) async fn run(bench: &Bench<'_>) -> Result<Vec<Row>> {
         )
         .target(Target::worst(0.0)),
     ];
+    let slots = bench.runners.slots;
+    rows.extend([
+        row(
+            &format!(
+                "engine alone (no NATS, no roles): create the runs, {} fires a transaction",
+                datajump_resolver::FIRE_BATCH
+            ),
+            Unit::S,
+            &alone_create,
+        ),
+        row(
+            &format!("engine alone: claim and end their tasks, {slots} of each a transaction"),
+            Unit::S,
+            &alone_claim_end,
+        ),
+        row("engine alone: both", Unit::S, &alone_total),
+        row(
+            "engine alone: writer time per run",
+            Unit::Ms,
+            &alone_per_run,
+        ),
+        row(
+            "every first task started ÷ engine alone",
+            Unit::Ratio,
+            &over_alone,
+        ),
+    ]);
     if bench.burst_runs == 10_000 {
         rows[0] = rows[0].clone().target(Target::worst(TARGET_ALL_STARTED_S));
         rows[2] = rows[2].clone().target(Target::worst(TARGET_URGENT_MS));
@@ -133,8 +185,9 @@ fn urgent_dag() -> String {
 async fn measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<BurstRep> {
     let applying = Instant::now();
     let urgent_dag_id = apply(system, &urgent_dag()).await?;
+    let mut dag_ids = Vec::with_capacity(bench.burst_runs);
     for index in 0..bench.burst_runs {
-        apply(system, &dag(index)).await?;
+        dag_ids.push(apply(system, &dag(index)).await?);
         if index > 0 && index % 2000 == 0 {
             eprintln!(
                 "  burst: {index} DAGs applied ({:.0} s)",
@@ -221,7 +274,30 @@ async fn measure(bench: &Bench<'_>, system: &mut System<'_>) -> Result<BurstRep>
     if all_started && out.missed == 0.0 {
         out.all_started_s = last.map(|last| secs(last - due));
     }
+    settle(system, due).await?;
+    system.stop_up_process().await;
+    out.engine_alone =
+        Some(engine_alone::run_one_task_dags(&system.db, &dag_ids, bench.runners.slots).await?);
     Ok(out)
+}
+
+/// Waits until every run of the burst (and the urgent DAG's) has finished,
+/// so that the engine-alone runs of the same DAGs start in free run slots.
+async fn settle(system: &mut System<'_>, due: DateTime<Utc>) -> Result<()> {
+    loop {
+        system.check_alive()?;
+        let unfinished = dag_run::Entity::find()
+            .filter(dag_run::Column::FinishedAt.is_null())
+            .count(&system.db)
+            .await?;
+        if unfinished == 0 {
+            return Ok(());
+        }
+        if Utc::now() > due + PATIENCE {
+            bail!("{unfinished} runs of the burst had not finished {PATIENCE:?} after it was due");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The first whole minute at or after `at`.

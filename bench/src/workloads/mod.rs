@@ -16,6 +16,7 @@
 mod burst;
 mod chain;
 mod cron;
+mod engine_alone;
 mod fanout;
 pub mod load;
 mod scale;

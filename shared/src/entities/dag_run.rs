@@ -5,8 +5,7 @@ use sea_orm::entity::prelude::*;
 use crate::{RunStatus, TriggerType};
 
 /// A run. `dedup_key` is unique, so a repeated fire creates nothing. Its
-/// plan snapshot is in [`super::dag_run_plan`], apart from the counters
-/// every completion updates.
+/// plan is its DAG's at `dag_version` ([`super::dag_version_plan`]).
 ///
 /// Invariant: `pending_instances` counts the run's instances not yet
 /// propagated; the propagation that takes it to zero finishes the run, and

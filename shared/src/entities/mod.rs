@@ -10,7 +10,7 @@ pub mod api_token;
 pub mod audit_log;
 pub mod dag;
 pub mod dag_run;
-pub mod dag_run_plan;
+pub mod dag_version_plan;
 pub mod dataset_event;
 pub mod dataset_trigger;
 pub mod datasource;

@@ -6,7 +6,7 @@
 use datajump_shared::dag_file::DEFAULT_PROJECT;
 use std::time::Duration;
 
-use datajump_shared::entities::{dag_run_plan, task, task_instance};
+use datajump_shared::entities::{dag_version_plan, task, task_instance};
 use datajump_shared::{RunStatus, logs};
 use datajump_store::secrets;
 use futures::StreamExt;
@@ -104,7 +104,7 @@ tasks:
     let rows = [
         serde_json::to_string(&task::Entity::find().all(&env.db).await.expect("tasks")[0].content),
         serde_json::to_string(
-            dag_run_plan::Entity::find_by_id(run.id)
+            dag_version_plan::Entity::find_by_id((run.dag_id, run.dag_version))
                 .one(&env.db)
                 .await
                 .expect("run plan")

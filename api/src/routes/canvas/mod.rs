@@ -6,8 +6,8 @@
 //! task, another day, the previous run — stays in the task's `dependsOn`. Saving replaces the DAG's tasks
 //! through [`super::shared::store`] like `PUT /api/v1/dags/{dagId}`: validated as a
 //! DAG file, the version bumped when the definition changes, and runs in
-//! flight untouched, since each runs on the plan snapshot it was created
-//! with. Positions are layout, not definition: moving a node alone keeps
+//! flight untouched, since each runs on the plan of the version it was
+//! created from. Positions are layout, not definition: moving a node alone keeps
 //! the version.
 
 use datajump_store::catalog::Origin;

@@ -17,7 +17,8 @@ use chrono::{NaiveDate, Utc};
 use datajump_cron::parse_time_zone;
 use datajump_engine::{OperatorError, ResetScope};
 use datajump_shared::entities::{
-    alert, dag, dag_run, execution, schedule, task, task_dependency, task_instance,
+    alert, dag, dag_run, dag_version_plan, execution, schedule, task, task_dependency,
+    task_instance,
 };
 use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
@@ -403,6 +404,12 @@ pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> R
     // destinations"; a ticker also ends any it finds without a DAG).
     alert::Entity::delete_many()
         .filter(alert::Column::DagId.eq(dag_id))
+        .exec(&txn)
+        .await?;
+    // Its versions' plans too: a DAG given its id later starts again at
+    // version 1 and keeps its own.
+    dag_version_plan::Entity::delete_many()
+        .filter(dag_version_plan::Column::DagId.eq(dag_id))
         .exec(&txn)
         .await?;
     dag::Entity::delete_by_id(dag_id).exec(&txn).await?;
