@@ -131,16 +131,19 @@ async fn spark_and_flink_tasks_run_real_jobs() {
         .await
         .expect("secret stored");
     let reversed: String = SECRET.chars().rev().collect();
+    // Each line the jobs print is one write: with PYTHONUNBUFFERED, print()
+    // writes its parts one by one, and the JVM's log lines on the same pipe
+    // land between them ("key: <log line>\n<value>").
     let spark_job = env.path("count.py");
     std::fs::write(
         &spark_job,
-        "import sys\nfrom pyspark.sql import SparkSession\nspark = SparkSession.builder.getOrCreate()\nprint('rows:', spark.range(5).count(), 'day:', sys.argv[1])\nprint('key:', spark.sparkContext.getConf().get('spark.hadoop.fs.s3a.secret.key')[::-1])\nspark.stop()\n",
+        "import sys\nfrom pyspark.sql import SparkSession\nspark = SparkSession.builder.getOrCreate()\nsys.stdout.write(f'rows: {spark.range(5).count()} day: {sys.argv[1]}\\n')\nsys.stdout.write('key: ' + spark.sparkContext.getConf().get('spark.hadoop.fs.s3a.secret.key')[::-1] + '\\n')\nsys.stdout.flush()\nspark.stop()\n",
     )
     .expect("write the Spark job");
     let flink_job = env.path("table.py");
     std::fs::write(
         &flink_job,
-        "from pyflink.table import EnvironmentSettings, TableEnvironment\nt_env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())\nprint('key:', t_env.get_config().get('s3.secret-key', 'none')[::-1])\ntable = t_env.from_elements([(1, 'a'), (2, 'b'), (3, 'c')], ['id', 'name'])\nwith table.execute().collect() as rows:\n    print('flink rows:', len(list(rows)))\n",
+        "import sys\nfrom pyflink.table import EnvironmentSettings, TableEnvironment\nt_env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())\nsys.stdout.write('key: ' + t_env.get_config().get('s3.secret-key', 'none')[::-1] + '\\n')\nsys.stdout.flush()\ntable = t_env.from_elements([(1, 'a'), (2, 'b'), (3, 'c')], ['id', 'name'])\nwith table.execute().collect() as rows:\n    sys.stdout.write(f'flink rows: {len(list(rows))}\\n')\n",
     )
     .expect("write the Flink job");
 
