@@ -62,39 +62,63 @@ impl Bus {
         msg_id: &str,
         payload: impl Into<bytes::Bytes>,
     ) -> Result<bool, NatsError> {
-        let payload = payload.into();
-        let deadline = tokio::time::Instant::now() + LEADERLESS_RETRY;
-        let mut pause = Duration::from_millis(100);
-        let ack = loop {
-            let sent = async {
-                self.js
-                    .send_publish(
-                        subject.clone(),
-                        PublishMessage::build()
-                            .payload(payload.clone())
-                            .message_id(msg_id),
-                    )
-                    .await?
-                    .await
-            };
-            match sent.await {
-                Ok(ack) => break ack,
-                // No responders: nothing stored, so trying again cannot
-                // store the message twice.
-                Err(e)
-                    if e.kind() == PublishErrorKind::StreamNotFound
-                        && tokio::time::Instant::now() + pause < deadline =>
-                {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(1));
-                }
-                Err(e) => return Err(js_err(format!("publish to {subject}"))(e.into())),
-            }
+        self.send(stream, subject, msg_id, payload.into())
+            .await
+            .await
+    }
+
+    /// Hands `payload` to the connection and returns the wait for its ack,
+    /// which [`Bus::publish`] awaits at once. Messages one task sends one
+    /// after another are stored in that order even when their acks are
+    /// awaited together; publishes started together are not, since each
+    /// may yield to the runtime before its message is queued.
+    pub async fn send<'a>(
+        &'a self,
+        stream: Stream,
+        subject: String,
+        msg_id: &str,
+        payload: bytes::Bytes,
+    ) -> impl Future<Output = Result<bool, NatsError>> + use<'a> {
+        let message = move |payload: bytes::Bytes, msg_id: &str| {
+            PublishMessage::build().payload(payload).message_id(msg_id)
         };
-        if ack.duplicate {
-            datajump_shared::metrics::duplicate_publish(stream);
+        let sent = self
+            .js
+            .send_publish(subject.clone(), message(payload.clone(), msg_id))
+            .await;
+        let msg_id = msg_id.to_owned();
+        async move {
+            let deadline = tokio::time::Instant::now() + LEADERLESS_RETRY;
+            let mut pause = Duration::from_millis(100);
+            let mut sent = sent;
+            let ack = loop {
+                let acked = match sent {
+                    Ok(ack) => ack.await,
+                    Err(e) => Err(e),
+                };
+                match acked {
+                    Ok(ack) => break ack,
+                    // No responders: nothing stored, so trying again cannot
+                    // store the message twice.
+                    Err(e)
+                        if e.kind() == PublishErrorKind::StreamNotFound
+                            && tokio::time::Instant::now() + pause < deadline =>
+                    {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(1));
+                        sent = self
+                            .js
+                            .send_publish(subject.clone(), message(payload.clone(), &msg_id))
+                            .await;
+                    }
+                    Err(e) => return Err(js_err(format!("publish to {subject}"))(e.into())),
+                }
+            };
+            if ack.duplicate {
+                datajump_shared::metrics::duplicate_publish(stream);
+            }
+            Ok(ack.duplicate)
         }
-        Ok(ack.duplicate)
     }
 
     /// Publishes a message that must arrive: with `msg_id`, and if
@@ -158,6 +182,23 @@ impl Bus {
             self.names.fire(fire.priority, fire.dag_id),
             msg_id,
             fire.encode(),
+        )
+        .await
+    }
+
+    /// Hands a fire to the connection under the id [`Bus::publish_fire`]
+    /// uses and returns the wait for its ack (see [`Bus::send`]): fires
+    /// sent one after another reach their level in that order.
+    pub async fn send_fire<'a>(
+        &'a self,
+        fire: &datajump_shared::messages::FireMsg,
+    ) -> impl Future<Output = Result<bool, NatsError>> + use<'a> {
+        use datajump_shared::messages::Message;
+        self.send(
+            Stream::Fire,
+            self.names.fire(fire.priority, fire.dag_id),
+            &self.fire_msg_id(fire),
+            fire.encode().into(),
         )
         .await
     }

@@ -34,6 +34,7 @@ use datajump_shared::messages::{FireMsg, VERSION, scheduled_run_key};
 use datajump_shared::params::Params;
 use datajump_shared::subjects::Priority;
 use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, FromQueryResult, JoinType, QueryFilter, QuerySelect,
 };
@@ -283,11 +284,22 @@ async fn fire_due(
     }
     let entries = &schedules.entries;
     fair_order(&mut due, entries);
-    let published: Vec<_> = futures::stream::iter(due)
-        .map(|(index, at)| async move { (index, at, publish(firing, &entries[index], at).await) })
-        .buffer_unordered(FIRES_IN_FLIGHT)
-        .collect()
-        .await;
+    // Sent one after another, so they reach each level in the fair order;
+    // only the acks are awaited together.
+    let mut published = Vec::with_capacity(due.len());
+    let mut acks = FuturesUnordered::new();
+    for (index, at) in due {
+        if acks.len() >= FIRES_IN_FLIGHT
+            && let Some(acked) = acks.next().await
+        {
+            published.push(acked);
+        }
+        let acked = send(firing, &entries[index], at).await;
+        acks.push(async move { (index, at, acked.await) });
+    }
+    while let Some(acked) = acks.next().await {
+        published.push(acked);
+    }
     // The last-fired records are written once every fire of the pass is
     // out: interleaved, they would compete with the fires still waiting
     // for the broker. A crash in between republishes those fires, which
@@ -552,12 +564,17 @@ enum LoadError {
 /// Publishes the fire of `entry` scheduled at `at` and then records it as
 /// the schedule's last fire.
 async fn fire(firing: &Firing, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
-    publish(firing, entry, at).await?;
+    send(firing, entry, at).await.await?;
     record(firing, entry, at).await
 }
 
-/// Publishes the fire of `entry` scheduled at `at`.
-async fn publish(firing: &Firing, entry: &Entry, at: DateTime<Utc>) -> Result<(), NatsError> {
+/// Hands the fire of `entry` scheduled at `at` to the connection and
+/// returns the wait for its ack.
+async fn send<'a>(
+    firing: &'a Firing,
+    entry: &Entry,
+    at: DateTime<Utc>,
+) -> impl Future<Output = Result<(), NatsError>> + use<'a> {
     let unix = at.timestamp();
     let message = FireMsg {
         v: VERSION,
@@ -572,15 +589,19 @@ async fn publish(firing: &Firing, entry: &Entry, at: DateTime<Utc>) -> Result<()
         params: Params::new(),
         max_active_runs: None,
     };
-    let duplicate = firing.bus.publish_fire(&message).await?;
-    if duplicate {
-        // Most likely another ticker's copy, which measured the lag.
-        firing.dropped.check_later(message);
-    } else {
-        datajump_shared::metrics::fire_published(at, Utc::now());
+    let acked = firing.bus.send_fire(&message).await;
+    let schedule_id = entry.schedule_id;
+    async move {
+        let duplicate = acked.await?;
+        if duplicate {
+            // Most likely another ticker's copy, which measured the lag.
+            firing.dropped.check_later(message);
+        } else {
+            datajump_shared::metrics::fire_published(at, Utc::now());
+        }
+        debug!(schedule_id, fire = %at, duplicate, "fired");
+        Ok(())
     }
-    debug!(schedule_id = entry.schedule_id, fire = %at, duplicate, "fired");
-    Ok(())
 }
 
 /// Records `at` as the last fire of `entry` in `dj_ticker`.
