@@ -176,14 +176,7 @@ impl Bus {
         fire: &datajump_shared::messages::FireMsg,
         msg_id: &str,
     ) -> Result<bool, NatsError> {
-        use datajump_shared::messages::Message;
-        self.publish(
-            Stream::Fire,
-            self.names.fire(fire.priority, fire.dag_id),
-            msg_id,
-            fire.encode(),
-        )
-        .await
+        self.send_fire_as(fire, msg_id).await.await
     }
 
     /// Hands a fire to the connection under the id [`Bus::publish_fire`]
@@ -193,11 +186,20 @@ impl Bus {
         &'a self,
         fire: &datajump_shared::messages::FireMsg,
     ) -> impl Future<Output = Result<bool, NatsError>> + use<'a> {
+        self.send_fire_as(fire, &self.fire_msg_id(fire)).await
+    }
+
+    /// [`Bus::send`] of a fire on its level's subject under `msg_id`.
+    async fn send_fire_as<'a>(
+        &'a self,
+        fire: &datajump_shared::messages::FireMsg,
+        msg_id: &str,
+    ) -> impl Future<Output = Result<bool, NatsError>> + use<'a> {
         use datajump_shared::messages::Message;
         self.send(
             Stream::Fire,
             self.names.fire(fire.priority, fire.dag_id),
-            &self.fire_msg_id(fire),
+            msg_id,
             fire.encode().into(),
         )
         .await

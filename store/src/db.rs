@@ -131,6 +131,18 @@ impl std::fmt::Debug for DatabaseUrl {
     }
 }
 
+/// What every SQLite connection of DataJump's is opened with: WAL, so
+/// readers never wait for the writer; `NORMAL` sync, which in WAL mode
+/// keeps every commit through a crash of the process and never corrupts
+/// the file (only a power cut may lose the last commits); and a busy wait
+/// long enough to cover another process's write transaction.
+fn sqlite_settings(options: SqliteConnectOptions) -> SqliteConnectOptions {
+    options
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(30))
+}
+
 /// Connects to `url` (`sqlite://…` or `postgres://…`) with DataJump's pool settings.
 pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
     let mut options = ConnectOptions::new(url.to_owned());
@@ -142,11 +154,7 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
         .min_connections(4)
         .acquire_timeout(Duration::from_secs(30))
         .sqlx_logging(false)
-        .map_sqlx_sqlite_opts(|o| {
-            o.journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(30))
-        });
+        .map_sqlx_sqlite_opts(sqlite_settings);
     Database::connect(options).await
 }
 
@@ -165,11 +173,7 @@ async fn connect_one(url: &str) -> Result<DatabaseConnection, DbErr> {
         .connect_timeout(Duration::from_secs(10))
         .acquire_timeout(Duration::from_secs(10))
         .sqlx_logging(false)
-        .map_sqlx_sqlite_opts(|o| {
-            o.journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(30))
-        });
+        .map_sqlx_sqlite_opts(sqlite_settings);
     Database::connect(options).await
 }
 
