@@ -681,6 +681,9 @@ pub fn task_file(row: &task::Model, deps: &[task_dependency::Model]) -> Value {
     if let Some(datasets) = &row.datasets {
         out.insert("outputs".into(), datasets.clone());
     }
+    if let Some(map) = row.map_spec() {
+        out.insert("map".into(), json!(map.file()));
+    }
     Value::Object(out)
 }
 

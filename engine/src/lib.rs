@@ -32,6 +32,7 @@
 mod claims;
 mod datasets;
 mod effects;
+mod maps;
 mod operator;
 mod propagation;
 mod quarantine;

@@ -27,6 +27,7 @@ use sea_orm::{
 };
 
 use crate::effects::Effects;
+use crate::maps::{count_items, expand_all};
 use crate::quarantine::quarantine;
 use crate::queue::queue_many;
 use crate::slots::{lock_dags, pending_roots, start_waiting_run};
@@ -176,15 +177,21 @@ async fn propagate_wave<C: ConnectionTrait>(
     out.propagated
         .extend(parents.iter().map(|p| (p.id, p.dag_run_id)));
     let mut next = Vec::new();
-    count_into_children(conn, parents, now, out, &mut next).await?;
-    release_waiters(conn, parents, now, out, &mut next).await?;
-    count_off_runs(conn, parents, now, out, &mut next).await?;
+    // An item of a mapped task counts into its aggregate alone.
+    let (items, parents): (Vec<&task_instance::Model>, Vec<&task_instance::Model>) =
+        parents.iter().copied().partition(|p| p.is_map_item());
+    count_items(conn, &items, now, out, &mut next).await?;
+    count_into_children(conn, &parents, now, out, &mut next).await?;
+    release_waiters(conn, &parents, now, out, &mut next).await?;
+    count_off_runs(conn, &parents, now, out, &mut next).await?;
     Ok(next)
 }
 
 /// Applies the strategy's decision to each PENDING instance of `rows`, a
 /// statement per outcome rather than per row: QUEUED if it may run and is
-/// enabled, SKIPPED if disabled, UPSTREAM_FAILED if its parents failed it.
+/// enabled (decided if a SWITCH, expanded if mapped), SKIPPED if disabled,
+/// UPSTREAM_FAILED if its parents failed it. An item of a mapped task has
+/// no strategy: its map releases it ([`crate::maps`]).
 /// The ids of instances that became terminal are pushed to `settled` for
 /// propagation.
 pub(crate) async fn evaluate_all<C: ConnectionTrait>(
@@ -195,10 +202,13 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
     settled: &mut Vec<i64>,
 ) -> Result<(), DbErr> {
     let (mut run, mut disabled, mut upstream_failed) = (Vec::new(), Vec::new(), Vec::new());
-    let mut switches = Vec::new();
+    let (mut switches, mut maps) = (Vec::new(), Vec::new());
     // Skipped by control flow, by strategy: each has its own reason.
     let mut flow_skipped: HashMap<Strategy, Vec<i64>> = HashMap::new();
-    for row in rows.iter().filter(|r| r.status == TaskStatus::Pending) {
+    for row in rows
+        .iter()
+        .filter(|r| r.status == TaskStatus::Pending && !r.is_map_item())
+    {
         let task = match row.spec.read() {
             Ok(spec) => &spec.task,
             Err(e) => {
@@ -211,6 +221,7 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
             Decision::Run if task.enabled && task.task_type == TaskType::Switch => {
                 switches.push(row);
             }
+            Decision::Run if task.enabled && task.map.is_some() => maps.push(row),
             Decision::Run if task.enabled => run.push(row.id),
             Decision::Run => disabled.push(row.id),
             Decision::UpstreamFailed => upstream_failed.push(row.id),
@@ -220,6 +231,7 @@ pub(crate) async fn evaluate_all<C: ConnectionTrait>(
     out.queued
         .extend(queue_many(conn, &run, TaskTransition::Release, now).await?);
     decide_all(conn, &switches, now, out, settled).await?;
+    expand_all(conn, &maps, now, out, settled).await?;
     for (ids, transition, to, reason) in [
         (
             disabled,
@@ -428,9 +440,10 @@ async fn count_into_children<C: ConnectionTrait>(
                     .fold(sea_orm::Condition::any(), |any, (run, tasks)| {
                         any.add(TiCol::DagRunId.eq(run).and(TiCol::TaskId.is_in(tasks)))
                     });
-            rows.extend(
-                count_parents(conn, Ti::update_many().filter(selected), ended, strong).await?,
-            );
+            let planned = Ti::update_many()
+                .filter(selected)
+                .filter(TiCol::MapIndex.eq(task_instance::PLANNED));
+            rows.extend(count_parents(conn, planned, ended, strong).await?);
         }
     }
     let first_queued = out.queued.len();

@@ -254,19 +254,30 @@ pub(crate) fn queue_new(
     task: &TaskSpec,
     now: DateTime<Utc>,
 ) -> bool {
-    // A SWITCH root stays PENDING: the roots' release decides it.
+    // A SWITCH or mapped root stays PENDING: the roots' release decides
+    // or expands it.
     let ready = row.pending_parents.try_as_ref() == Some(&0)
-        && task.task_type != datajump_shared::content::TaskType::Switch;
+        && task.task_type != datajump_shared::content::TaskType::Switch
+        && task.map.is_none();
     if ready && task.enabled {
-        row.status = Set(TaskStatus::Queued);
-        row.queued_at = Set(Some(now));
-        row.deadline_at = Set(Some(queued_deadline(
-            now + REPUBLISH_AFTER,
-            now,
-            queue_timeout(task),
-        )));
+        set_queued(row, task, now);
     }
     ready && task.enabled
+}
+
+/// Makes a row about to be inserted QUEUED at `now`, with its deadline.
+pub(crate) fn set_queued(
+    row: &mut task_instance::ActiveModel,
+    task: &TaskSpec,
+    now: DateTime<Utc>,
+) {
+    row.status = Set(TaskStatus::Queued);
+    row.queued_at = Set(Some(now));
+    row.deadline_at = Set(Some(queued_deadline(
+        now + REPUBLISH_AFTER,
+        now,
+        queue_timeout(task),
+    )));
 }
 
 /// Moves many instances to QUEUED by `transition` (a release from

@@ -30,6 +30,7 @@ use tracing::{debug, info};
 use crate::effects::Effects;
 use crate::queue::queue_new;
 use crate::slots::{RunSlots, free_run_slots, release_roots, run_timeout_at, run_timeout_secs};
+use crate::sql::INSERT_CHUNK;
 use crate::waits::{awaited_by_running_run, link_external_parents, start_awaited_runs};
 
 /// Why a scheduled fire must not start a run now, if it must not, given
@@ -72,10 +73,6 @@ pub enum FireOutcome {
     /// with no tasks, SUCCESS.
     Created,
 }
-
-/// Rows one multi-row INSERT carries: a few thousand bound parameters at
-/// most, far under either database's limit.
-const INSERT_CHUNK: usize = 200;
 
 /// Creates the runs of `fires` in one transaction, in
 /// a fixed number of statements however many fires: the DAGs, schedules
@@ -457,6 +454,7 @@ fn instance_rows(
                 params,
                 untrusted_params: fire.params.keys().cloned().collect(),
                 task: task.clone(),
+                map_item: None,
             };
             let (pending, strong) = parents.get(task.name.as_str()).copied().unwrap_or_default();
             task_instance::ActiveModel {

@@ -37,6 +37,10 @@ pub(crate) async fn update_instance<C: ConnectionTrait>(
 /// bound-parameter limits, and small enough to keep a statement's plan cheap.
 pub(crate) const IN_LIST_MAX: usize = 1000;
 
+/// Rows one multi-row INSERT carries: a few thousand bound parameters at
+/// most, far under either database's limit.
+pub(crate) const INSERT_CHUNK: usize = 200;
+
 /// Runs the update `build` makes for each [`IN_LIST_MAX`] chunk of `ids`
 /// and returns every updated row.
 pub(crate) async fn update_chunked<C: ConnectionTrait>(

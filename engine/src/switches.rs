@@ -295,6 +295,7 @@ async fn inputs<C: ConnectionTrait>(
             .columns([TiCol::TaskName, TiCol::Status, TiCol::Outputs])
             .filter(TiCol::DagRunId.eq(row.dag_run_id))
             .filter(TiCol::TaskName.is_in(names))
+            .filter(TiCol::MapIndex.eq(task_instance::PLANNED))
             .into_tuple()
             .all(conn)
             .await?;

@@ -40,6 +40,13 @@ pub enum TaskTransition {
     /// A SWITCH its strategy says may run: the engine evaluated its
     /// conditions (docs/ARCHITECTURE.md, "SWITCH").
     Decide,
+    /// A mapped task its strategy says may run: its list was read and its
+    /// items made, RUNNING until they end, or its list was unusable
+    /// (docs/ARCHITECTURE.md, "Map").
+    Expand,
+    /// The last item of a mapped task ended: the aggregate ends as its
+    /// items did.
+    EndMap,
     /// A runner won its work message.
     Claim,
     /// Its attempt ended for good.
@@ -123,16 +130,20 @@ impl TaskTransition {
     /// The statuses this transition leaves: its update's `status IN (…)`.
     pub const fn from(self) -> &'static [TaskStatus] {
         match self {
-            Self::Release | Self::Skip | Self::UpstreamFail | Self::Decide | Self::WaitTimeout => {
-                &[T::Pending]
-            }
+            Self::Release
+            | Self::Skip
+            | Self::UpstreamFail
+            | Self::Decide
+            | Self::Expand
+            | Self::WaitTimeout => &[T::Pending],
             Self::Claim | Self::QueueTimeout => &[T::Queued],
             Self::End
             | Self::EndForRetry
             | Self::RequeueOnDrain
             | Self::TakeOver
             | Self::EndForReschedule
-            | Self::TakeOverLostTooOften => &[T::Running],
+            | Self::TakeOverLostTooOften
+            | Self::EndMap => &[T::Running],
             Self::RetryDue => &[T::UpForRetry, T::UpForReschedule],
             Self::Kill => &[
                 T::Pending,
@@ -162,7 +173,8 @@ impl TaskTransition {
             Self::WaitTimeout | Self::QueueTimeout => &[T::Timeout],
             Self::Kill => &[T::Killed],
             Self::Reset => &[T::Pending],
-            Self::Mark | Self::Decide => &[T::Success, T::Failed],
+            Self::Mark | Self::Decide | Self::EndMap => &[T::Success, T::Failed],
+            Self::Expand => &[T::Running, T::Failed],
         }
     }
 

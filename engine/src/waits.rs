@@ -70,9 +70,11 @@ async fn link_external_parent<C: ConnectionTrait>(
         count_parent(conn, by_id(), parent.dep_type, ParentResult::Failed).await?;
         return Ok(());
     };
+    // A mapped task is awaited as its aggregate, not as one of its items.
     let awaited = Ti::find()
         .filter(TiCol::TaskId.eq(target_task))
         .filter(TiCol::BizDate.eq(parent.biz_date))
+        .filter(TiCol::MapIndex.eq(task_instance::PLANNED))
         .order_by_desc(TiCol::Id)
         .lock_exclusive()
         .one(conn)
@@ -155,6 +157,7 @@ pub(crate) async fn start_awaited_runs<C: ConnectionTrait>(
                     .column(TiCol::DagRunId)
                     .filter(TiCol::TaskId.eq(wait.target_task_id))
                     .filter(TiCol::BizDate.eq(wait.target_biz_date))
+                    .filter(TiCol::MapIndex.eq(task_instance::PLANNED))
                     .filter(TiCol::DagId.eq(waiter_run.dag_id))
                     .into_tuple()
                     .all(conn)

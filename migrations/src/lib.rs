@@ -33,6 +33,7 @@ mod m20261206_000023_reason_problems;
 mod m20261206_000024_flow_skips;
 mod m20261207_000025_dag_priority;
 mod m20261207_000026_version_plans;
+mod m20261207_000027_task_maps;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -66,6 +67,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000024_flow_skips::Migration),
             Box::new(m20261207_000025_dag_priority::Migration),
             Box::new(m20261207_000026_version_plans::Migration),
+            Box::new(m20261207_000027_task_maps::Migration),
         ]
     }
 }

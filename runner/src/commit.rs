@@ -39,9 +39,10 @@ enum Write {
     End(Box<End>),
 }
 
+/// Boxed, as `Write::End` is: each carries whole instance rows.
 enum Written {
-    Claim(ClaimOutcome),
-    End(Ended),
+    Claim(Box<ClaimOutcome>),
+    End(Box<Ended>),
 }
 
 type Reply = oneshot::Sender<Result<Written, DbErr>>;
@@ -71,7 +72,7 @@ impl Committer {
     /// transaction: a claimed attempt always has its row.
     pub async fn claim(&self, claim: Claim) -> Result<ClaimOutcome, DbErr> {
         match self.send(Write::Claim(claim)).await? {
-            Written::Claim(claimed) => Ok(claimed),
+            Written::Claim(claimed) => Ok(*claimed),
             Written::End(_) => Err(mismatch()),
         }
     }
@@ -81,7 +82,7 @@ impl Committer {
     /// once the work that released is published.
     pub async fn end(&self, end: End) -> Result<Ended, DbErr> {
         match self.send(Write::End(Box::new(end))).await? {
-            Written::End(ended) => Ok(ended),
+            Written::End(ended) => Ok(*ended),
             Written::Claim(_) => Err(mismatch()),
         }
     }
@@ -185,7 +186,7 @@ fn abort_after_commit_if_asked(written: &[(Reply, Written)]) {
     });
     let ended_a_task = || {
         written.iter().any(|(_, written)| {
-            matches!(written, Written::End(Ended { finished: Some(row), .. }) if row.status.is_terminal())
+            matches!(written, Written::End(ended) if ended.finished.as_ref().is_some_and(|row| row.status.is_terminal()))
         })
     };
     if asked && ended_a_task() {
@@ -214,13 +215,15 @@ async fn write_all(
         .iter()
         .map(|write| match write {
             // Two copies of one work message in a batch: the first gets the row.
-            Write::Claim(claim) => Written::Claim(recorded.claimed.remove(&claim.task_instance_id)),
-            Write::End(end) => Written::End(
+            Write::Claim(claim) => {
+                Written::Claim(Box::new(recorded.claimed.remove(&claim.task_instance_id)))
+            }
+            Write::End(end) => Written::End(Box::new(
                 recorded
                     .ended
                     .remove(&end.task_instance_id)
                     .unwrap_or_default(),
-            ),
+            )),
         })
         .collect();
     Ok((written, effects))

@@ -33,6 +33,7 @@ pub mod graph;
 pub mod ids;
 pub mod kinds;
 pub mod logs;
+pub mod map;
 pub mod messages;
 pub mod metrics;
 pub mod naming;

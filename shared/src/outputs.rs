@@ -95,6 +95,13 @@ pub fn param_name(task: &str, name: &str) -> String {
     format!("{task}{INFIX}{name}")
 }
 
+/// The task and output a parameter name `task.output.name` reads, if it
+/// is one ([`param_name`] read back).
+pub fn split_param_name(param: &str) -> Option<(&str, &str)> {
+    let (task, output) = param.split_once(INFIX)?;
+    (!task.is_empty() && is_output_name(output)).then_some((task, output))
+}
+
 /// What an output's environment variable has between its task and its
 /// name: `DJ_PARAM_<TASK>_OUTPUT_<NAME>` ([`crate::params::env_name`] of
 /// [`param_name`]).
@@ -135,9 +142,7 @@ pub fn tasks_read(text: &str) -> Vec<&str> {
         let body = &rest[start + 2..];
         let Some(end) = body.find('}') else { break };
         let name = body[..end].split(':').next().unwrap_or_default();
-        if let Some((task, output)) = name.split_once(INFIX)
-            && !task.is_empty()
-            && is_output_name(output)
+        if let Some((task, _)) = split_param_name(name)
             && !tasks.contains(&task)
         {
             tasks.push(task);

@@ -123,6 +123,9 @@ pub struct TaskSpec {
     /// when an attempt succeeds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<String>,
+    /// Run once per item of a list (docs/DAG_FORMAT.md, "Map").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<crate::map::MapSpec>,
 }
 
 fn default_wait_timeout() -> i32 {
@@ -254,6 +257,10 @@ pub struct InstanceSpec {
     pub untrusted_params: std::collections::BTreeSet<String>,
     /// The task.
     pub task: TaskSpec,
+    /// The item this instance runs for, when its task is mapped and it is
+    /// one of its items; `None` for every other instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_item: Option<crate::map::MapItem>,
 }
 
 impl TaskSpec {
@@ -291,6 +298,7 @@ impl TaskSpec {
                 .as_ref()
                 .and_then(|declared| serde_json::from_value(declared.clone()).ok())
                 .unwrap_or_default(),
+            map: row.map_spec(),
         }
     }
 }

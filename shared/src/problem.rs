@@ -153,6 +153,26 @@ pub enum Reason {
     /// The runner renewed no heartbeat in time and stopped the attempt: it
     /// is queued again.
     RequeuedWithoutHeartbeat,
+    /// A mapped task's list was empty: no item to run (docs/DAG_FORMAT.md,
+    /// "Map").
+    MapEmpty {
+        /// Where the list came from, as the file writes it.
+        over: String,
+    },
+    /// A mapped task's list could not be read or broke a rule.
+    MapList {
+        /// Where the list came from, as the file writes it.
+        over: String,
+        /// What is wrong with it.
+        error: String,
+    },
+    /// Items of a mapped task failed.
+    MapItemsFailed {
+        /// Items that ended F.
+        failed: i32,
+        /// Items in all.
+        items: i32,
+    },
     /// English only: what a driver, a database or a server said.
     Said(String),
 }
@@ -264,6 +284,11 @@ impl Reason {
             Reason::RequeuedWithoutHeartbeat => "the runner renewed no heartbeat in time and \
                 stopped the task; it went back to the queue"
                 .to_owned(),
+            Reason::MapEmpty { over } => format!("skipped: its map list ({over}) is empty"),
+            Reason::MapList { over, error } => format!("its map list ({over}) {error}"),
+            Reason::MapItemsFailed { failed, items } => {
+                format!("{failed} of its {items} map items failed")
+            }
             Reason::Said(text) => text.clone(),
         }
     }
@@ -288,6 +313,15 @@ impl Reason {
                 [("case", case.to_string()), ("error", error.clone())],
             ),
             Reason::UpstreamFailed => Problem::new("task.upstream_failed", []),
+            Reason::MapEmpty { over } => Problem::new("task.map_empty", [("over", over.clone())]),
+            Reason::MapList { over, error } => Problem::new(
+                "task.map_list",
+                [("over", over.clone()), ("error", error.clone())],
+            ),
+            Reason::MapItemsFailed { failed, items } => Problem::new(
+                "task.map_items_failed",
+                [("failed", failed.to_string()), ("items", items.to_string())],
+            ),
             Reason::QueueTimeout {
                 waited_secs,
                 queue,

@@ -196,6 +196,7 @@ struct TaskDefinition {
     enabled: bool,
     dependencies: Vec<(Option<String>, String, &'static str, i32, bool)>,
     datasets: Option<serde_json::Value>,
+    map: Option<serde_json::Value>,
 }
 
 /// The comparable definition of a schedule row.
@@ -261,6 +262,12 @@ fn task_definition_of_file(file: &datajump_shared::dag_file::TaskFile) -> TaskDe
         enabled: file.enabled,
         dependencies,
         datasets: (!file.outputs.is_empty()).then(|| serde_json::json!(file.outputs)),
+        // Validated with the file: a map that does not read was refused.
+        map: file
+            .map
+            .as_ref()
+            .and_then(|map| map.spec().ok())
+            .map(|spec| serde_json::json!(spec)),
     }
 }
 
@@ -301,6 +308,7 @@ fn task_definition_of_row(row: &task::Model, deps: &[task_dependency::Model]) ->
         enabled: row.enabled,
         dependencies,
         datasets: row.datasets.clone(),
+        map: row.map.clone(),
     }
 }
 
@@ -593,6 +601,7 @@ async fn apply_tasks(
             allow_failure: Set(wanted.allow_failure),
             enabled: Set(wanted.enabled),
             datasets: Set(wanted.datasets.clone()),
+            map: Set(wanted.map.clone()),
             updated_at: Set(now),
             ..Default::default()
         };

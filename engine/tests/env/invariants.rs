@@ -13,6 +13,7 @@ pub fn violations(runs: &[dag_run::Model], instances: &[task_instance::Model]) -
     found.extend(counters_match_the_parents(instances));
     found.extend(runs_end_when_nothing_can_change(runs, instances));
     found.extend(ended_instances_are_complete(instances));
+    found.extend(maps_count_their_items(instances));
     found
 }
 
@@ -21,7 +22,7 @@ fn by_run(
     instances: &[task_instance::Model],
 ) -> BTreeMap<i64, HashMap<i64, &task_instance::Model>> {
     let mut runs: BTreeMap<i64, HashMap<i64, &task_instance::Model>> = BTreeMap::new();
-    for row in instances {
+    for row in instances.iter().filter(|row| !row.is_map_item()) {
         runs.entry(row.dag_run_id)
             .or_default()
             .insert(row.task_id, row);
@@ -113,6 +114,100 @@ pub fn runs_end_when_nothing_can_change(
             })
         })
         .collect()
+}
+
+/// A mapped task's aggregate has made `map_items` items; `map_ended` and
+/// `map_failed` count its propagated items and those that ended F; no
+/// more than `max_parallel` of them hold a place (QUEUED, RUNNING or
+/// waiting for a retry or a check), and none is left PENDING while a
+/// place is free; once it ended as its items did, all of them have.
+pub fn maps_count_their_items(instances: &[task_instance::Model]) -> Vec<String> {
+    use datajump_shared::strategy::ParentResult;
+    let mut items: HashMap<(i64, i64), Vec<&task_instance::Model>> = HashMap::new();
+    for item in instances.iter().filter(|row| row.is_map_item()) {
+        items
+            .entry((item.dag_run_id, item.task_id))
+            .or_default()
+            .push(item);
+    }
+    let mut found = Vec::new();
+    for aggregate in instances.iter().filter(|row| !row.is_map_item()) {
+        let mine = items
+            .remove(&(aggregate.dag_run_id, aggregate.task_id))
+            .unwrap_or_default();
+        let Some(made) = aggregate.map_items else {
+            if !mine.is_empty() {
+                found.push(format!(
+                    "'{}' has {} items but made none",
+                    aggregate.task_name,
+                    mine.len()
+                ));
+            }
+            continue;
+        };
+        let name = &aggregate.task_name;
+        let max_parallel = aggregate
+            .spec
+            .read()
+            .ok()
+            .and_then(|spec| spec.task.map.as_ref().map(|map| map.max_parallel))
+            .unwrap_or(0);
+        let counted: Vec<_> = mine
+            .iter()
+            .filter(|i| i.status.is_terminal() && i.propagated)
+            .collect();
+        let failed = counted
+            .iter()
+            .filter(|i| i.as_parent() == Some(ParentResult::Failed))
+            .count();
+        let holding = mine
+            .iter()
+            .filter(|i| {
+                matches!(
+                    i.status,
+                    TaskStatus::Queued
+                        | TaskStatus::Running
+                        | TaskStatus::UpForRetry
+                        | TaskStatus::UpForReschedule
+                )
+            })
+            .count();
+        let pending = mine
+            .iter()
+            .filter(|i| i.status == TaskStatus::Pending)
+            .count();
+        let kept = (made, aggregate.map_ended, aggregate.map_failed);
+        let recount = (mine.len() as i32, counted.len() as i32, failed as i32);
+        if kept != recount {
+            found.push(format!(
+                "'{name}': made/ended/failed are {kept:?}, its items say {recount:?}"
+            ));
+        }
+        if holding > max_parallel as usize {
+            found.push(format!(
+                "'{name}': {holding} items hold a place, max_parallel is {max_parallel}"
+            ));
+        }
+        if aggregate.status == TaskStatus::Running && pending > 0 && holding < max_parallel as usize
+        {
+            found.push(format!("'{name}': {pending} items wait PENDING while only {holding} of {max_parallel} places are held"));
+        }
+        if matches!(aggregate.status, TaskStatus::Success | TaskStatus::Failed)
+            && counted.len() != mine.len()
+        {
+            found.push(format!(
+                "'{name}' is {:?} while some of its items are not counted",
+                aggregate.status
+            ));
+        }
+    }
+    found.extend(items.into_values().flatten().map(|item| {
+        format!(
+            "item {} of '{}' has no aggregate",
+            item.map_index, item.task_name
+        )
+    }));
+    found
 }
 
 /// A terminal instance has its end time; a waiting one has none.

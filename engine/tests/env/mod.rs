@@ -174,16 +174,55 @@ impl EngineEnv {
         run.unwrap_or_else(|| panic!("{:?}: the fire created no run", self.backend))
     }
 
-    /// A run's task instances by task name.
+    /// A run's task instances by task name: those planned with it (a
+    /// mapped task's aggregate, not its items: [`EngineEnv::items`]).
     pub async fn instances(&self, run: RunId) -> BTreeMap<String, task_instance::Model> {
         task_instance::Entity::find()
             .filter(task_instance::Column::DagRunId.eq(run.0))
+            .filter(task_instance::Column::MapIndex.eq(task_instance::PLANNED))
             .all(&self.db)
             .await
             .expect("task instances")
             .into_iter()
             .map(|row| (row.task_name.clone(), row))
             .collect()
+    }
+
+    /// The items of mapped task `task` in `run`, by index.
+    pub async fn items(&self, run: RunId, task: &str) -> Vec<task_instance::Model> {
+        task_instance::Entity::find()
+            .filter(task_instance::Column::DagRunId.eq(run.0))
+            .filter(task_instance::Column::TaskName.eq(task))
+            .filter(task_instance::Column::MapIndex.gte(0))
+            .order_by_asc(task_instance::Column::MapIndex)
+            .all(&self.db)
+            .await
+            .expect("map items")
+    }
+
+    /// The statuses of `task`'s items in `run`, by index.
+    pub async fn item_statuses(&self, run: RunId, task: &str) -> Vec<TaskStatus> {
+        self.items(run, task)
+            .await
+            .iter()
+            .map(|item| item.status)
+            .collect()
+    }
+
+    /// Claims item `index` of `task` in `run` and ends its attempt as `end`
+    /// says; panics if the claim is lost.
+    pub async fn run_item(&self, run: RunId, task: &str, index: usize, end: AttemptEnd) -> Effects {
+        let item = self.items(run, task).await.remove(index);
+        let (execution, mut effects) = self.claim(&item).await;
+        let execution = execution.unwrap_or_else(|| {
+            panic!(
+                "the claim of '{task}'[{index}] ({:?}) was lost",
+                item.status
+            )
+        });
+        let claimed = self.instance_by_id(item.id).await;
+        effects.merge(self.end(&claimed, execution, end).await);
+        effects
     }
 
     /// Every task instance of the installation.

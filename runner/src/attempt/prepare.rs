@@ -12,6 +12,7 @@ use datajump_shared::content::TaskContent;
 use datajump_shared::datasets::{self, Written};
 use datajump_shared::entities::StoredJson;
 use datajump_shared::entities::task_instance::{self, Children};
+use datajump_shared::map;
 use datajump_shared::messages::WorkMsg;
 use datajump_shared::outputs;
 use datajump_shared::params::Params;
@@ -239,13 +240,20 @@ fn ancestors(task_id: i64, edges: &[(i64, StoredJson<Children>)]) -> HashSet<i64
 }
 
 /// The parameter context of an attempt: built-ins from the run, user
-/// parameters from the spec, and the outputs it reads (`upstream`, which
-/// are untrusted); `default_zone` stands in for a zone that cannot be read.
+/// parameters from the spec, the outputs it reads (`upstream`) and its map
+/// item, which are untrusted, and its item's index; `default_zone` stands
+/// in for a zone that cannot be read.
 fn param_context(work: &WorkMsg, upstream: &Params, default_zone: chrono_tz::Tz) -> ParamContext {
     let mut params = work.spec.params.clone();
     params.extend(upstream.clone());
     let mut untrusted = work.spec.untrusted_params.clone();
     untrusted.extend(upstream.keys().cloned());
+    if let Some(item) = &work.spec.map_item {
+        params.insert(map::ITEM_PARAM.to_owned(), item.value.as_param());
+        untrusted.insert(map::ITEM_PARAM.to_owned());
+        params.insert(map::INDEX_PARAM.to_owned(), item.index.to_string());
+        untrusted.remove(map::INDEX_PARAM);
+    }
     ParamContext {
         biz_date: work.biz_date,
         logical_time: work.spec.logical_time,
@@ -282,6 +290,10 @@ fn environment(
         "DJ_TRIGGER_TYPE".into(),
         row.trigger_type.as_str().to_owned(),
     );
+    if let Some(item) = &work.spec.map_item {
+        env.insert(map::ITEM_ENV.into(), item.value.as_param());
+        env.insert(map::INDEX_ENV.into(), item.index.to_string());
+    }
     // The names the engine requirements give the executor's variables.
     env.insert("bizdate".into(), biz_date);
     env.insert("task_id".into(), task.task_id.to_string());

@@ -214,6 +214,8 @@ async fn once(
             let succeeded = task_instance::Entity::find()
                 .filter(task_instance::Column::DagId.eq(awaited.id))
                 .filter(task_instance::Column::TaskName.eq(task))
+                // A mapped task is its aggregate, not its items.
+                .filter(task_instance::Column::MapIndex.eq(task_instance::PLANNED))
                 .filter(task_instance::Column::BizDate.gte(first))
                 .filter(task_instance::Column::BizDate.lte(last))
                 .filter(task_instance::Column::Status.eq(TaskStatus::Success))
@@ -234,6 +236,7 @@ async fn once(
                 let runs = task_instance::Entity::find()
                     .filter(task_instance::Column::DagId.eq(awaited.id))
                     .filter(task_instance::Column::TaskName.eq(task))
+                    .filter(task_instance::Column::MapIndex.eq(task_instance::PLANNED))
                     .filter(task_instance::Column::BizDate.gte(first))
                     .filter(task_instance::Column::BizDate.lte(last))
                     .count(&ctx.db)

@@ -346,6 +346,10 @@ pub struct TaskFile {
     /// (F to them), and the run lists it among its allowed failures.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_failure: bool,
+    /// Run once per item of a list, at most `max_parallel` at once
+    /// (docs/DAG_FORMAT.md, "Map").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<crate::map::MapFile>,
     /// Parents.
     #[serde(default)]
     pub depends_on: Vec<DependencyFile>,

@@ -102,6 +102,7 @@ impl DagFile {
         self.task_problems(&mut problems);
         self.output_problems(&mut problems);
         self.switch_problems(&mut problems);
+        self.map_problems(&mut problems);
         problems
     }
 
@@ -131,7 +132,8 @@ impl DagFile {
             let at = || Place::Task(crate::naming::printable(&task.name).into_owned());
             problems.extend(task.bare_outputs_in_script().into_iter().map(|(name, form)| {
                 DagProblem::said(at(), format!(
-                    "${{{name}}} is a task output, made at run time, so it cannot be pasted into a script as written: {form}"
+                    "${{{name}}} is {}, made at run time, so it cannot be pasted into a script as written: {form}",
+                    if name == crate::map::ITEM_PARAM { "a map item" } else { "a task output" }
                 ))
             }));
             let text = task.content_json().to_string();
@@ -201,6 +203,102 @@ impl DagFile {
                     "outputs: a SWITCH writes no dataset; declare it on the tasks it chooses"
                         .to_owned(),
                 ));
+            }
+        }
+    }
+
+    /// A mapped task's `map` reads (docs/DAG_FORMAT.md, "Map"): its list is
+    /// an output of a task it runs after or a parameter the DAG declares,
+    /// it is not a SWITCH, and no task reads its outputs (each item has its
+    /// own). `${map.item}` and `${map.index}` are only a mapped task's.
+    fn map_problems(&self, problems: &mut Vec<DagProblem>) {
+        let parents = self.same_run_parents();
+        let mapped: BTreeSet<&str> = self
+            .tasks
+            .iter()
+            .filter(|task| task.map.is_some())
+            .map(|task| task.name.as_str())
+            .collect();
+        for task in &self.tasks {
+            let at = || Place::Task(printable(&shortened(&task.name)).into_owned());
+            let said = |words: String| DagProblem::said(at(), words);
+            let text = task.content_json().to_string();
+            for read in crate::outputs::tasks_read(&text) {
+                if mapped.contains(read) {
+                    problems.push(said(format!(
+                        "reads an output of '{}', a mapped task: each of its items has its own \
+                         outputs, which no task reads for now",
+                        printable(&shortened(read))
+                    )));
+                }
+            }
+            if let Some(TaskContent::Switch(switch)) = task.parsed_content() {
+                for (i, condition) in switch_conditions(switch) {
+                    for (read, what) in &condition.reads().tasks {
+                        if !what.outputs.is_empty() && mapped.contains(read.as_str()) {
+                            problems.push(said(format!(
+                                "cases[{i}].when reads the outputs of '{}', a mapped task: each of \
+                                 its items has its own, which no condition reads for now",
+                                printable(&shortened(read))
+                            )));
+                        }
+                    }
+                }
+            }
+            let Some(map) = &task.map else {
+                if let Some(name) = [crate::map::ITEM_PARAM, crate::map::INDEX_PARAM]
+                    .into_iter()
+                    .find(|name| {
+                        text.contains(&format!("${{{name}}}"))
+                            || text.contains(&format!("${{{name}:"))
+                    })
+                {
+                    problems.push(said(format!(
+                        "${{{name}}} is the item of a mapped task, and this task has no map"
+                    )));
+                }
+                continue;
+            };
+            if task.task_type() == Some(TaskType::Switch) {
+                problems.push(said(
+                    "map: a SWITCH cannot be mapped; map the tasks it chooses".to_owned(),
+                ));
+            }
+            let spec = match map.spec() {
+                Ok(spec) => spec,
+                Err(refused) => {
+                    problems.extend(
+                        refused
+                            .into_iter()
+                            .map(|words| said(format!("map: {words}"))),
+                    );
+                    continue;
+                }
+            };
+            match &spec.over {
+                crate::map::MapSource::Output { task: read, .. } => {
+                    let before = ancestors(&parents, &task.name);
+                    if let Some(words) = unordered_read(&parents, &before, read, "the output of") {
+                        problems.push(said(format!("map: over {words}")));
+                    } else if mapped.contains(read.as_str()) {
+                        problems.push(said(format!(
+                            "map: over reads an output of '{}', a mapped task, whose items each \
+                             have their own",
+                            printable(&shortened(read))
+                        )));
+                    }
+                }
+                crate::map::MapSource::Param { name } => {
+                    if !self.params.contains_key(name) && !task.params.contains_key(name) {
+                        problems.push(said(format!(
+                            "map: over reads parameter '{}', which neither the DAG's nor the \
+                             task's params declare: declare it with a default (a trigger may \
+                             give another value)",
+                            printable(&shortened(name))
+                        )));
+                    }
+                }
+                crate::map::MapSource::Literal { .. } => {}
             }
         }
     }
@@ -645,7 +743,10 @@ impl TaskFile {
                 .into_iter()
                 // A task output pasted into a script is refused outright
                 // (`output_problems`); in SQL it may be a number or a date.
-                .filter(|name| matches!(mode, Mode::Sql(_)) || !name.contains(".output."))
+                .filter(|name| {
+                    matches!(mode, Mode::Sql(_))
+                        || !(name.contains(".output.") || name == crate::map::ITEM_PARAM)
+                })
                 .map(|name| {
                     let env = crate::params::env_name(&name);
                     let form = form.replace("<NAME>", &name).replace("<ENV>", &env);
@@ -709,8 +810,9 @@ impl TaskFile {
             .collect()
     }
 
-    /// The task outputs (`${task.output.name}`) its script pastes in bare,
-    /// each with the form that takes any value.
+    /// The task outputs (`${task.output.name}`) and map items
+    /// (`${map.item}`) its script pastes in bare, each with the form that
+    /// takes any value.
     fn bare_outputs_in_script(&self) -> Vec<(String, String)> {
         use crate::params::{Mode, ScriptLang};
         let Some(content) = self.parsed_content() else {
@@ -721,9 +823,13 @@ impl TaskFile {
         };
         crate::params::bare_params(text)
             .into_iter()
-            .filter(|name| name.contains(".output."))
+            .filter(|name| name.contains(".output.") || name == crate::map::ITEM_PARAM)
             .map(|name| {
-                let env = crate::params::env_name(&name);
+                let env = if name == crate::map::ITEM_PARAM {
+                    crate::map::ITEM_ENV.to_owned()
+                } else {
+                    crate::params::env_name(&name)
+                };
                 let form = match lang {
                     ScriptLang::Shell => format!("read \"${env}\" or write ${{{name}:shell}}"),
                     ScriptLang::Python => {
@@ -1157,6 +1263,81 @@ tasks:
             "{}",
             problems[1]
         );
+    }
+
+    #[test]
+    fn a_map_reads_a_task_before_it_or_a_declared_parameter_and_its_item_is_untrusted() {
+        let valid = r#"
+name: maps
+params: { tables: '["a"]' }
+tasks:
+  - { name: list, command: "echo '##dj-output t=[1]'" }
+  - name: by_output
+    depends_on: [list]
+    map: { over: "${list.output.t}", max_parallel: 4 }
+    command: 'load "$DJ_MAP_ITEM" ${map.item:shell} ${map.index}'
+  - { name: by_param, map: { over: "${tables}" }, command: 'echo "$DJ_MAP_ITEM"' }
+  - { name: literal, map: { over: [a, 1, true] }, type: NOOP }
+  - { name: report, type: NOOP, depends_on: [by_output, by_param] }
+"#;
+        let file = DagFile::parse(valid).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            file.tasks[1]
+                .map
+                .as_ref()
+                .map(|m| m.spec().map(|s| s.max_parallel)),
+            Some(Ok(4))
+        );
+        let refused = r#"
+name: maps
+tasks:
+  - { name: list, command: "echo '##dj-output t=[1]'" }
+  - { name: unordered, map: { over: "${list.output.t}" }, command: 'echo "$DJ_MAP_ITEM"' }
+  - { name: undeclared, map: { over: "${tables}" }, command: 'echo "$DJ_MAP_ITEM"' }
+  - { name: bare, map: { over: [a] }, command: 'echo ${map.item}' }
+  - { name: nested, map: { over: [a, [b]], max_parallel: 0 }, type: NOOP }
+  - { name: reads_mapped, command: 'echo ${bare.output.x:shell}', depends_on: [bare] }
+  - { name: unmapped, command: 'echo ${map.index}' }
+  - name: route
+    type: SWITCH
+    map: { over: [a] }
+    depends_on: [list]
+    cases: [{ when: "true", then: [after] }]
+  - { name: after, type: NOOP, depends_on: [route] }
+"#;
+        let Err(DagFileError::Invalid { problems, .. }) = DagFile::parse(refused) else {
+            panic!("invalid");
+        };
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        for (task, said) in [
+            (
+                "unordered",
+                "map: over reads the output of 'list' but does not run after it",
+            ),
+            (
+                "undeclared",
+                "map: over reads parameter 'tables', which neither the DAG's nor the task's params declare",
+            ),
+            (
+                "bare",
+                "${map.item} is a map item, made at run time, so it cannot be pasted into a script as written: read \"$DJ_MAP_ITEM\" or write ${map.item:shell}",
+            ),
+            ("nested", "map: over: the list item 1: is an array"),
+            ("nested", "map: max_parallel must be 1 to 1000, got 0"),
+            ("reads_mapped", "reads an output of 'bare', a mapped task"),
+            (
+                "unmapped",
+                "${map.index} is the item of a mapped task, and this task has no map",
+            ),
+            ("route", "map: a SWITCH cannot be mapped"),
+        ] {
+            let prefix = format!("task '{task}': {said}");
+            assert!(
+                problems.iter().any(|p| p.starts_with(&prefix)),
+                "{prefix}\n{problems:#?}"
+            );
+        }
+        assert_eq!(problems.len(), 8, "{problems:#?}");
     }
 
     #[test]

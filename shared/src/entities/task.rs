@@ -65,6 +65,8 @@ pub struct Model {
     /// The datasets it writes, as declared (`dw.orders/${bizdate}`): a
     /// JSON list of strings; `None` when it declares none.
     pub datasets: Option<Json>,
+    /// Its `map` (a [`crate::map::MapSpec`]); `None` when it is not mapped.
+    pub map: Option<Json>,
 }
 
 impl Model {
@@ -75,6 +77,14 @@ impl Model {
             .as_ref()
             .and_then(|value| serde_json::from_value(value.clone()).ok())
             .unwrap_or_default()
+    }
+
+    /// Its map (validated when its DAG was applied); `None` when it is not
+    /// mapped or the stored spec does not read.
+    pub fn map_spec(&self) -> Option<crate::map::MapSpec> {
+        self.map
+            .as_ref()
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
     }
 }
 

@@ -12,7 +12,12 @@ use crate::{TaskStatus, TriggerType};
 /// a child instance is found by `(dag_run_id, task_id)`.
 pub type Children = Vec<(i64, DepType)>;
 
-/// A task in a run; `(dag_run_id, task_id)` is unique.
+/// The `map_index` of the instance a run is created with, one per task of
+/// its plan: an ordinary task's instance, or a mapped task's aggregate.
+pub const PLANNED: i32 = -1;
+
+/// A task in a run, or one item of a mapped task in a run;
+/// `(dag_run_id, task_id, map_index)` is unique.
 ///
 /// Invariants kept by the transitions of `datajump-engine`:
 /// - `attempt` counts attempts started; the next (or current) attempt's
@@ -23,6 +28,11 @@ pub type Children = Vec<(i64, DepType)>;
 ///   STRONG parents that ended S / B / F (docs/DAG_FORMAT.md, "Strategies"). The propagation that decides the strategy moves the
 ///   instance out of PENDING, exactly once.
 /// - `propagated` flips false → true once per terminal state.
+/// - A mapped task's planned instance (its aggregate) makes its items when
+///   its strategy says it may run, and ends when `map_ended` reaches
+///   `map_items`: FAILED if `map_failed` is not zero. Only it counts in its
+///   run and for its children; an item counts into it alone
+///   (docs/ARCHITECTURE.md, "Map").
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "task_instance")]
 pub struct Model {
@@ -96,6 +106,16 @@ pub struct Model {
     /// claim of an instance with checks continues its attempt rather
     /// than starting another.
     pub pokes: i32,
+    /// [`PLANNED`], or the 0-based index of the item of its task's list
+    /// this instance runs for.
+    pub map_index: i32,
+    /// A mapped task's aggregate: how many items it made; `None` for every
+    /// other instance, and for an aggregate before its list was read.
+    pub map_items: Option<i32>,
+    /// A mapped task's aggregate: items ended and counted into it.
+    pub map_ended: i32,
+    /// A mapped task's aggregate: items counted that ended F.
+    pub map_failed: i32,
 }
 
 /// No declared relations.
@@ -153,6 +173,11 @@ impl Model {
 impl ActiveModelBehavior for ActiveModel {}
 
 impl Model {
+    /// Whether it is one item of a mapped task, not planned with its run.
+    pub fn is_map_item(&self) -> bool {
+        self.map_index != PLANNED
+    }
+
     /// Its id, typed.
     pub fn instance_id(&self) -> crate::TaskInstanceId {
         crate::TaskInstanceId(self.id)

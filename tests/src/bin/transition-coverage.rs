@@ -16,7 +16,7 @@ use sea_orm::Iterable;
 /// The programs of the engine's own tests (`engine/tests/*.rs` and its unit
 /// tests); every other program (the `datajump` roles, the end-to-end test
 /// binary) is the end-to-end suite.
-const ENGINE_TESTS: &[&str] = &["model", "rules", "concurrency", "datajump_engine"];
+const ENGINE_TESTS: &[&str] = &["model", "rules", "maps", "concurrency", "datajump_engine"];
 
 /// Transitions whose cause lives outside the engine — a runner's drain
 /// timeout, a heartbeat that expires, a queue no runner serves while the

@@ -3555,6 +3555,28 @@ export interface components {
                  * @default true
                  */
                 enabled?: boolean;
+                /**
+                 * @description Run once per item of a list, at most `max_parallel` at once
+                 *     (docs/DAG_FORMAT.md, "Map").
+                 */
+                map?: {
+                    /**
+                     * Format: uint32
+                     * @description The most items the list may have (default 1,000, at most 10,000);
+                     *     a longer list fails the task.
+                     */
+                    max_items?: number | null;
+                    /**
+                     * Format: uint32
+                     * @description Items queued or running at once (default 16, at most 1,000).
+                     */
+                    max_parallel?: number | null;
+                    /**
+                     * @description `"${task.output.name}"` (a task it runs after), `"${param}"`, or
+                     *     the list itself.
+                     */
+                    over: string | unknown[];
+                } | null;
                 /** @description Unique within the DAG. */
                 name: string;
                 /**
@@ -3927,6 +3949,28 @@ export interface components {
                  * @default true
                  */
                 enabled?: boolean;
+                /**
+                 * @description Run once per item of a list, at most `max_parallel` at once
+                 *     (docs/DAG_FORMAT.md, "Map").
+                 */
+                map?: {
+                    /**
+                     * Format: uint32
+                     * @description The most items the list may have (default 1,000, at most 10,000);
+                     *     a longer list fails the task.
+                     */
+                    max_items?: number | null;
+                    /**
+                     * Format: uint32
+                     * @description Items queued or running at once (default 16, at most 1,000).
+                     */
+                    max_parallel?: number | null;
+                    /**
+                     * @description `"${task.output.name}"` (a task it runs after), `"${param}"`, or
+                     *     the list itself.
+                     */
+                    over: string | unknown[];
+                } | null;
                 /** @description Unique within the DAG. */
                 name: string;
                 /**
@@ -4319,6 +4363,28 @@ export interface components {
                  * @default true
                  */
                 enabled: boolean;
+                /**
+                 * @description Run once per item of a list, at most `max_parallel` at once
+                 *     (docs/DAG_FORMAT.md, "Map").
+                 */
+                map?: {
+                    /**
+                     * Format: uint32
+                     * @description The most items the list may have (default 1,000, at most 10,000);
+                     *     a longer list fails the task.
+                     */
+                    max_items?: number | null;
+                    /**
+                     * Format: uint32
+                     * @description Items queued or running at once (default 16, at most 1,000).
+                     */
+                    max_parallel?: number | null;
+                    /**
+                     * @description `"${task.output.name}"` (a task it runs after), `"${param}"`, or
+                     *     the list itself.
+                     */
+                    over: string | unknown[];
+                } | null;
                 /** @description Unique within the DAG. */
                 name: string;
                 /**
@@ -6147,6 +6213,28 @@ export interface components {
              * @description Task id.
              */
             id?: number;
+            /**
+             * @description Run once per item of a list, at most `max_parallel` at once
+             *     (docs/DAG_FORMAT.md, "Map").
+             */
+            map?: {
+                /**
+                 * Format: uint32
+                 * @description The most items the list may have (default 1,000, at most 10,000);
+                 *     a longer list fails the task.
+                 */
+                max_items?: number | null;
+                /**
+                 * Format: uint32
+                 * @description Items queued or running at once (default 16, at most 1,000).
+                 */
+                max_parallel?: number | null;
+                /**
+                 * @description `"${task.output.name}"` (a task it runs after), `"${param}"`, or
+                 *     the list itself.
+                 */
+                over: string | unknown[];
+            } | null;
             /** @description Unique within the DAG. */
             name: string;
             /**
