@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use datajump_api::dto::Page;
 use datajump_api::routes::runs::dto::{RunDetail, RunDto};
+use datajump_shared::naming::{printable, shortened};
 use serde_json::Value;
 
 use crate::Global;
@@ -61,7 +62,8 @@ pub async fn run_command(global: &Global, command: RunCommand) -> Result<ExitCod
 }
 
 /// Prints one run with its task instances (their ids are what `kill`,
-/// `logs` and `task …` take).
+/// `logs` and `task …` take); a mapped task's items are listed under it,
+/// `load_table[3]`, with their values, after a line saying how they stand.
 pub fn print_run(run: &RunDetail) {
     let r = &run.run;
     out!(
@@ -72,18 +74,36 @@ pub fn print_run(run: &RunDetail) {
         r.biz_date,
         r.schedule_time.to_rfc3339()
     );
+    for mapped in &run.mapped_tasks {
+        let failed = match mapped.failed {
+            0 => String::new(),
+            n => format!(", {n} failed"),
+        };
+        out!(
+            "  {}: {} over {} items, {} ended{failed}",
+            printable(&mapped.task_name),
+            mapped.status,
+            mapped.items,
+            mapped.ended,
+        );
+    }
     let rows: Vec<Vec<String>> = run
         .task_instances
         .iter()
         .map(|t| {
-            let detail = match (&t.retry_at, &t.error_message) {
-                (Some(at), _) => format!("retry at {}", at.to_rfc3339()),
-                (None, Some(reason)) => reason.clone(),
-                (None, None) => String::new(),
+            let detail = match (&t.retry_at, &t.error_message, &t.map_item) {
+                (Some(at), _, _) => format!("retry at {}", at.to_rfc3339()),
+                (None, Some(reason), _) => reason.clone(),
+                (None, None, Some(item)) => format!("item {}", printable(&shortened(item))),
+                (None, None, None) => String::new(),
+            };
+            let task = match t.map_index {
+                Some(index) => format!("{}[{index}]", t.task_name),
+                None => t.task_name.clone(),
             };
             vec![
                 format!("  {}", t.id),
-                t.task_name.clone(),
+                task,
                 t.status.to_string(),
                 t.attempts.to_string(),
                 detail,

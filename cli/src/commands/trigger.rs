@@ -192,7 +192,10 @@ impl Progress {
             if before == Some(now) || (before.is_none() && task.status == TaskStatus::Pending) {
                 continue;
             }
-            let name = printable(&task.task_name);
+            let name = match task.map_index {
+                Some(index) => format!("{}[{index}]", printable(&task.task_name)),
+                None => printable(&task.task_name).into_owned(),
+            };
             let line = match task.status {
                 // A sensor's later checks: it was said to be waiting.
                 TaskStatus::Running if task.checks > 0 => continue,

@@ -178,6 +178,12 @@ impl Model {
         self.map_index != PLANNED
     }
 
+    /// Whether it is a mapped task's aggregate whose items were made: the
+    /// items stand for it wherever instances are listed.
+    pub fn is_expanded_map(&self) -> bool {
+        !self.is_map_item() && self.map_items.is_some()
+    }
+
     /// Its id, typed.
     pub fn instance_id(&self) -> crate::TaskInstanceId {
         crate::TaskInstanceId(self.id)

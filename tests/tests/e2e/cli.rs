@@ -1010,6 +1010,7 @@ async fn the_example_dags_run_as_their_comments_say() {
         "example_recovery",
         "example_switch",
         "example_conditions",
+        "example_map",
         "example_weekday",
         "example_cross_dag",
         "example_event",
@@ -1187,6 +1188,74 @@ async fn the_example_dags_run_as_their_comments_say() {
             ("page_owner", "SUCCESS")
         ]),
         "{conditions}"
+    );
+    // The map loads each listed table as an item of its own, three at a
+    // time, and the report runs once all seven are in.
+    let mapped = run_at(
+        &api_url,
+        None,
+        &["trigger", "example_map", "--wait", "--timeout", "60"],
+    )
+    .await;
+    assert!(mapped.success, "{}\n{}", mapped.stdout, mapped.stderr);
+    assert!(
+        mapped.stdout.contains("load_table[6]: SUCCESS"),
+        "each item's progress is shown:\n{}",
+        mapped.stdout
+    );
+    let map_runs = run_at(&api_url, None, &["runs", "example_map", "--json"])
+        .await
+        .json();
+    let tables = [
+        "ods.orders",
+        "ods.users",
+        "ods.items",
+        "ods.payments",
+        "ods.refunds",
+        "ods.coupons",
+        "ods.stores",
+    ];
+    let mut want = vec![("list_tables".to_owned(), "SUCCESS".to_owned())];
+    want.extend(
+        tables
+            .iter()
+            .map(|_| ("load_table".to_owned(), "SUCCESS".to_owned())),
+    );
+    want.push(("report".to_owned(), "SUCCESS".to_owned()));
+    assert_eq!(statuses(&map_runs[0]), want, "{map_runs}");
+    let items: Vec<(i64, String)> = map_runs[0]["taskInstances"]
+        .as_array()
+        .expect("taskInstances")
+        .iter()
+        .filter(|t| t["taskName"] == "load_table")
+        .map(|t| {
+            (
+                t["mapIndex"].as_i64().unwrap_or(-1),
+                t["mapItem"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(i64, String)> = tables
+        .iter()
+        .enumerate()
+        .map(|(i, table)| (i as i64, (*table).to_owned()))
+        .collect();
+    assert_eq!(items, expected, "{map_runs}");
+    assert_eq!(map_runs[0]["mappedTasks"][0]["taskName"], "load_table");
+    assert_eq!(map_runs[0]["mappedTasks"][0]["status"], "SUCCESS");
+    assert_eq!(map_runs[0]["mappedTasks"][0]["items"], 7);
+    let third = map_runs[0]["taskInstances"][3]["id"].to_string();
+    let third_log = run_at(&api_url, None, &["logs", &third]).await.ok();
+    assert!(
+        third_log.contains("loading ods.items (item 2 of the list)"),
+        "an item reads its value and index:\n{third_log}"
+    );
+    let shown = run_at(&api_url, None, &["runs", "example_map"]).await.ok();
+    assert!(
+        shown.contains("load_table: SUCCESS over 7 items, 7 ended")
+            && shown.contains("load_table[3]")
+            && shown.contains("item ods.payments"),
+        "{shown}"
     );
     let retried = run_at(&api_url, None, &["runs", "example_retries", "--json"])
         .await

@@ -5043,6 +5043,53 @@ export interface components {
             /** @description How it ended (the task instance's state after it). */
             status: components["schemas"]["TaskStatus"];
         };
+        /**
+         * @description A mapped task in a run, as its children see it: one task whose items
+         *     are listed among the run's task instances.
+         */
+        MappedTaskDto: {
+            /**
+             * Format: date-time
+             * @description When its last item ended.
+             */
+            endTime: string | null;
+            /**
+             * Format: int32
+             * @description Items ended.
+             */
+            ended: number;
+            /** @description Why it failed. */
+            errorMessage: string | null;
+            /** @description The code and values of `errorMessage`. */
+            errorProblem?: components["schemas"]["Problem"] | (null);
+            /**
+             * Format: int32
+             * @description Items that ended without succeeding.
+             */
+            failed: number;
+            /**
+             * Format: int32
+             * @description Items in its list.
+             */
+            items: number;
+            /**
+             * Format: date-time
+             * @description When its list was read and its items made.
+             */
+            startTime: string | null;
+            /**
+             * @description RUNNING while items are left; SUCCESS when every item succeeded,
+             *     FAILED when any failed; KILLED with its run.
+             */
+            status: components["schemas"]["TaskStatus"];
+            /**
+             * Format: int64
+             * @description The task definition.
+             */
+            taskId: number;
+            /** @description Task name. */
+            taskName: string;
+        };
         /** @description `POST /api/v1/task-instances/{taskInstanceId}/mark` body. */
         MarkRequest: {
             /** @description `SUCCESS` or `FAILED`. */
@@ -5526,6 +5573,11 @@ export interface components {
              * @description Run id (instance id).
              */
             id: number;
+            /**
+             * @description Each mapped task whose list was read: how its items stand, and how
+             *     it ended for its children (docs/DAG_FORMAT.md, "Map").
+             */
+            mappedTasks?: components["schemas"]["MappedTaskDto"][];
             /** @description Unique run key (`manual:<uuid>`, `sched:<schedule>:<unix>`, …). */
             runKey: string;
             /** @description Run parameters. */
@@ -5547,7 +5599,10 @@ export interface components {
             startTime: string;
             /** @description QUEUED, RUNNING, SUCCESS, FAILED or KILLED. */
             status: components["schemas"]["RunStatus"];
-            /** @description Its task instances, in task order. */
+            /**
+             * @description Its task instances, in task order; a mapped task's are its items,
+             *     by index.
+             */
             taskInstances: components["schemas"]["TaskInstanceDto"][];
             /** @description SCHEDULE, MANUAL, BACKFILL or EVENT. */
             triggerType: string;
@@ -5972,6 +6027,13 @@ export interface components {
              */
             id: number;
             /**
+             * Format: int32
+             * @description An item of a mapped task: its 0-based index in the list.
+             */
+            mapIndex?: number | null;
+            /** @description An item of a mapped task: its value, as `$DJ_MAP_ITEM` holds it. */
+            mapItem?: string | null;
+            /**
              * Format: date-time
              * @description A sensor's next check while UP_FOR_RESCHEDULE.
              */
@@ -6075,6 +6137,13 @@ export interface components {
              * @description Task instance id.
              */
             id: number;
+            /**
+             * Format: int32
+             * @description An item of a mapped task: its 0-based index in the list.
+             */
+            mapIndex?: number | null;
+            /** @description An item of a mapped task: its value, as `$DJ_MAP_ITEM` holds it. */
+            mapItem?: string | null;
             /**
              * Format: date-time
              * @description A sensor's next check while UP_FOR_RESCHEDULE.

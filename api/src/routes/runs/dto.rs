@@ -98,10 +98,62 @@ pub struct RunDetail {
     /// The run.
     #[serde(flatten)]
     pub run: RunDto,
-    /// Its task instances, in task order.
+    /// Its task instances, in task order; a mapped task's are its items,
+    /// by index.
     pub task_instances: Vec<TaskInstanceDto>,
     /// The tasks that failed without failing the run (`allow_failure`).
     pub allowed_failures: Vec<String>,
+    /// Each mapped task whose list was read: how its items stand, and how
+    /// it ended for its children (docs/DAG_FORMAT.md, "Map").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mapped_tasks: Vec<MappedTaskDto>,
+}
+
+/// A mapped task in a run, as its children see it: one task whose items
+/// are listed among the run's task instances.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MappedTaskDto {
+    /// The task definition.
+    pub task_id: i64,
+    /// Task name.
+    pub task_name: String,
+    /// RUNNING while items are left; SUCCESS when every item succeeded,
+    /// FAILED when any failed; KILLED with its run.
+    pub status: TaskStatus,
+    /// Items in its list.
+    pub items: i32,
+    /// Items ended.
+    pub ended: i32,
+    /// Items that ended without succeeding.
+    pub failed: i32,
+    /// Why it failed.
+    pub error_message: Option<String>,
+    /// The code and values of `errorMessage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_problem: Option<Problem>,
+    /// When its list was read and its items made.
+    pub start_time: Option<DateTime<Utc>>,
+    /// When its last item ended.
+    pub end_time: Option<DateTime<Utc>>,
+}
+
+impl MappedTaskDto {
+    /// The answer for `row`, if it is a mapped task whose items were made.
+    pub fn of(row: &task_instance::Model) -> Option<MappedTaskDto> {
+        Some(MappedTaskDto {
+            task_id: row.task_id,
+            task_name: row.task_name.clone(),
+            status: row.status,
+            items: row.map_items.filter(|_| row.is_expanded_map())?,
+            ended: row.map_ended,
+            failed: row.map_failed,
+            error_message: row.reason.clone(),
+            error_problem: readable(row.reason_problem.as_ref()),
+            start_time: row.started_at,
+            end_time: row.finished_at,
+        })
+    }
 }
 
 /// `GET /api/v1/dags/instances/{id}/status` answer.
@@ -185,6 +237,12 @@ pub struct TaskInstanceDto {
     /// It failed, and its task allows that: the run does not fail for it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub failure_allowed: bool,
+    /// An item of a mapped task: its 0-based index in the list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_index: Option<i32>,
+    /// An item of a mapped task: its value, as `$DJ_MAP_ITEM` holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_item: Option<String>,
 }
 
 impl From<&task_instance::Model> for TaskInstanceDto {
@@ -223,6 +281,18 @@ impl From<&task_instance::Model> for TaskInstanceDto {
                 .unwrap_or_default(),
             flow_skipped: row.status == TaskStatus::Skipped && row.flow_skipped,
             failure_allowed: row.failed_allowed(),
+            map_index: row.is_map_item().then_some(row.map_index),
+            map_item: row
+                .is_map_item()
+                .then(|| {
+                    row.spec
+                        .read()
+                        .ok()?
+                        .map_item
+                        .as_ref()
+                        .map(|item| item.value.as_param())
+                })
+                .flatten(),
         }
     }
 }

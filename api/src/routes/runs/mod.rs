@@ -22,8 +22,8 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
 use tracing::{debug, info};
 
 use self::dto::{
-    ClearRequest, ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, MarkRequest,
-    RerunRequest, RerunResponse, RunDetail, RunDto, RunStatusDto, TaskInstanceDetail,
+    ClearRequest, ExecutionDto, ExecutionsQuery, InstancesQuery, KillResponse, MappedTaskDto,
+    MarkRequest, RerunRequest, RerunResponse, RunDetail, RunDto, RunStatusDto, TaskInstanceDetail,
     TaskInstanceDto, TaskResetResponse,
 };
 use super::shared::{attempt_of, find_dag, find_run, find_task_instance, paging};
@@ -35,32 +35,43 @@ use crate::extract::{Json, JsonOrEmpty, Path, Query};
 
 pub mod dto;
 
-/// A run's task instances in id order, as its answer lists them: each row
-/// becomes its answer as it is read, since a row holds the instance's
-/// whole plan (its spec and children, some 10 kB as values) that the
-/// answer leaves out.
-async fn instances_of(state: &AppState, run_id: i64) -> Result<Vec<TaskInstanceDto>> {
-    Ok(task_instance::Entity::find()
-        .filter(task_instance::Column::DagRunId.eq(run_id))
-        .order_by_asc(task_instance::Column::Id)
+/// A run with its task instances in task order, a mapped task's items by
+/// index in its place: each row becomes its answer as it is read, since a
+/// row holds the instance's whole plan (its spec and children, some 10 kB
+/// as values) that the answer leaves out.
+async fn run_detail(state: &AppState, run: &dag_run::Model) -> Result<RunDetail> {
+    let mut detail = RunDetail {
+        run: RunDto::from(run),
+        task_instances: Vec::new(),
+        allowed_failures: Vec::new(),
+        mapped_tasks: Vec::new(),
+    };
+    let mut rows = task_instance::Entity::find()
+        .filter(task_instance::Column::DagRunId.eq(run.id))
+        .order_by_asc(task_instance::Column::TaskId)
+        .order_by_asc(task_instance::Column::MapIndex)
         .stream(&state.db)
-        .await?
-        .map_ok(|row| TaskInstanceDto::from(&row))
-        .try_collect()
-        .await?)
+        .await?;
+    while let Some(row) = rows.try_next().await? {
+        if !row.is_map_item() && row.failed_allowed() {
+            detail.allowed_failures.push(row.task_name.clone());
+        }
+        match MappedTaskDto::of(&row) {
+            Some(mapped) => detail.mapped_tasks.push(mapped),
+            None => detail.task_instances.push(TaskInstanceDto::from(&row)),
+        }
+    }
+    Ok(detail)
 }
 
-async fn run_detail(state: &AppState, run: &dag_run::Model) -> Result<RunDetail> {
-    let task_instances = instances_of(state, run.id).await?;
-    Ok(RunDetail {
-        run: RunDto::from(run),
-        allowed_failures: task_instances
-            .iter()
-            .filter(|instance| instance.failure_allowed)
-            .map(|instance| instance.task_name.clone())
-            .collect(),
-        task_instances,
-    })
+/// Leaves out mapped tasks whose items were made: their items stand for
+/// them ([`task_instance::Model::is_expanded_map`]).
+fn without_expanded_maps<S: QueryFilter>(select: S) -> S {
+    select.filter(
+        sea_orm::Condition::any()
+            .add(task_instance::Column::MapIndex.ne(task_instance::PLANNED))
+            .add(task_instance::Column::MapItems.is_null()),
+    )
 }
 
 /// `GET /api/v1/dags/{dagId}/instances?limit=20&page=1`: the DAG's runs,
@@ -96,7 +107,8 @@ pub async fn executions(
 ) -> Result<AxumJson<Page<TaskInstanceDto>>> {
     find_dag(&state, dag_id).await?;
     let (page, page_size) = paging(query.page, query.page_size, "pageSize")?;
-    let mut select = task_instance::Entity::find().filter(task_instance::Column::DagId.eq(dag_id));
+    let mut select = without_expanded_maps(task_instance::Entity::find())
+        .filter(task_instance::Column::DagId.eq(dag_id));
     if let Some(date) = query.biz_date {
         select = select.filter(task_instance::Column::BizDate.eq(date));
     }
