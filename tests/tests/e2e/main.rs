@@ -61,6 +61,7 @@ mod hostile_params;
 mod idempotence;
 mod joins;
 mod logs;
+mod maps;
 mod message_ids;
 mod metrics;
 mod nats_auth;
