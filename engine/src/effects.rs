@@ -101,9 +101,11 @@ impl Effects {
         killed: &[task_instance::Model],
         before: &HashMap<i64, TaskStatus>,
     ) {
+        // A mapped task's aggregate is RUNNING with no attempt of its own.
         self.killed_attempts += killed
             .iter()
             .filter(|row| before.get(&row.id) == Some(&TaskStatus::Running))
+            .filter(|row| !row.is_expanded_map())
             .count();
         self.kill_notices.extend(
             killed

@@ -63,6 +63,10 @@ pub(crate) async fn expand_all<C: ConnectionTrait>(
         // quarantined there.
         let Ok(spec) = row.spec.read() else { continue };
         let Some(map) = &spec.task.map else { continue };
+        if row.map_items.is_some() {
+            resume(conn, row, now, out, settled).await?;
+            continue;
+        }
         match list(conn, row, map).await? {
             Ok(items) if items.is_empty() => {
                 let reason = Reason::MapEmpty {
@@ -215,6 +219,36 @@ async fn expand<C: ConnectionTrait>(
             .await?;
     }
     Ok(())
+}
+
+/// PENDING → RUNNING for an aggregate that kept its items when it was
+/// reset (`rerun --failed-only`: its F items are PENDING again), and its
+/// places filled by index; nothing if another transaction resumed it first.
+async fn resume<C: ConnectionTrait>(
+    conn: &C,
+    row: &task_instance::Model,
+    now: DateTime<Utc>,
+    out: &mut Effects,
+    settled: &mut Vec<i64>,
+) -> Result<(), DbErr> {
+    let resumed = update_instance(
+        conn,
+        Ti::update_many()
+            .col_expr(TiCol::Status, Expr::value(TaskStatus::Running.as_str()))
+            .col_expr(TiCol::StartedAt, Expr::value(now))
+            .filter(TiCol::Id.eq(row.id))
+            .filter(TaskTransition::Expand.applies()),
+    )
+    .await?;
+    let Some(aggregate) = resumed else {
+        return Ok(());
+    };
+    TaskTransition::Expand.applied(TaskStatus::Pending, TaskStatus::Running);
+    if aggregate.map_ended >= aggregate.map_items.unwrap_or(0) {
+        end_aggregate(conn, &aggregate, now, out, settled).await
+    } else {
+        release_next(conn, &aggregate, now, out).await
+    }
 }
 
 /// The row of one item of `aggregate`: PENDING, with no parents or

@@ -9,6 +9,7 @@ mod env;
 use datajump_shared::map::MapValue;
 use datajump_shared::{RunStatus, TaskStatus};
 use env::{EngineEnv, date, failure, status_of, success};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 
 /// Every backend a rule is checked on here.
 async fn envs() -> Vec<EngineEnv> {
@@ -377,5 +378,213 @@ tasks:
             "{:?}",
             env.backend
         );
+    }
+}
+
+#[tokio::test]
+async fn a_failed_only_rerun_runs_the_failed_items_again_and_a_clear_reads_the_list_again() {
+    const RERUN: &str = r#"
+name: rerun
+tasks:
+  - { name: list_tables, type: NOOP }
+  - name: load
+    depends_on: [list_tables]
+    map: { over: "${list_tables.output.tables}", max_parallel: 2 }
+    retry: { max: 0 }
+    command: 'echo "$DJ_MAP_ITEM"'
+  - { name: report, type: NOOP, depends_on: [load] }
+"#;
+    use datajump_engine::ResetScope;
+    for env in envs().await {
+        let run = env.start(RERUN).await;
+        let _released = env
+            .run_task_declaring(
+                run,
+                "list_tables",
+                success(),
+                outputs("tables", r#"["a","b","c","d"]"#),
+            )
+            .await;
+        for (index, end) in [
+            (0, success()),
+            (1, failure()),
+            (2, success()),
+            (3, failure()),
+        ] {
+            let _released = env.run_item(run, "load", index, end).await;
+        }
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Failed,
+            "{:?}",
+            env.backend
+        );
+        let before: Vec<i64> = env.items(run, "load").await.iter().map(|i| i.id).collect();
+
+        // Only the failed items run again, in the same rows; the list is kept.
+        let released = datajump_engine::reset(&env.db, run, ResetScope::FailedOnly, env.now)
+            .await
+            .expect("rerun --failed-only");
+        assert_eq!(
+            released
+                .queued()
+                .iter()
+                .map(|row| row.map_index)
+                .collect::<Vec<_>>(),
+            [1, 3],
+            "{:?}",
+            env.backend
+        );
+        let items = env.items(run, "load").await;
+        assert_eq!(
+            items.iter().map(|i| i.id).collect::<Vec<_>>(),
+            before,
+            "{:?}: the same items",
+            env.backend
+        );
+        assert_eq!(
+            env.item_statuses(run, "load").await,
+            [Success, Queued, Success, Queued]
+        );
+        let load = env.instance(run, "load").await;
+        assert_eq!(
+            (load.status, load.map_ended, load.map_failed),
+            (TaskStatus::Running, 2, 0)
+        );
+        check_invariants(&env).await;
+        for index in [1, 3] {
+            let _released = env.run_item(run, "load", index, success()).await;
+        }
+        assert_eq!(
+            status_of(&env.statuses(run).await, "report"),
+            Queued,
+            "{:?}",
+            env.backend
+        );
+        let _released = env.run_task(run, "report", success()).await;
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Success,
+            "{:?}",
+            env.backend
+        );
+        check_invariants(&env).await;
+
+        // A clear of the mapped task reads its list again: the items and
+        // their attempts go, and new ones are made from the current value.
+        let task_id = env.instance(run, "load").await.task_id;
+        let released = datajump_engine::reset(
+            &env.db,
+            run,
+            ResetScope::Task {
+                task_id,
+                downstream: true,
+            },
+            env.now,
+        )
+        .await
+        .expect("clear");
+        assert_eq!(released.queued().len(), 2, "{:?}", env.backend);
+        let items = env.items(run, "load").await;
+        assert_eq!(items.len(), 4);
+        assert!(
+            items.iter().all(|i| !before.contains(&i.id)),
+            "{:?}: new items",
+            env.backend
+        );
+        let orphans = datajump_shared::entities::execution::Entity::find()
+            .filter(
+                datajump_shared::entities::execution::Column::TaskInstanceId.is_in(before.clone()),
+            )
+            .count(&env.db)
+            .await
+            .expect("executions");
+        assert_eq!(
+            orphans, 0,
+            "{:?}: the old items' attempts went with them",
+            env.backend
+        );
+        check_invariants(&env).await;
+
+        // A full rerun runs the list task again: its new list is mapped.
+        for index in 0..4 {
+            let _released = env.run_item(run, "load", index, success()).await;
+        }
+        let _released = env.run_task(run, "report", success()).await;
+        let _released = datajump_engine::reset(&env.db, run, ResetScope::All, env.now)
+            .await
+            .expect("rerun");
+        assert!(env.items(run, "load").await.is_empty(), "{:?}", env.backend);
+        let _released = env
+            .run_task_declaring(run, "list_tables", success(), outputs("tables", r#"["x"]"#))
+            .await;
+        assert_eq!(
+            env.item_statuses(run, "load").await,
+            [Queued],
+            "{:?}",
+            env.backend
+        );
+        check_invariants(&env).await;
+    }
+}
+
+#[tokio::test]
+async fn killing_a_map_kills_its_live_items_and_an_ended_item_cannot_be_marked() {
+    const KILLED: &str = r#"
+name: killed
+tasks:
+  - { name: load, map: { over: [1, 2, 3], max_parallel: 2 }, command: 'echo "$DJ_MAP_ITEM"' }
+  - { name: report, type: NOOP, depends_on: [load] }
+"#;
+    for env in envs().await {
+        let run = env.start(KILLED).await;
+        let _released = env.run_item(run, "load", 0, success()).await;
+        let item = env.items(run, "load").await.remove(0);
+        let refused = datajump_engine::mark(&env.db, item.instance_id(), Failed, env.now)
+            .await
+            .expect_err("an ended item is counted");
+        assert!(
+            refused.to_string().contains("item 0 of 'load' has ended"),
+            "{refused}"
+        );
+        let load = env.instance(run, "load").await;
+        let (killed, _effects) =
+            datajump_engine::kill_instance(&env.db, load.instance_id(), env.now)
+                .await
+                .expect("kill")
+                .expect("a live map");
+        assert_eq!(killed.status, TaskStatus::Killed);
+        assert_eq!(
+            env.item_statuses(run, "load").await,
+            [Success, TaskStatus::Killed, TaskStatus::Killed],
+            "{:?}: its live items die with it",
+            env.backend
+        );
+        // The resolver propagates the kills' completions.
+        let mut ids = vec![killed.instance_id()];
+        ids.extend(
+            env.items(run, "load")
+                .await
+                .iter()
+                .filter(|item| item.status == TaskStatus::Killed)
+                .map(|item| item.instance_id()),
+        );
+        let _released = datajump_engine::propagate(&env.db, ids, env.now)
+            .await
+            .expect("propagate");
+        let rows = env.instances(run).await;
+        assert_eq!(
+            rows["report"].status,
+            TaskStatus::UpstreamFailed,
+            "{:?}",
+            env.backend
+        );
+        assert_eq!(
+            env.run(run).await.status,
+            RunStatus::Failed,
+            "{:?}",
+            env.backend
+        );
+        check_invariants(&env).await;
     }
 }

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use datajump_shared::entities::{dag_run, task_instance};
 use datajump_shared::{RunId, RunStatus, TaskInstanceId, TaskStatus};
 use datajump_store::db::{begin_write, is_deadlock};
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
@@ -43,22 +43,23 @@ pub async fn kill_instance(
         OperatorError::is_deadlock,
     )
     .await?;
-    Ok(killed.map(|(row, before)| {
+    Ok(killed.map(|(row, items, before)| {
         let mut effects = Effects::default();
         effects.announce_kills(std::slice::from_ref(&row), &before);
+        effects.announce_kills(&items, &before);
         (row, effects)
     }))
 }
 
-/// Kills instance `id`; returns it with the statuses it had before.
+/// Kills instance `id` and, when it is a mapped task whose items were made,
+/// its live items (docs/ARCHITECTURE.md, "Map"); returns it, the items,
+/// and the statuses they all had before.
 async fn kill<C: ConnectionTrait>(
     conn: &C,
     id: i64,
     now: DateTime<Utc>,
-) -> Result<Option<(task_instance::Model, HashMap<i64, TaskStatus>)>, DbErr> {
-    let before = live_statuses(conn, TiCol::Id.eq(id)).await?;
-    let killed = update_instance(
-        conn,
+) -> Result<Option<Killed>, DbErr> {
+    let killing = |selected| {
         with_reason(Ti::update_many(), &Reason::KilledByUser)
             .col_expr(TiCol::Status, Expr::value(TaskStatus::Killed.as_str()))
             .col_expr(TiCol::FinishedAt, Expr::value(now))
@@ -66,13 +67,34 @@ async fn kill<C: ConnectionTrait>(
                 TiCol::DeadlineAt,
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
-            .filter(TiCol::Id.eq(id))
-            .filter(TaskTransition::Kill.applies()),
-    )
-    .await?;
-    killed_from(&before, killed.as_slice());
-    Ok(killed.map(|row| (row, before)))
+            .filter(selected)
+            .filter(TaskTransition::Kill.applies())
+    };
+    let mut before = live_statuses(conn, TiCol::Id.eq(id)).await?;
+    let Some(row) = update_instance(conn, killing(TiCol::Id.eq(id))).await? else {
+        return Ok(None);
+    };
+    let mut items = Vec::new();
+    if row.is_expanded_map() {
+        let mine = TiCol::DagRunId
+            .eq(row.dag_run_id)
+            .and(TiCol::TaskId.eq(row.task_id))
+            .and(TiCol::MapIndex.gte(0));
+        before.extend(live_statuses(conn, mine.clone()).await?);
+        items = killing(mine).exec_with_returning(conn).await?;
+    }
+    killed_from(&before, std::slice::from_ref(&row));
+    killed_from(&before, &items);
+    Ok(Some((row, items, before)))
 }
+
+/// What [`kill`] killed: the instance, a map's items, and the statuses
+/// they had before.
+type Killed = (
+    task_instance::Model,
+    Vec<task_instance::Model>,
+    HashMap<i64, TaskStatus>,
+);
 
 /// The statuses of the instances `selected` that a kill applies to, by id,
 /// locked so they cannot change before the kill's update (an operator

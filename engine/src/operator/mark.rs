@@ -56,6 +56,12 @@ async fn mark_in<C: ConnectionTrait>(
     if !TaskTransition::Mark.from().contains(&row.status) {
         return Err(OperatorError::Live(row.task_name, row.status));
     }
+    if row.is_map_item() && row.propagated {
+        return Err(OperatorError::EndedMapItem {
+            task: row.task_name,
+            index: row.map_index,
+        });
+    }
     refuse_in_waiting_run(conn, id).await?;
     let reason = Reason::Marked {
         status: to.as_str().to_owned(),

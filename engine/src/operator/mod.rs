@@ -45,6 +45,17 @@ pub enum OperatorError {
     /// A mark names a status a task cannot be marked.
     #[error("a task instance can be marked SUCCESS or FAILED, not {0}")]
     NotAMark(TaskStatus),
+    /// An item of a mapped task that has ended and been counted into its
+    /// map: its map's result and downstream follow from it already.
+    #[error(
+        "item {index} of '{task}' has ended and counts in its map's result: rerun the run's failed items with `datajump rerun RUN --failed-only`, or clear the task to run its whole list again"
+    )]
+    EndedMapItem {
+        /// The mapped task.
+        task: String,
+        /// The item's index.
+        index: i32,
+    },
     /// The task's run waits for a run slot: none of its tasks has started,
     /// and settling one would start its children outside the slot.
     #[error(

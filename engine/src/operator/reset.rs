@@ -1,10 +1,17 @@
 //! Rerun and clear: instances of an ended run back to PENDING in place,
 //! their parent counters and the run's recomputed, the run reopened.
+//!
+//! A mapped task (docs/ARCHITECTURE.md, "Map") reset because its own items
+//! failed, by `rerun --failed-only`, keeps its list: only its F items go
+//! back to PENDING, and when it may run again its expansion resumes with
+//! them. Reset any other way — a rerun of everything, a clear, or as the
+//! downstream of another task — its items are deleted with their attempts,
+//! and its list is read again from its current value.
 
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use datajump_shared::entities::{dag_run, task_instance};
+use datajump_shared::entities::{dag_run, execution, task_instance};
 use datajump_shared::kinds::DepType;
 use datajump_shared::strategy::ParentResult;
 use datajump_shared::{RunId, RunStatus, TaskStatus, TriggerType};
@@ -19,7 +26,7 @@ use super::{OperatorError, retried};
 use crate::effects::Effects;
 use crate::propagation::{StrongResults, children};
 use crate::slots::{release_roots, run_slot_free_for, run_timeout_at};
-use crate::sql::{Ti, TiCol};
+use crate::sql::{IN_LIST_MAX, Ti, TiCol};
 use crate::transitions::{RunTransition, TaskTransition};
 
 /// Which instances of a run go back to PENDING.
@@ -76,11 +83,16 @@ pub(super) async fn reset_in<C: ConnectionTrait>(
     scope: ResetScope,
     now: DateTime<Utc>,
 ) -> Result<Effects, OperatorError> {
-    let (instances, run) = lock_instances_and_run(conn, run_id).await?;
+    let (rows, run) = lock_instances_and_run(conn, run_id).await?;
+    // A mapped task's items are the map's to reset, not tasks of the run.
+    let (items, instances): (Vec<task_instance::Model>, Vec<task_instance::Model>) = rows
+        .into_iter()
+        .partition(task_instance::Model::is_map_item);
     let by_task: ByTask<'_> = instances.iter().map(|i| (i.task_id, i)).collect();
     let selected = select_tasks(&instances, &by_task, scope);
     refuse_live(&selected, &by_task, &run)?;
-    reset_instances(conn, &instances, &by_task, &selected).await?;
+    let maps = reset_maps(conn, &items, &by_task, &selected, scope).await?;
+    reset_instances(conn, &instances, &by_task, &selected, &maps).await?;
     let status = recount_run(conn, &run, &instances, &selected, now).await?;
     Ok(release_reopened_roots(conn, run_id, status, now).await?)
 }
@@ -121,15 +133,7 @@ fn select_tasks(
             by_task,
             instances
                 .iter()
-                .filter(|i| {
-                    matches!(
-                        i.status,
-                        TaskStatus::Failed
-                            | TaskStatus::Timeout
-                            | TaskStatus::Killed
-                            | TaskStatus::UpstreamFailed
-                    )
-                })
+                .filter(|i| failed(i.status))
                 .map(|i| i.task_id)
                 .collect(),
         ),
@@ -181,12 +185,78 @@ fn refuse_live(
     Ok(())
 }
 
-/// Puts each selected instance back to PENDING, its parent counters recounted.
+/// Whether `status` is an end `rerun --failed-only` runs again.
+fn failed(status: TaskStatus) -> bool {
+    matches!(
+        status,
+        TaskStatus::Failed | TaskStatus::Timeout | TaskStatus::Killed | TaskStatus::UpstreamFailed
+    )
+}
+
+/// The items a selected mapped task keeps, by task id: `Some(n)` items of
+/// which `ended` are kept as they ended, or `None` when its list is read
+/// again (its items deleted).
+type MapResets = HashMap<i64, Option<(i32, i32)>>;
+
+/// Resets the items of each selected mapped task whose list was read: its
+/// F items back to PENDING when it failed and `scope` reruns the failed
+/// only, or every item deleted (with its attempts) otherwise.
+async fn reset_maps<C: ConnectionTrait>(
+    conn: &C,
+    items: &[task_instance::Model],
+    by_task: &ByTask<'_>,
+    selected: &HashSet<i64>,
+    scope: ResetScope,
+) -> Result<MapResets, DbErr> {
+    let mut resets = MapResets::new();
+    for (task_id, aggregate) in by_task.iter().filter(|(task, _)| selected.contains(task)) {
+        let Some(made) = aggregate.map_items else {
+            continue;
+        };
+        let mine: Vec<&task_instance::Model> = items
+            .iter()
+            .filter(|item| item.task_id == *task_id)
+            .collect();
+        if scope == ResetScope::FailedOnly && failed(aggregate.status) {
+            let rerun: Vec<&task_instance::Model> = mine
+                .iter()
+                .copied()
+                .filter(|item| failed(item.status))
+                .collect();
+            for item in &rerun {
+                reset_update(item, 0, StrongResults::default())
+                    .exec(conn)
+                    .await?;
+                TaskTransition::Reset.applied(item.status, TaskStatus::Pending);
+            }
+            let kept = i32::try_from(mine.len() - rerun.len()).unwrap_or(i32::MAX);
+            resets.insert(*task_id, Some((made, kept)));
+        } else {
+            let ids: Vec<i64> = mine.iter().map(|item| item.id).collect();
+            for chunk in ids.chunks(IN_LIST_MAX) {
+                execution::Entity::delete_many()
+                    .filter(execution::Column::TaskInstanceId.is_in(chunk.iter().copied()))
+                    .exec(conn)
+                    .await?;
+                Ti::delete_many()
+                    .filter(TiCol::Id.is_in(chunk.iter().copied()))
+                    .exec(conn)
+                    .await?;
+            }
+            resets.insert(*task_id, None);
+        }
+    }
+    Ok(resets)
+}
+
+/// Puts each selected instance back to PENDING, its parent counters
+/// recounted; a mapped task's counts of its items as `maps` says.
 async fn reset_instances<C: ConnectionTrait>(
     conn: &C,
     instances: &[task_instance::Model],
     by_task: &ByTask<'_>,
     selected: &HashSet<i64>,
+    maps: &MapResets,
 ) -> Result<(), DbErr> {
     // Same-run parents of each selected instance, from the children lists.
     let mut parents: HashMap<i64, Vec<(i64, DepType)>> = HashMap::new();
@@ -217,42 +287,56 @@ async fn reset_instances<C: ConnectionTrait>(
             - parents.get(task_id).map_or(0, |p| {
                 p.iter().filter(|(_, d)| *d == DepType::Strong).count() as i32
             });
-        Ti::update_many()
-            .col_expr(TiCol::Status, Expr::value(TaskStatus::Pending.as_str()))
-            .col_expr(TiCol::TriggerType, Expr::value(TriggerType::Rerun.as_str()))
-            .col_expr(TiCol::PendingParents, Expr::value(pending))
-            .col_expr(
-                TiCol::StrongOk,
-                Expr::value(strong.succeeded + Ord::max(external_strong, 0)),
-            )
-            .col_expr(TiCol::StrongSkipped, Expr::value(strong.skipped))
-            .col_expr(TiCol::StrongFailed, Expr::value(strong.failed))
-            .col_expr(TiCol::FlowSkipped, Expr::value(false))
-            .col_expr(TiCol::Propagated, Expr::value(false))
-            .col_expr(TiCol::RetriesUsed, Expr::value(0))
-            .col_expr(TiCol::Pokes, Expr::value(0))
-            .col_expr(TiCol::Reason, Expr::value(Option::<String>::None))
-            .col_expr(
-                TiCol::ReasonProblem,
-                Expr::value(Option::<serde_json::Value>::None),
-            )
-            .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
-            .col_expr(
-                TiCol::DeadlineAt,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .col_expr(TiCol::StartedAt, Expr::value(Option::<DateTime<Utc>>::None))
-            .col_expr(
-                TiCol::FinishedAt,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(TiCol::Id.eq(row.id))
-            .filter(TaskTransition::Reset.applies())
-            .exec(conn)
-            .await?;
+        strong.succeeded += Ord::max(external_strong, 0);
+        let mut update = reset_update(row, pending, strong);
+        if let Some(map) = maps.get(task_id) {
+            let (made, kept) = map.map_or((None, 0), |(made, kept)| (Some(made), kept));
+            update = update
+                .col_expr(TiCol::MapItems, Expr::value(made))
+                .col_expr(TiCol::MapEnded, Expr::value(kept))
+                .col_expr(TiCol::MapFailed, Expr::value(0));
+        }
+        update.exec(conn).await?;
         TaskTransition::Reset.applied(row.status, TaskStatus::Pending);
     }
     Ok(())
+}
+
+/// The update that puts one instance (or item) back to PENDING with
+/// `pending` parents to wait for and `strong` results already counted.
+fn reset_update(
+    row: &task_instance::Model,
+    pending: i32,
+    strong: StrongResults,
+) -> sea_orm::UpdateMany<Ti> {
+    Ti::update_many()
+        .col_expr(TiCol::Status, Expr::value(TaskStatus::Pending.as_str()))
+        .col_expr(TiCol::TriggerType, Expr::value(TriggerType::Rerun.as_str()))
+        .col_expr(TiCol::PendingParents, Expr::value(pending))
+        .col_expr(TiCol::StrongOk, Expr::value(strong.succeeded))
+        .col_expr(TiCol::StrongSkipped, Expr::value(strong.skipped))
+        .col_expr(TiCol::StrongFailed, Expr::value(strong.failed))
+        .col_expr(TiCol::FlowSkipped, Expr::value(false))
+        .col_expr(TiCol::Propagated, Expr::value(false))
+        .col_expr(TiCol::RetriesUsed, Expr::value(0))
+        .col_expr(TiCol::Pokes, Expr::value(0))
+        .col_expr(TiCol::Reason, Expr::value(Option::<String>::None))
+        .col_expr(
+            TiCol::ReasonProblem,
+            Expr::value(Option::<serde_json::Value>::None),
+        )
+        .col_expr(TiCol::Owner, Expr::value(Option::<String>::None))
+        .col_expr(
+            TiCol::DeadlineAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(TiCol::StartedAt, Expr::value(Option::<DateTime<Utc>>::None))
+        .col_expr(
+            TiCol::FinishedAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(TiCol::Id.eq(row.id))
+        .filter(TaskTransition::Reset.applies())
 }
 
 /// Recounts the run, reopened (RUNNING or QUEUED) or ended again; returns its status.

@@ -377,7 +377,8 @@ fn reset_failed(e: OperatorError, refused: &str) -> Error {
         }
         e @ (OperatorError::Live(..)
         | OperatorError::RunLive(..)
-        | OperatorError::RunWaiting(_)) => Error::conflict(format!("{refused}: {e}")),
+        | OperatorError::RunWaiting(_)
+        | OperatorError::EndedMapItem { .. }) => Error::conflict(format!("{refused}: {e}")),
         e @ OperatorError::NotAMark(_) => Error::bad_request(e.to_string()),
     }
 }
