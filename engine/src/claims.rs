@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use datajump_shared::datasets::{EventSource, Written};
+use datajump_shared::entities::large_output;
 use datajump_shared::entities::{StoredJson, execution, task_instance};
 use datajump_shared::metrics::{self, StoredField};
-use datajump_shared::outputs::Outputs;
+use datajump_shared::outputs::{LargeOutput, Outputs};
 use datajump_shared::params::params_to_json;
 use datajump_shared::problem::{Problem, Reason};
 use datajump_shared::{TaskInstanceId, TaskStatus};
@@ -302,6 +303,8 @@ pub struct End {
     /// What the attempt declared (`datajump_shared::outputs`); `None` when
     /// it declared nothing.
     pub outputs: Option<Outputs>,
+    /// The one large value it wrote (`$DJ_OUTPUT_JSON/<name>.json`), if any.
+    pub large_output: Option<LargeOutput>,
     /// The datasets its task writes, partitions substituted: recorded as
     /// dataset events if the attempt ends the instance SUCCESS.
     pub written: Vec<Written>,
@@ -502,6 +505,19 @@ async fn claim_with_executions(
         return Ok(HashMap::new());
     }
     let (continued, started): (Vec<_>, Vec<_>) = won.into_iter().partition(|row| row.pokes > 0);
+    // A new attempt starts without its instance's large output, as without
+    // its outputs; only a retry or a rerun can have one to remove.
+    let retried: Vec<i64> = started
+        .iter()
+        .filter(|row| row.last_attempt() > 0)
+        .map(|row| row.id)
+        .collect();
+    if !retried.is_empty() {
+        large_output::Entity::delete_many()
+            .filter(large_output::Column::TaskInstanceId.is_in(retried))
+            .exec(&**txn)
+            .await?;
+    }
     let mut executions = continue_checks(txn, &continued, owner).await?;
     if started.is_empty() {
         return Ok(pair_with_executions(continued, executions));
@@ -611,6 +627,32 @@ async fn apply_ends(
                 requeued: None,
             },
         );
+    }
+    // Few attempts write one: a statement each.
+    for end in ends.iter().filter(|end| !end.abandoned) {
+        let (
+            Some(large),
+            Some(Ended {
+                finished: Some(row),
+                ..
+            }),
+        ) = (&end.large_output, ended.get(&end.task_instance_id))
+        else {
+            continue;
+        };
+        large_output::Entity::delete_many()
+            .filter(large_output::Column::TaskInstanceId.eq(row.id))
+            .exec(&**txn)
+            .await?;
+        large_output::Entity::insert(large_output::ActiveModel {
+            task_instance_id: Set(row.id),
+            dag_run_id: Set(row.dag_run_id),
+            name: Set(large.name().to_owned()),
+            value: Set(large.value().to_owned()),
+            created_at: Set(end.end),
+        })
+        .exec_without_returning(&**txn)
+        .await?;
     }
     // Only at a drain timeout: not worth a set-based statement.
     for end in ends.iter().filter(|end| end.abandoned) {

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use datajump_shared::entities::{StoredJson, task_instance};
+use datajump_shared::entities::{StoredJson, large_output, task_instance};
 use datajump_shared::map::{MapItem, MapSource, MapSpec, MapValue, items_of, items_of_text};
 use datajump_shared::outputs::Outputs;
 use datajump_shared::plan::InstanceSpec;
@@ -135,30 +135,52 @@ async fn list<C: ConnectionTrait>(
                 ))));
             }
         },
-        MapSource::Output { task, name } => {
-            let declared: Option<Option<StoredJson<Outputs>>> = Ti::find()
-                .select_only()
-                .column(TiCol::Outputs)
-                .filter(TiCol::DagRunId.eq(row.dag_run_id))
-                .filter(TiCol::TaskName.eq(task.as_str()))
-                .filter(TiCol::MapIndex.eq(task_instance::PLANNED))
-                .into_tuple()
-                .one(conn)
-                .await?;
-            let value = declared
-                .flatten()
-                .and_then(|outputs| outputs.read().ok().and_then(|o| o.get(name).cloned()));
-            match value {
-                Some(value) => value,
-                None => {
-                    return Ok(Err(unusable(format!(
-                        "was not declared: task '{task}' ended without output '{name}'"
-                    ))));
-                }
+        MapSource::Output { task, name } => match output(conn, row, task, name).await? {
+            Some(value) => value,
+            None => {
+                return Ok(Err(unusable(format!(
+                    "was not declared: task '{task}' ended without output '{name}' \
+                     (##dj-output, $DJ_OUTPUT or $DJ_OUTPUT_JSON/{name}.json)"
+                ))));
             }
-        }
+        },
     };
     Ok(items_of_text(&text, map.max_items).map_err(|e| unusable(e.to_string())))
+}
+
+/// Output `name` of `task` in `row`'s run: a small output it declared, or
+/// else its large output of that name (`$DJ_OUTPUT_JSON/<name>.json`).
+async fn output<C: ConnectionTrait>(
+    conn: &C,
+    row: &task_instance::Model,
+    task: &str,
+    name: &str,
+) -> Result<Option<String>, DbErr> {
+    let declared: Option<(i64, Option<StoredJson<Outputs>>)> = Ti::find()
+        .select_only()
+        .columns([TiCol::Id, TiCol::Outputs])
+        .filter(TiCol::DagRunId.eq(row.dag_run_id))
+        .filter(TiCol::TaskName.eq(task))
+        .filter(TiCol::MapIndex.eq(task_instance::PLANNED))
+        .into_tuple()
+        .one(conn)
+        .await?;
+    let Some((id, outputs)) = declared else {
+        return Ok(None);
+    };
+    if let Some(value) =
+        outputs.and_then(|outputs| outputs.read().ok().and_then(|o| o.get(name).cloned()))
+    {
+        return Ok(Some(value));
+    }
+    large_output::Entity::find()
+        .select_only()
+        .column(large_output::Column::Value)
+        .filter(large_output::Column::TaskInstanceId.eq(id))
+        .filter(large_output::Column::Name.eq(name))
+        .into_tuple()
+        .one(conn)
+        .await
 }
 
 /// PENDING → RUNNING for the aggregate `row`, and its items inserted, the

@@ -588,3 +588,79 @@ tasks:
         check_invariants(&env).await;
     }
 }
+
+#[tokio::test]
+async fn a_map_reads_a_large_output_and_a_retry_starts_without_the_last_attempts() {
+    const LARGE: &str = r#"
+name: large
+tasks:
+  - { name: list_tables, type: NOOP, retry: { max: 1, interval: 60 } }
+  - name: load
+    depends_on: [list_tables]
+    map: { over: "${list_tables.output.tables}", max_parallel: 10, max_items: 2000 }
+    command: 'echo "$DJ_MAP_ITEM"'
+"#;
+    use datajump_shared::entities::large_output;
+    use datajump_shared::outputs::LargeOutput;
+    let tables: Vec<String> = (0..1500).map(|i| format!("ods.table_{i:04}")).collect();
+    let large = LargeOutput::read(
+        "tables",
+        serde_json::to_string(&tables).expect("json").as_bytes(),
+    )
+    .expect("a large output");
+    for mut env in envs().await {
+        let run = env.start(LARGE).await;
+        // The first attempt writes one and fails: its retry starts without it.
+        let row = env.instance(run, "list_tables").await;
+        let (execution, _released) = env.claim(&row).await;
+        let claimed = env.instance(run, "list_tables").await;
+        let retry_at = env.now + chrono::Duration::seconds(60);
+        let _released = env
+            .end_writing(
+                &claimed,
+                execution.expect("claimed"),
+                datajump_engine::AttemptEnd::Retry { retry_at },
+                None,
+                Some(large.clone()),
+            )
+            .await;
+        let kept = large_output::Entity::find()
+            .count(&env.db)
+            .await
+            .expect("count");
+        assert_eq!(
+            kept, 1,
+            "{:?}: the attempt's large output is kept",
+            env.backend
+        );
+        env.now = retry_at;
+        let _released = env.retry_due(&env.instance(run, "list_tables").await).await;
+        let _released = env
+            .run_task_writing(run, "list_tables", success(), large.clone())
+            .await;
+        let stored: Vec<large_output::Model> = large_output::Entity::find()
+            .all(&env.db)
+            .await
+            .expect("rows");
+        assert_eq!(stored.len(), 1, "{:?}: one per instance", env.backend);
+        assert_eq!(stored[0].value, large.value());
+
+        let items = env.items(run, "load").await;
+        assert_eq!(items.len(), 1500, "{:?}", env.backend);
+        assert_eq!(
+            items.iter().filter(|i| i.status == Queued).count(),
+            10,
+            "{:?}: max_parallel at once",
+            env.backend
+        );
+        let last = items[1499]
+            .spec
+            .read()
+            .expect("spec")
+            .map_item
+            .clone()
+            .expect("an item");
+        assert_eq!(last.value.as_param(), "ods.table_1499");
+        check_invariants(&env).await;
+    }
+}

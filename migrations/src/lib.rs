@@ -34,6 +34,7 @@ mod m20261206_000024_flow_skips;
 mod m20261207_000025_dag_priority;
 mod m20261207_000026_version_plans;
 mod m20261207_000027_task_maps;
+mod m20261207_000028_large_outputs;
 
 /// Every migration, in order.
 pub struct Migrator;
@@ -68,6 +69,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000025_dag_priority::Migration),
             Box::new(m20261207_000026_version_plans::Migration),
             Box::new(m20261207_000027_task_maps::Migration),
+            Box::new(m20261207_000028_large_outputs::Migration),
         ]
     }
 }

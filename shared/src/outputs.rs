@@ -31,6 +31,75 @@ const INFIX: &str = ".output.";
 /// A task's outputs by name.
 pub type Outputs = BTreeMap<String, String>;
 
+/// The environment variable naming the folder a task may write its one
+/// large output to, as `<name>.json`.
+pub const LARGE_FOLDER_ENV: &str = "DJ_OUTPUT_JSON";
+/// The largest large output, in bytes.
+pub const MAX_LARGE_BYTES: usize = 1024 * 1024;
+/// The most items a large output's array may have.
+pub const MAX_LARGE_ITEMS: usize = 10_000;
+
+/// The one large value an attempt may write: a JSON array, read by a
+/// map's `over` as `${task.output.<name>}` (docs/PARAMETERS.md, "Values
+/// between tasks"). Checked when it is read, so the engine trusts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LargeOutput {
+    name: String,
+    value: String,
+}
+
+impl LargeOutput {
+    /// The large output `name` whose file held `bytes`: a JSON array of
+    /// at most [`MAX_LARGE_ITEMS`] items and [`MAX_LARGE_BYTES`] bytes.
+    pub fn read(name: &str, bytes: &[u8]) -> Result<LargeOutput, LargeOutputError> {
+        if !is_output_name(name) {
+            return Err(LargeOutputError::BadName(name.to_owned()));
+        }
+        if bytes.len() > MAX_LARGE_BYTES {
+            return Err(LargeOutputError::TooLarge);
+        }
+        let value: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| LargeOutputError::NotAnArray(e.to_string()))?;
+        match &value {
+            serde_json::Value::Array(items) if items.len() > MAX_LARGE_ITEMS => {
+                Err(LargeOutputError::TooManyItems(items.len()))
+            }
+            serde_json::Value::Array(_) => Ok(LargeOutput {
+                name: name.to_owned(),
+                value: value.to_string(),
+            }),
+            _ => Err(LargeOutputError::NotAnArray("not an array".to_owned())),
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The array, as compact JSON text.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+}
+
+/// Why a large output was not kept.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LargeOutputError {
+    /// The file's name (less `.json`) breaks the output name rule.
+    #[error("{0:?} is not an output name: [A-Za-z_][A-Za-z0-9_]{{0,63}}.json")]
+    BadName(String),
+    /// Over [`MAX_LARGE_BYTES`] (a reader stops one byte past it).
+    #[error("over the {MAX_LARGE_BYTES}-byte limit")]
+    TooLarge,
+    /// Not a JSON array.
+    #[error("not a JSON array: {0}")]
+    NotAnArray(String),
+    /// Over [`MAX_LARGE_ITEMS`].
+    #[error("{0} items, over the {MAX_LARGE_ITEMS}-item limit")]
+    TooManyItems(usize),
+}
+
 /// Why an output was not kept.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum OutputError {
@@ -187,6 +256,34 @@ mod tests {
             add(&mut outputs, &long),
             Err(OutputError::TooLong { .. })
         ));
+    }
+
+    #[test]
+    fn a_large_output_is_a_json_array_within_its_bounds() {
+        let read = LargeOutput::read("tables", br#"[ "a", 1 ]"#).expect("an array");
+        assert_eq!((read.name(), read.value()), ("tables", r#"["a",1]"#));
+        assert!(matches!(
+            LargeOutput::read("a.b", b"[]"),
+            Err(LargeOutputError::BadName(_))
+        ));
+        assert!(matches!(
+            LargeOutput::read("t", b"{}"),
+            Err(LargeOutputError::NotAnArray(_))
+        ));
+        assert!(matches!(
+            LargeOutput::read("t", b"[1,"),
+            Err(LargeOutputError::NotAnArray(_))
+        ));
+        let many = format!("[{}]", vec!["1"; MAX_LARGE_ITEMS + 1].join(","));
+        assert_eq!(
+            LargeOutput::read("t", many.as_bytes()),
+            Err(LargeOutputError::TooManyItems(MAX_LARGE_ITEMS + 1))
+        );
+        let big = format!("[\"{}\"]", "x".repeat(MAX_LARGE_BYTES));
+        assert_eq!(
+            LargeOutput::read("t", big.as_bytes()),
+            Err(LargeOutputError::TooLarge)
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use datajump_nats::Bus;
 use datajump_shared::entities::{
     alert, audit_log, dag_run, dataset_event, dataset_trigger, dependency_wait, execution,
-    schedule, task_instance,
+    large_output, schedule, task_instance,
 };
 use futures::StreamExt;
 use sea_orm::sea_query::Query;
@@ -278,6 +278,10 @@ async fn remove_old_runs(
             .await?;
         dependency_wait::Entity::delete_many()
             .filter(dependency_wait::Column::WaiterRunId.is_in(runs.clone()))
+            .exec(&txn)
+            .await?;
+        large_output::Entity::delete_many()
+            .filter(large_output::Column::DagRunId.is_in(runs.clone()))
             .exec(&txn)
             .await?;
         task_instance::Entity::delete_many()

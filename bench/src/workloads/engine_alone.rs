@@ -149,6 +149,7 @@ fn succeeded(claimed: &Claimed) -> End {
         log_tail: String::new(),
         log_path: None,
         outputs: None,
+        large_output: None,
         written: Vec::new(),
     }
 }

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use datajump_shared::entities::{dag_run, execution, task_instance};
+use datajump_shared::entities::{dag_run, execution, large_output, task_instance};
 use datajump_shared::kinds::DepType;
 use datajump_shared::strategy::ParentResult;
 use datajump_shared::{RunId, RunStatus, TaskStatus, TriggerType};
@@ -236,6 +236,10 @@ async fn reset_maps<C: ConnectionTrait>(
             for chunk in ids.chunks(IN_LIST_MAX) {
                 execution::Entity::delete_many()
                     .filter(execution::Column::TaskInstanceId.is_in(chunk.iter().copied()))
+                    .exec(conn)
+                    .await?;
+                large_output::Entity::delete_many()
+                    .filter(large_output::Column::TaskInstanceId.is_in(chunk.iter().copied()))
                     .exec(conn)
                     .await?;
                 Ti::delete_many()

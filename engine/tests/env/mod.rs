@@ -317,6 +317,20 @@ impl EngineEnv {
         end: AttemptEnd,
         outputs: Option<datajump_shared::outputs::Outputs>,
     ) -> Effects {
+        self.end_writing(row, execution_id, end, outputs, None)
+            .await
+    }
+
+    /// [`EngineEnv::end_declaring`], the attempt having written a large
+    /// output too.
+    pub async fn end_writing(
+        &self,
+        row: &task_instance::Model,
+        execution_id: i64,
+        end: AttemptEnd,
+        outputs: Option<datajump_shared::outputs::Outputs>,
+        large_output: Option<datajump_shared::outputs::LargeOutput>,
+    ) -> Effects {
         let status = match &end {
             AttemptEnd::Terminal(status) => *status,
             AttemptEnd::Retry { .. } => TaskStatus::Failed,
@@ -337,6 +351,7 @@ impl EngineEnv {
             log_tail: String::new(),
             log_path: None,
             outputs,
+            large_output,
             written: Vec::new(),
         };
         let (_, effects) = datajump_engine::record(&self.db, RUNNER, &[], &[&ended], self.now)
@@ -365,6 +380,28 @@ impl EngineEnv {
             .unwrap_or_else(|| panic!("the claim of '{task}' ({:?}) was lost", row.status));
         let claimed = self.instance(run, task).await;
         effects.merge(self.end_declaring(&claimed, execution, end, outputs).await);
+        effects
+    }
+
+    /// Claims the QUEUED instance `task` of `run` and ends its attempt as
+    /// `end` says, the attempt having written `large` to
+    /// `$DJ_OUTPUT_JSON`; panics if the claim is lost.
+    pub async fn run_task_writing(
+        &self,
+        run: RunId,
+        task: &str,
+        end: AttemptEnd,
+        large: datajump_shared::outputs::LargeOutput,
+    ) -> Effects {
+        let row = self.instance(run, task).await;
+        let (execution, mut effects) = self.claim(&row).await;
+        let execution = execution
+            .unwrap_or_else(|| panic!("the claim of '{task}' ({:?}) was lost", row.status));
+        let claimed = self.instance(run, task).await;
+        effects.merge(
+            self.end_writing(&claimed, execution, end, None, Some(large))
+                .await,
+        );
         effects
     }
 

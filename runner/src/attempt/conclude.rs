@@ -33,11 +33,15 @@ impl Runner {
             log,
             output_file,
             written,
+            large_output,
         } = prepared;
         let task = &work.spec.task;
-        output_file
-            .collect(&log, self.config.task_process.user().map(TaskUser::uid))
-            .await;
+        let uid = self.config.task_process.user().map(TaskUser::uid);
+        output_file.collect(&log, uid).await;
+        let large_output = match large_output {
+            Some(folder) => folder.collect(&log, uid).await,
+            None => None,
+        };
         let duration_ms = (end - exec_row.start_time).num_milliseconds();
         if let ExecOutcome::Invalid(why) = &outcome {
             log.line(&format!("[datajump] {why}"));
@@ -90,6 +94,7 @@ impl Runner {
             log_tail: finished_log.tail,
             log_path,
             outputs: (!finished_log.outputs.is_empty()).then_some(finished_log.outputs),
+            large_output,
             written,
         }
     }

@@ -23,7 +23,7 @@ use super::ClaimedAttempt;
 use crate::Runner;
 use crate::executor::{ExecContext, LogSink};
 use crate::log::Heading;
-use crate::outputs::OutputFile;
+use crate::outputs::{LargeOutputFolder, OutputFile};
 
 /// What an attempt carries from before it runs to its end.
 pub(super) struct Prepared {
@@ -33,6 +33,8 @@ pub(super) struct Prepared {
     pub(super) output_file: OutputFile,
     /// The dataset partitions it writes if it succeeds.
     pub(super) written: Vec<Written>,
+    /// Where a SHELL or PYTHON task may write its large output.
+    pub(super) large_output: Option<LargeOutputFolder>,
 }
 
 /// What the attempt runs, or why it cannot run as written.
@@ -110,10 +112,24 @@ impl Runner {
         });
         let output_file = OutputFile::for_execution(exec_row.id);
         let mut written = Vec::new();
+        let mut large_output = None;
         let runnable = content.map(|(content, upstream, params, datasets)| {
             written = datasets;
             let mut env = environment(work, row, &upstream);
             env.insert(outputs::FILE_ENV.to_owned(), output_file.path_text());
+            if matches!(content, TaskContent::Shell(_) | TaskContent::Python(_)) {
+                let owner = config.task_process.user().map(|u| (u.uid(), u.gid()));
+                match LargeOutputFolder::create(exec_row.id, owner) {
+                    Ok(folder) => {
+                        env.insert(outputs::LARGE_FOLDER_ENV.to_owned(), folder.path_text());
+                        large_output = Some(folder);
+                    }
+                    Err(e) => log.line(&format!(
+                        "[datajump] ${} is not set: its folder could not be created: {e}",
+                        outputs::LARGE_FOLDER_ENV
+                    )),
+                }
+            }
             ExecContext {
                 content,
                 params,
@@ -133,6 +149,7 @@ impl Runner {
             log,
             output_file,
             written,
+            large_output,
         };
         (prepared, runnable)
     }

@@ -17,6 +17,7 @@ pub mod datasource;
 pub mod dependency_wait;
 pub mod execution;
 pub mod installation;
+pub mod large_output;
 pub mod project;
 pub mod schedule;
 pub mod secret;

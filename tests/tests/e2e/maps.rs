@@ -139,3 +139,152 @@ both_dbs!(
         }
     }
 );
+
+/// The last log of `task` in run `run_id` (items: the first instance's).
+async fn log_of(env: &crate::harness::TestEnv, run_id: i64, task: &str) -> String {
+    let executions = env.executions_by_name(run_id).await;
+    executions[task]
+        .last()
+        .and_then(|e| e.log_tail.clone())
+        .unwrap_or_default()
+}
+
+/// Writes a JSON array of `count` table names to `$DJ_OUTPUT_JSON/tables.json`.
+fn write_tables(count: usize) -> String {
+    format!(
+        "{{ printf '['; for i in $(seq 0 {last}); do [ $i -gt 0 ] && printf ','; \
+         printf '\"warehouse.ods_table_%04d\"' $i; done; printf ']'; }} > \"$DJ_OUTPUT_JSON/tables.json\"",
+        last = count - 1
+    )
+}
+
+both_dbs!(
+    a_large_output_lists_hundreds_of_items_and_what_a_task_leaves_there_cannot_trick_the_runner,
+    |env| async move {
+        const TIMEOUT: Duration = Duration::from_secs(120);
+        // 300 names: some 8 KB, twice what an output may hold.
+        env.apply(&format!(
+            r#"
+name: large
+tasks:
+  - name: list_tables
+    command: '{}'
+  - name: load
+    depends_on: [list_tables]
+    map: {{ over: "${{list_tables.output.tables}}", max_parallel: 25 }}
+    command: 'echo "loading $DJ_MAP_ITEM"'
+  - {{ name: report, command: 'true', depends_on: [load] }}
+"#,
+            write_tables(300).replace('\'', "''")
+        ))
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 8).await;
+        let run = env.run_to_end("large", RunStatus::Success, TIMEOUT).await;
+        let rows = env.instances(run.id).await;
+        let items: Vec<&task_instance::Model> = rows.iter().filter(|r| r.is_map_item()).collect();
+        assert_eq!(items.len(), 300);
+        assert!(items.iter().all(|i| i.status == TaskStatus::Success));
+        let last = items.iter().max_by_key(|i| i.map_index).expect("items");
+        let executions = env.executions(run.id).await;
+        let log = executions
+            .iter()
+            .find(|e| e.task_instance_id == last.id)
+            .and_then(|e| e.log_tail.clone())
+            .unwrap_or_default();
+        assert!(log.contains("loading warehouse.ods_table_0299"), "{log}");
+
+        // What a task leaves in the folder instead of a file of its own is
+        // not read, and the runner is not held up by it: the map has no list.
+        for (trick, said) in [
+            (
+                r#"ln -s /etc/hostname "$DJ_OUTPUT_JSON/tables.json""#,
+                "$DJ_OUTPUT_JSON/tables.json: not read",
+            ),
+            (
+                r#"mkfifo "$DJ_OUTPUT_JSON/tables.json""#,
+                "not a regular file of the task's own",
+            ),
+            (
+                r#"echo '[1]' > "$DJ_OUTPUT_JSON/a.json"; echo '[2]' > "$DJ_OUTPUT_JSON/tables.json""#,
+                "an attempt keeps one large output, and it wrote 2",
+            ),
+            (
+                r#"head -c 1100000 /dev/zero | tr '\0' 1 > "$DJ_OUTPUT_JSON/tables.json""#,
+                "tables.json: not kept: over the 1048576-byte limit",
+            ),
+            (
+                r#"echo '{"a": 1}' > "$DJ_OUTPUT_JSON/tables.json""#,
+                "not kept: not a JSON array",
+            ),
+        ] {
+            env.apply(&format!(
+                r#"
+name: trick
+tasks:
+  - name: list_tables
+    command: '{}'
+  - name: load
+    depends_on: [list_tables]
+    map: {{ over: "${{list_tables.output.tables}}" }}
+    command: 'echo "$DJ_MAP_ITEM"'
+"#,
+                trick.replace('\'', "''")
+            ))
+            .await;
+            let run = env.run_to_end("trick", RunStatus::Failed, TIMEOUT).await;
+            let log = log_of(&env, run.id, "list_tables").await;
+            assert!(log.contains(said), "{trick}:\n{log}");
+            let load = env
+                .instances(run.id)
+                .await
+                .into_iter()
+                .find(|r| r.task_name == "load")
+                .expect("load");
+            assert_eq!(load.status, TaskStatus::Failed, "{trick}");
+            assert!(
+                load.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("was not declared")),
+                "{trick}: {:?}",
+                load.reason
+            );
+        }
+    }
+);
+
+both_dbs!(
+    hostile_items_reach_a_script_as_data_never_as_code,
+    |env| async move {
+        let marker = env.path("pwned");
+        env.apply(&format!(
+            r#"
+name: hostile
+tasks:
+  - name: each
+    map:
+      over: ["$(touch {m})", "x; touch {m}", "`touch {m}`", "-n", "'; touch {m}; '"]
+    command: 'printf "[%s] <%s>\n" ${{map.item:shell}} "$DJ_MAP_ITEM"'
+"#,
+            m = marker.display()
+        ))
+        .await;
+        let _resolver = env.spawn_resolver().await;
+        let _runner = env.spawn_runner("r1", &["default"], 4).await;
+        let run = env
+            .run_to_end("hostile", RunStatus::Success, Duration::from_secs(60))
+            .await;
+        assert!(!marker.exists(), "an item ran as code");
+        let executions = env.executions(run.id).await;
+        let logs: String = executions
+            .iter()
+            .filter_map(|e| e.log_tail.clone())
+            .collect();
+        for item in ["-n", "x; touch"] {
+            assert!(
+                logs.contains(&format!("[{item}")),
+                "{item} printed as data:\n{logs}"
+            );
+        }
+    }
+);

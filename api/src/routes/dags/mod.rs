@@ -17,8 +17,8 @@ use chrono::{NaiveDate, Utc};
 use datajump_cron::parse_time_zone;
 use datajump_engine::{OperatorError, ResetScope};
 use datajump_shared::entities::{
-    alert, dag, dag_run, dag_version_plan, execution, schedule, task, task_dependency,
-    task_instance,
+    alert, dag, dag_run, dag_version_plan, execution, large_output, schedule, task,
+    task_dependency, task_instance,
 };
 use datajump_shared::kinds::OverlapPolicy;
 use datajump_shared::messages::FireMsg;
@@ -375,7 +375,11 @@ pub async fn delete(State(state): State<AppState>, Path(dag_id): Path<i64>) -> R
         .and_where(dag_run::Column::DagId.eq(dag_id))
         .to_owned();
     execution::Entity::delete_many()
-        .filter(execution::Column::DagRunId.in_subquery(runs_of_dag))
+        .filter(execution::Column::DagRunId.in_subquery(runs_of_dag.clone()))
+        .exec(&txn)
+        .await?;
+    large_output::Entity::delete_many()
+        .filter(large_output::Column::DagRunId.in_subquery(runs_of_dag))
         .exec(&txn)
         .await?;
     task_instance::Entity::delete_many()
