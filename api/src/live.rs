@@ -138,6 +138,8 @@ type TaskRow = (
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
     bool,
+    i32,
+    Option<i32>,
 );
 
 #[derive(Default)]
@@ -233,6 +235,8 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
                     task_instance::Column::StartedAt,
                     task_instance::Column::FinishedAt,
                     task_instance::Column::FlowSkipped,
+                    task_instance::Column::MapIndex,
+                    task_instance::Column::MapItems,
                 ])
                 .filter(task_instance::Column::DagRunId.is_in(chunk.iter().copied()))
                 .into_tuple::<TaskRow>()
@@ -289,8 +293,11 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
         started,
         finished,
         flow_skipped,
+        map_index,
+        map_items,
     ) in tasks
     {
+        let item = map_index != task_instance::PLANNED;
         let change = TaskChange {
             id,
             run_id,
@@ -302,6 +309,8 @@ async fn changes(db: &DatabaseConnection, seen: &mut Seen) -> Result<Vec<Change>
             start_time: started,
             end_time: finished,
             flow_skipped: status == TaskStatus::Skipped && flow_skipped,
+            map_index: item.then_some(map_index),
+            mapped: !item && map_items.is_some(),
         };
         let subject = Subject::Task {
             id,

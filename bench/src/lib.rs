@@ -336,9 +336,8 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
             duration,
             notes: notes.clone(),
         };
-        // schedules1m, ui and scale have their own sections, so a run of one alone
-        // leaves the other workloads' figures in place (and the other way
-        // round).
+        // These have their own sections, so a run of one alone leaves the
+        // other workloads' figures in place (and the other way round).
         let mut rows = rows;
         let mut notes = env.notes.clone();
         for own in [
@@ -348,6 +347,7 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
             Workload::Load,
             Workload::Burst,
             Workload::Soak,
+            Workload::Map10k,
         ] {
             let mine = |text: &str| text.starts_with(own.name());
             let (own_rows, rest): (Vec<Row>, Vec<Row>) =
@@ -408,6 +408,16 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
                         .join(" and "),
                     args.repeat
                 ),
+                Workload::Map10k => format!(
+                    "a SHELL task writes a JSON array of 10,000 table names to \
+                     `$DJ_OUTPUT_JSON/tables.json`, and a NOOP task mapped over it \
+                     (`max_parallel` 1,000) runs each, by {} runner{} × {} slots with a \
+                     resolver, on a fresh system per repetition; {} repetitions",
+                    runners.count,
+                    if runners.count == 1 { "" } else { "s" },
+                    runners.slots,
+                    args.repeat
+                ),
                 Workload::Scale => format!(
                     "{} independent `sleep 0.2` SHELL tasks run by 1, 2, 4 and 8 `datajump \
                      runner` processes of {} slots each, every count on a fresh system; \
@@ -456,6 +466,7 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode> {
                     | Workload::Load
                     | Workload::Burst
                     | Workload::Soak
+                    | Workload::Map10k
             )
         }) {
             let env = Environment {
@@ -507,6 +518,7 @@ async fn measure_all(
             | Workload::Ui
             | Workload::Load
             | Workload::Burst
+            | Workload::Map10k
             | Workload::Soak => &[TaskKind::Noop],
             Workload::Scale => &[TaskKind::Sleep],
             _ => kinds,

@@ -184,6 +184,23 @@ test('a failure path not taken is drawn apart from a disabled task, and the edit
   await expect(page.locator('[data-testid="canvas-node"][data-task="summary"] [data-testid="node-strategy"]')).toHaveText('ALL_DONE');
 });
 
+test('a mapped task is drawn as a stack of its items and its items are listed under it', async ({ page }) => {
+  const id = await dagId('example_map');
+  const run = await triggerAndWait(id, 'did not succeed', (r) => r.status === 'SUCCESS');
+  await signIn(page, 'ADMIN', `/runs/${run.id}`);
+  const mapped = page.locator('[data-testid="graph-node"][data-task="load_table"]');
+  await expect(mapped).toHaveAttribute('data-items', '7');
+  await expect(mapped).toHaveAttribute('data-status', 'SUCCESS');
+  await expect(mapped).toContainText('×7');
+  await expect(mapped).toHaveAttribute('class', /gnode-stacked/);
+  await expect(page.locator('[data-testid="graph-node"][data-task="report"]')).toHaveAttribute('data-status', 'SUCCESS');
+  const items = page.locator('[data-testid="ti-row"][data-task="load_table"]');
+  await expect(items).toHaveCount(7);
+  await expect(items.nth(3).locator('a')).toHaveText('load_table[3]');
+  await expect(items.nth(3).getByTestId('ti-map-item')).toHaveText('ods.payments');
+  await shot(page, 'map-run-graph');
+});
+
 test('a SWITCH skips the load when there are no new rows, and the editor checks its cases as they are typed', async ({ page }) => {
   const id = await dagId('example_switch');
   const run = await triggerAndWait(id, 'did not succeed', (r) => r.status === 'SUCCESS');

@@ -19,6 +19,7 @@ mod cron;
 mod engine_alone;
 mod fanout;
 pub mod load;
+mod map;
 mod scale;
 
 pub use scale::SLOTS as SCALE_SLOTS;
@@ -92,6 +93,11 @@ pub enum Workload {
     /// waits for a whole minute; it writes its own report section.
     #[value(name = "burst")]
     Burst,
+    /// A task lists 10,000 tables in its large output and a mapped task
+    /// runs over them: list end → first item QUEUED, and the items'
+    /// throughput.
+    #[value(name = "map10k")]
+    Map10k,
     /// `--soak-tasks` runs offered steadily (`--soak-rate` a second) to
     /// one `datajump up` keeping runs 10 minutes: memory, dispatch and the
     /// database must stay flat. Not run by default (and never in CI): half
@@ -102,7 +108,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in the order `datajump-bench` runs them by default.
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Workload::Chain10,
         Workload::Fanout50,
         Workload::Wide200,
@@ -111,6 +117,7 @@ impl Workload {
         Workload::Scale,
         Workload::Cron,
         Workload::Ui,
+        Workload::Map10k,
     ];
 
     /// Its name on the command line and in the report.
@@ -127,6 +134,7 @@ impl Workload {
             Workload::Schedules1m => "schedules1m",
             Workload::Load => "load",
             Workload::Burst => "burst",
+            Workload::Map10k => "map10k",
             Workload::Soak => "soak",
         }
     }
@@ -416,12 +424,22 @@ impl RunTimes {
     }
 }
 
-/// Publishes a manual fire of `dag_id` and waits for its run to succeed.
-async fn trigger_and_wait(
+/// A run that succeeded: when its fire was published, its id, and when it
+/// finished.
+struct Succeeded {
+    published: DateTime<Utc>,
+    run_id: i64,
+    finished: DateTime<Utc>,
+}
+
+/// Publishes a manual fire of `dag_id` and waits for its run to succeed;
+/// a run that ends otherwise is an error naming some tasks that did not
+/// succeed.
+async fn publish_and_wait(
     system: &mut System<'_>,
     dag_id: i64,
     timeout: Duration,
-) -> Result<RunTimes> {
+) -> Result<Succeeded> {
     let published = Utc::now();
     let fire = FireMsg::manual(
         dag_id,
@@ -469,6 +487,21 @@ async fn trigger_and_wait(
             .await?;
         bail!("the run ended {status}: {failed:?}");
     }
+    Ok(Succeeded {
+        published,
+        run_id,
+        finished,
+    })
+}
+
+/// Publishes a manual fire of `dag_id` and waits for its run to succeed.
+async fn trigger_and_wait(
+    system: &mut System<'_>,
+    dag_id: i64,
+    timeout: Duration,
+) -> Result<RunTimes> {
+    let ended = publish_and_wait(system, dag_id, timeout).await?;
+    let (published, run_id, finished) = (ended.published, ended.run_id, ended.finished);
     let names: HashMap<i64, (String, Option<DateTime<Utc>>)> = task_instance::Entity::find()
         .select_only()
         .column(task_instance::Column::Id)
@@ -592,6 +625,7 @@ pub async fn run(bench: &Bench<'_>, workload: Workload, kind: TaskKind) -> Resul
         Workload::Ui => ui::run(bench).await,
         Workload::Schedules1m => schedules::run(bench).await,
         Workload::Burst => burst::run(bench).await,
+        Workload::Map10k => map::run(bench).await,
         Workload::Load => return load::run(bench).await,
         Workload::Soak => return soak::run(bench).await,
     };
@@ -613,5 +647,7 @@ mod tests {
         }
         let cron = DagFile::parse(&cron::cron_yaml(7));
         assert!(cron.is_ok(), "{cron:?}");
+        let map = DagFile::parse(&map::yaml());
+        assert!(map.is_ok(), "{map:?}");
     }
 }

@@ -5954,6 +5954,16 @@ export interface components {
              */
             id: number;
             /**
+             * Format: int32
+             * @description An item of a mapped task: its index in the list.
+             */
+            mapIndex?: number | null;
+            /**
+             * @description A mapped task whose items were made: its state is the map's (the
+             *     run's `mappedTasks`), and its items are the run's task instances.
+             */
+            mapped?: boolean;
+            /**
              * Format: int64
              * @description Its run.
              */

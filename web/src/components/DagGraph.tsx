@@ -34,6 +34,8 @@ export interface TaskState {
   attempts?: number;
   /** SKIPPED by control flow, not because it is disabled. */
   flowSkipped?: boolean;
+  /** A mapped task: how many items its list had (drawn as a stack, ×N). */
+  items?: number;
 }
 
 /** Above this many nodes the graph gets a minimap. */
@@ -136,6 +138,7 @@ function GraphView({ tasks, stubs = NO_STUBS, edges, states, onOpen, height = 46
             taskInstanceId: state?.taskInstanceId ?? null,
             attempts: state?.attempts ?? 0,
             flowSkipped: state?.flowSkipped === true,
+            items: state?.items ?? null,
           },
         };
       }),

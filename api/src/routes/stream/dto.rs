@@ -32,6 +32,13 @@ pub struct TaskChange {
     /// SKIPPED by control flow, not because it is disabled.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flow_skipped: bool,
+    /// An item of a mapped task: its index in the list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_index: Option<i32>,
+    /// A mapped task whose items were made: its state is the map's (the
+    /// run's `mappedTasks`), and its items are the run's task instances.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mapped: bool,
 }
 
 /// `event: run` of the live stream: a run that started or whose state

@@ -19,6 +19,8 @@ export type TaskNodeData = {
   attempts: number;
   /** SKIPPED by control flow (B): drawn apart from a disabled task's SKIPPED. */
   flowSkipped: boolean;
+  /** A mapped task in the run: how many items its list had, drawn as a stack. */
+  items: number | null;
 };
 
 export type StubNodeData = { stub: GraphStub };
@@ -32,12 +34,13 @@ const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
   const status = normalizeStatus(data.status);
   return (
     <div
-      className={`gnode ${statusClass(data.status)}${data.taskInstanceId ? ' gnode-link' : ''}${data.flowSkipped ? ' gnode-flow-skipped' : ''}`}
+      className={`gnode ${statusClass(data.status)}${data.taskInstanceId ? ' gnode-link' : ''}${data.flowSkipped ? ' gnode-flow-skipped' : ''}${data.items !== null ? ' gnode-stacked' : ''}`}
       style={{ borderColor: s.outline ? 'var(--node-border)' : s.fill }}
       data-testid="graph-node"
       data-task={data.name}
       data-status={status}
       data-flow-skipped={data.flowSkipped || undefined}
+      data-items={data.items ?? undefined}
       title={t(data.attempts > 1 ? 'graph.nodeTitleAttempts' : 'graph.nodeTitle', {
         name: data.name,
         status: data.flowSkipped ? t('graph.flowSkipped') : statusLabel(data.status),
@@ -54,6 +57,11 @@ const TaskNode = memo(function TaskNode({ data }: NodeProps<TaskNodeType>) {
           <span className="gnode-type" translate="no">
             {data.type}
           </span>
+          {data.items !== null && (
+            <span className="gnode-items" title={t('graph.mapItems', { count: data.items })}>
+              ×{data.items}
+            </span>
+          )}
           <span className="gnode-status">
             {status === 'NONE' ? '' : data.flowSkipped ? t('graph.flowSkipped') : statusLabel(data.status)}
           </span>

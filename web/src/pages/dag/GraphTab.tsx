@@ -55,7 +55,7 @@ export function GraphTab({
   });
 
   const parts = useMemo(() => (graph.data ? graphParts(graph.data, run.data) : null), [graph.data, run.data]);
-  const states = useMemo(() => (run.data ? runStates(run.data.taskInstances) : undefined), [run.data]);
+  const states = useMemo(() => (run.data ? runStates(run.data) : undefined), [run.data]);
 
   if (!parts) {
     return graph.error ? <ErrorBox error={graph.error} onRetry={graph.reload} /> : <Loading label={t('graph.loading')} />;

@@ -73,18 +73,40 @@ describe('what the DAG graph draws', () => {
   });
 
   it('colours by the run: each task its instance', () => {
-    const states = runStates(run.taskInstances);
+    const states = runStates(run);
     expect(states.get('load')).toEqual({ status: 'SUCCESS', taskInstanceId: 101, attempts: 1, flowSkipped: false });
     const event = { id: 103, runId: 11, dagId: 7, taskId: 2, taskName: 'report', status: 'RUNNING', attempts: 1 } as TaskEvent;
     const patched = patchInstances(run, event);
-    expect(runStates(patched.taskInstances).get('report')).toMatchObject({ status: 'RUNNING', taskInstanceId: 103 });
+    expect(runStates(patched).get('report')).toMatchObject({ status: 'RUNNING', taskInstanceId: 103 });
   });
 
   it('tells a branch not taken from a disabled task', () => {
     const skipped = (flowSkipped: boolean) => ({ ...run.taskInstances[0]!, status: 'SKIPPED' as const, flowSkipped });
-    expect(runStates([skipped(true)]).get('load')?.flowSkipped).toBe(true);
-    expect(runStates([skipped(false)]).get('load')?.flowSkipped).toBe(false);
+    expect(runStates({ taskInstances: [skipped(true)] }).get('load')?.flowSkipped).toBe(true);
+    expect(runStates({ taskInstances: [skipped(false)] }).get('load')?.flowSkipped).toBe(false);
     const live = { id: 101, runId: 11, dagId: 7, taskId: 1, taskName: 'load', status: 'SKIPPED', attempts: 0, flowSkipped: true } as TaskEvent;
-    expect(runStates(patchInstances(run, live).taskInstances).get('load')?.flowSkipped).toBe(true);
+    expect(runStates(patchInstances(run, live)).get('load')?.flowSkipped).toBe(true);
+  });
+
+  it('draws a mapped task as its map, and patches each item apart', () => {
+    const mapped = {
+      ...run,
+      taskInstances: [
+        { id: 101, taskName: 'load', status: 'SUCCESS', attempts: 1 },
+        { id: 201, taskName: 'each', status: 'SUCCESS', attempts: 1, mapIndex: 0, mapItem: 'a' },
+        { id: 202, taskName: 'each', status: 'RUNNING', attempts: 1, mapIndex: 1, mapItem: 'b' },
+      ],
+      mappedTasks: [{ taskId: 3, taskName: 'each', status: 'RUNNING', items: 2, ended: 1, failed: 0 }],
+    } as unknown as RunDetail;
+    expect(runStates(mapped).get('each')).toEqual({ status: 'RUNNING', taskInstanceId: 201, flowSkipped: false, items: 2 });
+    const second = { id: 202, runId: 11, dagId: 7, taskId: 3, taskName: 'each', status: 'SUCCESS', attempts: 1, mapIndex: 1 } as TaskEvent;
+    const patched = patchInstances(mapped, second);
+    expect(patched.taskInstances.map((ti) => [ti.id, ti.status])).toEqual([
+      [101, 'SUCCESS'],
+      [201, 'SUCCESS'],
+      [202, 'SUCCESS'],
+    ]);
+    const ended = { id: 150, runId: 11, dagId: 7, taskId: 3, taskName: 'each', status: 'SUCCESS', attempts: 0, mapped: true } as TaskEvent;
+    expect(runStates(patchInstances(patched, ended)).get('each')?.status).toBe('SUCCESS');
   });
 });

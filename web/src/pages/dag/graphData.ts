@@ -61,11 +61,27 @@ export function graphParts(graph: Graph, run?: RunDetail | null) {
   return { tasks: withRunTasks(tasks, run), stubs, edges: graph.edges };
 }
 
-/** The state of each task in a run, by task name. */
-export function runStates(instances: TaskInstanceDto[]): Map<string, TaskState> {
+/**
+ * The state of each task in a run, by task name: its instance's, or for a
+ * mapped task the map's, with how many items it has and its first item.
+ */
+export function runStates(run: Pick<RunDetail, 'taskInstances' | 'mappedTasks'>): Map<string, TaskState> {
   const out = new Map<string, TaskState>();
-  for (const ti of instances) {
+  const firstItem = new Map<string, number>();
+  for (const ti of run.taskInstances) {
+    if (ti.mapIndex !== null && ti.mapIndex !== undefined) {
+      if (!firstItem.has(ti.taskName)) firstItem.set(ti.taskName, ti.id);
+      continue;
+    }
     out.set(ti.taskName, { status: ti.status, taskInstanceId: ti.id, attempts: ti.attempts, flowSkipped: ti.flowSkipped === true });
+  }
+  for (const m of run.mappedTasks ?? []) {
+    out.set(m.taskName, {
+      status: m.status,
+      taskInstanceId: firstItem.get(m.taskName) ?? 0,
+      flowSkipped: false,
+      items: m.items,
+    });
   }
   return out;
 }
@@ -73,7 +89,19 @@ export function runStates(instances: TaskInstanceDto[]): Map<string, TaskState> 
 /** A run's task instances with a stream event applied. */
 export function patchInstances(run: RunDetail, event: TaskEvent): RunDetail {
   if (event.runId !== run.id) return run;
-  const at = run.taskInstances.findIndex((ti) => ti.id === event.id || ti.taskName === event.taskName);
+  if (event.mapped === true) {
+    // A map's own state: its items are the run's instances.
+    const mappedTasks = (run.mappedTasks ?? []).map((m) =>
+      m.taskName === event.taskName ? { ...m, status: event.status, endTime: event.endTime } : m,
+    );
+    return { ...run, mappedTasks };
+  }
+  const item = event.mapIndex !== null && event.mapIndex !== undefined;
+  const at = run.taskInstances.findIndex(
+    (ti) =>
+      ti.id === event.id ||
+      (!item && (ti.mapIndex === null || ti.mapIndex === undefined) && ti.taskName === event.taskName),
+  );
   if (at < 0) {
     const added: TaskInstanceDto = {
       id: event.id,
@@ -95,6 +123,7 @@ export function patchInstances(run: RunDetail, event: TaskEvent): RunDetail {
       startTime: event.startTime,
       endTime: event.endTime,
       flowSkipped: event.flowSkipped === true,
+      mapIndex: event.mapIndex ?? null,
     };
     return { ...run, taskInstances: [...run.taskInstances, added] };
   }

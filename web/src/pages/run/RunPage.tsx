@@ -56,7 +56,7 @@ export function RunPage() {
   });
 
   const tasks = useMemo(() => (canvas.data ? graphTasks(canvas.data, run.data) : []), [canvas.data, run.data]);
-  const states = useMemo(() => (run.data ? runStates(run.data.taskInstances) : undefined), [run.data]);
+  const states = useMemo(() => (run.data ? runStates(run.data) : undefined), [run.data]);
 
   if (!run.data) {
     return (

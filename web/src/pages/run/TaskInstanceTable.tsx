@@ -137,7 +137,13 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
                 <td>
                   <Link to={`/task-instances/${ti.id}`} className="mono" translate="no">
                     {ti.taskName}
+                    {ti.mapIndex !== null && ti.mapIndex !== undefined && `[${ti.mapIndex}]`}
                   </Link>
+                  {ti.mapItem !== null && ti.mapItem !== undefined && (
+                    <span className="muted small ellipsis map-item" title={ti.mapItem} translate="no" data-testid="ti-map-item">
+                      {ti.mapItem}
+                    </span>
+                  )}
                 </td>
                 <td>
                   <StatusBadge status={ti.status} />
