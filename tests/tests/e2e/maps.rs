@@ -137,6 +137,34 @@ both_dbs!(
                 "{ran} started after {name}'s last item ended"
             );
         }
+
+        // The grid folds each map into one cell: the map's state, opening
+        // its first item.
+        let api = crate::api::Api::start(&env, None).await;
+        let grid = api
+            .get(&format!("/api/v1/dags/{}/grid", planned["load0"].dag_id))
+            .await
+            .expect(200);
+        let row = grid["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .position(|t| t["name"] == "load0")
+            .expect("a row for load0");
+        assert_eq!(
+            grid["tasks"]
+                .as_array()
+                .map(|t| t.iter().filter(|t| t["name"] == "load0").count()),
+            Some(1),
+            "{grid}"
+        );
+        let cell = &grid["runs"][0]["cells"][row];
+        assert_eq!(cell[1], "FAILED", "{grid}");
+        let first_item = rows
+            .iter()
+            .find(|r| r.is_map_item() && r.task_name == "load0" && r.map_index == 0)
+            .expect("item 0");
+        assert_eq!(cell[0], first_item.id, "{grid}");
     }
 );
 

@@ -110,6 +110,8 @@ pub async fn grid(
         .collect();
 
     let mut instances: Vec<(i64, i64, String, TaskStatus, i32)> = Vec::new();
+    // A mapped task's cell is its map's state, and opens its first item.
+    let mut first_items: HashMap<(i64, String), (i32, i64)> = HashMap::new();
     // A page holds at most MAX_GRID_RUNS runs: one statement's bound values
     // stay far below every backend's limit.
     let run_ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
@@ -122,13 +124,26 @@ pub async fn grid(
                 task_instance::Column::TaskName,
                 task_instance::Column::Status,
                 task_instance::Column::Attempt,
+                task_instance::Column::MapIndex,
             ])
             .filter(task_instance::Column::DagRunId.is_in(run_ids))
-            .into_tuple::<(i64, i64, String, TaskStatus, i32)>()
+            .into_tuple::<(i64, i64, String, TaskStatus, i32, i32)>()
             .stream(&state.db)
             .await?;
-        while let Some(row) = rows.try_next().await? {
-            instances.push(row);
+        while let Some((id, run_id, name, status, attempts, map_index)) = rows.try_next().await? {
+            if map_index == task_instance::PLANNED {
+                instances.push((id, run_id, name, status, attempts));
+            } else {
+                let first = first_items.entry((run_id, name)).or_insert((map_index, id));
+                if map_index < first.0 {
+                    *first = (map_index, id);
+                }
+            }
+        }
+    }
+    for (id, run_id, name, _, _) in &mut instances {
+        if let Some((_, item)) = first_items.get(&(*run_id, name.clone())) {
+            *id = *item;
         }
     }
     let removed: BTreeSet<&str> = instances
