@@ -46,10 +46,12 @@ fn failed(message: String) -> ExecOutcome {
 /// The guard between the runner and the program: `$0` is a file of ours
 /// to remove (or empty), `$1` the attempt's `cgroup.procs` to join before
 /// anything starts (or empty), the rest the program and its arguments. On
-/// SIGTERM (the runner died) it removes the file, which the runner can no
-/// longer remove, and kills its process group. It exits 125 without
-/// starting anything when it cannot join the group.
-const GUARD: &str = r#"trap '[ -z "$0" ] || rm -f -- "$0"; kill -KILL 0' TERM; [ -z "$1" ] || { echo $$ > "$1"; } 2>/dev/null || { echo "[datajump] cannot join the attempt's control group $1" >&2; exit 125; }; shift; "$@" & wait $!; exit $?"#;
+/// SIGTERM (the runner died) it removes the file and the attempt's
+/// `$DJ_OUTPUT_JSON` folder (the runner's, set in the guard's environment
+/// by the runner alone), which the runner can no longer remove, and kills
+/// its process group. It exits 125 without starting anything when it
+/// cannot join the group.
+const GUARD: &str = r#"trap '[ -z "$0" ] || rm -f -- "$0"; [ -z "$DJ_OUTPUT_JSON" ] || rm -rf -- "$DJ_OUTPUT_JSON"; kill -KILL 0' TERM; [ -z "$1" ] || { echo $$ > "$1"; } 2>/dev/null || { echo "[datajump] cannot join the attempt's control group $1" >&2; exit 125; }; shift; "$@" & wait $!; exit $?"#;
 
 /// How long the output is read after the task's process has exited and
 /// its process and control groups were killed: without a control group, a

@@ -3565,12 +3565,12 @@ export interface components {
                      * @description The most items the list may have (default 1,000, at most 10,000);
                      *     a longer list fails the task.
                      */
-                    max_items?: number | null;
+                    maxItems?: number | null;
                     /**
                      * Format: uint32
                      * @description Items queued or running at once (default 16, at most 1,000).
                      */
-                    max_parallel?: number | null;
+                    maxParallel?: number | null;
                     /**
                      * @description `"${task.output.name}"` (a task it runs after), `"${param}"`, or
                      *     the list itself.
@@ -3959,12 +3959,12 @@ export interface components {
                      * @description The most items the list may have (default 1,000, at most 10,000);
                      *     a longer list fails the task.
                      */
-                    max_items?: number | null;
+                    maxItems?: number | null;
                     /**
                      * Format: uint32
                      * @description Items queued or running at once (default 16, at most 1,000).
                      */
-                    max_parallel?: number | null;
+                    maxParallel?: number | null;
                     /**
                      * @description `"${task.output.name}"` (a task it runs after), `"${param}"`, or
                      *     the list itself.
@@ -4373,12 +4373,12 @@ export interface components {
                      * @description The most items the list may have (default 1,000, at most 10,000);
                      *     a longer list fails the task.
                      */
-                    max_items?: number | null;
+                    maxItems?: number | null;
                     /**
                      * Format: uint32
                      * @description Items queued or running at once (default 16, at most 1,000).
                      */
-                    max_parallel?: number | null;
+                    maxParallel?: number | null;
                     /**
                      * @description `"${task.output.name}"` (a task it runs after), `"${param}"`, or
                      *     the list itself.
@@ -6302,12 +6302,12 @@ export interface components {
                  * @description The most items the list may have (default 1,000, at most 10,000);
                  *     a longer list fails the task.
                  */
-                max_items?: number | null;
+                maxItems?: number | null;
                 /**
                  * Format: uint32
                  * @description Items queued or running at once (default 16, at most 1,000).
                  */
-                max_parallel?: number | null;
+                maxParallel?: number | null;
                 /**
                  * @description `"${task.output.name}"` (a task it runs after), `"${param}"`, or
                  *     the list itself.
