@@ -661,3 +661,97 @@ tasks:
         check_invariants(&env).await;
     }
 }
+
+#[tokio::test]
+async fn another_run_and_another_dag_wait_for_the_map_not_for_its_items() {
+    const LOADS: &str = r#"
+name: loads
+max_active_runs: 5
+tasks:
+  - name: load
+    map: { over: [a, b, c], max_parallel: 3 }
+    command: 'echo "$DJ_MAP_ITEM"'
+  - { name: compare, type: NOOP, depends_on: [{ task: load, offset_day: -1 }] }
+"#;
+    const REPORT: &str = r#"
+name: report_dag
+max_active_runs: 5
+tasks:
+  - { name: report, type: NOOP, depends_on: [loads/load] }
+"#;
+    use datajump_shared::entities::dependency_wait;
+    for env in envs().await {
+        let waits = async || {
+            dependency_wait::Entity::find()
+                .count(&env.db)
+                .await
+                .expect("count the waits")
+        };
+        let loads = env.apply(LOADS).await;
+        let report = env.apply(REPORT).await;
+        let (monday, _released) = env.fire(loads, date("2026-01-04")).await;
+        let monday = monday.expect("a run");
+        let (tuesday, _released) = env.fire(loads, date("2026-01-05")).await;
+        let tuesday = tuesday.expect("a run");
+        let (reader, _released) = env.fire(report, date("2026-01-04")).await;
+        let reader = reader.expect("a run");
+        assert_eq!(
+            waits().await,
+            2,
+            "{:?}: Tuesday's compare and the report wait for Monday's map",
+            env.backend
+        );
+
+        for index in [0, 1] {
+            let released = env.run_item(monday, "load", index, success()).await;
+            assert!(
+                released.queued().iter().all(|row| row.is_map_item()),
+                "{:?}: an item releases no waiter",
+                env.backend
+            );
+        }
+        assert_eq!(waits().await, 2, "{:?}", env.backend);
+        assert_eq!(status_of(&env.statuses(reader).await, "report"), Pending);
+        assert_eq!(status_of(&env.statuses(tuesday).await, "compare"), Pending);
+
+        let released = env.run_item(monday, "load", 2, success()).await;
+        let mut woken: Vec<&str> = released
+            .queued()
+            .iter()
+            .map(|row| row.task_name.as_str())
+            .collect();
+        woken.sort_unstable();
+        assert_eq!(
+            woken,
+            ["compare", "report"],
+            "{:?}: the last item ends the map, which releases both",
+            env.backend
+        );
+        assert_eq!(waits().await, 0);
+        check_invariants(&env).await;
+
+        // A run made after the map ended counts it at once; a failed map
+        // fails what waits for it.
+        let (late, _released) = env.fire(report, date("2026-01-04")).await;
+        let late = late.expect("a run");
+        assert_eq!(
+            status_of(&env.statuses(late).await, "report"),
+            Queued,
+            "{:?}",
+            env.backend
+        );
+        let (failing, _released) = env.fire(report, date("2026-01-05")).await;
+        let failing = failing.expect("a run");
+        for (index, end) in [(0, success()), (1, failure()), (2, success())] {
+            let _released = env.run_item(tuesday, "load", index, end).await;
+        }
+        assert_eq!(status_of(&env.statuses(tuesday).await, "load"), Failed);
+        assert_eq!(
+            status_of(&env.statuses(failing).await, "report"),
+            TaskStatus::UpstreamFailed,
+            "{:?}",
+            env.backend
+        );
+        check_invariants(&env).await;
+    }
+}

@@ -201,6 +201,50 @@ test('a mapped task is drawn as a stack of its items and its items are listed un
   await shot(page, 'map-run-graph');
 });
 
+test('the editor maps a task over a parameter, the API holds it to a declared one, and a trigger picks the list', async ({ page }) => {
+  await signIn(page, 'ADMIN', '/dags/new');
+  await page.getByTestId('dag-name-input').fill('ui_map');
+  await page.getByTestId('canvas-add-task').click();
+  await page.getByTestId('task-name').fill('load_table');
+  await page.getByTestId('task-command').fill('echo "loading $DJ_MAP_ITEM"');
+  await page.getByTestId('task-map').check();
+  await page.getByTestId('task-map-over').fill('${tables}');
+  await page.getByTestId('task-map-max-parallel').fill('2');
+  await expect(page.locator('[data-testid="canvas-node"][data-task="load_table"] [data-testid="node-map"]')).toBeVisible();
+  await page.getByTestId('canvas-save').click();
+  await expect(page.getByTestId('task-problems')).toContainText("map: over reads parameter 'tables', which neither the DAG's nor the task's params declare");
+  await shot(page, 'editor-map-undeclared');
+  await page.getByTestId('canvas-dag-settings').click();
+  await page.getByTestId('dag-param-add').click();
+  await page.getByTestId('dag-param-name').fill('tables');
+  await page.getByTestId('dag-param-value').fill('["orders", "users", "payments"]');
+  await page.getByTestId('canvas-save').click();
+  await expect(page).toHaveURL(/\/dags\/\d+\?tab=graph/);
+  const id = Number(new URL(page.url()).pathname.split('/')[2]);
+
+  const client = await api();
+  const canvas = await (await client.get(`/api/v1/dags/${id}/canvas`)).json();
+  await client.dispose();
+  expect(canvas.tasks[0].map).toEqual({ over: '${tables}', maxParallel: 2, maxItems: 1000 });
+
+  await page.goto(`${base()}/dags/${id}/edit`);
+  await page.locator('[data-testid="canvas-node"][data-task="load_table"]').click();
+  await expect(page.getByTestId('task-map')).toBeChecked();
+  await expect(page.getByTestId('task-map-over')).toHaveValue('${tables}');
+  await expect(page.getByTestId('task-map-max-parallel')).toHaveValue('2');
+  await shot(page, 'editor-map');
+
+  await page.goto(`${base()}/dags/${id}?tab=graph`);
+  await page.getByTestId('trigger-button').first().click();
+  await page.getByTestId('trigger-param-tables').fill('["orders", "users"]');
+  await page.getByTestId('trigger-submit').click();
+  await expect(page).toHaveURL(/\/runs\/\d+/);
+  const mapped = page.locator('[data-testid="graph-node"][data-task="load_table"]');
+  await expect(mapped).toHaveAttribute('data-status', 'SUCCESS', { timeout: 30_000 });
+  await expect(mapped).toHaveAttribute('data-items', '2');
+  await expect(page.locator('[data-testid="ti-row"][data-task="load_table"] [data-testid="ti-map-item"]')).toHaveText(['orders', 'users']);
+});
+
 test('a SWITCH skips the load when there are no new rows, and the editor checks its cases as they are typed', async ({ page }) => {
   const id = await dagId('example_switch');
   const run = await triggerAndWait(id, 'did not succeed', (r) => r.status === 'SUCCESS');

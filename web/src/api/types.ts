@@ -75,6 +75,9 @@ export type ScheduleDef = NonNullable<DagDefinitionBody['schedules']>[number];
 /** A task's retry policy. */
 export type RetryDef = NonNullable<TaskDef['retry']>;
 
+/** A mapped task's list and limits (docs/DAG_FORMAT.md, "Map"). */
+export type MapDef = NonNullable<TaskDef['map']>;
+
 /** One case of a SWITCH task: a CEL condition and the children it runs. */
 export type SwitchCaseDef = NonNullable<TaskDef['cases']>[number];
 

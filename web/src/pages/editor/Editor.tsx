@@ -71,7 +71,7 @@ const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>)
   const type = typeOf(data.task);
   return (
     <div
-      className={`enode${selected ? ' selected' : ''}${data.flagged ? ' flagged' : ''}`}
+      className={`enode${selected ? ' selected' : ''}${data.flagged ? ' flagged' : ''}${data.task.map ? ' enode-mapped' : ''}`}
       data-testid="canvas-node"
       data-task={data.task.name}
     >
@@ -91,6 +91,16 @@ const EditNode = memo(function EditNode({ data, selected }: NodeProps<TaskNode>)
       {data.task.strategy && data.task.strategy !== 'ALL_SUCCESS' && (
         <span className="enode-strategy" title={t('node.strategy', { strategy: data.task.strategy })} translate="no" data-testid="node-strategy">
           {data.task.strategy}
+        </span>
+      )}
+      {data.task.map && (
+        <span
+          className="enode-strategy"
+          title={t('node.mapped', { over: typeof data.task.map.over === 'string' ? data.task.map.over : JSON.stringify(data.task.map.over) })}
+          translate="no"
+          data-testid="node-map"
+        >
+          map
         </span>
       )}
       {data.flagged && (

@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import { validateCondition } from '../../api/endpoints';
-import type { DependencyDef, SwitchCaseDef, TaskDef, ValidateConditionResponse } from '../../api/types';
+import type { DependencyDef, MapDef, SwitchCaseDef, TaskDef, ValidateConditionResponse } from '../../api/types';
 import {
   changeSensorCheck,
   changeType,
@@ -319,6 +319,8 @@ export function TaskPanel({
           </label>
         )}
 
+        {type !== 'SWITCH' && <MapFields task={task} set={set} />}
+
         <details className="more" open={false}>
           <summary>{t('task.more')}</summary>
           <div className="form-row">
@@ -410,6 +412,125 @@ export function TaskPanel({
           </div>
         )}
       </fieldset>
+    </div>
+  );
+}
+
+/** How a map's `over` reads in its field: a reference as written, a list as JSON. */
+function overText(over: MapDef['over'] | undefined): string {
+  if (over === undefined) return '';
+  return typeof over === 'string' ? over : JSON.stringify(over);
+}
+
+/**
+ * `map`: run once per item of a list (docs/DAG_FORMAT.md, "Map"). The list
+ * is a reference (`${task.output.name}`, `${param}`) or written out as JSON;
+ * the API checks the reference and the items when the DAG is saved.
+ */
+function MapFields({ task, set }: { task: TaskDef; set: (patch: Partial<TaskDef>) => void }) {
+  const { t } = useTranslation('editor');
+  const map = task.map ?? null;
+  const [text, setText] = useState(() => overText(map?.over));
+  const [bad, setBad] = useState<string | null>(null);
+  const setMap = (patch: Partial<MapDef>) => set({ map: { over: '', ...map, ...patch } });
+  const number = (value: string) => (value.trim() ? Number(value) : undefined);
+  return (
+    <div className="map-fields" data-testid="map-fields">
+      <label className="check">
+        <input
+          type="checkbox"
+          checked={map !== null}
+          onChange={(e) => {
+            set({ map: e.target.checked ? { over: '' } : undefined });
+            setText('');
+            setBad(null);
+          }}
+          data-testid="task-map"
+        />
+        {t('map.toggle')}
+      </label>
+      {map && (
+        <>
+          <label className="field">
+            <span>{t('map.over')}</span>
+            <input
+              className="input mono"
+              value={text}
+              placeholder='${list_tables.output.tables}'
+              translate="no"
+              spellCheck={false}
+              onChange={(e) => {
+                const typed = e.target.value;
+                setText(typed);
+                if (!typed.trim().startsWith('[')) {
+                  setBad(null);
+                  setMap({ over: typed.trim() });
+                  return;
+                }
+                try {
+                  const list: unknown = JSON.parse(typed);
+                  if (!Array.isArray(list)) throw new Error(t('map.notAList'));
+                  setBad(null);
+                  setMap({ over: list });
+                } catch (err) {
+                  setBad((err as Error).message);
+                }
+              }}
+              data-testid="task-map-over"
+            />
+            {bad ? (
+              <span className="field-error" data-testid="task-map-over-error">
+                {t('task.notJson', { error: bad })}
+              </span>
+            ) : (
+              <span className="hint">
+                <Trans
+                  t={t}
+                  i18nKey="map.overHint"
+                  values={{ output: '${list_tables.output.tables}', param: '${tables}', list: '["orders", "users"]' }}
+                  components={{ code: <code translate="no" /> }}
+                />
+              </span>
+            )}
+          </label>
+          <div className="form-row">
+            <label className="field">
+              <span>{t('map.maxParallel')}</span>
+              <input
+                className="input"
+                type="number"
+                min={1}
+                max={1000}
+                value={map.maxParallel ?? ''}
+                placeholder="16"
+                onChange={(e) => setMap({ maxParallel: number(e.target.value) })}
+                data-testid="task-map-max-parallel"
+              />
+            </label>
+            <label className="field">
+              <span>{t('map.maxItems')}</span>
+              <input
+                className="input"
+                type="number"
+                min={1}
+                max={10000}
+                value={map.maxItems ?? ''}
+                placeholder="1000"
+                onChange={(e) => setMap({ maxItems: number(e.target.value) })}
+                data-testid="task-map-max-items"
+              />
+            </label>
+          </div>
+          <p className="hint">
+            <Trans
+              t={t}
+              i18nKey="map.itemHint"
+              values={{ env: '$DJ_MAP_ITEM', shell: '${map.item:shell}', bare: '${map.item}' }}
+              components={{ code: <code translate="no" /> }}
+            />
+          </p>
+        </>
+      )}
     </div>
   );
 }

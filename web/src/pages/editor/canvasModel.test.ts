@@ -91,6 +91,10 @@ describe('the canvas model', () => {
     const spark = changeType({ name: 'r', type: 'SQL', sql: 'select 1', datasource: 'dw' }, 'SPARK');
     expect(spark).toEqual({ name: 'r', type: 'SPARK', content: { sql: 'select 1' } });
     expect(changeType(py, 'FLINK').content).toEqual({ py_file: '' });
+    // A SWITCH is never mapped; other types keep their map.
+    const mapped: TaskDef = { name: 'm', type: 'SHELL', command: 'true', map: { over: ['a'] } };
+    expect(changeType(mapped, 'PYTHON').map).toEqual({ over: ['a'] });
+    expect(changeType(mapped, 'SWITCH').map).toBeUndefined();
   });
 
   it('flags a SPARK or FLINK task that submits nothing', () => {

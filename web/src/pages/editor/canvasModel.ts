@@ -100,7 +100,11 @@ export function changeType(task: TaskDef, type: EditorTaskType): TaskDef {
   if (type === 'SPARK') next.content = text.trim() && typeOf(task) === 'SQL' ? { sql: text } : { py_file: '' };
   if (type === 'FLINK') next.content = { py_file: '' };
   if (type === 'SENSOR') next.content = { dataset: '' };
-  if (type === 'SWITCH') next.cases = [{ when: '', then: [] }];
+  if (type === 'SWITCH') {
+    next.cases = [{ when: '', then: [] }];
+    // A SWITCH is never mapped (docs/DAG_FORMAT.md, "Map"): its choice is one.
+    delete next.map;
+  }
   return next;
 }
 
