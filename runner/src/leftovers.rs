@@ -6,9 +6,11 @@
 //! killed mid-attempt cannot. Each such name carries the runner's process
 //! id ([`prefix`]), so a runner starting on the same host removes what
 //! runners whose process is gone left, and never a live one's
-//! (docs/ARCHITECTURE.md, "Crashes").
+//! (docs/ARCHITECTURE.md, "Crashes"). Each attempt's `$DJ_OUTPUT_JSON`
+//! folder goes in [`scratch_folder`], swept alike.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use nix::errno::Errno;
 use nix::sys::signal::kill;
@@ -32,6 +34,32 @@ pub(crate) fn owner_of(name: &str) -> Option<i32> {
 pub(crate) fn is_gone(pid: i32) -> bool {
     // ESRCH: no such process. EPERM means one runs (another user's).
     kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH)
+}
+
+/// Where a folder made and removed by every SHELL or PYTHON attempt goes:
+/// the temporary folder when `TMPDIR` names one, else shared memory
+/// (`/dev/shm`) where the runner may write there, else the temporary
+/// folder. On a disk file system a folder's creation and removal wait for
+/// its journal, which the database's commits keep busy: a tenth of a
+/// millisecond and more on each task's path, against a few microseconds in
+/// memory.
+pub fn scratch_folder() -> &'static Path {
+    static FOLDER: OnceLock<PathBuf> = OnceLock::new();
+    FOLDER.get_or_init(|| {
+        let shared_memory = Path::new("/dev/shm");
+        let writable = || {
+            nix::unistd::access(
+                shared_memory,
+                nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+            )
+            .is_ok()
+        };
+        if std::env::var_os("TMPDIR").is_none() && shared_memory.is_dir() && writable() {
+            shared_memory.to_owned()
+        } else {
+            std::env::temp_dir()
+        }
+    })
 }
 
 /// Removes the files and folders in `folder` that runners no longer

@@ -127,6 +127,9 @@ struct Runner {
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunnerError> {
     protect_runner(&config.task_process);
     leftovers::sweep(&std::env::temp_dir());
+    if leftovers::scratch_folder() != std::env::temp_dir() {
+        leftovers::sweep(leftovers::scratch_folder());
+    }
     let cgroups = match executor::Cgroups::open() {
         Ok(cgroups) => {
             info!(folder = %cgroups.folder().display(), "each attempt runs in a control group of its own, killed whole when it ends");

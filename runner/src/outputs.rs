@@ -108,7 +108,7 @@ impl LargeOutputFolder {
         owner: Option<(u32, u32)>,
     ) -> std::io::Result<LargeOutputFolder> {
         use std::os::unix::fs::DirBuilderExt;
-        let path = std::env::temp_dir().join(format!(
+        let path = crate::leftovers::scratch_folder().join(format!(
             "{}output-json-{execution_id}-{:016x}",
             crate::leftovers::prefix(),
             rand::random::<u64>()
@@ -136,10 +136,9 @@ impl LargeOutputFolder {
         log: &LogSink,
         uid: Option<u32>,
     ) -> Option<outputs::LargeOutput> {
-        // Most tasks write none: listing a folder opens nothing the task
-        // made, so an empty one is removed without the thread hop.
-        if std::fs::read_dir(&self.0).is_ok_and(|mut entries| entries.next().is_none()) {
-            let _ = std::fs::remove_dir(&self.0);
+        // Most tasks write none: removing an empty folder opens nothing the
+        // task made, and spares them the thread hop.
+        if std::fs::remove_dir(&self.0).is_ok() {
             return None;
         }
         let log = log.clone();
