@@ -199,6 +199,19 @@ test('a mapped task is drawn as a stack of its items and its items are listed un
   await expect(items.nth(3).locator('a')).toHaveText('load_table[3]');
   await expect(items.nth(3).getByTestId('ti-map-item')).toHaveText('ods.payments');
   await shot(page, 'map-run-graph');
+
+  // The grid folds the items into the map's cell, which opens them.
+  await page.goto(`${base()}/dags/${id}?tab=grid`);
+  const cell = page.locator(`[data-testid="grid-cell"][data-task="load_table"][data-run-id="${run.id}"]`);
+  await expect(cell).toHaveAttribute('data-status', 'SUCCESS');
+  await expect(cell).toHaveAttribute('data-items', '7');
+  await expect(cell).toHaveAttribute('data-failed', '0');
+  await expect(cell).toHaveAttribute('title', /7 items: open them$/);
+  await cell.hover();
+  await shot(page, 'map-grid');
+  await cell.click();
+  await expect(page).toHaveURL(new RegExp(`/runs/${run.id}#items-load_table$`));
+  await expect(page.locator('#items-load_table')).toBeInViewport();
 });
 
 test('the editor maps a task over a parameter, the API holds it to a declared one, and a trigger picks the list', async ({ page }) => {

@@ -165,6 +165,13 @@ both_dbs!(
             .find(|r| r.is_map_item() && r.task_name == "load0" && r.map_index == 0)
             .expect("item 0");
         assert_eq!(cell[0], first_item.id, "{grid}");
+        assert_eq!(
+            grid["runs"][0]["maps"]
+                .as_array()
+                .and_then(|maps| maps.iter().find(|map| map["row"] == row)),
+            Some(&serde_json::json!({ "row": row, "items": ITEMS, "failed": 1 })),
+            "the cell counts the map's items and those that failed: {grid}"
+        );
     }
 );
 

@@ -4954,6 +4954,27 @@ export interface components {
             /** @description Its tasks, parents before children; then tasks it no longer has. */
             tasks: components["schemas"]["GridTask"][];
         };
+        /**
+         * @description A mapped task's cell in a run: how many items its list had and how many
+         *     of those failed so far.
+         */
+        GridMap: {
+            /**
+             * Format: int32
+             * @description Items that ended without succeeding so far.
+             */
+            failed: number;
+            /**
+             * Format: int32
+             * @description Items in its list.
+             */
+            items: number;
+            /**
+             * Format: uint
+             * @description The row (`tasks[row]`) of the mapped task.
+             */
+            row: number;
+        };
         /** @description A column of the grid: one run, with a cell per task. */
         GridRun: {
             /**
@@ -4982,6 +5003,11 @@ export interface components {
              * @description Run id.
              */
             id: number;
+            /**
+             * @description Its mapped tasks whose items were made: their cells hold the map's
+             *     state and open its first item.
+             */
+            maps: components["schemas"]["GridMap"][];
             /** @description Its run key. */
             runKey: string;
             /**

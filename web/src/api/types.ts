@@ -180,6 +180,8 @@ export type GridTaskDto = Schemas['GridTask'];
 export type GridCellDto = [number, TaskStatus, number] | null;
 
 export type GridRunDto = Schemas['GridRun'];
+/** A mapped task's cell in a grid run: its items and those that failed. */
+export type GridMapDto = Schemas['GridMap'];
 
 export type GridDto = Schemas['Grid'];
 

@@ -15,11 +15,13 @@ const dto: GridDto = {
       id: 12, runKey: 'manual:b', bizDate: '2026-11-02', status: 'RUNNING', triggerType: 'MANUAL',
       dagVersion: 3, startTime: '2026-11-03T00:00:00Z', endTime: null,
       cells: [[120, 'SUCCESS', 1], null],
+      maps: [],
     },
     {
       id: 10, runKey: 'sched:a', bizDate: '2026-11-01', status: 'SUCCESS', triggerType: 'SCHEDULE',
       dagVersion: 3, startTime: '2026-11-02T00:00:00Z', endTime: '2026-11-02T00:05:00Z',
       cells: [[100, 'SUCCESS', 1], [101, 'SUCCESS', 2]],
+      maps: [{ row: 1, items: 37, failed: 2 }],
     },
   ],
   hasMore: true,
@@ -59,6 +61,24 @@ describe('grid data', () => {
     expect(next.runs[0]).toBe(m.runs[0]); // other columns kept
     // The same event again changes nothing.
     expect(applyTaskEvent(next, taskEvent({}))).toBe(next);
+  });
+
+  it('folds a mapped task into its map: counts from the answer, items ignored, the map state kept live', () => {
+    const m = fromGrid(dto);
+    expect(m.runs[0]!.cells[1]).toEqual({ taskInstanceId: 101, status: 'SUCCESS', attempts: 2, map: { items: 37, failed: 2 } });
+    expect(m.runs[0]!.cells[0]!.map).toBeUndefined();
+    // An item's event never paints the map's cell.
+    expect(applyTaskEvent(m, taskEvent({ runId: 10, id: 150, status: 'RUNNING', mapIndex: 3 }))).toBe(m);
+    // A rerun of the failed items: the map runs again over the same list,
+    // its cell still opening the items; how many failed is not known yet.
+    const rerun = applyTaskEvent(m, taskEvent({ runId: 10, id: 99, status: 'RUNNING', attempts: 2, mapped: true }));
+    expect(rerun.runs[0]!.cells[1]).toEqual({ taskInstanceId: 101, status: 'RUNNING', attempts: 2, map: { items: 37, failed: null } });
+    // A clear: the map is an ordinary pending task until it reads its list again.
+    const cleared = applyTaskEvent(rerun, taskEvent({ runId: 10, id: 99, status: 'PENDING', attempts: 0 }));
+    expect(cleared.runs[0]!.cells[1]).toEqual({ taskInstanceId: 99, status: 'PENDING', attempts: 0 });
+    const expanded = applyTaskEvent(cleared, taskEvent({ runId: 10, id: 99, status: 'RUNNING', attempts: 0, mapped: true }));
+    expect(expanded.runs[0]!.cells[1]!.map).toEqual({ items: null, failed: null });
+    expect(applyTaskEvent(expanded, taskEvent({ runId: 10, id: 99, status: 'RUNNING', attempts: 0, mapped: true }))).toBe(expanded);
   });
 
   it('ignores events of other DAGs and unknown runs', () => {
@@ -121,6 +141,8 @@ describe('grid data', () => {
     });
     expect(older.runs.map((r) => r.id)).toEqual([8, 10, 12]);
     expect(older.runs[0]!.cells.map((c) => c?.taskInstanceId)).toEqual([80, 81]);
+    // Its map row 1 (extract, in the page's order) moves with its cell.
+    expect(older.runs[0]!.cells.map((c) => c?.map?.items)).toEqual([37, undefined]);
     expect(older.hasMore).toBe(false);
   });
 });

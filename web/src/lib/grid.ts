@@ -7,6 +7,7 @@
 import type {
   GridCellDto,
   GridDto,
+  GridMapDto,
   GridRunDto,
   GridTaskDto,
   RunEvent,
@@ -19,6 +20,12 @@ export interface GridCell {
   taskInstanceId: number;
   status: TaskStatus;
   attempts: number;
+  /**
+   * A mapped task whose items were made: the cell is the map's state and
+   * opens the run's list of its items. The counts are as the grid answer
+   * gave them; null where a later event changed the map.
+   */
+  map?: { items: number | null; failed: number | null };
 }
 
 export interface GridRun {
@@ -49,23 +56,26 @@ export function compareRuns(a: Pick<GridRun, 'bizDate' | 'id'>, b: Pick<GridRun,
   return a.id - b.id;
 }
 
-function cellOf(dto: GridCellDto | undefined): GridCell | null {
+function cellOf(dto: GridCellDto | undefined, map: GridMapDto | undefined): GridCell | null {
   if (!dto) return null;
   const [taskInstanceId, status, attempts] = dto;
-  return { taskInstanceId, status, attempts };
+  return map ? { taskInstanceId, status, attempts, map: { items: map.items, failed: map.failed } } : { taskInstanceId, status, attempts };
 }
 
-/** A run's cells laid out for `tasks`, from cells laid out for `from`. */
+/** A run's cells laid out for `tasks`, from cells (and maps) laid out for `from`. */
 function align(
   cells: GridCellDto[],
+  maps: GridMapDto[],
   from: GridTaskDto[],
   tasks: GridTaskDto[],
 ): Array<GridCell | null> {
-  if (from === tasks) return tasks.map((_, i) => cellOf(cells[i]));
+  const mapAt = new Map(maps.map((m) => [m.row, m]));
+  const cell = (i: number) => cellOf(cells[i], mapAt.get(i));
+  if (from === tasks) return tasks.map((_, i) => cell(i));
   const at = new Map(from.map((t, i) => [t.name, i]));
   return tasks.map((t) => {
     const i = at.get(t.name);
-    return i === undefined ? null : cellOf(cells[i]);
+    return i === undefined ? null : cell(i);
   });
 }
 
@@ -79,7 +89,7 @@ function runOf(dto: GridRunDto, from: GridTaskDto[], tasks: GridTaskDto[]): Grid
     dagVersion: dto.dagVersion,
     startTime: dto.startTime,
     endTime: dto.endTime,
-    cells: align(dto.cells, from, tasks),
+    cells: align(dto.cells, dto.maps, from, tasks),
   };
 }
 
@@ -131,9 +141,20 @@ export function oldestRunId(model: GridModel): number | undefined {
   return model.runs[0]?.id;
 }
 
+function sameCell(a: GridCell, b: GridCell): boolean {
+  return (
+    a.taskInstanceId === b.taskInstanceId &&
+    a.status === b.status &&
+    a.attempts === b.attempts &&
+    a.map?.items === b.map?.items &&
+    a.map?.failed === b.map?.failed
+  );
+}
+
 /** `model` with a task instance's change from the stream. */
 export function applyTaskEvent(model: GridModel, event: TaskEvent): GridModel {
-  if (event.dagId !== model.dagId) return model;
+  // An item of a mapped task: its cell is the map's.
+  if (event.dagId !== model.dagId || event.mapIndex != null) return model;
   const r = model.runs.findIndex((run) => run.id === event.runId);
   if (r < 0) return model;
   let tasks = model.tasks;
@@ -147,16 +168,17 @@ export function applyTaskEvent(model: GridModel, event: TaskEvent): GridModel {
   }
   const run = runs[r]!;
   const old = run.cells[t];
-  if (
-    old &&
-    old.taskInstanceId === event.id &&
-    old.status === event.status &&
-    old.attempts === event.attempts
-  ) {
-    return model;
+  const cell: GridCell = { taskInstanceId: event.mapped && old?.map ? old.taskInstanceId : event.id, status: event.status, attempts: event.attempts };
+  // A map that reran only its failed items keeps its list; one cleared is
+  // unmapped until it reads its list again. How many failed is known again
+  // only from the next grid answer.
+  if (event.mapped) {
+    const failed = old?.map && old.status === event.status ? old.map.failed : null;
+    cell.map = { items: old?.map?.items ?? null, failed };
   }
+  if (old && sameCell(old, cell)) return model;
   const cells = [...run.cells];
-  cells[t] = { taskInstanceId: event.id, status: event.status, attempts: event.attempts };
+  cells[t] = cell;
   const next = [...runs];
   next[r] = { ...run, cells };
   return { ...model, tasks, runs: next };

@@ -38,3 +38,8 @@ export function runFromEvent(event: RunEvent): RunDto {
     endTime: event.endTime,
   };
 }
+
+/** The anchor on a run's page of a mapped task's first item, where its items are listed. */
+export function itemsAnchor(task: string): string {
+  return `items-${task}`;
+}

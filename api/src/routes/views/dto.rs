@@ -55,6 +55,22 @@ pub struct GridRun {
     pub end_time: Option<DateTime<Utc>>,
     /// `cells[i]` is its instance of `tasks[i]`, or `null` when it has none.
     pub cells: Vec<Option<GridCell>>,
+    /// Its mapped tasks whose items were made: their cells hold the map's
+    /// state and open its first item.
+    pub maps: Vec<GridMap>,
+}
+
+/// A mapped task's cell in a run: how many items its list had and how many
+/// of those failed so far.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GridMap {
+    /// The row (`tasks[row]`) of the mapped task.
+    pub row: usize,
+    /// Items in its list.
+    pub items: i32,
+    /// Items that ended without succeeding so far.
+    pub failed: i32,
 }
 
 /// `GET /api/v1/dags/{dagId}/grid` answer: runs × tasks in one request.

@@ -17,7 +17,7 @@ use datajump_shared::entities::{dag, dag_run, execution, schedule, task_instance
 use futures::TryStreamExt;
 use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
-use self::dto::{Gantt, GanttBar, Graph, Grid, GridCell, GridQuery, GridRun, GridTask};
+use self::dto::{Gantt, GanttBar, Graph, Grid, GridCell, GridMap, GridQuery, GridRun, GridTask};
 use super::shared::{find_dag, find_run};
 use crate::AppState;
 use crate::chunked::ChunkedJson;
@@ -112,6 +112,7 @@ pub async fn grid(
     let mut instances: Vec<(i64, i64, String, TaskStatus, i32)> = Vec::new();
     // A mapped task's cell is its map's state, and opens its first item.
     let mut first_items: HashMap<(i64, String), (i32, i64)> = HashMap::new();
+    let mut maps: HashMap<(i64, String), (i32, i32)> = HashMap::new();
     // A page holds at most MAX_GRID_RUNS runs: one statement's bound values
     // stay far below every backend's limit.
     let run_ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
@@ -125,13 +126,20 @@ pub async fn grid(
                 task_instance::Column::Status,
                 task_instance::Column::Attempt,
                 task_instance::Column::MapIndex,
+                task_instance::Column::MapItems,
+                task_instance::Column::MapFailed,
             ])
             .filter(task_instance::Column::DagRunId.is_in(run_ids))
-            .into_tuple::<(i64, i64, String, TaskStatus, i32, i32)>()
+            .into_tuple::<(i64, i64, String, TaskStatus, i32, i32, Option<i32>, i32)>()
             .stream(&state.db)
             .await?;
-        while let Some((id, run_id, name, status, attempts, map_index)) = rows.try_next().await? {
+        while let Some((id, run_id, name, status, attempts, map_index, items, failed)) =
+            rows.try_next().await?
+        {
             if map_index == task_instance::PLANNED {
+                if let Some(items) = items {
+                    maps.insert((run_id, name.clone()), (items, failed));
+                }
                 instances.push((id, run_id, name, status, attempts));
             } else {
                 let first = first_items.entry((run_id, name)).or_insert((map_index, id));
@@ -171,10 +179,26 @@ pub async fn grid(
             run[*row] = Some((*id, *status, *attempts));
         }
     }
+    let mut maps_of: HashMap<i64, Vec<GridMap>> = HashMap::new();
+    for ((run_id, name), (items, failed)) in maps {
+        if let Some(&row) = row_of.get(name.as_str()) {
+            maps_of
+                .entry(run_id)
+                .or_default()
+                .push(GridMap { row, items, failed });
+        }
+    }
     let runs = runs
         .into_iter()
         .map(|run| GridRun {
             cells: cells.remove(&run.id).unwrap_or_default(),
+            maps: maps_of
+                .remove(&run.id)
+                .map(|mut maps| {
+                    maps.sort_unstable_by_key(|map| map.row);
+                    maps
+                })
+                .unwrap_or_default(),
             id: run.id,
             run_key: run.dedup_key,
             biz_date: run.biz_date,

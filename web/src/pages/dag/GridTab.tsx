@@ -26,7 +26,7 @@ import {
   type GridRun,
 } from '../../lib/grid';
 import { useAsync, useNow } from '../../lib/hooks';
-import { triggerLabel } from '../../lib/runs';
+import { itemsAnchor, triggerLabel } from '../../lib/runs';
 import { isTerminalRun, normalizeStatus, STATUS_STYLES, statusClass, statusLabel, statusStyle } from '../../lib/status';
 import { useStream } from '../../live/stream';
 import { Time } from '../../components/Time';
@@ -84,23 +84,26 @@ const GridColumn = memo(function GridColumn({
       continue;
     }
     const s = statusStyle(cell.status);
+    const what = { task: task.name, bizDate: run.bizDate, status: statusLabel(cell.status), attempts: cell.attempts };
     out.push(
       <a
         key={i}
-        href={`/task-instances/${cell.taskInstanceId}`}
-        className={`cell ${statusClass(cell.status)}`}
+        href={cell.map ? `/runs/${run.id}#${itemsAnchor(task.name)}` : `/task-instances/${cell.taskInstanceId}`}
+        className={`cell ${statusClass(cell.status)}${cell.map ? ' cell-mapped' : ''}`}
         style={{ top, background: s.fill, borderColor: s.border }}
-        data-ti={cell.taskInstanceId}
         data-testid="grid-cell"
         data-task={task.name}
         data-run-id={run.id}
         data-status={normalizeStatus(cell.status)}
-        title={t(cell.attempts > 1 ? 'grid.cellAttempts' : 'grid.cell', {
-          task: task.name,
-          bizDate: run.bizDate,
-          status: statusLabel(cell.status),
-          attempts: cell.attempts,
-        })}
+        data-items={cell.map?.items ?? undefined}
+        data-failed={cell.map?.failed ?? undefined}
+        title={
+          cell.map
+            ? cell.map.items === null
+              ? t('grid.cellMapped', what)
+              : t(cell.map.failed ? 'grid.cellMapFailed' : 'grid.cellMap', { ...what, count: cell.map.items, failed: cell.map.failed })
+            : t(cell.attempts > 1 ? 'grid.cellAttempts' : 'grid.cell', what)
+        }
       />,
     );
   }
@@ -290,10 +293,11 @@ function GridView({
   };
 
   const onClick = (e: MouseEvent) => {
-    const target = (e.target as HTMLElement).closest<HTMLElement>('[data-ti]');
-    if (target?.dataset.ti) {
+    const cell = (e.target as HTMLElement).closest<HTMLAnchorElement>('a.cell');
+    const to = cell?.getAttribute('href');
+    if (to) {
       e.preventDefault();
-      navigate(`/task-instances/${target.dataset.ti}`);
+      navigate(to);
     }
   };
 

@@ -1,7 +1,7 @@
 import { sayProblem } from '../../lib/problem';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
-import { Link } from 'react-router';
+import { Link, useLocation } from 'react-router';
 import { errorMessage } from '../../api/client';
 import { clearTask, markTask } from '../../api/endpoints';
 import type { TaskInstanceDto } from '../../api/types';
@@ -10,6 +10,7 @@ import { ConfirmDialog } from '../../components/Modal';
 import { StatusBadge } from '../../components/Status';
 import { durationMs, formatDuration, formatTime } from '../../lib/format';
 import { useNow } from '../../lib/hooks';
+import { itemsAnchor } from '../../lib/runs';
 import { isTerminalTask } from '../../lib/status';
 import { Time } from '../../components/Time';
 
@@ -34,6 +35,13 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
   const [failures, setFailures] = useState<Failure[]>([]);
   const live = instances.some((ti) => !isTerminalTask(ti.status) && ti.startTime);
   const now = useNow(1000, live);
+  // The grid opens a mapped task at `#items-<task>`: its first item's row,
+  // once the instances are here.
+  const { hash } = useLocation();
+  const loaded = instances.length > 0;
+  useEffect(() => {
+    if (loaded && hash) document.getElementById(decodeURIComponent(hash.slice(1)))?.scrollIntoView({ block: 'start' });
+  }, [hash, loaded]);
 
   const chosen = instances.filter((ti) => selected.has(ti.id));
   const all = instances.length > 0 && chosen.length === instances.length;
@@ -122,7 +130,13 @@ export function TaskInstanceTable({ instances, onChanged }: { instances: TaskIns
           </thead>
           <tbody>
             {instances.map((ti) => (
-              <tr key={ti.id} data-testid="ti-row" data-task={ti.taskName} className={selected.has(ti.id) ? 'row-selected' : ''}>
+              <tr
+                key={ti.id}
+                id={ti.mapIndex === 0 ? itemsAnchor(ti.taskName) : undefined}
+                data-testid="ti-row"
+                data-task={ti.taskName}
+                className={selected.has(ti.id) ? 'row-selected' : ''}
+              >
                 {canAct && (
                   <td className="col-check">
                     <input
